@@ -1,0 +1,1 @@
+"""The hardware catalog: one TOML file per target family (installed as optimizer.constraints)."""

@@ -1,0 +1,5 @@
+import sys
+
+from optimizer.cli import main
+
+sys.exit(main())

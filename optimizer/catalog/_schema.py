@@ -1,0 +1,119 @@
+"""Frozen values the catalog TOML files load into."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+SCOPES = ("node", "context", "cost", "io", "memory", "target")
+
+
+@dataclass(frozen=True)
+class Figure:
+    value: float
+    unit: str
+    source: str
+    derived: bool = False
+    assumed: bool = False
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One vendor limit. `check` names a function in the check registry (node-scope rules)."""
+
+    id: str
+    family: str
+    scope: str
+    kinds: tuple[str, ...]
+    source: str
+    summary: str
+    check: str | None = None
+    params: Mapping[str, Any] = None  # type: ignore[assignment]
+    generations: tuple[str, ...] = ()  # empty: every generation of the family
+    targets: tuple[str, ...] = ()  # empty: every target of the family
+    precisions: tuple[str, ...] = ()  # empty: every precision
+    new: bool = False  # an ID this project added beside the digest's
+
+    def applies(self, target: Target, kind: str, precision: str) -> bool:
+        return ((not self.generations or target.generation in self.generations)
+                and (not self.targets or target.id in self.targets)
+                and (not self.precisions or precision in self.precisions)
+                and (("*" in self.kinds and kind not in ("none", "constant")) or kind in self.kinds))
+
+
+@dataclass(frozen=True)
+class OpSupport:
+    """Where an ONNX op runs on an RKNN SoC, as found in the vendor docs or the toolkit's log."""
+
+    op: str
+    npu_socs: tuple[str, ...]
+    precisions: tuple[str, ...]  # NPU precisions it runs in (empty: every NPU precision)
+    multicore: bool
+    source: str
+    condition: str | None = None  # a named condition checked per node (e.g. count_include_pad)
+
+
+@dataclass(frozen=True)
+class Target:
+    id: str
+    family: str
+    name: str
+    generation: str
+    accelerator: str  # dla or npu
+    fallback: str  # gpu or cpu
+    devices: tuple[str, ...]
+    precisions: Mapping[str, tuple[str, ...]]  # accelerator kind -> precisions it offers
+    figures: Mapping[str, Figure]
+    features: Mapping[str, Any]
+
+    def figure(self, name: str) -> float:
+        return self.figures[name].value
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return tuple(self.precisions)
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    accelerator: str
+    fallback: str
+    layer_kinds: Mapping[str, str]
+    default_kind: str  # kind of an op absent from layer_kinds ("none": no accelerator layer)
+    rules: tuple[Rule, ...]
+    formats: Mapping[str, Any]
+    op_support: Mapping[str, OpSupport]
+    sources: Mapping[str, str]
+    path: str
+
+
+@dataclass(frozen=True)
+class Catalog:
+    families: Mapping[str, Family]
+    targets: Mapping[str, Target]
+    sha256: str
+
+    def target(self, target_id: str) -> Target:
+        from optimizer.errors import BadInputError
+
+        if target_id not in self.targets:
+            raise BadInputError(f"unknown target '{target_id}' (known: {', '.join(self.targets)})")
+        return self.targets[target_id]
+
+    def family_of(self, target: Target) -> Family:
+        return self.families[target.family]
+
+    def rule(self, rule_id: str) -> Rule:
+        for family in self.families.values():
+            for rule in family.rules:
+                if rule.id == rule_id:
+                    return rule
+        raise KeyError(rule_id)
+
+    def rules_of(self, target: Target) -> tuple[Rule, ...]:
+        return self.families[target.family].rules
+
+    def all_rules(self) -> tuple[Rule, ...]:
+        return tuple(r for f in self.families.values() for r in f.rules)

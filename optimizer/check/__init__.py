@@ -1,0 +1,14 @@
+"""`check`: which node can run on which accelerator and precision, and the rule behind every no."""
+
+from optimizer.check._report import (
+           CHECK_SCHEMA,
+           CheckReport,
+           check_graph,
+           check_json,
+           model_block,
+           render_table,
+)
+from optimizer.check._verdicts import NodeVerdict, Violation, layer_kind
+
+__all__ = ["CHECK_SCHEMA", "CheckReport", "NodeVerdict", "Violation", "check_graph", "check_json", "layer_kind",
+           "model_block", "render_table"]

@@ -1,0 +1,116 @@
+"""The check result as the JSON of formats.md and as a terminal table."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from optimizer.catalog import Catalog, Target
+from optimizer.check._io import io_facts
+from optimizer.check._verdicts import NodeVerdict, node_verdict
+from optimizer.ir import Graph
+
+CHECK_SCHEMA = "edgeplan.check/v1"
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    graph: Graph
+    target: Target
+    catalog_sha256: str
+    verdicts: tuple[NodeVerdict, ...]
+    io: dict[str, Any]
+
+    def verdict(self, name: str) -> NodeVerdict:
+        return self.verdicts[self.graph.node(name).index]
+
+
+def check_graph(graph: Graph, catalog: Catalog, target_id: str) -> CheckReport:
+    target = catalog.target(target_id)
+    verdicts = tuple(node_verdict(graph, node, catalog, target) for node in graph.nodes)
+    by_name = {v.name: v for v in verdicts}
+    return CheckReport(graph=graph, target=target, catalog_sha256=catalog.sha256, verdicts=verdicts,
+                       io=io_facts(graph, catalog, target, by_name))
+
+
+def model_block(graph: Graph) -> dict[str, Any]:
+    return {"path": graph.path, "sha256": graph.sha256, "num_nodes": len(graph.nodes)}
+
+
+def check_json(report: CheckReport) -> dict[str, Any]:
+    nodes = []
+    for verdict in report.verdicts:
+        entry: dict[str, Any] = {
+            "name": verdict.name,
+            "op_type": verdict.op_type,
+            "supported": {k: dict(v) for k, v in verdict.supported.items()},
+            "violations": [{"rule": v.rule, "accelerator": v.accelerator, "precision": v.precision,
+                            "message": v.message} for v in verdict.violations],
+            "layer_kind": verdict.kind,
+        }
+        entry.update(dict(verdict.extra))
+        nodes.append(entry)
+    return {
+        "schema": CHECK_SCHEMA,
+        "target": report.target.id,
+        "model": model_block(report.graph),
+        "catalog_sha256": report.catalog_sha256,
+        "dynamic_dims": [{"tensor": t, "axis": a, "symbol": s} for t, a, s in report.graph.dynamic_dims],
+        "summary": summary(report),
+        "io": report.io,
+        "nodes": nodes,
+    }
+
+
+def summary(report: CheckReport) -> dict[str, Any]:
+    counts: dict[str, dict[str, int]] = {}
+    for accelerator, precisions in report.target.precisions.items():
+        counts[accelerator] = {p: sum(v.runs_on(accelerator, p) for v in report.verdicts) for p in precisions}
+    blocking: Counter[str] = Counter()
+    for verdict in report.verdicts:
+        for rule in {v.rule for v in verdict.violations}:
+            blocking[rule] += 1
+    return {
+        "nodes": len(report.verdicts),
+        "constant_nodes": sum(v.kind == "constant" for v in report.verdicts),
+        "runnable": counts,
+        "blocking_rules": [{"rule": r, "nodes": n} for r, n in sorted(blocking.items(), key=lambda x: (-x[1], x[0]))],
+    }
+
+
+def render_table(report: CheckReport, max_rows: int = 60) -> str:
+    """Summary, then one row per (node, rule) violation, merged across precisions that share it."""
+    s = summary(report)
+    target = report.target
+    lines = [f"edgeplan check: {report.graph.path} on {target.id} ({target.name})",
+             f"{s['nodes']} nodes ({s['constant_nodes']} folded constants)"]
+    if report.graph.dynamic_dims:
+        dims = ", ".join(f"{t}[{a}]={sym}" for t, a, sym in report.graph.dynamic_dims)
+        lines.append(f"dynamic dims: {dims} (fix with --input-shape NAME=1x3x224x224)")
+    lines.append("")
+    lines.append(f"{'accelerator':<12}" + "".join(f"{p:>8}" for p in ("int8", "fp16", "fp32")))
+    for accelerator, per in s["runnable"].items():
+        cells = "".join(f"{per[p]:>8}" if p in per else f"{'-':>8}" for p in ("int8", "fp16", "fp32"))
+        lines.append(f"{accelerator:<12}{cells}")
+    lines.append("")
+    if s["blocking_rules"]:
+        top = ", ".join(f"{b['rule']} ({b['nodes']})" for b in s["blocking_rules"][:6])
+        lines.append(f"top blocking rules (nodes): {top}")
+        lines.append("")
+    rows: dict[tuple[str, str, str], list[str]] = {}
+    for verdict in report.verdicts:
+        for v in verdict.violations:
+            rows.setdefault((verdict.name, v.rule, v.message), []).append(v.precision)
+    if not rows:
+        lines.append(f"every node meets every {target.accelerator.upper()} rule")
+        return "\n".join(lines) + "\n"
+    width = min(max(len(k[0]) for k in rows), 48)
+    lines.append(f"{'node':<{width}}  {'precision':<10} {'rule':<24} value")
+    for count, ((node, rule, message), precisions) in enumerate(rows.items()):
+        if count == max_rows:
+            lines.append(f"... {len(rows) - max_rows} more (use --json FILE for all)")
+            break
+        shown = node if len(node) <= width else "…" + node[-(width - 1):]
+        lines.append(f"{shown:<{width}}  {','.join(precisions):<10} {rule:<24} {message}")
+    return "\n".join(lines) + "\n"

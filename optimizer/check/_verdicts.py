@@ -1,0 +1,101 @@
+"""Per-node verdicts: which accelerator and precision each node can run in, and why not."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from optimizer.catalog import Catalog, Family, LayerView, Target
+from optimizer.catalog._checks import CHECKS
+from optimizer.ir import Graph, Node
+
+
+@dataclass(frozen=True)
+class Violation:
+    rule: str
+    accelerator: str
+    precision: str
+    message: str
+
+    def line(self) -> str:
+        return f"{self.rule}: {self.message}"
+
+
+@dataclass(frozen=True)
+class NodeVerdict:
+    name: str
+    op_type: str
+    kind: str  # the accelerator's layer kind; "constant" for build-time folded nodes
+    supported: Mapping[str, Mapping[str, bool]]
+    violations: tuple[Violation, ...]
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def runs_on(self, accelerator: str, precision: str) -> bool:
+        return bool(self.supported.get(accelerator, {}).get(precision))
+
+
+def layer_kind(family: Family, node: Node) -> str:
+    if node.folded:
+        return "constant"
+    if node.opaque:
+        return "none"
+    return family.layer_kinds.get(node.op_type, family.default_kind)
+
+
+def node_verdict(graph: Graph, node: Node, catalog: Catalog, target: Target) -> NodeVerdict:
+    family = catalog.family_of(target)
+    kind = layer_kind(family, node)
+    supported: dict[str, dict[str, bool]] = {}
+    violations: list[Violation] = []
+    for accelerator, precisions in target.precisions.items():
+        supported[accelerator] = {}
+        for precision in precisions:
+            ok = True
+            if accelerator == family.accelerator and kind != "constant":
+                view = LayerView(graph=graph, node=node, family=family, target=target,
+                                 precision=precision, kind=kind)
+                for rule in family.rules:
+                    if rule.scope != "node" or not rule.applies(target, kind, precision):
+                        continue
+                    message = CHECKS[rule.check](rule, view)
+                    if message is not None:
+                        ok = False
+                        violations.append(Violation(rule.id, accelerator, precision, message))
+            supported[accelerator][precision] = ok
+    extra = _extras(graph, node, family, target, kind)
+    return NodeVerdict(name=node.name, op_type=node.op_type, kind=kind,
+                       supported=MappingProxyType({k: MappingProxyType(v) for k, v in supported.items()}),
+                       violations=tuple(violations), extra=MappingProxyType(extra))
+
+
+def _extras(graph: Graph, node: Node, family: Family, target: Target, kind: str) -> dict[str, Any]:
+    """Facts the planner needs beyond yes/no: sparsity modes and multi-core eligibility on RKNN."""
+    out: dict[str, Any] = {}
+    if family.accelerator != "npu" or kind == "constant":
+        return out
+    support = family.op_support.get(node.op_type)
+    cores = int(target.features.get("npu_cores", 1))
+    out["multicore"] = bool(support and support.multicore and cores > 1)
+    if target.features.get("sparse") and sparse_eligible(graph, node, family):
+        modes = family_rule_param(family, "RKNN-SPARSE-MODES", "modes")
+        out["sparsity_modes"] = list(modes)
+    return out
+
+
+def family_rule_param(family: Family, rule_id: str, name: str) -> Any:
+    for rule in family.rules:
+        if rule.id == rule_id:
+            return rule.params[name]
+    raise KeyError(f"{rule_id}.{name}")
+
+
+def sparse_eligible(graph: Graph, node: Node, family: Family) -> bool:
+    """RKNN-SPARSE-OP: a 2-D Conv with group 1 and constant weights."""
+    params = next(r.params for r in family.rules if r.id == "RKNN-SPARSE-OP")
+    if node.op_type not in params["ops"] or node.attrs.get("group", 1) != params["group"]:
+        return False
+    kernel = node.attrs.get("kernel_shape")
+    return (kernel is not None and len(kernel) == params["spatial"] and len(node.inputs) > 1
+            and graph.is_constant(node.inputs[1]))

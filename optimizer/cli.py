@@ -1,0 +1,105 @@
+"""Command line: a thin layer over the public API. Only this module prints or exits."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from optimizer import __version__
+from optimizer.catalog import load_catalog
+from optimizer.check import check_graph, check_json, render_table
+from optimizer.errors import BadInputError, EdgeplanError
+from optimizer.fileio import dumps_json, write_json
+from optimizer.ir import load_model, parse_input_shapes
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors are one line on stderr and exit 2, like every other bad input."""
+
+    def error(self, message: str) -> NoReturn:
+        raise BadInputError(f"usage: {message} (see 'edgeplan {self.prog.split()[-1]} --help')")
+
+
+def _targets(args: argparse.Namespace) -> int:
+    catalog = load_catalog()
+    rows = []
+    for target in catalog.targets.values():
+        figures = {name: {"value": f.value, "unit": f.unit, "source": f.source,
+                          **({"derived": True} if f.derived else {}), **({"assumed": True} if f.assumed else {})}
+                   for name, f in target.figures.items()}
+        rows.append({"id": target.id, "name": target.name, "family": target.family,
+                     "generation": target.generation, "accelerator": target.accelerator,
+                     "fallback": target.fallback, "devices": list(target.devices),
+                     "precisions": {k: list(v) for k, v in target.precisions.items()},
+                     "figures": figures})
+    if args.json:
+        sys.stdout.write(dumps_json({"schema": "edgeplan.targets/v1", "catalog_sha256": catalog.sha256,
+                                     "targets": rows}))
+        return 0
+    print(f"{'target':<11} {'devices':<16} {'accelerator peak':<26} {'DRAM':>9}  name")
+    for row in rows:
+        fig = row["figures"]
+        acc = row["accelerator"]
+        peak = f"{fig[f'{acc}_int8_tops']['value']:g} TOPS int8"
+        if f"{acc}_fp16_tops" in fig:
+            peak += f" / {fig[f'{acc}_fp16_tops']['value']:g} fp16"
+        print(f"{row['id']:<11} {','.join(row['devices']):<16} {peak:<26} "
+              f"{fig['dram_gbps']['value']:>6g} GB/s  {row['name']}")
+    print("\nper-core figures; sources: edgeplan targets --json")
+    return 0
+
+
+def _load(args: argparse.Namespace):
+    return load_model(args.model, parse_input_shapes(args.input_shape or []))
+
+
+def _check(args: argparse.Namespace) -> int:
+    catalog = load_catalog()
+    catalog.target(args.target)
+    report = check_graph(_load(args), catalog, args.target)
+    if args.json:
+        write_json(Path(args.json), check_json(report))
+    sys.stdout.write(render_table(report))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="edgeplan", description="Deployment plans for ONNX models on edge accelerators.")
+    parser.add_argument("--version", action="version", version=f"edgeplan {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("targets", help="list the known targets and their key figures")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(run=_targets)
+
+    p = sub.add_parser("check", help="which node can run where, and why not")
+    p.add_argument("model", help="ONNX model file")
+    p.add_argument("--target", required=True, help="target ID (see 'edgeplan targets')")
+    p.add_argument("--json", metavar="FILE", help="also write the check JSON here")
+    p.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224",
+                   help="fix a dynamic input's dims (repeatable)")
+    p.set_defaults(run=_check)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return int(args.run(args))
+    except EdgeplanError as exc:
+        print(f"edgeplan: error: {exc.one_line()}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("edgeplan: interrupted", file=sys.stderr)
+        return 130
+    except (OSError, json.JSONDecodeError, RecursionError, MemoryError) as exc:
+        print(f"edgeplan: error: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

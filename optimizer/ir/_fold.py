@@ -1,0 +1,104 @@
+"""Folding of constant shape arithmetic, so Reshape targets and Resize scales become known.
+
+Only small shape-arithmetic ops are folded, with onnx's reference implementations; anything
+that could allocate a large array is sized before it runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+from onnx.reference.ops import load_op
+
+MAX_FOLD_ELEMENTS = 1 << 16
+
+FOLDABLE = frozenset({
+    "Shape", "Size", "Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Cast", "Add", "Sub",
+    "Mul", "Div", "Mod", "Neg", "Abs", "Floor", "Ceil", "Sqrt", "Reshape", "Equal", "Less",
+    "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or", "Where", "Min", "Max",
+    "ConstantOfShape", "Range", "Expand", "Identity", "ReduceProd", "ReduceSum", "ReduceMax",
+    "ReduceMin", "Transpose", "Flatten", "Split", "Tile", "Pow", "Reciprocal", "Sign", "Constant",
+    "GatherElements", "CastLike", "Round",
+})
+
+
+def constant_node_value(node: onnx.NodeProto) -> np.ndarray | None:
+    for attr in node.attribute:
+        if attr.name == "value":
+            if attr.t.data_location == onnx.TensorProto.EXTERNAL:
+                return None
+            return numpy_helper.to_array(attr.t)
+        if attr.name == "value_float":
+            return np.array(attr.f, dtype=np.float32)
+        if attr.name == "value_floats":
+            return np.array(list(attr.floats), dtype=np.float32)
+        if attr.name == "value_int":
+            return np.array(attr.i, dtype=np.int64)
+        if attr.name == "value_ints":
+            return np.array(list(attr.ints), dtype=np.int64)
+    return None
+
+
+def _static_shape(shapes: Mapping[str, tuple | None], name: str) -> tuple[int, ...] | None:
+    shape = shapes.get(name)
+    if shape is None or not all(isinstance(d, int) and d >= 0 for d in shape):
+        return None
+    return tuple(shape)
+
+
+def _fits(node: onnx.NodeProto, values: list[np.ndarray]) -> bool:
+    """Rejects folds whose output size is data-dependent and could be huge."""
+    op = node.op_type
+    try:
+        if op == "ConstantOfShape":
+            return int(np.prod(values[0])) <= MAX_FOLD_ELEMENTS
+        if op == "Range":
+            start, limit, delta = (float(v) for v in values[:3])
+            return delta != 0 and abs((limit - start) / delta) <= MAX_FOLD_ELEMENTS
+        if op == "Expand":
+            out = np.broadcast_shapes(values[0].shape, tuple(int(d) for d in values[1]))
+            return int(np.prod(out)) <= MAX_FOLD_ELEMENTS
+        if op == "Tile":
+            return values[0].size * int(np.prod(values[1])) <= MAX_FOLD_ELEMENTS
+    except (ValueError, TypeError, OverflowError):
+        return False
+    return all(v.size <= MAX_FOLD_ELEMENTS for v in values)
+
+
+def fold_node(node: onnx.NodeProto, opset: int, known: Mapping[str, np.ndarray],
+              shapes: Mapping[str, tuple | None]) -> list[np.ndarray] | None:
+    """The node's output values if they are build-time constants, else None."""
+    if node.domain not in ("", "ai.onnx") or node.op_type not in FOLDABLE:
+        return None
+    if node.op_type == "Constant":
+        value = constant_node_value(node)
+        return None if value is None else [value]
+    if node.op_type in ("Shape", "Size"):
+        shape = _static_shape(shapes, node.input[0]) if node.input else None
+        if shape is None:
+            return None
+        if node.op_type == "Size":
+            return [np.array(int(np.prod(shape)), dtype=np.int64)]
+        attrs = {a.name: a.i for a in node.attribute}
+        start, end = attrs.get("start", 0), attrs.get("end", len(shape))
+        return [np.array(shape[slice(start, end)], dtype=np.int64)]
+    names = list(node.input)
+    if not names or any(n and n not in known for n in names):
+        return None
+    values = [known[n] if n else None for n in names]
+    present = [v for v in values if v is not None]
+    if not _fits(node, present):
+        return None
+    try:
+        op = load_op("", node.op_type, opset)(
+            node, {"log": lambda *_: None, "opsets": {"": opset}, "verbose": 0, "new_ops": None})
+        result = op.run(*values)
+    except Exception:  # a reference op that cannot run this instance simply leaves it unfolded
+        return None
+    outputs = [np.asarray(r) for r in (result if isinstance(result, tuple) else (result,))]
+    if any(o.size > MAX_FOLD_ELEMENTS for o in outputs):
+        return None
+    return outputs

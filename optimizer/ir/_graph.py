@@ -1,0 +1,126 @@
+"""The graph IR: what every later stage needs to know about a model, and nothing else."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+Dim = int | str  # a static size, or the name of a symbolic dimension
+
+BYTES_PER_ELEMENT: Mapping[str, int] = MappingProxyType({"int8": 1, "fp16": 2, "fp32": 4})
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    name: str
+    dtype: str
+    shape: tuple[Dim, ...] | None  # None when not even the rank is known
+    is_constant: bool = False  # an initializer, a Constant output or a folded value
+
+    @property
+    def is_static(self) -> bool:
+        return self.shape is not None and all(isinstance(d, int) and d >= 0 for d in self.shape)
+
+    @property
+    def num_elements(self) -> int | None:
+        if not self.is_static:
+            return None
+        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+
+
+@dataclass(frozen=True)
+class Node:
+    """One ONNX node with its attributes normalised (defaults filled, auto_pad made explicit)."""
+
+    index: int
+    name: str
+    op_type: str
+    domain: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    attrs: Mapping[str, Any]
+    opaque: bool = False  # control flow: its body is not looked into, never DLA/NPU
+    folded: bool = False  # computes only build-time constants (shape arithmetic, Constant)
+    macs: int = 0  # multiply-accumulates (conv, gemm, matmul) at the model's batch
+    elementwise_ops: int = 0  # other arithmetic: one per output element times the window
+    weight_elements: int = 0  # elements of constant inputs (weights, biases, scales)
+
+
+@dataclass(frozen=True)
+class Graph:
+    path: str
+    sha256: str
+    opset: int
+    nodes: tuple[Node, ...]
+    tensors: Mapping[str, TensorInfo]
+    inputs: tuple[str, ...]  # runtime inputs only (initializers excluded)
+    outputs: tuple[str, ...]
+    constants: Mapping[str, np.ndarray]  # values known at build time (small ones only)
+    dynamic_dims: tuple[tuple[str, int, str], ...]  # (tensor, axis, symbol) of graph inputs
+    _producer: Mapping[str, int] = field(repr=False, compare=False, default_factory=dict)
+    _consumers: Mapping[str, tuple[int, ...]] = field(repr=False, compare=False, default_factory=dict)
+    _by_name: Mapping[str, int] = field(repr=False, compare=False, default_factory=dict)
+
+    @staticmethod
+    def build(path: str, sha256: str, opset: int, nodes: tuple[Node, ...],
+              tensors: Mapping[str, TensorInfo], inputs: tuple[str, ...], outputs: tuple[str, ...],
+              constants: Mapping[str, np.ndarray],
+              dynamic_dims: tuple[tuple[str, int, str], ...]) -> Graph:
+        producer = {out: n.index for n in nodes for out in n.outputs if out}
+        consumers: dict[str, list[int]] = {}
+        for n in nodes:
+            for name in dict.fromkeys(n.inputs):
+                if name:
+                    consumers.setdefault(name, []).append(n.index)
+        return Graph(
+            path=path, sha256=sha256, opset=opset, nodes=nodes,
+            tensors=MappingProxyType(dict(tensors)), inputs=inputs, outputs=outputs,
+            constants=MappingProxyType(dict(constants)), dynamic_dims=dynamic_dims,
+            _producer=MappingProxyType(producer),
+            _consumers=MappingProxyType({k: tuple(v) for k, v in consumers.items()}),
+            _by_name=MappingProxyType({n.name: n.index for n in nodes}),
+        )
+
+    def node(self, name: str) -> Node:
+        return self.nodes[self._by_name[name]]
+
+    def has_node(self, name: str) -> bool:
+        return name in self._by_name
+
+    def producer(self, tensor: str) -> Node | None:
+        index = self._producer.get(tensor)
+        return None if index is None else self.nodes[index]
+
+    def consumers(self, tensor: str) -> tuple[Node, ...]:
+        return tuple(self.nodes[i] for i in self._consumers.get(tensor, ()))
+
+    def shape(self, tensor: str) -> tuple[Dim, ...] | None:
+        info = self.tensors.get(tensor)
+        return None if info is None else info.shape
+
+    def is_constant(self, tensor: str) -> bool:
+        info = self.tensors.get(tensor)
+        return bool(info and info.is_constant)
+
+    def runtime_inputs(self, node: Node) -> tuple[str, ...]:
+        """Inputs that carry activations, not weights or folded constants."""
+        return tuple(t for t in node.inputs if t and not self.is_constant(t))
+
+    def activation_elements(self, node: Node) -> int:
+        """Elements read and written at run time; unknown shapes count as zero."""
+        total = 0
+        for name in (*self.runtime_inputs(node), *node.outputs):
+            info = self.tensors.get(name)
+            if info is not None and info.num_elements is not None:
+                total += info.num_elements
+        return total
+
+    def weight_bytes(self, node: Node, precision: str) -> int:
+        return node.weight_elements * BYTES_PER_ELEMENT[precision]
+
+    def activation_bytes(self, node: Node, precision: str) -> int:
+        return self.activation_elements(node) * BYTES_PER_ELEMENT[precision]
