@@ -1,0 +1,91 @@
+"""The catalog itself: every digest rule present, every op real, every limit sourced."""
+
+from __future__ import annotations
+
+import re
+
+import onnx
+import pytest
+
+from optimizer.catalog import CHECKS, load_catalog
+from optimizer.errors import BadInputError
+from tests.conftest import SHARED
+
+TARGET_IDS = {"orin-agx", "orin-nx", "xavier-agx", "xavier-nx", "rk3588", "rk3576", "rk3566", "rk3568",
+              "rk3562", "rv1126b", "rv1106", "rv1103"}
+DIGEST = SHARED / "spec" / "hardware-rules.md"
+
+
+def digest_ids() -> set[str]:
+    return set(re.findall(r"^- ((?:DLA|RKNN)-[A-Z0-9-]+):", DIGEST.read_text(), flags=re.M))
+
+
+@pytest.mark.skipif(not DIGEST.exists(), reason="../shared/spec is not present")
+def test_every_digest_rule_is_in_the_catalog(catalog):
+    ids = {r.id for r in catalog.all_rules()}
+    assert len(digest_ids()) >= 70
+    assert digest_ids() - ids == set()
+
+
+@pytest.mark.skipif(not DIGEST.exists(), reason="../shared/spec is not present")
+def test_rules_beyond_the_digest_are_marked_new(catalog):
+    for rule in catalog.all_rules():
+        assert rule.new is (rule.id not in digest_ids()), rule.id
+
+
+def test_targets_are_the_spec_ids(catalog):
+    assert set(catalog.targets) == TARGET_IDS
+
+
+def test_every_op_name_exists_in_onnx_defs(catalog):
+    for family in catalog.families.values():
+        for op in [*family.layer_kinds, *family.op_support]:
+            assert onnx.defs.has(op), f"{family.name}: {op} is not an ONNX op"
+        for rule in family.rules:
+            for op in rule.params.get("ops", ()):
+                assert onnx.defs.has(op), f"{rule.id}: {op}"
+
+
+def test_every_rule_and_figure_cites_a_source(catalog):
+    for rule in catalog.all_rules():
+        assert len(rule.source) > 15, rule.id
+        assert rule.summary, rule.id
+    for target in catalog.targets.values():
+        for name, figure in target.figures.items():
+            assert figure.source, f"{target.id}.{name}"
+        for op in catalog.family_of(target).op_support.values():
+            assert op.source, op.op
+
+
+def test_node_rules_name_registered_checks(catalog):
+    for rule in catalog.all_rules():
+        if rule.scope == "node":
+            assert rule.check in CHECKS, rule.id
+
+
+def test_every_target_has_the_figures_the_planner_needs(catalog):
+    for target in catalog.targets.values():
+        acc = target.accelerator
+        assert f"{acc}_int8_tops" in target.figures and "dram_gbps" in target.figures
+        for precision in target.precisions[acc]:
+            assert f"{acc}_{precision}_tops" in target.figures, (target.id, precision)
+
+
+def test_dla_sram_differs_orin_xavier(catalog):
+    assert catalog.target("orin-agx").figure("dla_sram_bytes") == 1 << 20
+    assert catalog.target("xavier-agx").figure("dla_sram_bytes") == 4 << 20
+
+
+def test_catalog_hash_is_stable():
+    assert load_catalog().sha256 == load_catalog().sha256
+
+
+def test_a_broken_catalog_fails_at_load(tmp_path):
+    from importlib import resources
+    base = resources.files("optimizer.constraints")
+    for name in ("nvidia_dla.toml", "rockchip_rknn.toml"):
+        (tmp_path / name).write_text((base / name).read_text())
+    text = (tmp_path / "nvidia_dla.toml").read_text().replace('check = "cbuf"', 'check = "no_such_check"')
+    (tmp_path / "nvidia_dla.toml").write_text(text)
+    with pytest.raises(BadInputError, match="no_such_check"):
+        load_catalog(tmp_path)

@@ -1,0 +1,148 @@
+"""RKNN rules at their boundaries, per SoC where the verdict differs (placement found by the toolkit probe)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import helper
+
+from optimizer.check import check_graph
+from optimizer.ir import load_model
+from tests.conftest import const, save_model, value, violations, weight
+
+ALL = ["rk3588", "rk3576", "rk3566", "rk3568", "rk3562", "rv1126b", "rv1106", "rv1103"]
+
+
+def npu(catalog, path, target, precision="int8", node="n"):
+    return check_graph(load_model(path), catalog, target).verdict(node).runs_on("npu", precision)
+
+
+@pytest.mark.parametrize("target", ALL)
+def test_conv_runs_on_every_npu(catalog, build, target):
+    assert npu(catalog, build.conv(), target)
+
+
+@pytest.mark.parametrize("target", ALL)
+def test_cpu_fallback_ops(catalog, build, target):
+    path = build.op("Min", [1, 8, 4, 4], inputs=["x", "z"], extra_inputs=[value("z", [1, 8, 4, 4])])
+    assert not npu(catalog, path, target)
+    assert "RKNN-OP-NPU" in violations(catalog, path, target)
+    assert check_graph(load_model(path), catalog, target).verdict("n").runs_on("cpu", "fp32")
+
+
+@pytest.mark.parametrize(("target", "on_npu"), [("rk3588", True), ("rk3576", True), ("rk3562", True),
+                                                ("rk3566", False), ("rk3568", False)])
+def test_softmax_and_transpose_fall_back_on_rk356x(catalog, build, target, on_npu):
+    assert npu(catalog, build.op("Softmax", [1, 8, 4, 4], axis=1), target, "fp16") is on_npu
+    assert npu(catalog, build.op("Transpose", [1, 8, 4, 4], perm=[0, 1, 3, 2]), target, "fp16") is on_npu
+
+
+@pytest.mark.parametrize(("target", "on_npu"), [("rk3576", True), ("rv1126b", True), ("rk3588", False)])
+def test_sin_cos_on_rk3576_rv1126b_only(catalog, build, target, on_npu):
+    assert npu(catalog, build.op("Sin", [1, 8, 4, 4]), target, "fp16") is on_npu
+
+
+@pytest.mark.parametrize(("precision", "fails"), [("fp16", False), ("int8", True)])
+def test_sin_cos_fp16_only(catalog, build, precision, fails):
+    assert ("RKNN-SIN-COS" in violations(catalog, build.op("Cos", [1, 8, 4, 4]), "rk3576", precision)) is fails
+
+
+@pytest.mark.parametrize(("precision", "on_npu"), [("fp16", True), ("int8", False)])
+def test_div_npu_in_fp16_only(catalog, build, precision, on_npu):
+    path = build.op("Div", [1, 8, 4, 4], inputs=["x", "z"], extra_inputs=[value("z", [1, 8, 4, 4])])
+    assert npu(catalog, path, "rk3588", precision) is on_npu
+
+
+@pytest.mark.parametrize(("pads", "include", "on_npu"), [((0, 0, 0, 0), 0, True), ((1, 1, 1, 1), 1, True),
+                                                         ((1, 1, 1, 1), 0, False)])
+def test_average_pool_count_include_pad(catalog, build, pads, include, on_npu):
+    path = build.op("AveragePool", [1, 8, 8, 8], kernel_shape=[3, 3], pads=list(pads), count_include_pad=include)
+    assert npu(catalog, path, "rk3588") is on_npu
+
+
+def test_erf_runs_on_npu_only_inside_gelu(catalog, tmp_path):
+    nodes = [helper.make_node("Div", ["x", "sq"], ["d"], name="div"),
+             helper.make_node("Erf", ["d"], ["e"], name="erf"),
+             helper.make_node("Add", ["e", "one"], ["a"], name="add"),
+             helper.make_node("Mul", ["x", "a"], ["y"], name="mul")]
+    inits = [const("sq", np.array(1.4142135, np.float32)), const("one", np.array(1.0, np.float32))]
+    gelu = save_model(tmp_path / "gelu.onnx", nodes, [value("x", [1, 8, 4, 4])], [value("y", None)], inits)
+    lone = save_model(tmp_path / "erf.onnx", [helper.make_node("Erf", ["x"], ["y"], name="erf")],
+                      [value("x", [1, 8, 4, 4])], [value("y", None)])
+    assert npu(catalog, gelu, "rk3588", "fp16", node="erf")
+    assert not npu(catalog, lone, "rk3588", "fp16", node="erf")
+
+
+@pytest.mark.parametrize(("stride", "fails"), [(8, False), (9, True)])
+def test_conv_stride(catalog, build, stride, fails):
+    path = build.conv(kernel=(1, 1), pads=(0, 0, 0, 0), strides=(stride, stride), h=36, w=36)
+    assert ("RKNN-CONV-STRIDE" in violations(catalog, path, "rk3588")) is fails
+
+
+@pytest.mark.parametrize(("k", "fails"), [(8192, False), (8193, True)])
+def test_matmul_k(catalog, build, k, fails):
+    path = build.op("MatMul", [1, 4, k], inputs=["x", "w"], inits=[weight("w", [k, 2])])
+    assert ("RKNN-MATMUL-K" in violations(catalog, path, "rk3576", "fp16")) is fails
+    assert "RKNN-MATMUL-K" not in violations(catalog, path, "rk3588", "fp16")
+
+
+@pytest.mark.parametrize(("axis", "fails"), [(-1, False), (1, False), (2, True)])
+def test_norm_axes(catalog, build, axis, fails):
+    shape = [1, 4, 8, 8]
+    d = shape[axis:] if axis >= 0 else shape[-1:]
+    inits = [const("s", np.ones(d, np.float32)), const("b", np.zeros(d, np.float32))]
+    path = build.op("LayerNormalization", shape, inputs=["x", "s", "b"], inits=inits, axis=axis)
+    assert ("RKNN-NORM" in violations(catalog, path, "rk3576", "fp16")) is fails
+
+
+def test_layernorm_fp16_only(catalog, build):
+    inits = [const("s", np.ones(8, np.float32)), const("b", np.zeros(8, np.float32))]
+    path = build.op("LayerNormalization", [1, 4, 8], inputs=["x", "s", "b"], inits=inits, axis=-1)
+    assert npu(catalog, path, "rk3576", "fp16")
+    assert not npu(catalog, path, "rk3576", "int8")
+
+
+def test_rv110x_offer_int8_only(catalog):
+    assert catalog.target("rv1106").precisions["npu"] == ("int8",)
+    assert catalog.target("rv1103").precisions["npu"] == ("int8",)
+
+
+def test_static_shapes(catalog, build):
+    assert "RKNN-STATIC" in violations(catalog, build.op("Relu", ["N", 8, 4, 4]), "rk3588")
+
+
+@pytest.mark.parametrize(("target", "modes"), [("rk3576", True), ("rv1126b", True), ("rk3588", False)])
+def test_sparsity_modes_on_sparse_socs(catalog, build, target, modes):
+    verdict = check_graph(load_model(build.conv()), catalog, target).verdict("n")
+    assert ("sparsity_modes" in verdict.extra) is modes
+    if modes:
+        assert verdict.extra["sparsity_modes"] == ["dense", "4:2_in", "4:2_out", "16:4_in_out", "16:4_out_in"]
+
+
+def test_sparsity_needs_group_one(catalog, build):
+    verdict = check_graph(load_model(build.conv(group=8, c_in=8, c_out=8)), catalog, "rk3576").verdict("n")
+    assert "sparsity_modes" not in verdict.extra
+
+
+@pytest.mark.parametrize(("op", "multicore"), [("Conv", True), ("Sigmoid", False)])
+def test_multicore_flags(catalog, build, op, multicore):
+    path = build.conv() if op == "Conv" else build.op(op, [1, 8, 4, 4])
+    assert check_graph(load_model(path), catalog, "rk3588").verdict("n").extra["multicore"] is multicore
+    assert check_graph(load_model(path), catalog, "rk3566").verdict("n").extra["multicore"] is False
+
+
+# Row pitch of an NHWC uint8 input with C=3 is 3W bytes: 16-byte alignment on rk3588, 8 on rk3566.
+@pytest.mark.parametrize(("target", "width", "zero_copy"), [("rk3588", 16, True), ("rk3588", 24, False),
+                                                           ("rk3588", 32, True), ("rk3566", 8, True),
+                                                           ("rk3566", 12, False), ("rk3566", 24, True)])
+def test_zero_copy_alignment(catalog, build, target, width, zero_copy):
+    path = build.conv(c_in=3, c_out=8, w=width)
+    io = check_graph(load_model(path), catalog, target).io
+    assert io["inputs"][0]["native_layout"] == "NHWC"
+    assert io["inputs"][0]["zero_copy"] is zero_copy
+
+
+def test_zero_copy_output_types(catalog, build):
+    path = build.conv()
+    assert check_graph(load_model(path), catalog, "rv1106").io["outputs"][0]["int8_model_types"] == ["int8", "fp16"]
+    assert "fp32" in check_graph(load_model(path), catalog, "rk3588").io["outputs"][0]["int8_model_types"]
