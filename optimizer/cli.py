@@ -15,6 +15,7 @@ from optimizer.check import check_graph, check_json, render_table
 from optimizer.errors import BadInputError, EdgeplanError
 from optimizer.fileio import dumps_json, write_json
 from optimizer.ir import load_model, parse_input_shapes
+from optimizer.solver import OBJECTIVES, PlanRequest, parse_assignments
 
 
 class _Parser(argparse.ArgumentParser):
@@ -67,6 +68,37 @@ def _check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _optimize(args: argparse.Namespace) -> int:
+    from optimizer.plan import optimize
+    from optimizer.plan._report import markdown_report, terminal_summary
+    from optimizer.solver._sensitivity import load_sensitivity
+
+    shapes = parse_input_shapes(args.input_shape or [])
+    allowed = frozenset(p.strip() for p in args.allow_precisions.split(",") if p.strip())
+    sensitivity = {}
+    if args.sensitivity:
+        sensitivity = load_sensitivity(args.sensitivity, load_model(args.model, shapes))
+    request = PlanRequest(
+        objective=args.objective, time_limit_s=args.time_limit, seed=args.seed, workers=args.workers,
+        allowed_precisions=allowed, pins=parse_assignments(args.pin, "--pin"),
+        precision_pins=parse_assignments(args.precision, "--precision"), sensitivity=sensitivity,
+        int8_budget=args.int8_budget, latency_cap_ms=args.latency_cap, dla_standalone=args.dla_standalone,
+        sram_bytes=args.sram_bytes, max_loadables=args.max_loadables,
+    )
+    planned = optimize(args.model, args.target, request, input_shapes=shapes, profile_path=args.profile,
+                       explain=args.explain)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise BadInputError("--out exists and is not a directory", file=str(out))
+    write_json(out / "plan.json", planned.plan)
+    write_json(out / "run.json", planned.run)
+    from optimizer.fileio import atomic_write_text
+
+    atomic_write_text(out / "report.md", markdown_report(planned))
+    sys.stdout.write(terminal_summary(planned, str(out)))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="edgeplan", description="Deployment plans for ONNX models on edge accelerators.")
     parser.add_argument("--version", action="version", version=f"edgeplan {__version__}")
@@ -83,6 +115,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224",
                    help="fix a dynamic input's dims (repeatable)")
     p.set_defaults(run=_check)
+
+    p = sub.add_parser("optimize", help="solve for the best deployment plan and write DIR/plan.json")
+    p.add_argument("model", help="ONNX model file")
+    p.add_argument("--target", required=True, help="target ID (see 'edgeplan targets')")
+    p.add_argument("--out", required=True, metavar="DIR", help="folder for plan.json, run.json, report.md")
+    p.add_argument("--objective", default="latency", choices=OBJECTIVES)
+    p.add_argument("--time-limit", type=float, default=60.0, metavar="S", help="solver time limit (s)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--workers", type=int, default=1, help="CP-SAT workers (1 is deterministic and fastest here)")
+    p.add_argument("--pin", action="append", metavar="NODE=DEVICE", help="force a node onto gpu/dla/dla0/dla1/npu/cpu")
+    p.add_argument("--precision", action="append", metavar="NODE=PREC", help="force a node's precision")
+    p.add_argument("--allow-precisions", default="int8,fp16,fp32", metavar="LIST",
+                   help="precisions the accelerator and GPU may use (CPU fallback stays fp32)")
+    p.add_argument("--sensitivity", metavar="FILE", help="INT8 sensitivity: CSV node,score or rknn accuracy_analysis")
+    p.add_argument("--int8-budget", type=float, metavar="X", help="max summed sensitivity of INT8 nodes")
+    p.add_argument("--latency-cap", type=float, metavar="MS", help="latency cap for --objective throughput")
+    p.add_argument("--dla-standalone", action="store_true", help="whole network as DLA loadables (seed 000 12.5)")
+    p.add_argument("--sram-bytes", type=int, metavar="B", help="DLA managed SRAM pool per loadable (power of two)")
+    p.add_argument("--max-loadables", type=int, metavar="N", help="override DLA-LOADABLES (default 4)")
+    p.add_argument("--profile", metavar="FILE", help="latency profile TOML (edgeplan calibrate)")
+    p.add_argument("--explain", action="store_true", help="add every option's modelled cost to plan.json")
+    p.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224")
+    p.set_defaults(run=_optimize)
     return parser
 
 

@@ -1,0 +1,197 @@
+"""Layer groups: what the vendor compilers fuse, and regions with one possible device, become one unit.
+
+The CP-SAT model decides per group, so fewer groups means faster proofs. Two merges are made:
+- a fusable follower (activation, BN, constant-operand element-wise, Q/DQ) whose inputs all come
+  from one group joins it when both run in exactly the same places, as TensorRT and rknn-toolkit2
+  fuse Conv+BN+activation (x*sigmoid(x) included); a pure layout op joins its producer whenever it
+  could run wherever the producer can, since it costs nothing anywhere;
+- adjacent groups that can only run on the fallback device (GPU or CPU) merge along edges that no
+  other path bypasses (out-degree 1 or in-degree 1), which keeps every group convex.
+Folded constants and weight-only nodes (e.g. DequantizeLinear of a weight) join their consumer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from optimizer.check import CheckReport
+from optimizer.ir import Graph, Node
+
+LAYOUT = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"})
+FOLLOWERS = frozenset({
+    "Relu", "Clip", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Elu", "PRelu", "Softplus",
+    "BatchNormalization", "Add", "Sub", "Mul", "Div", "Identity", "Dropout", "Reshape", "Flatten", "Squeeze",
+    "Unsqueeze", "QuantizeLinear", "DequantizeLinear", "Cast",
+})
+
+Support = frozenset  # of (accelerator, precision)
+
+
+@dataclass(frozen=True)
+class LayerGroup:
+    index: int
+    anchor: str  # the member that does the main work (the first compute node)
+    members: tuple[str, ...]  # runtime nodes in topological order
+    attached: tuple[str, ...]  # folded constants and weight-only nodes reported with this group
+    support: Support
+    fused: bool  # members run as one kernel (internal tensors stay on chip)
+    multicore: bool  # RKNN: every member may be split over NPU cores
+    sparsity_modes: tuple[str, ...]  # RKNN sparse modes the anchor allows ("dense" first), else ()
+
+
+@dataclass(frozen=True)
+class Edge:
+    tensor: str
+    src: int  # producing group, -1 for a model input
+    dst: int
+
+
+@dataclass(frozen=True)
+class GroupGraph:
+    graph: Graph
+    groups: tuple[LayerGroup, ...]
+    edges: tuple[Edge, ...]
+    node_group: Mapping[str, int]  # every ONNX node -> its group (-1: a constant nobody consumes)
+    outputs: Mapping[str, int]  # model output tensor -> producing group (-1 when it is a model input)
+
+    def consumers(self, tensor: str) -> tuple[int, ...]:
+        return tuple(sorted({e.dst for e in self.edges if e.tensor == tensor}))
+
+
+class Contraction:
+    """Union-find over nodes with the quotient graph's edges kept up to date on every merge."""
+
+    def __init__(self, n: int, edges: list[tuple[int, int]]) -> None:
+        self.parent = list(range(n))
+        self.succ: dict[int, set[int]] = {i: set() for i in range(n)}
+        self.pred: dict[int, set[int]] = {i: set() for i in range(n)}
+        for a, b in edges:
+            if a != b:
+                self.succ[a].add(b)
+                self.pred[b].add(a)
+
+    def find(self, i: int) -> int:
+        while self.parent[i] != i:
+            self.parent[i] = self.parent[self.parent[i]]
+            i = self.parent[i]
+        return i
+
+    def merge(self, a: int, b: int) -> int:
+        """Contracts the edge a-b; the caller guarantees no other path joins them (convexity)."""
+        a, b = self.find(a), self.find(b)
+        if a == b:
+            return a
+        root, gone = min(a, b), max(a, b)
+        self.parent[gone] = root
+        for x in self.succ.pop(gone):
+            self.pred[x].discard(gone)
+            if x != root:
+                self.pred[x].add(root)
+                self.succ[root].add(x)
+        for x in self.pred.pop(gone):
+            self.succ[x].discard(gone)
+            if x != root:
+                self.succ[x].add(root)
+                self.pred[root].add(x)
+        self.succ[root].discard(root)
+        self.pred[root].discard(root)
+        return root
+
+
+def _support(report: CheckReport, node: Node) -> Support:
+    verdict = report.verdicts[node.index]
+    return frozenset((acc, p) for acc, per in verdict.supported.items() for p, ok in per.items() if ok)
+
+
+def _weight_only(graph: Graph, node: Node) -> bool:
+    return not node.folded and not node.opaque and bool(node.inputs) and not graph.runtime_inputs(node)
+
+
+def build_groups(report: CheckReport) -> GroupGraph:
+    graph = report.graph
+    nodes = graph.nodes
+    runtime = [n for n in nodes if not n.folded and not _weight_only(graph, n)]
+    position = {n.index: i for i, n in enumerate(runtime)}
+    support = [_support(report, n) for n in runtime]
+    fallback = report.target.fallback
+    producer_of = {out: position[n.index] for n in runtime for out in n.outputs if out}
+    edges = [(producer_of[t], i) for i, n in enumerate(runtime)
+             for t in graph.runtime_inputs(n) if t in producer_of]
+    uf = Contraction(len(runtime), edges)
+    fused_with: set[int] = set()
+
+    for i, n in enumerate(runtime):  # followers join the one group that feeds them
+        if n.op_type not in FOLLOWERS:
+            continue
+        preds = uf.pred[uf.find(i)]
+        if len(preds) != 1:
+            continue
+        u = next(iter(preds))
+        if support[u] == support[i]:
+            fused_with.add(i)
+            uf.merge(u, i)
+        elif n.op_type in LAYOUT and support[u] <= support[i]:
+            fused_with.add(i)  # a free layout op simply goes where its producer goes
+            support[i] = support[u]
+            uf.merge(u, i)
+
+    only_fallback = [all(acc == fallback for acc, _ in s) for s in support]
+    queue = sorted(i for i in range(len(runtime)) if only_fallback[i])
+    while queue:  # fallback-only regions contract along edges no other path bypasses
+        a = uf.find(queue.pop())
+        for b in sorted(uf.succ.get(a, ())):
+            if only_fallback[b] and support[b] == support[a] and (len(uf.succ[a]) == 1 or len(uf.pred[b]) == 1):
+                queue.append(uf.merge(a, b))
+                break
+
+    roots = sorted({uf.find(i) for i in range(len(runtime))})
+    root_index = {r: k for k, r in enumerate(roots)}
+    members: dict[int, list[int]] = {}
+    for i in range(len(runtime)):
+        members.setdefault(root_index[uf.find(i)], []).append(i)
+
+    node_group = {n.name: root_index[uf.find(position[n.index])] for n in runtime}
+    attached: dict[int, list[str]] = {}
+    for n in reversed(nodes):  # constants join their first consumer's group
+        if n.name in node_group:
+            continue
+        group = -1
+        for out in n.outputs:
+            for consumer in graph.consumers(out):
+                if consumer.name in node_group:
+                    group = node_group[consumer.name] if group < 0 else min(group, node_group[consumer.name])
+        node_group[n.name] = group
+        if group >= 0:
+            attached.setdefault(group, []).append(n.name)
+
+    groups = []
+    for k in range(len(roots)):
+        idx = members[k]
+        group_nodes = [runtime[i] for i in idx]
+        anchor = next((n for n in group_nodes if n.macs), group_nodes[0])
+        verdicts = [report.verdicts[n.index] for n in group_nodes]
+        multicore = all(v.extra.get("multicore", False) for v in verdicts)
+        anchor_modes = report.verdicts[anchor.index].extra.get("sparsity_modes", ())
+        groups.append(LayerGroup(
+            index=k, anchor=anchor.name, members=tuple(n.name for n in group_nodes),
+            attached=tuple(sorted(attached.get(k, []), key=lambda name: graph.node(name).index)),
+            support=frozenset.intersection(*(support[i] for i in idx)),
+            fused=len(idx) == 1 or all(i in fused_with for i in idx[1:]),
+            multicore=multicore, sparsity_modes=tuple(anchor_modes),
+        ))
+
+    edges = []
+    for k, group in enumerate(groups):
+        for name in group.members:
+            node = graph.node(name)
+            for t in dict.fromkeys(graph.runtime_inputs(node)):
+                src = node_group[graph.producer(t).name] if graph.producer(t) is not None else -1
+                if src != k:
+                    edges.append(Edge(tensor=t, src=src, dst=k))
+    edges = sorted(set(edges), key=lambda e: (e.dst, e.src, e.tensor))
+    outputs = {t: (node_group[graph.producer(t).name] if graph.producer(t) is not None else -1)
+               for t in graph.outputs}
+    return GroupGraph(graph=graph, groups=tuple(groups), edges=tuple(edges),
+                      node_group=MappingProxyType(node_group), outputs=MappingProxyType(outputs))

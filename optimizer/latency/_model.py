@@ -1,0 +1,298 @@
+"""The latency model: a per-group roofline plus transfer, reformat and launch costs.
+
+All costs are integer nanoseconds so the CP-SAT objective uses them as they are. The same functions
+score solver options, baselines and any fixed assignment, so every number in a plan is comparable.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+
+from optimizer.catalog import Catalog, Target
+from optimizer.fusion import GroupGraph, LayerGroup
+from optimizer.ir import BYTES_PER_ELEMENT, Graph, Node
+from optimizer.latency._profile import DeviceConstants, Profile
+
+NS = 1e9
+
+
+@dataclass(frozen=True)
+class Option:
+    """One way to run a group: a device kind, a precision, NPU cores and a sparsity mode."""
+
+    device: str  # gpu, dla, npu, cpu
+    precision: str
+    cores: int = 1
+    sparsity: str = "dense"
+
+    def label(self) -> str:
+        extra = f"/{self.cores}c" if self.device == "npu" else ""
+        extra += f"/{self.sparsity}" if self.sparsity != "dense" else ""
+        return f"{self.device}/{self.precision}{extra}"
+
+
+SPARSE_KEEP = {"dense": 1.0, "4:2_in": 0.5, "4:2_out": 0.5, "16:4_in_out": 0.25, "16:4_out_in": 0.25}
+
+
+def op_class(graph: Graph, node: Node) -> str:
+    if node.op_type == "Conv":
+        group = int(node.attrs.get("group", 1) or 1)
+        shape = graph.shape(node.inputs[0])
+        c_in = shape[1] if shape is not None and len(shape) > 1 and isinstance(shape[1], int) else 0
+        if group == 1:
+            return "conv"
+        return "dwconv" if group == c_in else "gconv"
+    if node.op_type == "ConvTranspose":
+        return "deconv"
+    if node.op_type in ("Gemm", "MatMul", "LSTM", "GRU", "RNN"):
+        constant_b = len(node.inputs) > 1 and graph.is_constant(node.inputs[1])
+        return "conv" if constant_b or node.op_type != "MatMul" else "matmul"
+    return "vector"
+
+
+def _padded_bytes(shape: tuple | None, elements: int, fmt: str, precision: str, hwc4_stride: int) -> int:
+    """Bytes of a tensor in a DLA format (DLA-IO-CPAD, DLA-IO-LINEAR-W, DLA-IO-HWC4-STRIDE)."""
+    bpe = BYTES_PER_ELEMENT[precision]
+    if shape is None or len(shape) != 4 or not all(isinstance(d, int) for d in shape):
+        return elements * bpe
+    n, c, h, w = shape
+    if fmt in ("chw16", "chw32"):
+        vec = 16 if fmt == "chw16" else 32
+        return n * math.ceil(c / vec) * vec * h * w * bpe
+    if fmt == "chw4":
+        return n * math.ceil(c / 4) * 4 * h * w * bpe
+    if fmt == "dla_linear":
+        step = 64 // bpe
+        return n * c * h * math.ceil(w / step) * step * bpe
+    if fmt == "dla_hwc4":
+        cp = 1 if c == 1 else 4
+        row = math.ceil(w * cp * bpe / hwc4_stride) * hwc4_stride
+        return n * h * row
+    return n * c * h * w * bpe
+
+
+class LatencyModel:
+    """Costs of options, transfers and launches for one model on one target."""
+
+    def __init__(self, groups: GroupGraph, catalog: Catalog, target: Target, profile: Profile,
+                 sram_bytes: int | None = None, io: Mapping | None = None) -> None:
+        self.groups = groups
+        self.graph = groups.graph
+        self.catalog = catalog
+        self.target = target
+        self.profile = profile
+        family = catalog.family_of(target)
+        self.formats = family.formats
+        pools = profile.memory_pools
+        default_sram = pools.get("dla_sram_bytes", {}).get(target.generation) if pools else None
+        features_sram = int(target.features.get("sram_bytes", 0))
+        self.sram_bytes = int(sram_bytes if sram_bytes is not None else (default_sram or features_sram))
+        self.io = io or {}
+        if target.accelerator == "dla":
+            self.hwc4_stride = int(catalog.rule("DLA-IO-HWC4-STRIDE").params[target.generation])
+        else:
+            self.hwc4_stride = 64
+
+    # ---- figures -------------------------------------------------------------------------------
+    def _peak_ops(self, device: str, precision: str) -> float:
+        fig = self.target.figures
+        if device == "cpu":
+            return fig["cpu_gflops"].value * 1e9
+        key = f"{device}_{precision}_tops"
+        if key not in fig:
+            key = f"{device}_fp16_tops" if f"{device}_fp16_tops" in fig else f"{device}_int8_tops"
+        return fig[key].value * 1e12
+
+    def _vector_ops(self, device: str) -> float:
+        fig = self.target.figures
+        if device == "gpu":
+            return fig["gpu_fp32_tops"].value * 1e12
+        if device == "cpu":
+            return fig["cpu_gflops"].value * 1e9
+        return self._peak_ops(device, "fp16" if f"{device}_fp16_tops" in fig else "int8")
+
+    @cached_property
+    def bandwidth(self) -> float:
+        return self.target.figure("dram_gbps") * 1e9
+
+    def constants(self, device: str) -> DeviceConstants:
+        return self.profile.devices[device]
+
+    # ---- groups --------------------------------------------------------------------------------
+    def _node_compute_s(self, node: Node, device: str, precision: str) -> float:
+        const = self.constants(device)
+        if device == "dla" and precision == "int8" and node.op_type in self._int8_upgrade_ops:
+            precision = "fp16"  # DLA-ACT-INT8-UPGRADE
+        cls = op_class(self.graph, node)
+        seconds = 0.0
+        if node.macs:
+            seconds += 2 * node.macs / (self._peak_ops(device, precision) * const.efficiency[cls])
+        if node.elementwise_ops:
+            seconds += node.elementwise_ops / (self._vector_ops(device) * const.efficiency["vector"])
+        if device == "dla" and node.op_type in self._xavier_sub_ops:
+            seconds *= self._xavier_sub_layers  # DLA-ELTWISE-XAVIER-SUB: a Scale plus a Sum
+        return seconds
+
+    @cached_property
+    def _int8_upgrade_ops(self) -> frozenset:
+        if self.target.accelerator != "dla":
+            return frozenset()
+        return frozenset(self.catalog.rule("DLA-ACT-INT8-UPGRADE").params["ops"])
+
+    @cached_property
+    def _xavier_sub_ops(self) -> frozenset:
+        rule = self.catalog.rule("DLA-ELTWISE-XAVIER-SUB") if self.target.accelerator == "dla" else None
+        if rule is None or self.target.generation not in rule.generations:
+            return frozenset()
+        return frozenset(rule.params["ops"])
+
+    @cached_property
+    def _xavier_sub_layers(self) -> int:
+        return int(self.catalog.rule("DLA-ELTWISE-XAVIER-SUB").params["layers"]) if self._xavier_sub_ops else 1
+
+    def _group_elements(self, group: LayerGroup) -> int:
+        """Activation elements moved through DRAM: a fused group keeps its internal tensors on chip."""
+        graph = self.graph
+        if not group.fused:
+            return sum(graph.activation_elements(graph.node(m)) for m in group.members)
+        members = set(group.members)
+        external = set()
+        for name in group.members:
+            node = graph.node(name)
+            for t in graph.runtime_inputs(node):
+                producer = graph.producer(t)
+                if producer is None or producer.name not in members:
+                    external.add(t)
+            for t in node.outputs:
+                if t and (t in graph.outputs or any(c.name not in members for c in graph.consumers(t))):
+                    external.add(t)
+        return sum(graph.tensors[t].num_elements or 0 for t in external if t in graph.tensors)
+
+    def _kernels(self, group: LayerGroup) -> int:
+        if group.fused:
+            return 1
+        return sum(1 for m in group.members if self.graph.node(m).op_type not in
+                   ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"))
+
+    def option_ns(self, group: LayerGroup, option: Option, default_formats: bool = False) -> int:
+        """One group's time on one option: max(compute, memory) plus per-kernel overhead."""
+        device, precision = option.device, option.precision
+        const = self.constants(device)
+        graph = self.graph
+        compute = sum(self._node_compute_s(graph.node(m), device, precision) for m in group.members)
+        weight_bytes = 0.0
+        for m in group.members:
+            node = graph.node(m)
+            keep = SPARSE_KEEP[option.sparsity] if m == group.anchor else 1.0
+            weight_bytes += graph.weight_bytes(node, precision) * keep
+        act_bytes = self._group_elements(group) * BYTES_PER_ELEMENT[precision]
+        bandwidth = self.bandwidth * const.bandwidth_efficiency
+        act_bandwidth = bandwidth * (const.sram_speedup if 0 < act_bytes <= self.sram_bytes else 1.0)
+        memory = weight_bytes / bandwidth + act_bytes / act_bandwidth
+        overhead = const.layer_overhead_us * 1e-6 * self._kernels(group)
+        if device == "npu" and option.cores > 1:
+            compute /= option.cores * const.multicore_efficiency
+            overhead += const.multicore_overhead_us * 1e-6
+        seconds = max(compute, memory) + overhead + self._boundary_io_s(group, option, default_formats)
+        return int(round(seconds * NS))
+
+    # ---- model inputs and outputs in accelerator formats ------------------------------------------
+    def _boundary_io_s(self, group: LayerGroup, option: Option, default_formats: bool = False) -> float:
+        """Extra cost of reading model inputs / writing model outputs in the accelerator's formats."""
+        if option.device not in ("dla", "npu"):
+            return 0.0
+        graph = self.graph
+        members = set(group.members)
+        seconds = 0.0
+        for name in group.members:
+            node = graph.node(name)
+            for t in graph.runtime_inputs(node):
+                if t in graph.inputs and graph.producer(t) is None:
+                    seconds += self.input_format(t, option, default_formats)[1]
+            for t in node.outputs:
+                if t in graph.outputs:
+                    seconds += self.output_format(t, option, default_formats)[1]
+        return seconds
+
+    def input_format(self, tensor: str, option: Option, default_formats: bool = False) -> tuple[str, float]:
+        """The cheapest DLA input format (DLA-IO-IN, DLA-IO-HWC4-C) or the RKNN zero-copy cost."""
+        info = self.graph.tensors[tensor]
+        dense = (info.num_elements or 0) * BYTES_PER_ELEMENT[option.precision]
+        if option.device == "npu":
+            entry = next((e for e in self.io.get("inputs", ()) if e["tensor"] == tensor), None)
+            if entry is not None and not entry.get("zero_copy", False):
+                return "cpu_convert", dense / (self.profile.layout_convert_gbps * 1e9)
+            return entry["native_layout"] if entry else "native", 0.0
+        if default_formats:  # trtexec without --inputIOFormats: a linear FP32 tensor reformatted on the GPU
+            return "dla_linear", self._reformat_s(tensor, "dla_linear", option.precision)
+        allowed = list(self.formats["standard"]["input"][option.precision])
+        entry = next((e for e in self.io.get("inputs", ()) if e["tensor"] == tensor), None)
+        if entry is None or not entry.get(f"dla_hwc4_{option.precision}", False):
+            allowed = [f for f in allowed if f != "dla_hwc4"]
+        costs = {f: (_padded_bytes(info.shape, info.num_elements or 0, f, option.precision, self.hwc4_stride)
+                     - dense) / self.bandwidth for f in allowed}
+        best = min(allowed, key=lambda f: (costs[f], allowed.index(f)))
+        return best, max(costs[best], 0.0)
+
+    def _reformat_s(self, tensor: str, fmt: str, precision: str) -> float:
+        info = self.graph.tensors[tensor]
+        elements = info.num_elements or 0
+        padded = _padded_bytes(info.shape, elements, fmt, precision, self.hwc4_stride)
+        return self.profile.reformat_us * 1e-6 + (padded + elements * 4) / self.bandwidth
+
+    def output_format(self, tensor: str, option: Option, default_formats: bool = False) -> tuple[str, float]:
+        info = self.graph.tensors[tensor]
+        dense = (info.num_elements or 0) * BYTES_PER_ELEMENT[option.precision]
+        if option.device == "npu":
+            shape = info.shape or ()
+            if len(shape) == 4:  # RKNN-ZC-LAYOUT: native NC1HWC2 output, NCHW costs a CPU conversion
+                return "nc1hwc2->nchw", dense / (self.profile.layout_convert_gbps * 1e9)
+            return "undefined", 0.0
+        if default_formats:
+            return "dla_linear", self._reformat_s(tensor, "dla_linear", option.precision)
+        allowed = list(self.formats["standard"]["output"][option.precision])
+        costs = {f: (_padded_bytes(info.shape, info.num_elements or 0, f, option.precision, self.hwc4_stride)
+                     - dense) / self.bandwidth for f in allowed}
+        best = min(allowed, key=lambda f: (costs[f], allowed.index(f)))
+        return best, max(costs[best], 0.0)
+
+    # ---- transfers -----------------------------------------------------------------------------
+    def transfer(self, tensor: str, src: str, dst: str, precision: str, default_formats: bool = False
+                 ) -> tuple[str, int]:
+        """(format, ns) of moving a tensor produced on device kind src (at precision) to device kind dst.
+
+        With default_formats, TensorRT's default kDLA_LINEAR is used instead of the cheapest format."""
+        info = self.graph.tensors[tensor]
+        elements = info.num_elements or 0
+        dense = elements * BYTES_PER_ELEMENT[precision]
+        profile = self.profile
+        if {src, dst} <= {"npu", "cpu"}:
+            seconds = (profile.memsync_us * 1e-6 + dense / self.bandwidth
+                       + dense / (profile.layout_convert_gbps * 1e9))
+            return "nchw", int(round(seconds * NS))
+        sync = profile.sync_us.get(f"{src}->{dst}", 0.0) * 1e-6
+        dla_side_precision = precision if precision in ("int8", "fp16") else "fp16"
+        direction = "output" if src == "dla" else "input"
+        allowed = [f for f in self.formats["standard"][direction][dla_side_precision] if f != "dla_hwc4"]
+        if default_formats:
+            allowed = ["dla_linear"]
+        best_fmt, best = "", math.inf
+        for fmt in allowed:
+            padded = _padded_bytes(info.shape, elements, fmt, dla_side_precision, self.hwc4_stride)
+            seconds = sync + padded / self.bandwidth
+            if fmt == "dla_linear" and "gpu" in (src, dst):  # DLA-IO-REFORMAT: GPU kernels cannot read it
+                seconds += profile.reformat_us * 1e-6 + 2 * dense / self.bandwidth
+            if seconds < best:
+                best_fmt, best = fmt, seconds
+        return best_fmt, int(round(best * NS))
+
+    def precision_change_ns(self, tensor: str) -> int:
+        """A reformat between two precisions: read and write the tensor at about 2 bytes an element."""
+        elements = self.graph.tensors[tensor].num_elements or 0
+        return int(round((self.profile.precision_change_us * 1e-6 + 4 * elements / self.bandwidth) * NS))
+
+    def launch_ns(self) -> int:
+        return int(round(self.profile.loadable_launch_us * 1e-6 * NS))

@@ -1,0 +1,92 @@
+"""The latency model's free constants, per target family, loaded from a TOML profile."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import tomllib
+
+from optimizer.errors import BadInputError
+
+OP_CLASSES = ("conv", "dwconv", "gconv", "deconv", "matmul", "vector")
+_DEFAULT_FILES = {"nvidia-dla": "latency_nvidia_dla.toml", "rockchip-rknn": "latency_rockchip_rknn.toml"}
+
+
+@dataclass(frozen=True)
+class DeviceConstants:
+    efficiency: Mapping[str, float]
+    layer_overhead_us: float
+    bandwidth_efficiency: float
+    sram_speedup: float
+    multicore_efficiency: float = 1.0
+    multicore_overhead_us: float = 0.0
+
+
+@dataclass(frozen=True)
+class Profile:
+    family: str
+    name: str
+    fitted_on: str
+    devices: Mapping[str, DeviceConstants]
+    loadable_launch_us: float
+    sync_us: Mapping[str, float]
+    reformat_us: float
+    precision_change_us: float
+    memsync_us: float
+    layout_convert_gbps: float
+    memory_pools: Mapping[str, Any]
+    text: str  # the TOML as read, for hashing into manifests
+
+
+def _device(raw: Mapping[str, Any], where: str) -> DeviceConstants:
+    eff = dict(raw["efficiency"])
+    missing = set(OP_CLASSES) - set(eff)
+    if missing:
+        raise BadInputError(f"profile {where}: efficiency lacks {sorted(missing)}")
+    for key, value in eff.items():
+        if not 0 < value <= 1:
+            raise BadInputError(f"profile {where}: efficiency {key} = {value} must be in (0, 1]")
+    return DeviceConstants(
+        efficiency=MappingProxyType(eff), layer_overhead_us=float(raw["layer_overhead_us"]),
+        bandwidth_efficiency=float(raw["bandwidth_efficiency"]), sram_speedup=float(raw["sram_speedup"]),
+        multicore_efficiency=float(raw.get("multicore_efficiency", 1.0)),
+        multicore_overhead_us=float(raw.get("multicore_overhead_us", 0.0)),
+    )
+
+
+def parse_profile(text: str, where: str) -> Profile:
+    try:
+        raw = tomllib.loads(text)
+        transfer = raw.get("transfer", {})
+        return Profile(
+            family=raw["family"], name=raw.get("name", Path(where).stem), fitted_on=raw.get("fitted_on", ""),
+            devices=MappingProxyType({k: _device(v, f"{where} [{k}]") for k, v in raw["devices"].items()}),
+            loadable_launch_us=float(raw.get("loadable", {}).get("launch_us", 0.0)),
+            sync_us=MappingProxyType(dict(transfer.get("sync_us", {}))),
+            reformat_us=float(transfer.get("reformat_us", 0.0)),
+            precision_change_us=float(transfer.get("precision_change_us", 0.0)),
+            memsync_us=float(transfer.get("memsync_us", 0.0)),
+            layout_convert_gbps=float(transfer.get("layout_convert_gbps", 1.0)),
+            memory_pools=MappingProxyType(dict(raw.get("memory_pools", {}))), text=text,
+        )
+    except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise BadInputError(f"latency profile invalid: {type(exc).__name__}: {exc}", file=where) from None
+
+
+def load_profile(family: str, path: str | Path | None = None) -> Profile:
+    """The shipped default profile of a family, or a user's calibrated one."""
+    if path is None:
+        text = (resources.files("optimizer.constraints") / _DEFAULT_FILES[family]).read_text(encoding="utf-8")
+        return parse_profile(text, _DEFAULT_FILES[family])
+    path = Path(path)
+    if not path.is_file():
+        raise BadInputError("profile file not found", file=str(path))
+    profile = parse_profile(path.read_text(encoding="utf-8"), str(path))
+    if profile.family != family:
+        raise BadInputError(f"profile is for family {profile.family}, the target is {family}", file=str(path))
+    return profile

@@ -1,0 +1,293 @@
+"""optimize(): model -> check -> groups -> latency model -> CP-SAT -> plan.json, run.json, report."""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from optimizer import __version__
+from optimizer.catalog import Catalog, load_catalog
+from optimizer.check import CheckReport, check_graph, model_block
+from optimizer.errors import BadInputError, InfeasibleError
+from optimizer.fusion import GroupGraph, build_groups
+from optimizer.ir import BYTES_PER_ELEMENT, load_model
+from optimizer.latency import Breakdown, LatencyModel, Placement, evaluate, load_profile
+from optimizer.plan._baselines import baselines
+from optimizer.plan._subgraphs import Subgraph, build_subgraphs
+from optimizer.solver import PlanModel, PlanRequest, SolveResult
+
+PLAN_SCHEMA = "edgeplan.plan/v1"
+TRANSFER_WARNING_SHARE = 0.20  # seed 004 §七.4: DMA copies above 20% of the total mean a poor partition
+
+
+@dataclass(frozen=True)
+class Planned:
+    """Everything one optimize run produced, before anything is written."""
+
+    plan: dict[str, Any]
+    run: dict[str, Any]
+    report: CheckReport
+    groups: GroupGraph
+    model: LatencyModel
+    placements: tuple[Placement, ...]
+    breakdown: Breakdown
+    subgraphs: tuple[Subgraph, ...]
+    baselines: Mapping[str, tuple]
+
+
+def check_pool_size(value: int, what: str, catalog: Catalog) -> None:
+    """DLA-POOL-POW2: every DLA memory pool is a power of two of at least 4 KiB."""
+    minimum = int(catalog.rule("DLA-POOL-POW2").params["min_bytes"])
+    if value < minimum or value & (value - 1):
+        raise BadInputError(f"DLA-POOL-POW2: {what} = {value} bytes; pools must be powers of two >= {minimum}")
+
+
+def _standalone_blockers(report: CheckReport, groups: GroupGraph) -> list[str]:
+    found = []
+    for group in groups.groups:
+        if any(acc == "dla" for acc, _ in group.support):
+            continue
+        for member in group.members:
+            rules = sorted({v.rule for v in report.verdict(member).violations if v.accelerator == "dla"})
+            found.append(f"{member} ({', '.join(rules) or 'not DLA'})")
+    return found
+
+
+def optimize(model_path: str, target_id: str, request: PlanRequest, *,
+             input_shapes: Mapping[str, tuple[int, ...]] | None = None, profile_path: str | None = None,
+             explain: bool = False, catalog: Catalog | None = None) -> Planned:
+    started = time.monotonic()
+    timings: dict[str, float] = {}
+    catalog = catalog or load_catalog()
+    target = catalog.target(target_id)
+    if request.objective == "dual-stream" and target.accelerator != "dla":
+        raise BadInputError(f"--objective dual-stream needs two DLA cores; {target_id} has none")
+    if request.dla_standalone and target.accelerator != "dla":
+        raise BadInputError(f"--dla-standalone applies to Jetson targets, not {target_id}")
+    profile = load_profile(target.family, profile_path)
+    if request.sram_bytes is not None and target.accelerator == "dla":
+        check_pool_size(request.sram_bytes, "dla_sram_bytes", catalog)
+    graph = load_model(model_path, input_shapes)
+    timings["load_s"] = time.monotonic() - started
+    report = check_graph(graph, catalog, target_id)
+    groups = build_groups(report)
+    timings["check_and_group_s"] = time.monotonic() - started - timings["load_s"]
+    if request.dla_standalone:
+        blockers = _standalone_blockers(report, groups)
+        if blockers:
+            shown = "; ".join(blockers[:5]) + (f"; and {len(blockers) - 5} more" if len(blockers) > 5 else "")
+            raise InfeasibleError(f"--dla-standalone: {len(blockers)} node(s) cannot run on DLA: {shown}",
+                                  file=graph.path, rule="DLA-STANDALONE-IO")
+    model = LatencyModel(groups, catalog, target, profile, request.sram_bytes, io=report.io)
+    limit = request.max_loadables or int(catalog.rule("DLA-LOADABLES").params["max"])
+    base = baselines(model, limit, request.allowed_precisions)
+    hint = min(base.values(), key=lambda pb: pb[1].total_ns)[0]
+    solve_started = time.monotonic()
+    try:
+        result = PlanModel(model, report, catalog, request).solve(hint)
+    except InfeasibleError as exc:
+        names = []
+        if "time-limit" not in exc.message:
+            names = PlanModel(model, report, catalog, request, explain=True).conflict()
+        detail = f"; constraints in conflict: {', '.join(names)}" if names else ""
+        raise InfeasibleError(f"{exc.message}{detail}", file=graph.path, node=exc.node) from None
+    timings["solve_s"] = time.monotonic() - solve_started
+    breakdown = evaluate(model, result.placements)
+    subgraphs = build_subgraphs(groups, result.placements)
+    plan = _plan_json(graph_path=model_path, report=report, groups=groups, model=model, request=request,
+                      result=result, breakdown=breakdown, subgraphs=subgraphs, base=base, explain=explain)
+    timings["total_s"] = time.monotonic() - started
+    run = {
+        "schema": "edgeplan.run/v1",
+        "tool_version": __version__,
+        "timings": timings,
+        "solver": {"wall_s": result.wall_s, "variables": result.num_variables,
+                   "constraints": result.num_constraints, "connectivity_rounds": result.iterations,
+                   "objective_ns": result.objective_ns, "evaluated_ns": breakdown.total_ns},
+        "host": {"python": platform.python_version(), "platform": platform.platform(),
+                 "cpu_count": os.cpu_count()},
+        "groups": len(groups.groups),
+        "nodes": len(graph.nodes),
+    }
+    return Planned(plan=plan, run=run, report=report, groups=groups, model=model, placements=result.placements,
+                   breakdown=breakdown, subgraphs=subgraphs, baselines=base)
+
+
+def _ms(ns: float) -> float:
+    return round(ns / 1e6, 6)
+
+
+def _predicted(request: PlanRequest, breakdown: Breakdown) -> dict[str, float]:
+    latency = breakdown.total_ns
+    busy = breakdown.busy_ns
+    if request.objective == "throughput":
+        cycle = max(busy.values()) if busy else latency
+        frames = 1
+    elif request.objective == "dual-stream":
+        cycle = max([busy.get("dla0", 0)] + [2 * v for k, v in busy.items() if k in ("gpu",)])
+        frames = 2
+    else:
+        cycle, frames = latency, 1
+    return {"latency_ms": _ms(latency), "throughput_fps": round(frames * 1e9 / cycle, 3) if cycle else 0.0,
+            "busiest_engine_ms": _ms(max(busy.values()) if busy else 0)}
+
+
+def _plan_json(*, graph_path: str, report: CheckReport, groups: GroupGraph, model: LatencyModel,
+               request: PlanRequest, result: SolveResult, breakdown: Breakdown, subgraphs: tuple[Subgraph, ...],
+               base: Mapping[str, tuple], explain: bool) -> dict[str, Any]:
+    graph = report.graph
+    target = report.target
+    placements = result.placements
+    group_subgraph = {g: s.id for s in subgraphs for g in s.groups}
+    layers = []
+    for node in graph.nodes:
+        g = groups.node_group[node.name]
+        if g < 0:
+            layers.append({"node": node.name, "op_type": node.op_type, "device": target.fallback,
+                           "precision": "fp32", "sparsity": "dense", "cores": None, "latency_ms": 0.0,
+                           "group": None, "subgraph": None, "role": "constant"})
+            continue
+        p = placements[g]
+        group = groups.groups[g]
+        role = "anchor" if node.name == group.anchor else ("constant" if node.name in group.attached else "fused")
+        layers.append({
+            "node": node.name, "op_type": node.op_type, "device": p.device, "precision": p.option.precision,
+            "sparsity": p.option.sparsity, "cores": p.option.cores if p.option.device == "npu" else None,
+            "latency_ms": _ms(breakdown.group_ns[g]) if role == "anchor" else 0.0,
+            "group": g, "subgraph": group_subgraph[g], "role": role,
+        })
+    plan: dict[str, Any] = {
+        "schema": PLAN_SCHEMA,
+        "tool_version": __version__,
+        "target": target.id,
+        "model": model_block(graph) | {"path": graph_path},
+        "objective": request.objective,
+        "solver": {
+            "status": result.status,
+            "objective_ms": _ms(result.objective_ns),
+            "bound_ms": _ms(result.bound_ns),
+            "gap": round((result.objective_ns - result.bound_ns) / result.objective_ns, 6)
+            if result.objective_ns else 0.0,
+            "seed": request.seed,
+            "workers": request.workers,
+            "groups": len(groups.groups),
+        },
+        "predicted": _predicted(request, breakdown),
+        "baselines": {name: {"latency_ms": _ms(b.total_ns), "throughput_fps":
+                             round(1e9 / b.total_ns, 3) if b.total_ns else 0.0}
+                      for name, (_, b) in base.items()},
+        "request": _request_json(request),
+        "breakdown": _breakdown_json(breakdown),
+        "layers": layers,
+        "subgraphs": [_subgraph_json(s, graph, groups, model, placements, breakdown) for s in subgraphs],
+        "transfers": [{"tensor": t.tensor, "from": t.src_device, "to": t.dst_device,
+                       "bytes": (graph.tensors[t.tensor].num_elements or 0) * BYTES_PER_ELEMENT[t.precision],
+                       "precision": t.precision, "format": t.fmt, "latency_ms": _ms(t.ns)}
+                      for t in breakdown.transfers],
+    }
+    for name, entry in plan["baselines"].items():
+        entry["speedup"] = round(entry["latency_ms"] / plan["predicted"]["latency_ms"], 4) \
+            if plan["predicted"]["latency_ms"] else None
+        entry["subgraphs"] = len({p.engine for p in base[name][0]})
+    share = breakdown.transfer_ns / breakdown.total_ns if breakdown.total_ns else 0.0
+    plan["warnings"] = []
+    if share > TRANSFER_WARNING_SHARE:
+        plan["warnings"].append(f"transfers take {share:.0%} of the latency (> 20%): a poor partition per the "
+                                "scheduling guide (seed 004); consider pinning or model edits")
+    if any(p.option.sparsity != "dense" for p in placements):
+        plan["warnings"].append("the plan uses RKNN sparse weights: train them with autosparsity "
+                                "(RKNN-SPARSE-MODES) and convert with sparse_infer=True")
+    if explain:
+        plan["costs"] = _costs_json(groups, model, result)
+    return plan
+
+
+def _request_json(request: PlanRequest) -> dict[str, Any]:
+    return {"allowed_precisions": sorted(request.allowed_precisions), "pins": dict(sorted(request.pins.items())),
+            "precision_pins": dict(sorted(request.precision_pins.items())),
+            "int8_budget": request.int8_budget, "latency_cap_ms": request.latency_cap_ms,
+            "dla_standalone": request.dla_standalone, "max_loadables": request.max_loadables,
+            "sram_bytes": request.sram_bytes}
+
+
+def _breakdown_json(b: Breakdown) -> dict[str, Any]:
+    return {"layers_ms": _ms(sum(b.group_ns)), "transfers_ms": _ms(b.transfer_ns),
+            "reformats_ms": _ms(sum(c[2] for c in b.precision_changes)), "launches_ms": _ms(b.launch_ns),
+            "loadables": len(b.loadables), "busy_ms": {k: _ms(v) for k, v in b.busy_ns.items()}}
+
+
+def _subgraph_json(s: Subgraph, graph, groups: GroupGraph, model: LatencyModel, placements, breakdown
+                   ) -> dict[str, Any]:
+    names = [n for g in s.groups for n in (*groups.groups[g].members, *groups.groups[g].attached)]
+    names.sort(key=lambda n: graph.node(n).index)
+    inside = set(names)
+    inputs, outputs = [], []
+    for name in names:
+        node = graph.node(name)
+        for t in graph.runtime_inputs(node):
+            producer = graph.producer(t)
+            if (producer is None or producer.name not in inside) and t not in inputs:
+                inputs.append(t)
+        for t in node.outputs:
+            if t and (t in graph.outputs or any(c.name not in inside for c in graph.consumers(t))) \
+                    and t not in outputs:
+                outputs.append(t)
+    precisions = sorted({placements[g].option.precision for g in s.groups})
+    entry: dict[str, Any] = {"id": s.id, "device": s.device, "nodes": names, "inputs": inputs, "outputs": outputs,
+                             "precision": precisions[0] if len(precisions) == 1 else "mixed",
+                             "precisions": precisions}
+    if s.device.startswith("dla"):
+        option = placements[s.groups[0]].option
+        formats = {}
+        engine = placements[s.groups[0]].engine
+        for t in inputs:
+            if t in graph.inputs and graph.producer(t) is None:
+                formats[t] = model.input_format(t, option)[0]
+            else:
+                formats[t] = next((x.fmt for x in breakdown.transfers if x.tensor == t and x.dst_engine == engine),
+                                  "dla_linear")
+        for t in outputs:
+            if t in graph.outputs:
+                formats[t] = model.output_format(t, option)[0]
+            else:
+                formats[t] = next((x.fmt for x in breakdown.transfers if x.tensor == t), "dla_linear")
+        entry["io_formats"] = formats
+        pools = model.profile.memory_pools
+        entry["memory_pools"] = {"dla_sram_bytes": model.sram_bytes,
+                                 "dla_local_dram_bytes": int(pools.get("dla_local_dram_bytes", 1 << 30)),
+                                 "dla_global_dram_bytes": int(pools.get("dla_global_dram_bytes", 1 << 29))}
+        entry["loadable"] = s.loadable
+    if s.device == "npu":
+        entry["cores"] = max(placements[g].option.cores for g in s.groups)
+    return entry
+
+
+def _costs_json(groups: GroupGraph, model: LatencyModel, result: SolveResult) -> dict[str, Any]:
+    from optimizer.latency import tensor_routes
+
+    layers = []
+    for g, group in enumerate(groups.groups):
+        layers.append({"group": g, "anchor": group.anchor, "members": list(group.members),
+                       "options": [{"device": c.option.device, "core": c.core, "precision": c.option.precision,
+                                    "cores": c.option.cores, "sparsity": c.option.sparsity,
+                                    "latency_ms": _ms(c.cost_ns)} for c in result.choices[g]]})
+    tensors = []
+    kinds = sorted({d for g in groups.groups for d, _ in g.support})
+    for tensor, src, consumers in tensor_routes(model):
+        if src < 0:
+            continue
+        costs = {}
+        for a in kinds:
+            for b in kinds:
+                if a == b and a != "dla":
+                    continue
+                for p in ("int8", "fp16", "fp32"):
+                    if (a, p) in groups.groups[src].support:
+                        costs[f"{a}->{b}/{p}"] = _ms(model.transfer(tensor, a, b, p)[1])
+        tensors.append({"tensor": tensor, "from_group": src, "to_groups": list(consumers),
+                        "transfer_ms": costs, "reformat_ms": _ms(model.precision_change_ns(tensor))})
+    return {"layers": layers, "tensors": tensors, "loadable_launch_ms": _ms(model.launch_ns())}

@@ -1,0 +1,576 @@
+"""The CP-SAT model: one block of constraints per catalog rule, variables named after what they hold.
+
+Decisions per layer group: device (and DLA core or NPU cores), precision, sparsity mode, DLA loadable.
+Tensor formats at DLA boundaries follow from the boundary's precision in closed form (the cheapest
+format the DLA-IO rules allow), so they need no variables of their own.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from ortools.sat.python import cp_model
+
+from optimizer.catalog import Catalog
+from optimizer.check import CheckReport
+from optimizer.errors import BadInputError, InfeasibleError
+from optimizer.latency import LatencyModel, Option, Placement, group_options, tensor_routes
+from optimizer.solver._request import PlanRequest
+
+SCALE_SENSITIVITY = 1_000_000
+
+
+@dataclass(frozen=True)
+class Choice:
+    option: Option
+    core: int
+    cost_ns: int
+
+
+@dataclass(frozen=True)
+class SolveResult:
+    placements: tuple[Placement, ...]
+    status: str
+    objective_ns: int
+    bound_ns: int
+    total_ns: int
+    wall_s: float
+    iterations: int  # connectivity cuts rounds
+    num_variables: int
+    num_constraints: int
+    choices: tuple[tuple[Choice, ...], ...] = field(default=(), repr=False)
+
+
+def _lin(terms: Iterable[tuple[int, cp_model.IntVar]]) -> cp_model.LinearExpr:
+    terms = [(c, v) for c, v in terms if c]
+    if not terms:
+        return cp_model.LinearExpr.constant(0)
+    return cp_model.LinearExpr.weighted_sum([v for _, v in terms], [c for c, _ in terms])
+
+
+class PlanModel:
+    """Builds and solves one CP-SAT model; `explain` builds the assumption-literal variant."""
+
+    def __init__(self, lm: LatencyModel, report: CheckReport, catalog: Catalog, request: PlanRequest,
+                 explain: bool = False) -> None:
+        self.lm = lm
+        self.report = report
+        self.catalog = catalog
+        self.request = request
+        self.explain = explain
+        self.target = lm.target
+        self.groups = lm.groups.groups
+        self.jetson = self.target.accelerator == "dla"
+        self.model = cp_model.CpModel()
+        self.assumptions: dict[str, cp_model.IntVar] = {}
+        self.cuts = 0
+        self._choices()
+        self._slots()
+        self._request_constraints()
+        self._transfers()
+        self._objective()
+
+    # ---- assumption literals (only in explain mode) ----------------------------------------------
+    def _lit(self, name: str) -> list[cp_model.IntVar]:
+        if not self.explain:
+            return []
+        if name not in self.assumptions:
+            self.assumptions[name] = self.model.new_bool_var(f"assume[{name}]")
+        return [self.assumptions[name]]
+
+    def _enforce(self, constraint: cp_model.Constraint, name: str) -> None:
+        lits = self._lit(name)
+        if lits:
+            constraint.only_enforce_if(lits)
+
+    # ---- per-group choices -------------------------------------------------------------------------
+    def _allowed_cores(self, group_index: int) -> tuple[int, ...]:
+        if not self.jetson:
+            return (0,)
+        pinned = {self.request.pins.get(m) for m in self.groups[group_index].members}
+        if self.request.objective == "throughput":
+            return (0, 1)
+        if "dla1" in pinned:
+            return (1,)
+        return (0,)
+
+    def _choices(self) -> None:
+        m = self.model
+        all_precisions = frozenset(("int8", "fp16", "fp32"))
+        self.choices: list[list[Choice]] = []
+        self.x: list[list[cp_model.IntVar]] = []
+        self.excluded: list[list[set[str]]] = []
+        violations_by_node = {v.name: v.violations for v in self.report.verdicts}
+        for g, group in enumerate(self.groups):
+            allowed = all_precisions if self.explain else self.request.allowed_precisions
+            options = self._explain_options(g) if self.explain else group_options(self.lm, g, allowed)
+            if not options:
+                raise InfeasibleError(f"group of {group.anchor} has no device it may run on under "
+                                      f"--allow-precisions {','.join(sorted(self.request.allowed_precisions))}",
+                                      node=group.anchor)
+            choices, xs, why = [], [], []
+            for option in options:
+                cores = self._allowed_cores(g) if option.device == "dla" else (0,)
+                for core in cores:
+                    choice = Choice(option, core, self.lm.option_ns(group, option))
+                    choices.append(choice)
+                    xs.append(m.new_bool_var(f"x[{group.anchor}|{option.label()}|c{core}]"))
+                    reasons = set()
+                    if self.explain:
+                        for member in group.members:
+                            for v in violations_by_node[member]:
+                                if v.accelerator == option.device and v.precision == option.precision:
+                                    reasons.add(v.rule)
+                        if option.device != "cpu" and option.precision not in self.request.allowed_precisions:
+                            reasons.add("--allow-precisions")
+                    why.append(reasons)
+            m.add_exactly_one(xs)
+            for var, reasons in zip(xs, why):
+                for reason in sorted(reasons):
+                    self._enforce(m.add(var == 0), reason)
+            self.choices.append(choices)
+            self.x.append(xs)
+            self.excluded.append(why)
+        self.on: list[dict[str, cp_model.LinearExpr]] = []
+        self.prec: list[dict[str, cp_model.LinearExpr]] = []
+        self.dp: list[dict[tuple[str, str], cp_model.LinearExpr]] = []
+        for g in range(len(self.groups)):
+            on: dict[str, list] = {}
+            prec: dict[str, list] = {}
+            dp: dict[tuple[str, str], list] = {}
+            for choice, var in zip(self.choices[g], self.x[g]):
+                on.setdefault(choice.option.device, []).append(var)
+                prec.setdefault(choice.option.precision, []).append(var)
+                dp.setdefault((choice.option.device, choice.option.precision), []).append(var)
+            self.on.append({k: sum(v) for k, v in on.items()})
+            self.prec.append({k: sum(v) for k, v in prec.items()})
+            self.dp.append({k: sum(v) for k, v in dp.items()})
+
+    def _explain_options(self, g: int) -> tuple[Option, ...]:
+        """Every device/precision the target has, so that the rules excluding them can be named."""
+        target = self.target
+        group = self.groups[g]
+        options = []
+        for device, precisions in target.precisions.items():
+            for precision in precisions:
+                cores = int(target.features.get("npu_cores", 1)) if device == "npu" and group.multicore else 1
+                options.extend(Option(device, precision, cores=k) for k in range(1, cores + 1))
+        return tuple(options)
+
+    def _on(self, g: int, device: str) -> cp_model.LinearExpr:
+        return self.on[g].get(device, cp_model.LinearExpr.constant(0))
+
+    # ---- DLA-LOADABLES: loadable slots, convex (no path leaves and re-enters), connected by cuts ----
+    def _slots(self) -> None:
+        m = self.model
+        self.dla_groups = [g for g in range(len(self.groups)) if "dla" in self.on[g]]
+        self.slots: list[int] = []
+        self.inslot: dict[tuple[int, int], cp_model.IntVar] = {}
+        self.used: list[cp_model.IntVar] = []
+        self.slot_core: dict[tuple[int, int], cp_model.IntVar] = {}
+        self.limit = 0
+        if not self.jetson or not self.dla_groups:
+            return
+        limit = self.request.max_loadables or int(self.catalog.rule("DLA-LOADABLES").params["max"])
+        count = min(len(self.dla_groups), max(limit, 16) if self.explain else limit)
+        self.limit = limit
+        self.slots = list(range(count))
+        cores = (0, 1)
+        for s in self.slots:
+            self.used.append(m.new_bool_var(f"loadable_used[{s}]"))
+            for c in cores:
+                self.slot_core[s, c] = m.new_bool_var(f"loadable_core[{s},dla{c}]")
+            m.add(sum(self.slot_core[s, c] for c in cores) == self.used[s])
+            if s and not self.explain:
+                m.add(self.used[s - 1] >= self.used[s])
+            if s >= limit:
+                self._enforce(m.add(self.used[s] == 0), "DLA-LOADABLES")
+        for g in self.dla_groups:
+            name = self.groups[g].anchor
+            for s in self.slots:
+                self.inslot[g, s] = m.new_bool_var(f"in_loadable[{name},{s}]")
+                m.add(self.used[s] >= self.inslot[g, s])
+            m.add(sum(self.inslot[g, s] for s in self.slots) == self._on(g, "dla"))
+            for choice, var in zip(self.choices[g], self.x[g]):
+                if choice.option.device == "dla":
+                    for s in self.slots:
+                        m.add(var + self.inslot[g, s] - 1 <= self.slot_core[s, choice.core])
+        for s in self.slots:
+            m.add(self.used[s] <= sum(self.inslot[g, s] for g in self.dla_groups))
+        self._convexity()
+
+    def _group_edges(self) -> list[tuple[int, int]]:
+        return sorted({(e.src, e.dst) for e in self.lm.groups.edges if e.src >= 0})
+
+    def _convexity(self) -> None:
+        """A group that follows one loadable member and precedes another must be in that loadable."""
+        m = self.model
+        edges = self._group_edges()
+        succ: dict[int, list[int]] = {}
+        pred: dict[int, list[int]] = {}
+        for a, b in edges:
+            succ.setdefault(a, []).append(b)
+            pred.setdefault(b, []).append(a)
+        downstream = self._reach(self.dla_groups, succ)
+        upstream = self._reach(self.dla_groups, pred)
+        middle = sorted(downstream & upstream)
+        for s in self.slots:
+            after = {g: m.new_bool_var(f"after_loadable[{self.groups[g].anchor},{s}]") for g in downstream}
+            before = {g: m.new_bool_var(f"before_loadable[{self.groups[g].anchor},{s}]") for g in upstream}
+            for a, b in edges:
+                if b in after:
+                    if (a, s) in self.inslot:
+                        m.add(after[b] >= self.inslot[a, s])
+                    if a in after:
+                        m.add(after[b] >= after[a])
+                if a in before:
+                    if (b, s) in self.inslot:
+                        m.add(before[a] >= self.inslot[b, s])
+                    if b in before:
+                        m.add(before[a] >= before[b])
+            for g in middle:
+                inside = self.inslot.get((g, s), 0)
+                m.add(after[g] + before[g] <= 1 + inside)
+
+    @staticmethod
+    def _reach(starts: Iterable[int], nxt: Mapping[int, list[int]]) -> set[int]:
+        seen: set[int] = set()
+        stack = [b for a in starts for b in nxt.get(a, ())]
+        while stack:
+            g = stack.pop()
+            if g not in seen:
+                seen.add(g)
+                stack.extend(nxt.get(g, ()))
+        return seen
+
+    def add_connectivity_cuts(self, placements: tuple[Placement, ...]) -> int:
+        """Each loadable must be connected: for a split slot, one part plus any other member needs a neighbour."""
+        neighbours = self._neighbours()
+        added = 0
+        for slot in sorted({p.loadable for p in placements if p.loadable >= 0}):
+            members = {g for g, p in enumerate(placements) if p.loadable == slot}
+            parts = _components(members, neighbours)
+            if len(parts) < 2:
+                continue
+            for part in parts:
+                outside = sorted(members - part)
+                border = sorted({n for g in part for n in neighbours.get(g, ()) if n not in part
+                                 and n in self.dla_groups})
+                for s in self.slots:
+                    lhs = sum(self.inslot[g, s] for g in part) + self.inslot[outside[0], s] - len(part)
+                    self.model.add(lhs <= sum(self.inslot[n, s] for n in border))
+                    added += 1
+        self.cuts += added
+        return added
+
+    # ---- user requests -----------------------------------------------------------------------------
+    def _group_of(self, node: str) -> int:
+        groups = self.lm.groups.node_group
+        if node not in groups:
+            raise BadInputError(f"'{node}' is not a node of the model", node=node)
+        g = groups[node]
+        if g < 0:
+            raise BadInputError("is a folded constant; it runs nowhere and cannot be pinned", node=node)
+        return g
+
+    def _request_constraints(self) -> None:
+        m = self.model
+        req = self.request
+        for node, device in sorted(req.pins.items()):
+            g = self._group_of(node)
+            name = f"--pin {node}={device}"
+            if device in ("dla0", "dla1"):
+                core = int(device[-1])
+                vars_ = [v for c, v in zip(self.choices[g], self.x[g]) if c.option.device == "dla" and c.core == core]
+                self._require(sum(vars_) if vars_ else None, name, g, "dla")
+            else:
+                self._require(self.on[g].get(device), name, g, device)
+        for node, precision in sorted(req.precision_pins.items()):
+            g = self._group_of(node)
+            self._require(self.prec[g].get(precision), f"--precision {node}={precision}", g, None)
+        if req.int8_budget is not None and req.sensitivity:
+            terms = []
+            for node, score in sorted(req.sensitivity.items()):
+                if node in self.lm.groups.node_group and self.lm.groups.node_group[node] >= 0:
+                    g = self.lm.groups.node_group[node]
+                    if "int8" in self.prec[g]:
+                        terms.append((int(round(score * SCALE_SENSITIVITY)), self.prec[g]["int8"]))
+            budget = int(math.floor(req.int8_budget * SCALE_SENSITIVITY))
+            if terms:
+                self._enforce(m.add(_lin([(c, v) for c, v in terms]) <= budget), "--int8-budget")
+        if req.dla_standalone:
+            for g in range(len(self.groups)):
+                self._enforce(m.add(self._on(g, "gpu") == 0), "--dla-standalone")
+        self._int8_scale_ties()
+
+    def _require(self, expr, name: str, g: int, device: str | None) -> None:
+        if expr is None:
+            if self.explain:
+                self._enforce(self.model.add(self.model.new_constant(0) == 1), name)
+                return
+            group = self.groups[g]
+            reasons = sorted({f"{v.rule}: {v.message}" for member in group.members
+                              for v in self.report.verdict(member).violations
+                              if device is None or v.accelerator == device})
+            why = "; ".join(reasons[:3]) or "the option is not offered on this target"
+            raise InfeasibleError(f"{name} cannot be met: {why}", node=group.anchor)
+        self._enforce(self.model.add(expr == 1), name)
+
+    def _int8_scale_ties(self) -> None:
+        """DLA-CONCAT-INT8-RANGE / DLA-POOL-INT8-SCALE: an INT8 concat or pooling on DLA shares its
+        inputs' quantization scale, so each input must be produced in INT8 too."""
+        if not self.jetson:
+            return
+        graph = self.lm.graph
+        m = self.model
+        for g, group in enumerate(self.groups):
+            dla_int8 = self.dp[g].get(("dla", "int8"))
+            if dla_int8 is None:
+                continue
+            for name in group.members:
+                node = graph.node(name)
+                rule = ("DLA-CONCAT-INT8-RANGE" if node.op_type == "Concat" else
+                        "DLA-POOL-INT8-SCALE" if node.op_type in ("MaxPool", "AveragePool") else None)
+                if rule is None:
+                    continue
+                for t in graph.runtime_inputs(node):
+                    producer = graph.producer(t)
+                    if producer is None:
+                        continue
+                    u = self.lm.groups.node_group[producer.name]
+                    if u == g or u < 0:
+                        continue
+                    self._enforce(m.add(dla_int8 <= self.prec[u].get("int8", 0)), rule)
+
+    # ---- transfers and precision changes ------------------------------------------------------------
+    def _engines(self, g: int) -> dict[str, cp_model.LinearExpr]:
+        if self.jetson:
+            engines = {"gpu": self._on(g, "gpu")} if "gpu" in self.on[g] else {}
+            for s in self.slots:
+                if (g, s) in self.inslot:
+                    engines[f"slot{s}"] = self.inslot[g, s]
+            return engines
+        return {k: v for k, v in self.on[g].items()}
+
+    def _transfers(self) -> None:
+        m = self.model
+        self.transfer_terms: list[tuple[int, cp_model.IntVar]] = []
+        self.change_terms: list[tuple[int, cp_model.IntVar]] = []
+        for tensor, src, consumers in tensor_routes(self.lm):
+            if src < 0:
+                continue
+            src_engines = self._engines(src)
+            dst_engines: dict[str, list[int]] = {}
+            for v in consumers:
+                for e in self._engines(v):
+                    dst_engines.setdefault(e, []).append(v)
+            for e, vs in sorted(dst_engines.items()):
+                if set(src_engines) == {e}:
+                    continue
+                cross = m.new_bool_var(f"cross[{tensor}->{e}]")
+                for v in vs:
+                    m.add(cross >= self._engines(v)[e] - src_engines.get(e, 0))
+                dst_kind = "gpu" if e == "gpu" else ("dla" if e.startswith("slot") else e)
+                for (kind, precision), expr in sorted(self.dp[src].items(), key=lambda kv: kv[0]):
+                    if kind == dst_kind and kind != "dla":
+                        continue
+                    ns = self.lm.transfer(tensor, kind, dst_kind, precision)[1]
+                    both = m.new_bool_var(f"copy[{tensor}->{e}|{kind}/{precision}]")
+                    m.add(both >= cross + expr - 1)
+                    self.transfer_terms.append((ns, both))
+            for v in consumers:
+                common = set(self.prec[src]) | set(self.prec[v])
+                if len(common) < 2:
+                    continue
+                change = m.new_bool_var(f"reformat[{tensor}->{self.groups[v].anchor}]")
+                for q in sorted(self.prec[v]):
+                    m.add(change >= self.prec[v][q] - self.prec[src].get(q, 0))
+                self.change_terms.append((self.lm.precision_change_ns(tensor), change))
+
+    # ---- objective ---------------------------------------------------------------------------------
+    def _busy(self) -> dict[str, cp_model.LinearExpr]:
+        busy: dict[str, list] = {}
+        for g in range(len(self.groups)):
+            for choice, var in zip(self.choices[g], self.x[g]):
+                device = f"dla{choice.core}" if choice.option.device == "dla" else choice.option.device
+                busy.setdefault(device, []).append((choice.cost_ns, var))
+        copier = "gpu" if self.jetson else "cpu"
+        busy.setdefault(copier, []).extend(self.transfer_terms)
+        busy.setdefault("gpu" if self.jetson else "npu", []).extend(self.change_terms)
+        launch = self.lm.launch_ns() if self.jetson else 0
+        for s in self.slots:
+            for c in (0, 1):
+                busy.setdefault(f"dla{c}", []).append((launch, self.slot_core[s, c]))
+        return {k: _lin(v) for k, v in busy.items()}
+
+    def _objective(self) -> None:
+        m = self.model
+        launch = self.lm.launch_ns() if self.jetson else 0
+        total_terms = [(c.cost_ns, v) for g in range(len(self.groups)) for c, v in zip(self.choices[g], self.x[g])]
+        total_terms += self.transfer_terms + self.change_terms + [(launch, u) for u in self.used]
+        self.total = _lin(total_terms)
+        self.upper = sum(max(c.cost_ns for c in cs) for cs in self.choices) + sum(c for c, _ in total_terms
+                                                                                if c > 0) + 1
+        if self.request.latency_cap_ms is not None:
+            cap = int(self.request.latency_cap_ms * 1e6)
+            self._enforce(m.add(self.total <= cap), "--latency-cap")
+        self.busy = self._busy()
+        if self.explain:
+            return
+        if self.request.objective == "latency":
+            self.goal = self.total
+        else:
+            horizon = self.upper * 2
+            self.makespan = m.new_int_var(0, horizon, "busiest_engine_ns")
+            for device, expr in sorted(self.busy.items()):
+                if self.request.objective == "dual-stream":
+                    factor = 2 if device in ("gpu", "npu", "cpu") else 1
+                    if device == "dla1":
+                        continue
+                    m.add(self.makespan >= factor * expr)
+                else:
+                    m.add(self.makespan >= expr)
+            self.goal = self.makespan
+        m.minimize(self.goal)
+
+    # ---- solving -----------------------------------------------------------------------------------
+    def _solver(self, time_limit: float) -> cp_model.CpSolver:
+        solver = cp_model.CpSolver()
+        params = solver.parameters
+        params.max_time_in_seconds = max(time_limit, 0.05)
+        params.num_workers = self.request.workers
+        params.random_seed = self.request.seed
+        params.log_search_progress = False
+        params.linearization_level = 2  # the full LP relaxation proves these models 10-100x faster
+        if self.request.workers > 1:
+            params.interleave_search = True  # deterministic with several workers
+        return solver
+
+    def hint(self, placements: tuple[Placement, ...]) -> None:
+        self.model.clear_hints()
+        for g, placement in enumerate(placements):
+            for choice, var in zip(self.choices[g], self.x[g]):
+                hit = choice.option == placement.option and (choice.option.device != "dla"
+                                                             or choice.core == placement.core)
+                self.model.add_hint(var, 1 if hit else 0)
+            for s in self.slots:
+                if (g, s) in self.inslot:
+                    self.model.add_hint(self.inslot[g, s], 1 if placement.loadable == s else 0)
+
+    def extract(self, solver: cp_model.CpSolver) -> tuple[Placement, ...]:
+        placements = []
+        for g in range(len(self.groups)):
+            index = next(i for i, v in enumerate(self.x[g]) if solver.boolean_value(v))
+            choice = self.choices[g][index]
+            slot = -1
+            if choice.option.device == "dla":
+                slot = next(s for s in self.slots if solver.boolean_value(self.inslot[g, s]))
+            placements.append(Placement(choice.option, core=choice.core, loadable=slot))
+        return tuple(placements)
+
+    def solve(self, hint: tuple[Placement, ...] | None = None) -> SolveResult:
+        """Solve, add connectivity cuts for split loadables, solve again; optimal only when proven."""
+        started = time.monotonic()
+        deadline = started + self.request.time_limit_s
+        if hint is not None:
+            self.hint(hint)
+        rounds = 0
+        while True:
+            solver = self._solver(deadline - time.monotonic())
+            status = solver.solve(self.model)
+            if status == cp_model.INFEASIBLE:
+                raise InfeasibleError("no plan meets every constraint")
+            if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+                raise InfeasibleError(f"no plan found within --time-limit {self.request.time_limit_s:g} s "
+                                      f"({solver.status_name(status)}); raise the limit")
+            placements = self.extract(solver)
+            if not self.add_connectivity_cuts(placements) or time.monotonic() >= deadline:
+                break
+            rounds += 1
+            self.hint(placements)
+        objective = int(round(solver.objective_value))
+        bound = min(int(round(solver.best_objective_bound)), objective)
+        proven = status == cp_model.OPTIMAL and not self._split(placements)
+        if self._split(placements):
+            placements = self.repair(placements, hint)
+        if self.request.objective != "latency" and proven and time.monotonic() < deadline:
+            placements, proven = self._second_phase(objective, placements, deadline)
+        proto = self.model.proto
+        return SolveResult(
+            placements=placements, status="OPTIMAL" if proven else "FEASIBLE", objective_ns=objective,
+            bound_ns=bound, total_ns=-1, wall_s=time.monotonic() - started, iterations=rounds,
+            num_variables=len(proto.variables), num_constraints=len(proto.constraints),
+            choices=tuple(tuple(c) for c in self.choices))
+
+    def repair(self, placements: tuple[Placement, ...], fallback: tuple[Placement, ...] | None
+               ) -> tuple[Placement, ...]:
+        """Out of time with a split loadable: relabel its parts as loadables of their own if the limit
+        allows, else return the (valid) hint."""
+        neighbours = self._neighbours()
+        parts = []
+        for slot in sorted({p.loadable for p in placements if p.loadable >= 0}):
+            members = {g for g, p in enumerate(placements) if p.loadable == slot}
+            parts.extend(sorted(_components(members, neighbours), key=min))
+        if len(parts) <= self.limit or fallback is None:
+            label = {g: k for k, part in enumerate(sorted(parts, key=min)) for g in part}
+            return tuple(Placement(p.option, p.core, label.get(g, -1)) for g, p in enumerate(placements))
+        return fallback
+
+    def _neighbours(self) -> dict[int, set[int]]:
+        neighbours: dict[int, set[int]] = {}
+        for a, b in self._group_edges():
+            neighbours.setdefault(a, set()).add(b)
+            neighbours.setdefault(b, set()).add(a)
+        return neighbours
+
+    def _split(self, placements: tuple[Placement, ...]) -> bool:
+        neighbours = self._neighbours()
+        for slot in {p.loadable for p in placements if p.loadable >= 0}:
+            members = {g for g, p in enumerate(placements) if p.loadable == slot}
+            if len(_components(members, neighbours)) > 1:
+                return True
+        return False
+
+    def _second_phase(self, best: int, placements, deadline):
+        """Among plans with the optimal busiest-engine time, the one with the lowest latency."""
+        self.model.add(self.goal <= best)
+        self.model.minimize(self.total)
+        self.hint(placements)
+        solver = self._solver(deadline - time.monotonic())
+        status = solver.solve(self.model)
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            candidate = self.extract(solver)
+            if not self._split(candidate):
+                return candidate, True
+        return placements, True
+
+    def conflict(self) -> list[str]:
+        """Names of the assumptions in a sufficient infeasible core (explain mode)."""
+        solver = self._solver(self.request.time_limit_s)
+        self.model.clear_assumptions()
+        self.model.add_assumptions(list(self.assumptions.values()))
+        status = solver.solve(self.model)
+        if status != cp_model.INFEASIBLE:
+            return []
+        core = set(solver.sufficient_assumptions_for_infeasibility())
+        return sorted(name for name, var in self.assumptions.items() if var.index in core)
+
+
+def _components(members: set[int], neighbours: Mapping[int, set[int]]) -> list[set[int]]:
+    parts, seen = [], set()
+    for start in sorted(members):
+        if start in seen:
+            continue
+        part, stack = set(), [start]
+        while stack:
+            g = stack.pop()
+            if g in part:
+                continue
+            part.add(g)
+            stack.extend(n for n in neighbours.get(g, ()) if n in members and n not in part)
+        seen |= part
+        parts.append(part)
+    return parts

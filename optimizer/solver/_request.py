@@ -1,0 +1,65 @@
+"""What the user asks the planner for, validated at construction."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from optimizer.errors import BadInputError
+
+OBJECTIVES = ("latency", "throughput", "dual-stream")
+PIN_DEVICES = ("gpu", "dla", "dla0", "dla1", "npu", "cpu")
+PRECISIONS = ("int8", "fp16", "fp32")
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    objective: str = "latency"
+    time_limit_s: float = 60.0
+    seed: int = 0
+    workers: int = 1
+    allowed_precisions: frozenset[str] = frozenset(PRECISIONS)
+    pins: Mapping[str, str] = field(default_factory=dict)  # node -> device
+    precision_pins: Mapping[str, str] = field(default_factory=dict)  # node -> precision
+    sensitivity: Mapping[str, float] = field(default_factory=dict)  # node -> INT8 accuracy cost
+    int8_budget: float | None = None
+    latency_cap_ms: float | None = None
+    dla_standalone: bool = False
+    sram_bytes: int | None = None
+    max_loadables: int | None = None  # override of DLA-LOADABLES (tests, studies)
+
+    def __post_init__(self) -> None:
+        if self.objective not in OBJECTIVES:
+            raise BadInputError(f"--objective must be one of {', '.join(OBJECTIVES)}, got '{self.objective}'")
+        if self.time_limit_s <= 0:
+            raise BadInputError(f"--time-limit must be > 0, got {self.time_limit_s}")
+        if self.workers < 1:
+            raise BadInputError(f"solver workers must be >= 1, got {self.workers}")
+        bad = set(self.allowed_precisions) - set(PRECISIONS)
+        if bad or not self.allowed_precisions:
+            raise BadInputError(f"--allow-precisions takes a subset of {', '.join(PRECISIONS)}, got "
+                                f"{', '.join(sorted(self.allowed_precisions)) or 'nothing'}")
+        for node, device in self.pins.items():
+            if device not in PIN_DEVICES:
+                raise BadInputError(f"--pin {node}={device}: device must be one of {', '.join(PIN_DEVICES)}")
+        for node, precision in self.precision_pins.items():
+            if precision not in PRECISIONS:
+                raise BadInputError(f"--precision {node}={precision}: must be one of {', '.join(PRECISIONS)}")
+        if self.int8_budget is not None and self.int8_budget < 0:
+            raise BadInputError(f"--int8-budget must be >= 0, got {self.int8_budget}")
+        if self.latency_cap_ms is not None and self.latency_cap_ms <= 0:
+            raise BadInputError(f"--latency-cap must be > 0 ms, got {self.latency_cap_ms}")
+        object.__setattr__(self, "pins", MappingProxyType(dict(self.pins)))
+        object.__setattr__(self, "precision_pins", MappingProxyType(dict(self.precision_pins)))
+        object.__setattr__(self, "sensitivity", MappingProxyType(dict(self.sensitivity)))
+
+
+def parse_assignments(values: list[str] | None, flag: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for value in values or []:
+        node, sep, choice = value.rpartition("=")
+        if not sep or not node or not choice:
+            raise BadInputError(f"{flag} '{value}' must look like NODE=VALUE")
+        out[node] = choice.strip().lower()
+    return out
