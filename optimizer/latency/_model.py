@@ -197,7 +197,7 @@ class LatencyModel:
             compute /= option.cores * const.multicore_efficiency
             overhead += const.multicore_overhead_us * 1e-6
         seconds = max(compute, memory) + overhead + self._boundary_io_s(group, option, default_formats)
-        return int(round(seconds * NS))
+        return round(seconds * NS)
 
     # ---- model inputs and outputs in accelerator formats ------------------------------------------
     def _boundary_io_s(self, group: LayerGroup, option: Option, default_formats: bool = False) -> float:
@@ -205,7 +205,7 @@ class LatencyModel:
         if option.device not in ("dla", "npu"):
             return 0.0
         graph = self.graph
-        members = set(group.members)
+        set(group.members)
         seconds = 0.0
         for name in group.members:
             node = graph.node(name)
@@ -272,7 +272,7 @@ class LatencyModel:
         if {src, dst} <= {"npu", "cpu"}:
             seconds = (profile.memsync_us * 1e-6 + dense / self.bandwidth
                        + dense / (profile.layout_convert_gbps * 1e9))
-            return "nchw", int(round(seconds * NS))
+            return "nchw", round(seconds * NS)
         sync = profile.sync_us.get(f"{src}->{dst}", 0.0) * 1e-6
         dla_side_precision = precision if precision in ("int8", "fp16") else "fp16"
         direction = "output" if src == "dla" else "input"
@@ -287,12 +287,12 @@ class LatencyModel:
                 seconds += profile.reformat_us * 1e-6 + 2 * dense / self.bandwidth
             if seconds < best:
                 best_fmt, best = fmt, seconds
-        return best_fmt, int(round(best * NS))
+        return best_fmt, round(best * NS)
 
     def precision_change_ns(self, tensor: str) -> int:
         """A reformat between two precisions: read and write the tensor at about 2 bytes an element."""
         elements = self.graph.tensors[tensor].num_elements or 0
-        return int(round((self.profile.precision_change_us * 1e-6 + 4 * elements / self.bandwidth) * NS))
+        return round((self.profile.precision_change_us * 1e-6 + 4 * elements / self.bandwidth) * NS)
 
     def launch_ns(self) -> int:
-        return int(round(self.profile.loadable_launch_us * 1e-6 * NS))
+        return round(self.profile.loadable_launch_us * 1e-6 * NS)

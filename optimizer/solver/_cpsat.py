@@ -297,8 +297,8 @@ class PlanModel:
                 if node in self.lm.groups.node_group and self.lm.groups.node_group[node] >= 0:
                     g = self.lm.groups.node_group[node]
                     if "int8" in self.prec[g]:
-                        terms.append((int(round(score * SCALE_SENSITIVITY)), self.prec[g]["int8"]))
-            budget = int(math.floor(req.int8_budget * SCALE_SENSITIVITY))
+                        terms.append((round(score * SCALE_SENSITIVITY), self.prec[g]["int8"]))
+            budget = math.floor(req.int8_budget * SCALE_SENSITIVITY)
             if terms:
                 self._enforce(m.add(_lin([(c, v) for c, v in terms]) <= budget), "--int8-budget")
         if req.dla_standalone:
@@ -491,8 +491,8 @@ class PlanModel:
                 break
             rounds += 1
             self.hint(placements)
-        objective = int(round(solver.objective_value))
-        bound = min(int(round(solver.best_objective_bound)), objective)
+        objective = round(solver.objective_value)
+        bound = min(round(solver.best_objective_bound), objective)
         proven = status == cp_model.OPTIMAL and not self._split(placements)
         if self._split(placements):
             placements = self.repair(placements, hint)
