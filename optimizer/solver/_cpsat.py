@@ -51,6 +51,31 @@ def _lin(terms: Iterable[tuple[int, cp_model.IntVar]]) -> cp_model.LinearExpr:
     return cp_model.LinearExpr.weighted_sum([v for _, v in terms], [c for c, _ in terms])
 
 
+def dominant_precisions(lm: LatencyModel, request: PlanRequest) -> list[dict[str, str]] | None:
+    """Per group and device, the precision that dominates the others, or None when none provably does.
+
+    On Jetson the model is monotone in precision: INT8 computes faster than FP16 and FP16 than FP32,
+    moves fewer bytes in every format (chw32 pads C to 32 bytes, chw16 to 16 elements; kDLA_LINEAR pads
+    W to 64 bytes), DLA-CONV-CBUF passes in INT8 whenever in FP16, and INT8 scale ties hold when all is
+    INT8. Replacing every group's precision by its device's fastest one therefore never raises the
+    latency or any engine's busy time, unless the request constrains precisions (pins, INT8 budget) or
+    an op lacks the faster precision. On RKNN some NPU ops run in FP16 only, so nothing is fixed there."""
+    if lm.target.accelerator != "dla" or request.precision_pins or request.int8_budget is not None:
+        return None
+    top = next(p for p in ("int8", "fp16", "fp32") if p in request.allowed_precisions)
+    out = []
+    for g, group in enumerate(lm.groups.groups):
+        options = group_options(lm, g, request.allowed_precisions)
+        best: dict[str, str] = {}
+        for device in sorted({o.device for o in options}):
+            costs = {o.precision: lm.option_ns(group, o) for o in options if o.device == device}
+            if top not in costs or costs[top] > min(costs.values()):
+                return None  # a group without the top precision could add reformats: no reduction
+            best[device] = top
+        out.append(best)
+    return out
+
+
 class PlanModel:
     """Builds and solves one CP-SAT model; `explain` builds the assumption-literal variant."""
 
@@ -104,9 +129,12 @@ class PlanModel:
         self.x: list[list[cp_model.IntVar]] = []
         self.excluded: list[list[set[str]]] = []
         violations_by_node = {v.name: v.violations for v in self.report.verdicts}
+        dominant = None if self.explain else dominant_precisions(self.lm, self.request)
         for g, group in enumerate(self.groups):
             allowed = all_precisions if self.explain else self.request.allowed_precisions
             options = self._explain_options(g) if self.explain else group_options(self.lm, g, allowed)
+            if dominant is not None:
+                options = tuple(o for o in options if o.precision == dominant[g][o.device])
             if not options:
                 raise InfeasibleError(f"group of {group.anchor} has no device it may run on under "
                                       f"--allow-precisions {','.join(sorted(self.request.allowed_precisions))}",
@@ -206,7 +234,10 @@ class PlanModel:
         return sorted({(e.src, e.dst) for e in self.lm.groups.edges if e.src >= 0})
 
     def _convexity(self) -> None:
-        """A group that follows one loadable member and precedes another must be in that loadable."""
+        """DLA-LOADABLES convexity: no path leaves a loadable and re-enters it (TensorRT cannot build a
+        loadable that depends on itself through the GPU). A group downstream of a member (after) and
+        upstream of a member (before) must itself be a member. after/before are only bounded below, so
+        minimisation keeps them at the reachability they encode."""
         m = self.model
         edges = self._group_edges()
         succ: dict[int, list[int]] = {}

@@ -1,0 +1,73 @@
+"""Planner benchmark: every zoo model on orin-agx, xavier-agx, rk3588, rk3576.
+
+One command:  python benchmarks/planner_zoo.py [--zoo ../shared/zoo] [--out benchmarks/results/planner_zoo.csv]
+Each case runs `edgeplan optimize` as a user would (a fresh process) and measures end-to-end wall time
+from process start to plan written, the solver status, groups, and the predicted speedups.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TARGETS = ("orin-agx", "xavier-agx", "rk3588", "rk3576")
+DYNAMIC = {"tv_mobilenet_v2_dynbatch.onnx": "input=1x3x224x224", "unet_convtranspose_dynbatch.onnx":
+           "input=1x3x256x256", "transformer_encoder_dynseq.onnx": "input=1x128x256"}
+
+
+def main() -> int:
+    repo = Path(__file__).resolve().parents[1]
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--zoo", default=str(repo.parent / "shared" / "zoo"))
+    parser.add_argument("--out", default=str(repo / "benchmarks" / "results" / "planner_zoo.csv"))
+    parser.add_argument("--targets", default=",".join(TARGETS))
+    parser.add_argument("--time-limit", default="60")
+    args = parser.parse_args()
+    exe = str(Path(sys.executable).parent / "edgeplan")
+    models = sorted(Path(args.zoo).glob("*.onnx"))
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for model in models:
+            for target in args.targets.split(","):
+                out = Path(tmp) / f"{model.stem}-{target}"
+                cmd = [exe, "optimize", str(model), "--target", target, "--out", str(out),
+                       "--time-limit", args.time_limit]
+                if model.name in DYNAMIC:
+                    cmd += ["--input-shape", DYNAMIC[model.name]]
+                started = time.monotonic()
+                result = subprocess.run(cmd, capture_output=True, text=True)
+                wall = time.monotonic() - started
+                row = {"model": model.name, "target": target, "exit": result.returncode, "wall_s": round(wall, 3)}
+                if result.returncode == 0:
+                    plan = json.loads((out / "plan.json").read_text())
+                    run = json.loads((out / "run.json").read_text())
+                    row.update(status=plan["solver"]["status"], nodes=plan["model"]["num_nodes"],
+                               groups=plan["solver"]["groups"], solve_s=round(run["timings"]["solve_s"], 3),
+                               latency_ms=plan["predicted"]["latency_ms"],
+                               **{f"speedup_{k}": v["speedup"] for k, v in plan["baselines"].items()})
+                else:
+                    row.update(status="error", error=result.stderr.strip()[:200])
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    fields = sorted({k for r in rows for k in r}, key=lambda k: (k not in ("model", "target"), k))
+    with open(args.out, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    walls = [r["wall_s"] for r in rows]
+    optimal = sum(r.get("status") == "OPTIMAL" for r in rows)
+    print(f"cases {len(rows)}, OPTIMAL {optimal}, median wall {statistics.median(walls):.2f} s, "
+          f"max wall {max(walls):.2f} s ({max(rows, key=lambda r: r['wall_s'])['model']})")
+    return 0 if optimal == len(rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
