@@ -227,15 +227,31 @@ class LatencyModel:
                 return "cpu_convert", dense / (self.profile.layout_convert_gbps * 1e9)
             return entry["native_layout"] if entry else "native", 0.0
         if default_formats:  # trtexec without --inputIOFormats: a linear FP32 tensor reformatted on the GPU
-            return "dla_linear", self._reformat_s(tensor, "dla_linear", option.precision)
+            return "dla_linear", (self._reformat_s(tensor, "dla_linear", option.precision)
+                                  + self._thin_input_s(tensor, option, "dla_linear"))
         allowed = list(self.formats["standard"]["input"][option.precision])
         entry = next((e for e in self.io.get("inputs", ()) if e["tensor"] == tensor), None)
         if entry is None or not entry.get(f"dla_hwc4_{option.precision}", False):
             allowed = [f for f in allowed if f != "dla_hwc4"]
-        costs = {f: (_padded_bytes(info.shape, info.num_elements or 0, f, option.precision, self.hwc4_stride)
-                     - dense) / self.bandwidth for f in allowed}
+        costs = {f: max((_padded_bytes(info.shape, info.num_elements or 0, f, option.precision, self.hwc4_stride)
+                         - dense) / self.bandwidth, 0.0) + self._thin_input_s(tensor, option, f) for f in allowed}
         best = min(allowed, key=lambda f: (costs[f], allowed.index(f)))
-        return best, max(costs[best], 0.0)
+        return best, costs[best]
+
+    def _thin_input_s(self, tensor: str, option: Option, fmt: str) -> float:
+        """DLA convolutions take input channels in 32-byte atoms: a thin planar input (C=3) wastes most of
+        the first convolution, which kDLA_HWC4's image mode packs into C'=4 (DLA-IO-HWC4-C; assumed cost)."""
+        shape = self.graph.shape(tensor)
+        if option.device != "dla" or shape is None or len(shape) != 4 or not isinstance(shape[1], int):
+            return 0.0
+        channels = shape[1]
+        atom = 32 // BYTES_PER_ELEMENT[option.precision]
+        packed = (1 if channels == 1 else 4) if fmt == "dla_hwc4" else math.ceil(channels / atom) * atom
+        if packed <= channels:
+            return 0.0
+        waste = packed / channels - 1.0
+        convs = [c for c in self.graph.consumers(tensor) if c.op_type == "Conv"]
+        return waste * sum(self._node_compute_s(c, "dla", option.precision) for c in convs)
 
     def _reformat_s(self, tensor: str, fmt: str, precision: str) -> float:
         info = self.graph.tensors[tensor]

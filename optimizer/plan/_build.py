@@ -156,7 +156,8 @@ def _plan_json(*, graph_path: str, report: CheckReport, groups: GroupGraph, mode
         role = "anchor" if node.name == group.anchor else ("constant" if node.name in group.attached else "fused")
         layers.append({
             "node": node.name, "op_type": node.op_type, "device": p.device, "precision": p.option.precision,
-            "sparsity": p.option.sparsity, "cores": p.option.cores if p.option.device == "npu" else None,
+            "sparsity": p.option.sparsity if node.name == group.anchor else "dense",
+            "cores": p.option.cores if p.option.device == "npu" else None,
             "latency_ms": _ms(breakdown.group_ns[g]) if role == "anchor" else 0.0,
             "group": g, "subgraph": group_subgraph[g], "role": role,
         })
@@ -211,7 +212,7 @@ def _request_json(request: PlanRequest) -> dict[str, Any]:
             "precision_pins": dict(sorted(request.precision_pins.items())),
             "int8_budget": request.int8_budget, "latency_cap_ms": request.latency_cap_ms,
             "dla_standalone": request.dla_standalone, "max_loadables": request.max_loadables,
-            "sram_bytes": request.sram_bytes}
+            "sram_bytes": request.sram_bytes, "sparsity": request.sparsity}
 
 
 def _breakdown_json(b: Breakdown) -> dict[str, Any]:

@@ -63,5 +63,6 @@ def build_subgraphs(groups: GroupGraph, placements: tuple[Placement, ...]) -> tu
             if indeg[v] == 0:
                 ready.append(v)
                 ready.sort()
+    order += sorted(set(members) - set(order))  # only a non-convex loadable leaves units unordered
     return tuple(Subgraph(id=k, device=placements[u].device, groups=tuple(sorted(members[u])),
                           loadable=placements[u].loadable) for k, u in enumerate(order))

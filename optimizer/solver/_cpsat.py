@@ -135,6 +135,8 @@ class PlanModel:
             options = self._explain_options(g) if self.explain else group_options(self.lm, g, allowed)
             if dominant is not None:
                 options = tuple(o for o in options if o.precision == dominant[g][o.device])
+            if self.request.sparsity == "off":
+                options = tuple(o for o in options if o.sparsity == "dense")
             if not options:
                 raise InfeasibleError(f"group of {group.anchor} has no device it may run on under "
                                       f"--allow-precisions {','.join(sorted(self.request.allowed_precisions))}",

@@ -28,6 +28,7 @@ class PlanRequest:
     dla_standalone: bool = False
     sram_bytes: int | None = None
     max_loadables: int | None = None  # override of DLA-LOADABLES (tests, studies)
+    sparsity: str = "allow"  # "off": dense weights only (the model was not trained sparse)
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
@@ -48,6 +49,10 @@ class PlanRequest:
                 raise BadInputError(f"--precision {node}={precision}: must be one of {', '.join(PRECISIONS)}")
         if self.int8_budget is not None and self.int8_budget < 0:
             raise BadInputError(f"--int8-budget must be >= 0, got {self.int8_budget}")
+        if self.sparsity not in ("allow", "off"):
+            raise BadInputError(f"--sparsity must be allow or off, got '{self.sparsity}'")
+        if self.max_loadables is not None and self.max_loadables < 0:
+            raise BadInputError(f"--max-loadables must be >= 0, got {self.max_loadables}")
         if self.latency_cap_ms is not None and self.latency_cap_ms <= 0:
             raise BadInputError(f"--latency-cap must be > 0 ms, got {self.latency_cap_ms}")
         object.__setattr__(self, "pins", MappingProxyType(dict(self.pins)))

@@ -1,0 +1,162 @@
+"""An independent check of a plan.json against the model and the catalog.
+
+It re-derives everything from the ONNX file and the rules, not from the planner's internals, so a
+planner bug shows up as a violation here: unsupported placements, too many or non-convex loadables,
+bad pool sizes, subgraphs that cannot run in order, inconsistent baselines or solver figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from optimizer.catalog import Catalog
+from optimizer.check import check_graph
+from optimizer.ir import Graph, load_model
+
+
+def _reachable(graph: Graph, start: set[str], blocked: set[str] | None = None) -> set[str]:
+    """Nodes reachable from the outputs of `start` (not entering `blocked`)."""
+    seen: set[str] = set()
+    stack = [c.name for n in start for t in graph.node(n).outputs for c in graph.consumers(t)]
+    while stack:
+        name = stack.pop()
+        if name in seen or (blocked and name in blocked):
+            continue
+        seen.add(name)
+        stack.extend(c.name for t in graph.node(name).outputs for c in graph.consumers(t))
+    return seen
+
+
+def validate_plan(plan: Mapping[str, Any], catalog: Catalog, model_path: str | None = None,
+                  input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> list[str]:
+    problems: list[str] = []
+    if plan.get("schema") != "edgeplan.plan/v1":
+        return [f"schema is {plan.get('schema')!r}, expected 'edgeplan.plan/v1'"]
+    target = catalog.target(plan["target"])
+    graph = load_model(model_path or plan["model"]["path"], input_shapes)
+    if graph.sha256 != plan["model"]["sha256"]:
+        problems.append("model sha256 differs from the plan's")
+    report = check_graph(graph, catalog, target.id)
+    layers = plan["layers"]
+    if [layer["node"] for layer in layers] != [n.name for n in graph.nodes]:
+        problems.append("layers are not exactly one entry per ONNX node, in model order")
+        return problems
+    device_of = {}
+    for layer in layers:
+        node = graph.node(layer["node"])
+        verdict = report.verdict(node.name)
+        device = layer["device"]
+        kind = "dla" if device.startswith("dla") else device
+        device_of[node.name] = device
+        if device not in target.devices and not (device.startswith("dla") and "dla" in target.precisions):
+            problems.append(f"{node.name}: device {device} does not exist on {target.id}")
+            continue
+        if node.folded or layer.get("role") == "constant":
+            continue
+        if not verdict.runs_on(kind, layer["precision"]):
+            rules = sorted({v.rule for v in verdict.violations if v.accelerator == kind
+                            and v.precision == layer["precision"]})
+            problems.append(f"{node.name}: placed on {device}/{layer['precision']} against {', '.join(rules)}")
+        if kind == "npu":
+            cores = int(target.features.get("npu_cores", 1))
+            if not 1 <= (layer["cores"] or 0) <= cores:
+                problems.append(f"{node.name}: {layer['cores']} NPU cores, {target.id} has {cores}")
+            if (layer["cores"] or 1) > 1 and not verdict.extra.get("multicore"):
+                problems.append(f"{node.name}: split over cores but RKNN-MULTICORE does not allow {node.op_type}")
+            if layer["sparsity"] != "dense":
+                if layer["sparsity"] not in verdict.extra.get("sparsity_modes", ()):
+                    problems.append(f"{node.name}: sparsity {layer['sparsity']} not allowed (RKNN-SPARSE-*)")
+                if layer["precision"] != "int8":
+                    problems.append(f"{node.name}: sparsity needs INT8 (FP16 builds ignore it)")
+    problems += _check_subgraphs(plan, graph, catalog, target, device_of)
+    problems += _check_figures(plan, target)
+    return problems
+
+
+def _check_subgraphs(plan, graph: Graph, catalog: Catalog, target, device_of) -> list[str]:
+    problems = []
+    compute = {layer["node"] for layer in plan["layers"] if layer.get("role") != "constant"}
+    seen: dict[str, int] = {}
+    available = set(graph.inputs) | {t for t in graph.tensors if graph.is_constant(t)}
+    dla = []
+    for sub in plan["subgraphs"]:
+        nodes = set(sub["nodes"])
+        for name in nodes:
+            if name in seen:
+                problems.append(f"{name} is in subgraphs {seen[name]} and {sub['id']}")
+            seen[name] = sub["id"]
+            if name in compute and device_of[name] != sub["device"]:
+                problems.append(f"{name}: layer device {device_of[name]} but subgraph {sub['id']} is {sub['device']}")
+        for t in sub["inputs"]:
+            if t not in available:
+                problems.append(f"subgraph {sub['id']} reads {t} before any earlier subgraph produces it")
+        available |= {t for n in nodes for t in graph.node(n).outputs if t}
+        if sub["device"].startswith("dla"):
+            dla.append(sub)
+            members = nodes & compute
+            outside = _reachable(graph, members) - nodes
+            if members & _reachable(graph, outside):
+                problems.append(f"DLA-LOADABLES: subgraph {sub['id']} is not convex (a path leaves and re-enters)")
+            if not _connected(graph, members):
+                problems.append(f"DLA-LOADABLES: subgraph {sub['id']} is not connected")
+            pools = sub.get("memory_pools")
+            if not pools:
+                problems.append(f"subgraph {sub['id']}: memory_pools missing on a DLA subgraph")
+            else:
+                minimum = int(catalog.rule("DLA-POOL-POW2").params["min_bytes"])
+                for name, value in pools.items():
+                    if value < minimum or value & (value - 1):
+                        problems.append(f"DLA-POOL-POW2: subgraph {sub['id']} {name} = {value}")
+                sram = target.figure("dla_sram_bytes")
+                if pools.get("dla_sram_bytes", 0) > sram:
+                    problems.append(f"subgraph {sub['id']}: SRAM pool {pools['dla_sram_bytes']} exceeds {int(sram)}")
+    missing = compute - set(seen)
+    if missing:
+        problems.append(f"{len(missing)} node(s) in no subgraph, e.g. {sorted(missing)[0]}")
+    limit = plan.get("request", {}).get("max_loadables") or int(catalog.rule("DLA-LOADABLES").params["max"])
+    if len(dla) > limit:
+        problems.append(f"DLA-LOADABLES: {len(dla)} DLA subgraphs, limit {limit}")
+    return problems
+
+
+def _connected(graph: Graph, members: set[str]) -> bool:
+    if not members:
+        return True
+    start = min(members)
+    seen, stack = set(), [start]
+    while stack:
+        name = stack.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        node = graph.node(name)
+        nxt = [c.name for t in node.outputs for c in graph.consumers(t)]
+        nxt += [graph.producer(t).name for t in graph.runtime_inputs(node) if graph.producer(t) is not None]
+        stack.extend(n for n in nxt if n in members)
+    return seen == members
+
+
+def _check_figures(plan, target) -> list[str]:
+    problems = []
+    expected = {"gpu_only", "trt_default"} if target.accelerator == "dla" else {"npu_default"}
+    if not expected <= set(plan["baselines"]):
+        problems.append(f"baselines {sorted(plan['baselines'])} lack {sorted(expected - set(plan['baselines']))}")
+    solver = plan["solver"]
+    if solver["bound_ms"] > solver["objective_ms"] + 1e-9:
+        problems.append("solver bound exceeds the objective")
+    if solver["status"] == "OPTIMAL" and abs(solver["bound_ms"] - solver["objective_ms"]) > 1e-6:
+        problems.append("status OPTIMAL but the bound differs from the objective")
+    if plan["objective"] == "latency" and abs(solver["objective_ms"] - plan["predicted"]["latency_ms"]) > 1e-6:
+        problems.append("latency objective differs from the predicted latency")
+    request = plan.get("request", {})
+    unconstrained = not (request.get("pins") or request.get("precision_pins") or request.get("int8_budget")
+                         or request.get("dla_standalone") or request.get("max_loadables")
+                         or request.get("latency_cap_ms"))
+    if plan["objective"] == "latency" and solver["status"] == "OPTIMAL" and unconstrained and \
+            set(request.get("allowed_precisions", ["int8", "fp16", "fp32"])) == {"int8", "fp16", "fp32"}:
+        best = min(b["latency_ms"] for b in plan["baselines"].values())
+        if plan["predicted"]["latency_ms"] > best + 1e-6:
+            problems.append(f"an OPTIMAL plan ({plan['predicted']['latency_ms']} ms) is slower than a baseline "
+                            f"({best} ms)")
+    return problems

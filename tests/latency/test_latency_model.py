@@ -1,0 +1,112 @@
+"""The latency model's pieces: roofline, op classes, formats, transfers, profiles."""
+
+from __future__ import annotations
+
+import pytest
+from onnx import helper
+
+from optimizer.catalog import load_catalog
+from optimizer.check import check_graph
+from optimizer.errors import BadInputError
+from optimizer.fusion import build_groups
+from optimizer.ir import load_model
+from optimizer.latency import LatencyModel, Option, load_profile, op_class, parse_profile
+from optimizer.latency._model import _padded_bytes
+from tests.conftest import save_model, value, weight
+
+CATALOG = load_catalog()
+
+
+def _lm(path, target):
+    report = check_graph(load_model(path), CATALOG, target)
+    tgt = CATALOG.target(target)
+    return LatencyModel(build_groups(report), CATALOG, tgt, load_profile(tgt.family), io=report.io)
+
+
+def _conv(tmp_path, group=1, c=64, hw=56, name="m.onnx"):
+    node = helper.make_node("Conv", ["x", "w"], ["y"], name="c", kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=group)
+    return save_model(tmp_path / name, [node], [value("x", [1, c, hw, hw])], [value("y", None)],
+                      [weight("w", [c, c // group, 3, 3])])
+
+
+def test_op_classes(tmp_path):
+    for group, expected in ((1, "conv"), (64, "dwconv"), (4, "gconv")):
+        graph = load_model(_conv(tmp_path, group=group, name=f"g{group}.onnx"))
+        assert op_class(graph, graph.node("c")) == expected
+
+
+def test_int8_faster_than_fp16_faster_than_fp32_on_gpu(tmp_path):
+    lm = _lm(_conv(tmp_path), "orin-agx")
+    g = lm.groups.groups[0]
+    costs = [lm.option_ns(g, Option("gpu", p)) for p in ("int8", "fp16", "fp32")]
+    assert costs[0] < costs[1] < costs[2]
+
+
+def test_depthwise_runs_poorly_on_dla(tmp_path):
+    """Seed 004: depthwise conv is poor on DLA; the op-class efficiency makes a compute-bound one slower."""
+    path = _conv(tmp_path, group=512, c=512, hw=64, name="dw.onnx")
+    report = check_graph(load_model(path), CATALOG, "orin-agx")
+    groups = build_groups(report)
+    target = CATALOG.target("orin-agx")
+    default = load_profile(target.family)
+    flat = parse_profile(default.text.replace("dwconv = 0.05", "dwconv = 0.55"), "flat.toml")
+    option = Option("dla", "fp16")
+    slow = LatencyModel(groups, CATALOG, target, default, io=report.io).option_ns(groups.groups[0], option)
+    fast = LatencyModel(groups, CATALOG, target, flat, io=report.io).option_ns(groups.groups[0], option)
+    assert slow > fast
+
+
+def test_multicore_split_is_faster_for_large_convs(tmp_path):
+    lm = _lm(_conv(tmp_path, c=256, hw=80), "rk3588")
+    g = lm.groups.groups[0]
+    assert lm.option_ns(g, Option("npu", "int8", cores=3)) < lm.option_ns(g, Option("npu", "int8", cores=1))
+
+
+def test_sparsity_cuts_weight_traffic_only(tmp_path):
+    node = helper.make_node("Gemm", ["x", "w"], ["y"], name="c", transB=1)
+    path = save_model(tmp_path / "fc.onnx", [node], [value("x", [1, 4096])], [value("y", None)],
+                      [weight("w", [4096, 4096])])
+    lm = _lm(path, "rk3576")
+    g = lm.groups.groups[0]
+    dense = lm.option_ns(g, Option("npu", "int8"))
+    assert lm.option_ns(g, Option("npu", "int8", sparsity="16:4_in_out")) <= dense
+
+
+@pytest.mark.parametrize(("fmt", "precision", "shape", "expected"), [
+    ("chw16", "fp16", (1, 3, 4, 4), 16 * 16 * 2),      # DLA-IO-CPAD: C 3 -> 16
+    ("chw32", "int8", (1, 33, 1, 1), 64),               # C 33 -> 64
+    ("dla_linear", "fp16", (1, 1, 1, 33), 64 * 2),      # DLA-IO-LINEAR-W: W 33 -> 64 elements (128 B)
+    ("dla_linear", "int8", (1, 1, 1, 65), 128),         # W 65 -> 128 elements
+    ("dla_hwc4", "int8", (1, 3, 2, 10), 2 * 64),        # C 3 -> 4, row 40 B -> 64 B (Orin stride)
+])
+def test_padded_bytes(fmt, precision, shape, expected):
+    elements = 1
+    for d in shape:
+        elements *= d
+    assert _padded_bytes(shape, elements, fmt, precision, 64) == expected
+
+
+def test_hwc4_input_is_chosen_for_an_image_into_a_conv(tmp_path):
+    lm = _lm(_image(tmp_path), "orin-agx")
+    fmt, _ = lm.input_format("x", Option("dla", "int8"))
+    assert fmt == "dla_hwc4"
+
+
+def _image(tmp_path):
+    node = helper.make_node("Conv", ["x", "w"], ["y"], name="c", kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    return save_model(tmp_path / "img.onnx", [node], [value("x", [1, 3, 224, 224])], [value("y", None)],
+                      [weight("w", [16, 3, 3, 3])])
+
+
+def test_transfers_cost_more_for_bigger_tensors(tmp_path):
+    lm = _lm(_conv(tmp_path, c=64, hw=112), "orin-agx")
+    small = _lm(_conv(tmp_path, c=64, hw=14, name="s.onnx"), "orin-agx")
+    assert lm.transfer("y", "dla", "gpu", "int8")[1] > small.transfer("y", "dla", "gpu", "int8")[1]
+
+
+def test_profile_validation():
+    text = load_profile("nvidia-dla").text
+    with pytest.raises(BadInputError, match="efficiency"):
+        parse_profile(text.replace("conv = 0.45", "conv = 1.5"), "bad.toml")
+    with pytest.raises(BadInputError):
+        parse_profile("not toml [", "bad.toml")

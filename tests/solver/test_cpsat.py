@@ -1,0 +1,295 @@
+"""The CP-SAT planner: optimal against brute force, and every hard constraint binding."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+
+import optimizer.solver._cpsat as cpsat
+from optimizer.catalog import load_catalog
+from optimizer.check import check_graph
+from optimizer.errors import BadInputError, InfeasibleError
+from optimizer.fusion import build_groups
+from optimizer.ir import load_model
+from optimizer.latency import LatencyModel, Placement, evaluate, group_options, load_profile
+from optimizer.plan import optimize, validate_plan
+from optimizer.solver import PlanRequest
+from tests.solver.conftest import add, build_model, chain, concat, conv, gpu_only
+
+CATALOG = load_catalog()
+
+
+def _model(path, target, profile=None):
+    graph = load_model(path)
+    report = check_graph(graph, CATALOG, target)
+    groups = build_groups(report)
+    tgt = CATALOG.target(target)
+    return LatencyModel(groups, CATALOG, tgt, load_profile(tgt.family, profile), io=report.io)
+
+
+def _convex_connected(lm, members: set[int]) -> bool:
+    edges = {(e.src, e.dst) for e in lm.groups.edges if e.src >= 0}
+    succ: dict[int, set[int]] = {}
+    for a, b in edges:
+        succ.setdefault(a, set()).add(b)
+    outside_reach = set()
+    stack = [b for a in members for b in succ.get(a, ()) if b not in members]
+    while stack:
+        g = stack.pop()
+        if g not in outside_reach:
+            outside_reach.add(g)
+            stack.extend(succ.get(g, ()))
+    if outside_reach & members:
+        return False
+    seen, stack = set(), [min(members)]
+    while stack:
+        g = stack.pop()
+        if g in seen:
+            continue
+        seen.add(g)
+        stack.extend(n for a, b in edges for n in ((b,) if a == g else (a,) if b == g else ()) if n in members)
+    return seen == members
+
+
+def _partitions(items):
+    if not items:
+        yield []
+        return
+    first, rest = items[0], items[1:]
+    for part in _partitions(rest):
+        for i in range(len(part)):
+            yield [*part[:i], [first, *part[i]], *part[i + 1:]]
+        yield [[first], *part]
+
+
+def brute_force(lm, objective: str, limit: int = 4) -> int:
+    """Enumerates every option, loadable partition and DLA core; the best valid plan's objective."""
+    allowed = frozenset({"int8", "fp16", "fp32"})
+    options = [group_options(lm, g, allowed) for g in range(len(lm.groups.groups))]
+    best = math.inf
+    for combo in itertools.product(*options):
+        dla = [g for g, o in enumerate(combo) if o.device == "dla"]
+        for part in _partitions(dla):
+            if len(part) > limit or not all(_convex_connected(lm, set(block)) for block in part):
+                continue
+            cores_choices = ([(0,) * len(part)] if objective != "throughput"
+                             else itertools.product((0, 1), repeat=len(part)))
+            for cores in cores_choices:
+                label = {g: (k, cores[k]) for k, block in enumerate(part) for g in block}
+                placements = tuple(Placement(o, core=label.get(g, (0, 0))[1], loadable=label.get(g, (-1, 0))[0])
+                                   for g, o in enumerate(combo))
+                best = min(best, _score(evaluate(lm, placements), objective))
+    return best
+
+
+def _score(b, objective: str) -> int:
+    if objective == "latency":
+        return b.total_ns
+    if objective == "dual-stream":
+        return max(b.busy_ns.get("dla0", 0), 2 * b.busy_ns.get("gpu", 0))
+    return max(b.busy_ns.values())
+
+
+def _solve(path, target, profile=None, **request):
+    return optimize(str(path), target, PlanRequest(**request), profile_path=profile)
+
+
+def _objective(planned) -> int:
+    return _score(planned.breakdown, planned.plan["objective"])
+
+
+TINY = {
+    "branch": lambda p: build_model(p, [conv("A", "x", "a"), gpu_only("B", "a", "b"), conv("C", "a", "c"),
+                                        add("D", "b", "c", "y")]),
+    "chain": lambda p: chain(p, "CXC"),
+    "diamond": lambda p: build_model(p, [conv("A", "x", "a"), conv("B", "a", "b"), gpu_only("C", "a", "c"),
+                                         concat("D", "b", "c", "y")]),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(TINY))
+@pytest.mark.parametrize("objective", ["latency", "throughput", "dual-stream"])
+@pytest.mark.parametrize("favour", [False, True])
+def test_matches_brute_force_on_jetson(tmp_path, favour_dla, shape, objective, favour):
+    path = TINY[shape](tmp_path / "m.onnx")
+    profile = favour_dla if favour else None
+    planned = _solve(path, "orin-agx", profile, objective=objective)
+    assert planned.plan["solver"]["status"] == "OPTIMAL"
+    assert _objective(planned) == brute_force(_model(path, "orin-agx", profile), objective)
+    assert validate_plan(planned.plan, CATALOG, str(path)) == []
+
+
+@pytest.mark.parametrize("target", ["rk3588", "rk3576"])
+@pytest.mark.parametrize("objective", ["latency", "throughput"])
+def test_matches_brute_force_on_rknn(tmp_path, target, objective):
+    path = TINY["branch"](tmp_path / "m.onnx")
+    planned = _solve(path, target, objective=objective)
+    assert planned.plan["solver"]["status"] == "OPTIMAL"
+    assert _objective(planned) == brute_force(_model(path, target), objective)
+
+
+def test_solver_objective_equals_the_evaluator(tmp_path, favour_dla):
+    path = chain(tmp_path / "m.onnx", "CXCXCC")
+    planned = _solve(path, "orin-agx", favour_dla)
+    assert planned.run["solver"]["objective_ns"] == planned.breakdown.total_ns
+
+
+def _dla_subgraphs(planned):
+    return [s for s in planned.plan["subgraphs"] if s["device"].startswith("dla")]
+
+
+def test_loadable_limit_binds(tmp_path, favour_dla):
+    """Five DLA-friendly regions separated by GPU-only ops, limit four: one region must go to the GPU."""
+    path = chain(tmp_path / "m.onnx", "CXCXCXCXC")
+    free = _solve(path, "orin-agx", favour_dla, max_loadables=5)
+    assert len(_dla_subgraphs(free)) == 5
+    limited = _solve(path, "orin-agx", favour_dla)
+    assert len(_dla_subgraphs(limited)) == 4
+    assert validate_plan(limited.plan, CATALOG, str(path)) == []
+    assert limited.breakdown.total_ns > free.breakdown.total_ns
+
+
+def test_loadables_are_convex(tmp_path, favour_dla, monkeypatch):
+    """A -> Exp(GPU) -> Add <- A: A and Add cannot share a loadable (the path leaves and re-enters)."""
+    path = build_model(tmp_path / "m.onnx", [conv("A", "x", "a"), gpu_only("B", "a", "b"), add("C", "a", "b", "c"),
+                                             conv("D", "c", "y")])
+    planned = _solve(path, "orin-agx", favour_dla, max_loadables=1)
+    assert validate_plan(planned.plan, CATALOG, str(path)) == []
+    monkeypatch.setattr(cpsat.PlanModel, "_convexity", lambda self: None)
+    broken = _solve(path, "orin-agx", favour_dla, max_loadables=1)
+    assert any("not convex" in p for p in validate_plan(broken.plan, CATALOG, str(path)))
+
+
+def test_loadables_are_connected(tmp_path, favour_dla, monkeypatch):
+    """Two parallel DLA branches between GPU-only ops: with one loadable they cannot both be on DLA."""
+    path = build_model(tmp_path / "m.onnx", [gpu_only("S", "x", "s"), conv("A", "s", "a"), conv("B", "s", "b"),
+                                             gpu_only("EA", "a", "ea"), gpu_only("EB", "b", "eb"),
+                                             add("J", "ea", "eb", "y")])
+    planned = _solve(path, "orin-agx", favour_dla, max_loadables=1)
+    assert validate_plan(planned.plan, CATALOG, str(path)) == []
+    assert len(_dla_subgraphs(planned)) == 1 and len(_dla_subgraphs(planned)[0]["nodes"]) == 1
+    monkeypatch.setattr(cpsat.PlanModel, "add_connectivity_cuts", lambda self, placements: 0)
+    monkeypatch.setattr(cpsat.PlanModel, "_split", lambda self, placements: False)
+    broken = _solve(path, "orin-agx", favour_dla, max_loadables=1)
+    assert any("not connected" in p for p in validate_plan(broken.plan, CATALOG, str(path)))
+
+
+def test_int8_concat_inputs_share_a_scale(tmp_path, favour_dla, monkeypatch):
+    """A concat on DLA in INT8 needs its inputs in INT8 (DLA-CONCAT-INT8-RANGE)."""
+    path = build_model(tmp_path / "m.onnx", [conv("A", "x", "a"), conv("B", "x", "b"), concat("C", "a", "b", "c"),
+                                             conv("D", "c", "y", channels=32)])
+    pins = {"A": "fp16", "B": "int8", "D": "int8"}
+    planned = _solve(path, "orin-agx", favour_dla, precision_pins=pins)
+    layers = {layer["node"]: layer for layer in planned.plan["layers"]}
+    assert not (layers["C"]["device"].startswith("dla") and layers["C"]["precision"] == "int8")
+    monkeypatch.setattr(cpsat.PlanModel, "_int8_scale_ties", lambda self: None)
+    loose = _solve(path, "orin-agx", favour_dla, precision_pins=pins)
+    layers = {layer["node"]: layer for layer in loose.plan["layers"]}
+    assert layers["C"]["device"].startswith("dla") and layers["C"]["precision"] == "int8"
+
+
+def test_pins_are_respected(tmp_path, favour_dla):
+    path = chain(tmp_path / "m.onnx", "CCC")
+    planned = _solve(path, "orin-agx", favour_dla, pins={"C1": "gpu"}, precision_pins={"C2": "fp16"})
+    layers = {layer["node"]: layer for layer in planned.plan["layers"]}
+    assert layers["C1"]["device"] == "gpu" and layers["C0"]["device"] == "dla0"
+    assert layers["C2"]["precision"] == "fp16"
+    dla1 = _solve(path, "orin-agx", favour_dla, pins={"C0": "dla1"})
+    assert {layer["node"]: layer["device"] for layer in dla1.plan["layers"]}["C0"] == "dla1"
+
+
+def test_pin_against_a_rule_names_the_rule(tmp_path):
+    path = chain(tmp_path / "m.onnx", "CXC")
+    with pytest.raises(InfeasibleError, match="DLA-UNARY-ABS") as info:
+        _solve(path, "orin-agx", pins={"X1": "dla"})
+    assert info.value.exit_code == 1
+
+
+def test_unknown_pin_node_is_bad_input(tmp_path):
+    with pytest.raises(BadInputError, match="not a node"):
+        _solve(chain(tmp_path / "m.onnx", "CC"), "orin-agx", pins={"nope": "gpu"})
+
+
+def test_allow_precisions(tmp_path):
+    path = chain(tmp_path / "m.onnx", "CXC")
+    planned = _solve(path, "orin-agx", allowed_precisions=frozenset({"fp16"}))
+    assert {layer["precision"] for layer in planned.plan["layers"]} == {"fp16"}
+    rk = _solve(path, "rk3588", allowed_precisions=frozenset({"fp16"}))
+    assert {(layer["device"], layer["precision"]) for layer in rk.plan["layers"]} <= {("npu", "fp16"), ("cpu", "fp32")}
+
+
+def test_int8_budget(tmp_path):
+    from onnx import helper
+
+    from tests.conftest import save_model, value, weight
+    nodes = [helper.make_node("Conv", [f"t{i}" if i else "x", f"w{i}"], [f"t{i + 1}" if i < 3 else "y"], name=f"C{i}",
+                              kernel_shape=[3, 3], pads=[1, 1, 1, 1]) for i in range(4)]
+    path = save_model(tmp_path / "m.onnx", nodes, [value("x", [1, 256, 64, 64])], [value("y", None)],
+                      [weight(f"w{i}", [256, 256, 3, 3]) for i in range(4)])
+    sensitivity = {"C0": 0.5, "C1": 0.01, "C2": 0.01, "C3": 0.5}
+    planned = _solve(path, "orin-agx", sensitivity=sensitivity, int8_budget=0.1)
+    int8 = {layer["node"] for layer in planned.plan["layers"] if layer["precision"] == "int8"}
+    assert sum(sensitivity[n] for n in int8) <= 0.1
+    assert {"C1", "C2"} <= int8 and not {"C0", "C3"} & int8
+
+
+def test_conflicting_requests_name_the_conflict(tmp_path):
+    path = chain(tmp_path / "m.onnx", "CC")
+    with pytest.raises(InfeasibleError) as info:
+        _solve(path, "orin-agx", precision_pins={"C0": "int8"}, sensitivity={"C0": 1.0}, int8_budget=0.5)
+    assert "--int8-budget" in info.value.message and "--precision C0=int8" in info.value.message
+
+
+def test_standalone_refuses_gpu_layers_naming_them(tmp_path):
+    with pytest.raises(InfeasibleError, match=r"X1 \(DLA-UNARY-ABS\)"):
+        _solve(chain(tmp_path / "m.onnx", "CXC"), "orin-agx", dla_standalone=True)
+
+
+def test_standalone_puts_everything_on_dla(tmp_path):
+    planned = _solve(chain(tmp_path / "s.onnx", "CCC"), "orin-agx", dla_standalone=True)
+    assert {s["device"] for s in planned.plan["subgraphs"]} == {"dla0"}
+
+
+def test_throughput_uses_both_dla_cores(tmp_path, favour_dla):
+    from onnx import helper
+
+    from tests.conftest import save_model, value, weight
+    nodes = [helper.make_node("Exp", ["x"], ["s"], name="S"),
+             helper.make_node("Conv", ["s", "wa"], ["a"], name="A", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["s", "wb"], ["b"], name="B", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["a", "b"], ["y"], name="J")]
+    path = save_model(tmp_path / "m.onnx", nodes, [value("x", [1, 512, 64, 64])], [value("y", None)],
+                      [weight("wa", [512, 512, 3, 3]), weight("wb", [512, 512, 3, 3])])
+    planned = _solve(path, "orin-agx", favour_dla, objective="throughput")
+    assert {"dla0", "dla1"} <= {layer["device"] for layer in planned.plan["layers"]}
+
+
+def test_dual_stream_balances_dla_and_gpu(tmp_path, favour_dla):
+    planned = _solve(chain(tmp_path / "m.onnx", "CXC"), "orin-agx", favour_dla, objective="dual-stream")
+    busy = planned.breakdown.busy_ns
+    assert planned.plan["predicted"]["throughput_fps"] == pytest.approx(
+        2e9 / max(busy.get("dla0", 0), 2 * busy.get("gpu", 0)), rel=1e-3)
+    with pytest.raises(BadInputError, match="dual-stream"):
+        _solve(chain(tmp_path / "n.onnx", "CC"), "rk3588", objective="dual-stream")
+
+
+def test_rknn_multicore_and_sparsity(tmp_path):
+    path = chain(tmp_path / "m.onnx", "CCC")
+    planned = _solve(path, "rk3576")
+    convs = [layer for layer in planned.plan["layers"] if layer["op_type"] == "Conv"]
+    assert all(layer["device"] == "npu" for layer in convs)
+    off = _solve(path, "rk3576", sparsity="off")
+    assert all(layer["sparsity"] == "dense" for layer in off.plan["layers"])
+    assert validate_plan(planned.plan, CATALOG, str(path)) == []
+
+
+def test_latency_cap_for_throughput(tmp_path, favour_dla):
+    path = chain(tmp_path / "m.onnx", "CXCXC")
+    free = _solve(path, "orin-agx", favour_dla, objective="throughput")
+    cap = free.plan["predicted"]["latency_ms"] * 0.999
+    with pytest.raises(InfeasibleError, match="--latency-cap"):
+        _solve(path, "orin-agx", favour_dla, objective="throughput", latency_cap_ms=cap * 0.01)
+    capped = _solve(path, "orin-agx", favour_dla, objective="throughput", latency_cap_ms=cap * 10)
+    assert capped.plan["predicted"]["latency_ms"] <= cap * 10
