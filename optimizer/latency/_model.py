@@ -64,6 +64,8 @@ def _padded_bytes(shape: tuple | None, elements: int, fmt: str, precision: str, 
         return n * math.ceil(c / vec) * vec * h * w * bpe
     if fmt == "chw4":
         return n * math.ceil(c / 4) * 4 * h * w * bpe
+    if fmt == "linear":
+        return n * c * h * w * bpe
     if fmt == "dla_linear":
         step = 64 // bpe
         return n * c * h * math.ceil(w / step) * step * bpe
@@ -78,7 +80,7 @@ class LatencyModel:
     """Costs of options, transfers and launches for one model on one target."""
 
     def __init__(self, groups: GroupGraph, catalog: Catalog, target: Target, profile: Profile,
-                 sram_bytes: int | None = None, io: Mapping | None = None) -> None:
+                 sram_bytes: int | None = None, io: Mapping | None = None, standalone: bool = False) -> None:
         self.groups = groups
         self.graph = groups.graph
         self.catalog = catalog
@@ -91,6 +93,7 @@ class LatencyModel:
         features_sram = int(target.features.get("sram_bytes", 0))
         self.sram_bytes = int(sram_bytes if sram_bytes is not None else (default_sram or features_sram))
         self.io = io or {}
+        self.capability = "standalone" if standalone else "standard"  # DLA-STANDALONE-IO or DLA-IO-IN/OUT
         if target.accelerator == "dla":
             self.hwc4_stride = int(catalog.rule("DLA-IO-HWC4-STRIDE").params[target.generation])
         else:
@@ -229,7 +232,7 @@ class LatencyModel:
         if default_formats:  # trtexec without --inputIOFormats: a linear FP32 tensor reformatted on the GPU
             return "dla_linear", (self._reformat_s(tensor, "dla_linear", option.precision)
                                   + self._thin_input_s(tensor, option, "dla_linear"))
-        allowed = list(self.formats["standard"]["input"][option.precision])
+        allowed = list(self.formats[self.capability]["input"][option.precision])
         entry = next((e for e in self.io.get("inputs", ()) if e["tensor"] == tensor), None)
         if entry is None or not entry.get(f"dla_hwc4_{option.precision}", False):
             allowed = [f for f in allowed if f != "dla_hwc4"]
@@ -269,7 +272,7 @@ class LatencyModel:
             return "undefined", 0.0
         if default_formats:
             return "dla_linear", self._reformat_s(tensor, "dla_linear", option.precision)
-        allowed = list(self.formats["standard"]["output"][option.precision])
+        allowed = list(self.formats[self.capability]["output"][option.precision])
         costs = {f: (_padded_bytes(info.shape, info.num_elements or 0, f, option.precision, self.hwc4_stride)
                      - dense) / self.bandwidth for f in allowed}
         best = min(allowed, key=lambda f: (costs[f], allowed.index(f)))
@@ -292,14 +295,14 @@ class LatencyModel:
         sync = profile.sync_us.get(f"{src}->{dst}", 0.0) * 1e-6
         dla_side_precision = precision if precision in ("int8", "fp16") else "fp16"
         direction = "output" if src == "dla" else "input"
-        allowed = [f for f in self.formats["standard"][direction][dla_side_precision] if f != "dla_hwc4"]
+        allowed = [f for f in self.formats[self.capability][direction][dla_side_precision] if f != "dla_hwc4"]
         if default_formats:
             allowed = ["dla_linear"]
         best_fmt, best = "", math.inf
         for fmt in allowed:
             padded = _padded_bytes(info.shape, elements, fmt, dla_side_precision, self.hwc4_stride)
             seconds = sync + padded / self.bandwidth
-            if fmt == "dla_linear" and "gpu" in (src, dst):  # DLA-IO-REFORMAT: GPU kernels cannot read it
+            if fmt in ("dla_linear", "chw4") and "gpu" in (src, dst):  # DLA-IO-REFORMAT: GPU kernels cannot read it
                 seconds += profile.reformat_us * 1e-6 + 2 * dense / self.bandwidth
             if seconds < best:
                 best_fmt, best = fmt, seconds

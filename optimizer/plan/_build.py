@@ -82,7 +82,8 @@ def optimize(model_path: str, target_id: str, request: PlanRequest, *,
             shown = "; ".join(blockers[:5]) + (f"; and {len(blockers) - 5} more" if len(blockers) > 5 else "")
             raise InfeasibleError(f"--dla-standalone: {len(blockers)} node(s) cannot run on DLA: {shown}",
                                   file=graph.path, rule="DLA-STANDALONE-IO")
-    model = LatencyModel(groups, catalog, target, profile, request.sram_bytes, io=report.io)
+    model = LatencyModel(groups, catalog, target, profile, request.sram_bytes, io=report.io,
+                         standalone=request.dla_standalone)
     limit = request.max_loadables or int(catalog.rule("DLA-LOADABLES").params["max"])
     base = baselines(model, limit, request.allowed_precisions)
     hint = min(base.values(), key=lambda pb: pb[1].total_ns)[0]

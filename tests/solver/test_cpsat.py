@@ -250,6 +250,8 @@ def test_standalone_refuses_gpu_layers_naming_them(tmp_path):
 def test_standalone_puts_everything_on_dla(tmp_path):
     planned = _solve(chain(tmp_path / "s.onnx", "CCC"), "orin-agx", dla_standalone=True)
     assert {s["device"] for s in planned.plan["subgraphs"]} == {"dla0"}
+    standalone = {"linear", "chw4", "chw16", "chw32"}  # DLA-STANDALONE-IO: no kDLA_* formats, no reformat
+    assert {f for s in planned.plan["subgraphs"] for f in s["io_formats"].values()} <= standalone
 
 
 def test_throughput_uses_both_dla_cores(tmp_path, favour_dla):
