@@ -99,6 +99,17 @@ def _optimize(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export(args: argparse.Namespace) -> int:
+    from optimizer.export import export_plan
+
+    manifest = export_plan(args.plan, args.out, args.model)
+    print(f"edgeplan export: {len(manifest['engines'])} engine(s) for {manifest['target']} in {args.out}")
+    for engine in manifest["engines"]:
+        print(f"  {engine['id']}: {engine['device']:<5} {engine['onnx']}  in {','.join(engine['inputs'])[:60]}")
+    print(f"build files: {', '.join(manifest['build'])}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="edgeplan", description="Deployment plans for ONNX models on edge accelerators.")
     parser.add_argument("--version", action="version", version=f"edgeplan {__version__}")
@@ -140,6 +151,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--explain", action="store_true", help="add every option's modelled cost to plan.json")
     p.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224")
     p.set_defaults(run=_optimize)
+
+    p = sub.add_parser("export", help="sub-models, manifest and build files for a plan")
+    p.add_argument("plan", help="plan.json from edgeplan optimize")
+    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--model", help="the ONNX model (default: the path recorded in the plan)")
+    p.set_defaults(run=_export)
     return parser
 
 

@@ -148,3 +148,20 @@ def test_zoo_plans_validate(target):
         planned = optimize(str(path), target, PlanRequest(), input_shapes=shapes.get(path.stem), catalog=catalog)
         assert planned.plan["solver"]["status"] == "OPTIMAL", path.name
         assert validate_plan(planned.plan, catalog, str(path), shapes.get(path.stem)) == [], path.name
+
+
+def test_export_cli_writes_manifest_and_build_files(tmp_path):
+    result, out = _optimize(tmp_path, str(EXAMPLES / "resnet18.onnx"), "--target", "orin-agx")
+    assert result.returncode == 0
+    export = tmp_path / "export"
+    done = run("export", str(out / "plan.json"), "--out", str(export))
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads((export / "manifest.json").read_text())
+    assert manifest["schema"] == "edgeplan.export/v1"
+    assert [e["id"] for e in manifest["engines"]] == list(range(len(manifest["engines"])))
+    for engine in manifest["engines"]:
+        assert (export / engine["onnx"]).is_file()
+        assert set(engine) >= {"id", "device", "onnx", "inputs", "outputs", "precision"}
+    assert (export / "build.sh").is_file() and (export / "build_trt.py").is_file()
+    bad = run("export", str(tmp_path / "missing.json"), "--out", str(tmp_path / "x"))
+    assert bad.returncode == 2 and "plan file not found" in bad.stderr

@@ -1,0 +1,184 @@
+"""`edgeplan export`: sub-models that reproduce the model in onnxruntime, and valid build files."""
+
+from __future__ import annotations
+
+import json
+import py_compile
+import shlex
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper, numpy_helper
+
+from optimizer.errors import BadInputError
+from optimizer.export import export_plan, run_chain
+from optimizer.export._tensorrt import trtexec_spec
+from optimizer.fileio import write_json
+from optimizer.plan import optimize
+from optimizer.solver import PlanRequest
+from tests.conftest import ZOO, save_model, value
+from tests.solver.conftest import FAVOUR_DLA
+
+ort = pytest.importorskip("onnxruntime")
+
+
+def _plan(tmp_path, model, target, profile=None, **request):
+    planned = optimize(str(model), target, PlanRequest(**request), profile_path=profile)
+    path = tmp_path / "plan.json"
+    write_json(path, planned.plan)
+    return path, planned.plan
+
+
+def _reference(model_path, feeds):
+    session = ort.InferenceSession(str(model_path), providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    return dict(zip(names, session.run(names, feeds)))
+
+
+def _check_equivalent(tmp_path, model_path, plan_path, shape):
+    out = tmp_path / "export"
+    manifest = export_plan(plan_path, out, str(model_path))
+    feeds = {manifest["inputs"][0]: np.random.default_rng(0).normal(0, 1, shape).astype(np.float32)}
+    chain = [(e["onnx"], out / e["onnx"]) for e in manifest["engines"]]
+    available = set(feeds)
+    for engine in manifest["engines"]:  # every engine input is a model input or an earlier output
+        assert set(engine["inputs"]) <= available
+        available |= set(engine["outputs"])
+        sub = onnx.load(out / engine["onnx"])
+        onnx.checker.check_model(sub, full_check=True)
+    got = run_chain(chain, feeds, manifest["outputs"])
+    want = _reference(model_path, feeds)
+    for name in manifest["outputs"]:
+        assert np.max(np.abs(got[name] - want[name])) <= 1e-4
+    return manifest
+
+
+@pytest.fixture
+def favour(tmp_path):
+    path = tmp_path / "favour.toml"
+    path.write_text(FAVOUR_DLA)
+    return str(path)
+
+
+@pytest.mark.skipif(not (ZOO / "with-weights").exists(), reason="../shared/zoo is not present")
+@pytest.mark.parametrize("name", ["tv_squeezenet1_1.onnx", "tv_mobilenet_v3_small.onnx"])
+def test_zoo_models_split_and_reproduce(tmp_path, favour, name):
+    model = ZOO / "with-weights" / name
+    plan_path, plan = _plan(tmp_path, model, "orin-agx", favour)
+    manifest = _check_equivalent(tmp_path, model, plan_path, (1, 3, 224, 224))
+    assert len(manifest["engines"]) == len(plan["subgraphs"])
+    if name == "tv_mobilenet_v3_small.onnx":
+        assert len(manifest["engines"]) > 2  # HardSwish is GPU-only: DLA and GPU engines alternate
+
+
+def _branchy(tmp_path):
+    """Conv -> (Exp branch | Conv branch) -> Add skip -> Conv, with real random weights."""
+    rng = np.random.default_rng(1)
+    def w(name, shape):
+        return numpy_helper.from_array(rng.normal(0, 0.2, shape).astype(np.float32), name)
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["a"], name="c0", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Exp", ["a"], ["e"], name="exp"),
+             helper.make_node("Conv", ["a", "w1"], ["b"], name="c1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["e", "b"], ["s"], name="skip"),
+             helper.make_node("Add", ["s", "a"], ["t"], name="skip2"),
+             helper.make_node("Conv", ["t", "w2"], ["y"], name="c2", kernel_shape=[1, 1]),
+             helper.make_node("Relu", ["a"], ["z"], name="side")]
+    return save_model(tmp_path / "branchy.onnx", nodes, [value("x", [1, 8, 16, 16])],
+                      [value("y", None), value("z", None)], [w("w0", (8, 8, 3, 3)), w("w1", (8, 8, 3, 3)),
+                                                             w("w2", (4, 8, 1, 1))])
+
+
+@pytest.mark.parametrize("target", ["orin-agx", "rk3588"])
+def test_branches_and_skips_reproduce(tmp_path, favour, target):
+    model = _branchy(tmp_path)
+    plan_path, plan = _plan(tmp_path, model, target, favour if target == "orin-agx" else None)
+    assert len(plan["subgraphs"]) >= 2
+    _check_equivalent(tmp_path, model, plan_path, (1, 8, 16, 16))
+
+
+def test_structure_only_models_give_structure_only_submodels(tmp_path):
+    plan_path, _ = _plan(tmp_path, ZOO / "tv_resnet18.onnx", "orin-agx") if ZOO.exists() else pytest.skip()
+    manifest = export_plan(plan_path, tmp_path / "out")
+    sub = onnx.load(tmp_path / "out" / manifest["engines"][0]["onnx"], load_external_data=False)
+    assert any(t.data_location == onnx.TensorProto.EXTERNAL for t in sub.graph.initializer)
+
+
+def test_trtexec_commands_use_only_known_flags(tmp_path, favour):
+    model = _branchy(tmp_path)
+    plan_path, plan = _plan(tmp_path, model, "orin-agx", favour)
+    out = tmp_path / "out"
+    export_plan(plan_path, out)
+    spec = trtexec_spec()
+    script = (out / "build.sh").read_text()
+    commands = [line for line in script.splitlines() if "--onnx=" in line]
+    assert len(commands) == len(plan["subgraphs"]) + 1  # one per engine plus the single-engine alternative
+    for line in commands:
+        for token in shlex.split(line.lstrip("# ")):
+            if token.startswith("--"):
+                flag = token.split("=")[0]
+                assert flag in spec["flags"], flag
+                if flag in ("--inputIOFormats", "--outputIOFormats"):
+                    for item in token.split("=", 1)[1].split(","):
+                        dtype, fmt = item.split(":")
+                        assert dtype in spec["io_types"] and fmt in spec["io_formats"]
+                if flag == "--memPoolSize":
+                    pools = dict(p.split(":") for p in token.split("=", 1)[1].split(","))
+                    assert set(pools) <= set(spec["memory_pools"])
+    dla = [line for line in commands if "--useDLACore" in line and not line.startswith("#")]
+    assert dla and all("--allowGPUFallback" not in line for line in dla)
+    assert "--allowGPUFallback" in commands[-1]
+    py_compile.compile(str(out / "build_trt.py"), doraise=True)
+    assert (out / "build.sh").stat().st_mode & 0o111
+
+
+def test_rknn_files(tmp_path):
+    model = _branchy(tmp_path)
+    plan_path, _ = _plan(tmp_path, model, "rk3576", precision_pins={"c1": "fp16"})
+    out = tmp_path / "out"
+    manifest = export_plan(plan_path, out)
+    settings = json.loads((out / "runtime.json").read_text())
+    assert settings["target_platform"] == "rk3576" and settings["do_quantization"]
+    assert settings["custom_quantize_layers"] == {"b": "float16"}
+    assert "exp" not in settings["op_target"] or settings["op_target"]["e"] == "cpu"
+    assert "custom_quantize_layers:" in (out / "custom_quantize_layers.yaml").read_text()
+    py_compile.compile(str(out / "convert.py"), doraise=True)
+    assert manifest["build"] == ["convert.py", "custom_quantize_layers.yaml", "runtime.json"]
+
+
+def test_plan_for_another_model_is_refused(tmp_path, favour):
+    plan_path, _ = _plan(tmp_path, _branchy(tmp_path), "orin-agx", favour)
+    other = save_model(tmp_path / "other.onnx", [helper.make_node("Relu", ["x"], ["y"], name="r")],
+                       [value("x", [1, 4])], [value("y", None)])
+    with pytest.raises(BadInputError, match="sha256"):
+        export_plan(plan_path, tmp_path / "out", str(other))
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(BadInputError, match="not a JSON plan"):
+        export_plan(tmp_path / "bad.json", tmp_path / "out")
+
+
+RKNN_PYTHON = __import__("os").environ.get("RKNN_PYTHON")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not RKNN_PYTHON, reason="RKNN_PYTHON (rknn-toolkit2's own venv) is not set")
+def test_rknn_convert_round_trip_keeps_fp16_layers(tmp_path):
+    """convert.py and the hybrid-quantization cfg go through the real rknn-toolkit2: the plan's FP16
+    layers come out FLOAT16 in its layer table, the rest INT8."""
+    import re
+    import subprocess
+
+    model = _branchy(tmp_path)
+    plan_path, _ = _plan(tmp_path, model, "rk3588", precision_pins={"c1": "fp16"})
+    out = tmp_path / "out"
+    export_plan(plan_path, out)
+    np.save(out / "x.npy", np.random.default_rng(0).normal(0, 1, (1, 8, 16, 16)).astype(np.float32))
+    (out / "dataset.txt").write_text("x.npy\n")
+    result = subprocess.run([RKNN_PYTHON, "convert.py", "--dataset", "dataset.txt", "--out", "m.rknn"], cwd=out,
+                            capture_output=True, text=True, timeout=600)
+    log = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout + result.stderr)
+    assert result.returncode == 0, log[-2000:]
+    assert (out / "m.rknn").stat().st_size > 0
+    rows = {m.group(3): m.group(1) for m in re.finditer(r"\s(INT8|FLOAT16)\s+(NPU|CPU)\s.*?\s\w+:(\S+)\s*$", log, re.M)}
+    assert rows.get("c1") == "FLOAT16"
+    assert rows.get("c0") == "INT8"
