@@ -114,7 +114,7 @@ def build(label, nodes, inits, out_c, path):
 ROW = re.compile(r"^(?:D RKNN: \[[^]]*\]\s*)?\d+\s+(\S+)\s+(\S+)\s+(NPU|CPU)\s.*?\s(\S+:\S+)\s*$")
 
 
-def convert(path, soc, quantize, dataset):
+def convert(path, soc, quantize, dataset, mean_std=True):
     from rknn.api import RKNN
 
     with tempfile.TemporaryFile(mode="w+") as log:
@@ -126,7 +126,7 @@ def convert(path, soc, quantize, dataset):
         try:
             with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
                 r = RKNN(verbose=True)
-                r.config(target_platform=soc, mean_values=[[0, 0, 0]], std_values=[[1, 1, 1]])
+                r.config(target_platform=soc, **({"mean_values": [[0, 0, 0]], "std_values": [[1, 1, 1]]} if mean_std else {}))
                 try:
                     ok = r.load_onnx(model=path) == 0 and r.build(do_quantization=quantize, dataset=dataset) == 0
                 except Exception:

@@ -241,8 +241,6 @@ def deconv_channels(rule: Rule, view: LayerView) -> str | None:
 def pool_2d(rule: Rule, view: LayerView) -> str | None:
     if view.node.op_type not in rule.params["ops"]:
         return f"{view.node.op_type} is not a MAX or AVERAGE pooling"
-    if view.node.op_type == "AveragePool" and view.attr("ceil_mode"):
-        return None
     return spatial_2d(rule, view)
 
 
