@@ -110,6 +110,18 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _verify_rknn(args: argparse.Namespace) -> int:
+    from optimizer.export._export import _read_plan
+    from optimizer.export._verify_rknn import verify_rknn
+
+    plan = _read_plan(Path(args.plan))
+    if load_catalog().target(plan["target"]).accelerator != "npu":
+        raise BadInputError(f"verify-rknn needs an RKNN plan; this one is for {plan['target']}", file=args.plan)
+    comparison = verify_rknn(plan, args.model or plan["model"]["path"], args.rknn_python)
+    print("\n".join(comparison.lines()))
+    return 0 if comparison.built and not comparison.disagreements else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="edgeplan", description="Deployment plans for ONNX models on edge accelerators.")
     parser.add_argument("--version", action="version", version=f"edgeplan {__version__}")
@@ -157,6 +169,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="DIR")
     p.add_argument("--model", help="the ONNX model (default: the path recorded in the plan)")
     p.set_defaults(run=_export)
+
+    p = sub.add_parser("verify-rknn", help="convert with rknn-toolkit2 and compare its placement with the plan")
+    p.add_argument("plan", help="plan.json for an RKNN target")
+    p.add_argument("--rknn-python", required=True, metavar="PATH", help="python of rknn-toolkit2's own venv")
+    p.add_argument("--model", help="the ONNX model (default: the path recorded in the plan)")
+    p.set_defaults(run=_verify_rknn)
     return parser
 
 

@@ -182,3 +182,23 @@ def test_rknn_convert_round_trip_keeps_fp16_layers(tmp_path):
     rows = {m.group(3): m.group(1) for m in re.finditer(r"\s(INT8|FLOAT16)\s+(NPU|CPU)\s.*?\s\w+:(\S+)\s*$", log, re.M)}
     assert rows.get("c1") == "FLOAT16"
     assert rows.get("c0") == "INT8"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not RKNN_PYTHON, reason="RKNN_PYTHON (rknn-toolkit2's own venv) is not set")
+def test_verify_rknn_agrees_with_the_toolkit(tmp_path):
+    from optimizer.export._verify_rknn import verify_rknn
+    model = _branchy(tmp_path)
+    _, plan = _plan(tmp_path, model, "rk3566")
+    comparison = verify_rknn(plan, str(model), RKNN_PYTHON)
+    assert comparison.built and comparison.agree >= 3 and comparison.disagreements == ()
+    wrong = dict(plan, layers=[dict(layer, device="npu") if layer["node"] == "exp" else layer
+                               for layer in plan["layers"]])
+    assert any("exp" in d for d in verify_rknn(wrong, str(model), RKNN_PYTHON).disagreements)
+
+
+def test_verify_rknn_needs_the_interpreter(tmp_path):
+    from optimizer.export._verify_rknn import verify_rknn
+    _, plan = _plan(tmp_path, _branchy(tmp_path), "rk3566")
+    with pytest.raises(BadInputError, match="interpreter not found"):
+        verify_rknn(plan, str(tmp_path / "branchy.onnx"), str(tmp_path / "no-python"))
