@@ -122,6 +122,38 @@ def _verify_rknn(args: argparse.Namespace) -> int:
     return 0 if comparison.built and not comparison.disagreements else 1
 
 
+def _suggest(args: argparse.Namespace) -> int:
+    from optimizer.edits import suggest
+
+    shapes = parse_input_shapes(args.input_shape or [])
+    base, suggestions = suggest(args.model, args.target, input_shapes=shapes)
+    if args.json:
+        write_json(Path(args.json), {"schema": "edgeplan.suggest/v1", "model": args.model, "target": args.target,
+                                     "base_latency_ms": base,
+                                     "edits": [s.edit.json() | {"gain_ms": s.gain_ms} for s in suggestions]})
+    if not suggestions:
+        print(f"no edits to suggest for {args.model} on {args.target}")
+        return 0
+    print(f"{'edit id':<48} {'rule':<24} {'gain (ms)':>10}  rationale")
+    for s in suggestions:
+        gain = "advice" if not s.edit.applicable else ("-" if s.gain_ms is None else f"{s.gain_ms:.4f}")
+        print(f"{s.edit.id:<48} {s.edit.rule:<24} {gain:>10}  {s.edit.rationale}")
+    print(f"base plan: {base} ms; apply with: edgeplan edit {args.model} --apply ID[,ID...] --out NEW.onnx")
+    return 0
+
+
+def _edit(args: argparse.Namespace) -> int:
+    from optimizer.edits import edit
+
+    ids = [i.strip() for i in args.apply.split(",") if i.strip()]
+    result = edit(args.model, ids, args.out, target=args.target,
+                  input_shapes=parse_input_shapes(args.input_shape or []))
+    print(f"wrote {result['out']} with {', '.join(result['edits'])}")
+    print(f"verified: {result['verification']['numerical']}; rules cleared: "
+          + ", ".join(f"{r['rule']} ({r['id']})" for r in result["verification"]["rules"]))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="edgeplan", description="Deployment plans for ONNX models on edge accelerators.")
     parser.add_argument("--version", action="version", version=f"edgeplan {__version__}")
@@ -175,6 +207,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rknn-python", required=True, metavar="PATH", help="python of rknn-toolkit2's own venv")
     p.add_argument("--model", help="the ONNX model (default: the path recorded in the plan)")
     p.set_defaults(run=_verify_rknn)
+
+    p = sub.add_parser("suggest", help="model edits that remove vendor violations, with predicted gains")
+    p.add_argument("model")
+    p.add_argument("--target", required=True)
+    p.add_argument("--json", metavar="FILE")
+    p.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224")
+    p.set_defaults(run=_suggest)
+
+    p = sub.add_parser("edit", help="apply suggested edits and verify the edited model")
+    p.add_argument("model")
+    p.add_argument("--apply", required=True, metavar="ID[,ID...]")
+    p.add_argument("--out", required=True, metavar="NEW.onnx")
+    p.add_argument("--target", help="target whose check must no longer report the rules")
+    p.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224")
+    p.set_defaults(run=_edit)
     return parser
 
 

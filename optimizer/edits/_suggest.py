@@ -1,0 +1,144 @@
+"""suggest: the candidate edits with their predicted gain; edit: apply them and prove nothing changed."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+from optimizer.catalog import Catalog, load_catalog
+from optimizer.check import check_graph
+from optimizer.edits._rewrite import Edit, apply_edits, candidate_edits
+from optimizer.errors import BadInputError, EdgeplanError
+from optimizer.ir import load_model
+from optimizer.ir._safety import parse_model, read_model_bytes
+from optimizer.plan import optimize
+from optimizer.solver import PlanRequest
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    edit: Edit
+    gain_ms: float | None  # predicted latency gain, re-planned with the edit; None for advice
+
+
+def _replan_ms(path: Path, target: str, request: PlanRequest, shapes) -> float | None:
+    try:
+        return optimize(str(path), target, request, input_shapes=shapes).plan["predicted"]["latency_ms"]
+    except EdgeplanError:
+        return None
+
+
+def suggest(model_path: str, target: str, *, input_shapes: Mapping[str, tuple[int, ...]] | None = None,
+            request: PlanRequest | None = None, catalog: Catalog | None = None) -> tuple[float | None,
+                                                                                         list[Suggestion]]:
+    catalog = catalog or load_catalog()
+    request = request or PlanRequest(time_limit_s=20)
+    graph = load_model(model_path, input_shapes)
+    report = check_graph(graph, catalog, target)
+    base = None
+    boundary: list[str] = []
+    try:
+        planned = optimize(model_path, target, request, input_shapes=input_shapes, catalog=catalog)
+        base = planned.plan["predicted"]["latency_ms"]
+        boundary = sorted({t["tensor"] for t in planned.plan["transfers"]})
+    except EdgeplanError:
+        pass
+    proto = parse_model(read_model_bytes(Path(model_path)), model_path)
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for edit in candidate_edits(report, input_shapes, boundary):
+            gain = None
+            if edit.applicable and base is not None:
+                edited = apply_edits(proto, graph, [edit])
+                path = _save_beside(edited, Path(model_path), Path(tmp))
+                replanned = _replan_ms(path, target, request, None)
+                gain = None if replanned is None else round(base - replanned, 6)
+            out.append(Suggestion(edit, gain))
+    return base, out
+
+
+def _save_beside(model: onnx.ModelProto, source: Path, folder: Path) -> Path:
+    """Saved where relative external-data locations still resolve (structure-only weights stay missing)."""
+    path = folder / f"{source.stem}.edited.onnx"
+    for tensor in model.graph.initializer:
+        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+            for entry in tensor.external_data:
+                if entry.key == "location" and (source.parent / entry.value).exists():
+                    entry.value = str((source.parent / entry.value).resolve())
+    onnx.save(model, path)
+    return path
+
+
+def _runnable(model: onnx.ModelProto) -> bool:
+    return all(t.data_location != onnx.TensorProto.EXTERNAL for t in model.graph.initializer)
+
+
+def _outputs(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, dict(feeds))
+
+
+def edit(model_path: str, edit_ids: Sequence[str], out_path: str, *, target: str | None = None,
+         input_shapes: Mapping[str, tuple[int, ...]] | None = None, catalog: Catalog | None = None
+         ) -> dict[str, Any]:
+    """Applies the edits, then verifies: same outputs in onnxruntime (when weights are present) and no
+    more violation of each edit's rule on its node."""
+    catalog = catalog or load_catalog()
+    graph = load_model(model_path, input_shapes)
+    proto = parse_model(read_model_bytes(Path(model_path)), model_path)
+    targets = [target] if target else ["orin-agx", "xavier-agx", "rk3588"]
+    known: dict[str, Edit] = {}
+    for t in targets:
+        for candidate in candidate_edits(check_graph(graph, catalog, t), input_shapes):
+            known.setdefault(candidate.id, candidate)
+    chosen = []
+    for edit_id in edit_ids:
+        if edit_id not in known:
+            raise BadInputError(f"no edit '{edit_id}' applies to this model (see edgeplan suggest)", file=model_path)
+        chosen.append(known[edit_id])
+    edited = apply_edits(proto, graph, chosen)
+    verification: dict[str, Any] = {"numerical": "skipped: structure-only model (no weights)"}
+    if _runnable(proto):
+        dims = {}
+        for value in proto.graph.input:
+            if value.name in {t.name for t in proto.graph.initializer}:
+                continue
+            shape = graph.shape(value.name) or ()
+            fixed = next((e.params["dims"] for e in chosen if e.kind == "fix-dims" and e.target == value.name), None)
+            dims[value.name] = [d if isinstance(d, int) else 1 for d in (fixed or shape)]
+        rng = np.random.default_rng(0)
+        feeds = {name: rng.normal(0, 1, shape).astype(np.float32) for name, shape in dims.items()}
+        diff = max(float(np.max(np.abs(a - b))) for a, b in zip(_outputs(proto, feeds), _outputs(edited, feeds)))
+        if diff > 1e-4:
+            raise EdgeplanError(f"edited model's outputs differ by {diff:.3g} > 1e-4; not written", file=model_path)
+        verification["numerical"] = f"max abs difference {diff:.3g} (onnxruntime, random input)"
+    out = Path(out_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
+        staged = _save_beside(edited, Path(model_path), Path(tmp))
+        new_graph = load_model(staged)
+        fixed = []
+        for e in chosen:
+            rule_target = target or ("orin-agx" if e.rule.startswith("DLA") else "rk3588")
+            report = check_graph(new_graph, catalog, rule_target)
+            if e.kind == "fix-dims":
+                still = bool(new_graph.dynamic_dims)
+            else:
+                still = new_graph.has_node(e.target) and any(v.rule == e.rule for v in
+                                                            report.verdict(e.target).violations)
+            if still:
+                raise EdgeplanError(f"after {e.id}, check still reports {e.rule}; not written", file=model_path,
+                                    node=e.target, rule=e.rule)
+            fixed.append({"id": e.id, "rule": e.rule, "checked_on": rule_target})
+        staged.replace(out)
+    verification["rules"] = fixed
+    return {"schema": "edgeplan.edit/v1", "model": model_path, "out": str(out), "edits": [e.id for e in chosen],
+            "verification": verification}
