@@ -88,6 +88,16 @@ def markdown_report(planned: Planned) -> str:
         out += ["", f"## Why these layers are on the {fallback.upper()}", "", "| node | op | reason |", "|---|---|---|"]
         for layer in off:
             out.append(f"| {layer['node']} | {layer['op_type']} | {_why_not(planned, layer['node'])} |")
+    from optimizer.edits import candidate_edits
+
+    boundary = sorted({t["tensor"] for t in plan["transfers"]})
+    edits = candidate_edits(planned.report, None, boundary)
+    if edits:
+        out += ["", "## Suggested model edits", "",
+                "Predicted gains: `edgeplan suggest MODEL --target T` (re-plans with each edit); apply with "
+                "`edgeplan edit MODEL --apply ID --out NEW.onnx`.", "", "| edit | rule | rewrite | rationale |",
+                "|---|---|---|---|"]
+        out += [f"| `{e.id}` | {e.rule} | {'yes' if e.applicable else 'advice'} | {e.rationale} |" for e in edits]
     out += ["", "## Layers", "", "| node | op | device | precision | cores | sparsity | ms | subgraph |",
             "|---|---|---|---|---|---|---:|---:|"]
     for layer in plan["layers"]:
