@@ -84,6 +84,7 @@ def _optimize(args: argparse.Namespace) -> int:
         precision_pins=parse_assignments(args.precision, "--precision"), sensitivity=sensitivity,
         int8_budget=args.int8_budget, latency_cap_ms=args.latency_cap, dla_standalone=args.dla_standalone,
         sram_bytes=args.sram_bytes, max_loadables=args.max_loadables, sparsity=args.sparsity,
+        with_edits=args.with_edits,
     )
     planned = optimize(args.model, args.target, request, input_shapes=shapes, profile_path=args.profile,
                        explain=args.explain)
@@ -191,6 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-loadables", type=int, metavar="N", help="override DLA-LOADABLES (default 4)")
     p.add_argument("--sparsity", default="allow", choices=("allow", "off"),
                    help="RKNN sparse weight modes on RK3576/RV1126B (needs sparse-trained weights)")
+    p.add_argument("--with-edits", action="store_true",
+                   help="let the planner choose model edits (explicit pad, pool split, kernel split) too")
     p.add_argument("--profile", metavar="FILE", help="latency profile TOML (edgeplan calibrate)")
     p.add_argument("--explain", action="store_true", help="add every option's modelled cost to plan.json")
     p.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224")

@@ -133,4 +133,6 @@ def group_options(model: LatencyModel, group_index: int, allowed: frozenset[str]
                                    if mode != "dense")
             else:
                 options.append(Option(device, precision))
+    options += [o for (g, o) in model.edited if g == group_index
+                and (o.precision in allowed or o.device == "cpu")]
     return tuple(options)

@@ -27,10 +27,12 @@ class Option:
     precision: str
     cores: int = 1
     sparsity: str = "dense"
+    edit: str | None = None  # a model edit this option applies (optimize --with-edits)
 
     def label(self) -> str:
         extra = f"/{self.cores}c" if self.device == "npu" else ""
         extra += f"/{self.sparsity}" if self.sparsity != "dense" else ""
+        extra += f"/{self.edit}" if self.edit else ""
         return f"{self.device}/{self.precision}{extra}"
 
 
@@ -93,6 +95,7 @@ class LatencyModel:
         features_sram = int(target.features.get("sram_bytes", 0))
         self.sram_bytes = int(sram_bytes if sram_bytes is not None else (default_sram or features_sram))
         self.io = io or {}
+        self.edited: dict[tuple[int, Option], int] = {}  # costs of edit options, from the edited subgraph
         self.capability = "standalone" if standalone else "standard"  # DLA-STANDALONE-IO or DLA-IO-IN/OUT
         if target.accelerator == "dla":
             self.hwc4_stride = int(catalog.rule("DLA-IO-HWC4-STRIDE").params[target.generation])
@@ -182,6 +185,8 @@ class LatencyModel:
 
     def option_ns(self, group: LayerGroup, option: Option, default_formats: bool = False) -> int:
         """One group's time on one option: max(compute, memory) plus per-kernel overhead."""
+        if option.edit is not None:
+            return self.edited[(group.index, option)]
         device, precision = option.device, option.precision
         const = self.constants(device)
         graph = self.graph

@@ -84,6 +84,10 @@ def optimize(model_path: str, target_id: str, request: PlanRequest, *,
                                   file=graph.path, rule="DLA-STANDALONE-IO")
     model = LatencyModel(groups, catalog, target, profile, request.sram_bytes, io=report.io,
                          standalone=request.dla_standalone)
+    if request.with_edits:
+        from optimizer.edits._planning import add_edit_options
+
+        add_edit_options(model, report, catalog, str(model_path))
     limit = request.max_loadables or int(catalog.rule("DLA-LOADABLES").params["max"])
     base = baselines(model, limit, request.allowed_precisions)
     hint = min(base.values(), key=lambda pb: pb[1].total_ns)[0]
@@ -162,6 +166,8 @@ def _plan_json(*, graph_path: str, report: CheckReport, groups: GroupGraph, mode
             "latency_ms": _ms(breakdown.group_ns[g]) if role == "anchor" else 0.0,
             "group": g, "subgraph": group_subgraph[g], "role": role,
         })
+        if p.option.edit:
+            layers[-1]["edit"] = p.option.edit
     plan: dict[str, Any] = {
         "schema": PLAN_SCHEMA,
         "tool_version": __version__,
@@ -186,6 +192,7 @@ def _plan_json(*, graph_path: str, report: CheckReport, groups: GroupGraph, mode
         "breakdown": _breakdown_json(breakdown),
         "layers": layers,
         "subgraphs": [_subgraph_json(s, graph, groups, model, placements, breakdown) for s in subgraphs],
+        "warnings": [],
         "transfers": [{"tensor": t.tensor, "from": t.src_device, "to": t.dst_device,
                        "bytes": (graph.tensors[t.tensor].num_elements or 0) * BYTES_PER_ELEMENT[t.precision],
                        "precision": t.precision, "format": t.fmt, "latency_ms": _ms(t.ns)}
@@ -195,8 +202,11 @@ def _plan_json(*, graph_path: str, report: CheckReport, groups: GroupGraph, mode
         entry["speedup"] = round(entry["latency_ms"] / plan["predicted"]["latency_ms"], 4) \
             if plan["predicted"]["latency_ms"] else None
         entry["subgraphs"] = len({p.engine for p in base[name][0]})
+    plan["edits"] = sorted({p.option.edit for p in placements if p.option.edit})
+    if plan["edits"]:
+        plan["warnings"].append("the plan assumes model edits: apply them with `edgeplan edit MODEL --apply "
+                                + ",".join(plan["edits"]) + "` and re-plan the edited model before export")
     share = breakdown.transfer_ns / breakdown.total_ns if breakdown.total_ns else 0.0
-    plan["warnings"] = []
     if share > TRANSFER_WARNING_SHARE:
         plan["warnings"].append(f"transfers take {share:.0%} of the latency (> 20%): a poor partition per the "
                                 "scheduling guide (seed 004); consider pinning or model edits")
@@ -213,7 +223,7 @@ def _request_json(request: PlanRequest) -> dict[str, Any]:
             "precision_pins": dict(sorted(request.precision_pins.items())),
             "int8_budget": request.int8_budget, "latency_cap_ms": request.latency_cap_ms,
             "dla_standalone": request.dla_standalone, "max_loadables": request.max_loadables,
-            "sram_bytes": request.sram_bytes, "sparsity": request.sparsity}
+            "sram_bytes": request.sram_bytes, "sparsity": request.sparsity, "with_edits": request.with_edits}
 
 
 def _breakdown_json(b: Breakdown) -> dict[str, Any]:

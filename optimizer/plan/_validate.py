@@ -52,8 +52,8 @@ def validate_plan(plan: Mapping[str, Any], catalog: Catalog, model_path: str | N
         if device not in target.devices and not (device.startswith("dla") and "dla" in target.precisions):
             problems.append(f"{node.name}: device {device} does not exist on {target.id}")
             continue
-        if node.folded or layer.get("role") == "constant":
-            continue
+        if node.folded or layer.get("role") == "constant" or layer.get("edit"):
+            continue  # an edited layer is checked on the edited model by `edgeplan edit`
         if not verdict.runs_on(kind, layer["precision"]):
             rules = sorted({v.rule for v in verdict.violations if v.accelerator == kind
                             and v.precision == layer["precision"]})

@@ -29,6 +29,7 @@ class PlanRequest:
     sram_bytes: int | None = None
     max_loadables: int | None = None  # override of DLA-LOADABLES (tests, studies)
     sparsity: str = "allow"  # "off": dense weights only (the model was not trained sparse)
+    with_edits: bool = False  # candidate model edits become decisions (optimize --with-edits)
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:

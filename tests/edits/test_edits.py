@@ -139,3 +139,27 @@ def test_advice_on_xavier_yolo():
     advice = [e for e in ids.values() if e.kind == "advice"]
     assert {"DLA-SOFTMAX-ORIN", "DLA-CONCAT-AXIS"} <= {e.rule for e in advice}
     assert not any(e.applicable for e in advice)
+
+
+def test_optimize_with_edits_chooses_an_edit_as_a_decision(tmp_path):
+    """A conv with padding >= kernel cannot run on DLA; with DLA made cheap, --with-edits takes the
+    explicit-pad edit and puts the conv on DLA, beating the unedited optimum."""
+    from optimizer.plan import optimize, validate_plan
+    from optimizer.solver import PlanRequest
+    from tests.solver.conftest import FAVOUR_DLA
+    profile = tmp_path / "favour.toml"
+    profile.write_text(FAVOUR_DLA)
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["a"], name="c0", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["a", "w1"], ["b"], name="wide", kernel_shape=[3, 3], pads=[3, 3, 3, 3]),
+             helper.make_node("Conv", ["b", "w2"], ["y"], name="c2", kernel_shape=[3, 3], pads=[1, 1, 1, 1])]
+    path = save_model(tmp_path / "m.onnx", nodes, [value("x", [1, 16, 32, 32])], [value("y", None)],
+                      [w("w0", (16, 16, 3, 3)), w("w1", (16, 16, 3, 3)), w("w2", (16, 16, 3, 3))])
+    plain = optimize(str(path), "orin-agx", PlanRequest(), profile_path=str(profile))
+    edited = optimize(str(path), "orin-agx", PlanRequest(with_edits=True), profile_path=str(profile))
+    assert edited.plan["edits"] == ["pad-op@wide"]
+    layers = {layer["node"]: layer for layer in edited.plan["layers"]}
+    assert layers["wide"]["device"] == "dla0" and layers["wide"]["edit"] == "pad-op@wide"
+    assert edited.plan["predicted"]["latency_ms"] < plain.plan["predicted"]["latency_ms"]
+    assert edited.plan["solver"]["status"] == "OPTIMAL"
+    assert validate_plan(edited.plan, CATALOG, str(path)) == []
+    assert any("edgeplan edit" in w for w in edited.plan["warnings"])
