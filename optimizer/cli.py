@@ -155,6 +155,33 @@ def _edit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _study(args: argparse.Namespace) -> int:
+    from optimizer.study import reproduce_study, resume_study, run_study
+
+    if args.action == "reproduce":
+        if not args.folder:
+            raise BadInputError("usage: edgeplan study reproduce DIR")
+        same, diff = reproduce_study(args.folder)
+        if same:
+            print(f"{args.folder}: the rerun's best plan is byte-identical")
+            return 0
+        print(f"{args.folder}: the rerun's best plan differs:\n{diff}", file=sys.stderr)
+        return 1
+    if args.action == "resume":
+        if not args.folder:
+            raise BadInputError("usage: edgeplan study resume DIR")
+        outcome = resume_study(args.folder, args.storage)
+    else:
+        if args.folder:
+            raise BadInputError("usage: edgeplan study CONFIG.toml [--out DIR] [--storage URL]")
+        outcome = run_study(args.action, args.out, args.storage, command=["edgeplan", *sys.argv[1:]])
+    gain = (outcome.baseline_value - outcome.best_value) / outcome.baseline_value if outcome.baseline_value else 0.0
+    print(f"study {outcome.folder}: {outcome.trials} trials, best trial {outcome.best_trial} "
+          f"{outcome.best_value:.4f} ms vs planner alone {outcome.baseline_value:.4f} ms ({gain:.1%} better)")
+    print(f"wrote plan.json, trials.csv, manifest.json, report.html in {outcome.folder}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="edgeplan", description="Deployment plans for ONNX models on edge accelerators.")
     parser.add_argument("--version", action="version", version=f"edgeplan {__version__}")
@@ -210,6 +237,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rknn-python", required=True, metavar="PATH", help="python of rknn-toolkit2's own venv")
     p.add_argument("--model", help="the ONNX model (default: the path recorded in the plan)")
     p.set_defaults(run=_verify_rknn)
+
+    p = sub.add_parser("study", help="Optuna study of SRAM pools and partitions: CONFIG.toml | resume DIR | "
+                                       "reproduce DIR")
+    p.add_argument("action", metavar="CONFIG.toml|resume|reproduce")
+    p.add_argument("folder", nargs="?", metavar="DIR")
+    p.add_argument("--out", metavar="DIR", help="study folder (default: studies/<name>/ beside the config)")
+    p.add_argument("--storage", metavar="URL", help="shared storage, e.g. postgresql+psycopg://user@host/db")
+    p.set_defaults(run=_study)
 
     p = sub.add_parser("suggest", help="model edits that remove vendor violations, with predicted gains")
     p.add_argument("model")

@@ -96,7 +96,7 @@ def optimize(model_path: str, target_id: str, request: PlanRequest, *,
         result = PlanModel(model, report, catalog, request).solve(hint)
     except InfeasibleError as exc:
         names = []
-        if "time-limit" not in exc.message:
+        if "time-limit" not in exc.message and request.explain_infeasible:
             names = PlanModel(model, report, catalog, request, explain=True).conflict()
         detail = f"; constraints in conflict: {', '.join(names)}" if names else ""
         raise InfeasibleError(f"{exc.message}{detail}", file=graph.path, node=exc.node) from None

@@ -530,7 +530,9 @@ class PlanModel:
         if self._split(placements):
             placements = self.repair(placements, hint)
         if self.request.objective != "latency" and proven and time.monotonic() < deadline:
-            placements, proven = self._second_phase(objective, placements, deadline)
+            # the tie-break is worth at most as long as the proof it refines
+            budget = max(1.0, time.monotonic() - started)
+            placements, proven = self._second_phase(objective, placements, min(deadline, time.monotonic() + budget))
         proto = self.model.proto
         return SolveResult(
             placements=placements, status="OPTIMAL" if proven else "FEASIBLE", objective_ns=objective,

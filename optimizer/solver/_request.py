@@ -30,6 +30,7 @@ class PlanRequest:
     max_loadables: int | None = None  # override of DLA-LOADABLES (tests, studies)
     sparsity: str = "allow"  # "off": dense weights only (the model was not trained sparse)
     with_edits: bool = False  # candidate model edits become decisions (optimize --with-edits)
+    explain_infeasible: bool = True  # name the constraints in conflict (a second, assumption-based solve)
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
