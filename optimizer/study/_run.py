@@ -154,8 +154,9 @@ def _storage(url: str) -> optuna.storages.BaseStorage:
                 url, heartbeat_interval=1, grace_period=5,
                 heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=3))
     except Exception as exc:  # invalid URL, unreachable server, corrupted file
-        raise BadInputError(f"study storage {url.split('@')[-1]} cannot be opened: {type(exc).__name__}: "
-                            f"{' '.join(str(exc).split())[:200]} (remove or repair it, or pass another --storage)")
+        detail = " ".join(str(exc).split())[:200]
+        raise BadInputError(f"study storage {url.split('@')[-1]} cannot be opened: {type(exc).__name__}: {detail} "
+                            "(remove or repair it, or pass another --storage)") from None
 
 
 def _sampler(cfg: StudyConfig) -> optuna.samplers.BaseSampler:
