@@ -182,6 +182,28 @@ def _study(args: argparse.Namespace) -> int:
     return 0
 
 
+def _batch(args: argparse.Namespace) -> int:
+    from optimizer.batch import run_batch
+
+    def progress(done: int, total: int, row: dict) -> None:
+        width = 30
+        filled = int(width * done / total)
+        print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {Path(row['model']).name} "
+              f"{row['target']}: {row['status']}".ljust(100), end="", file=sys.stderr, flush=True)
+
+    rows = run_batch(args.models, args.target, args.out, workers=args.workers, dask_address=args.dask,
+                     time_limit_s=args.time_limit, objective=args.objective, progress=progress)
+    print(file=sys.stderr)
+    ok = sum(r["status"] == "ok" for r in rows)
+    skipped = sum(bool(r.get("skipped")) for r in rows)
+    print(f"edgeplan batch: {len(rows)} jobs, {ok} ok, {len(rows) - ok} failed or infeasible, {skipped} skipped "
+          f"(already done); wrote {args.out}/summary.csv and summary.html")
+    for row in rows:
+        if row["status"] != "ok":
+            print(f"  {row['status']}: {row['error']}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="edgeplan", description="Deployment plans for ONNX models on edge accelerators.")
     parser.add_argument("--version", action="version", version=f"edgeplan {__version__}")
@@ -245,6 +267,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", help="study folder (default: studies/<name>/ beside the config)")
     p.add_argument("--storage", metavar="URL", help="shared storage, e.g. postgresql+psycopg://user@host/db")
     p.set_defaults(run=_study)
+
+    p = sub.add_parser("batch", help="many models x targets in one job, with a summary")
+    p.add_argument("models", nargs="+", metavar="MODEL", help="ONNX files, globs, or .txt lists of paths")
+    p.add_argument("--target", action="append", required=True, help="target ID (repeatable)")
+    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--workers", type=int, default=1, help="local worker processes")
+    p.add_argument("--dask", metavar="tcp://HOST:PORT", help="run the jobs on an existing Dask cluster")
+    p.add_argument("--time-limit", type=float, default=60.0, metavar="S")
+    p.add_argument("--objective", default="latency", choices=OBJECTIVES)
+    p.set_defaults(run=_batch)
 
     p = sub.add_parser("suggest", help="model edits that remove vendor violations, with predicted gains")
     p.add_argument("model")

@@ -1,0 +1,192 @@
+"""Batch jobs: many models x targets, each planned in a worker; finished jobs skipped by content hash.
+
+A failing model is recorded with its error and never stops the batch. Workers are a local process pool
+(spawn: the solver's native threads must not be forked) or an existing Dask distributed cluster.
+"""
+
+from __future__ import annotations
+
+import csv
+import glob
+import hashlib
+import html
+import io
+import json
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+from optimizer import __version__
+from optimizer.errors import BadInputError, EdgeplanError, InfeasibleError
+from optimizer.fileio import atomic_write_text, sha256_file, write_json
+
+SUMMARY_FIELDS = ("model", "target", "status", "error", "nodes", "groups", "accelerator_coverage", "latency_ms",
+                  "baseline", "baseline_ms", "speedup", "solver_status", "solve_s", "wall_s", "plan")
+
+
+@dataclass(frozen=True)
+class Job:
+    model: str
+    target: str
+    folder: str
+    key: str
+    time_limit_s: float
+    objective: str
+
+
+def expand_models(specs: Sequence[str]) -> list[Path]:
+    """Files, globs, or list files (.txt/.list: one path per line, relative to the list)."""
+    out: list[Path] = []
+    for spec in specs:
+        path = Path(spec)
+        if path.suffix in (".txt", ".list") and path.is_file():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                line = line.strip()
+                if line and not line.startswith("#"):
+                    entry = Path(line)
+                    out.append(entry if entry.is_absolute() else path.parent / entry)
+        elif any(c in spec for c in "*?["):
+            matches = sorted(Path(p) for p in glob.glob(spec, recursive=True))
+            if not matches:
+                raise BadInputError(f"no file matches '{spec}'")
+            out.extend(matches)
+        else:
+            out.append(path)
+    return list(dict.fromkeys(out))
+
+
+def plan_jobs(models: Sequence[Path], targets: Sequence[str], out: Path, time_limit_s: float,
+              objective: str) -> list[Job]:
+    from optimizer.catalog import load_catalog
+
+    catalog = load_catalog()
+    for target in targets:
+        catalog.target(target)
+    stems: dict[str, Path] = {}
+    jobs = []
+    for model in models:
+        stem = model.stem
+        if stem in stems and stems[stem] != model:
+            stem = f"{stem}-{hashlib.sha256(str(model).encode()).hexdigest()[:8]}"
+        stems[stem] = model
+        content = sha256_file(model) if model.is_file() else f"missing:{model}"
+        for target in targets:
+            key = hashlib.sha256(json.dumps([content, target, time_limit_s, objective, __version__,
+                                             catalog.sha256]).encode()).hexdigest()
+            jobs.append(Job(str(model), target, str(out / stem / target), key, time_limit_s, objective))
+    return jobs
+
+
+def run_job(job: Job) -> dict[str, Any]:
+    """One model on one target; never raises, the outcome is the row."""
+    from optimizer.fileio import atomic_write_text as write_text
+    from optimizer.plan import optimize
+    from optimizer.plan._report import markdown_report
+    from optimizer.solver import PlanRequest
+
+    started = time.monotonic()
+    folder = Path(job.folder)
+    row: dict[str, Any] = {"model": job.model, "target": job.target, "status": "ok", "error": ""}
+    try:
+        planned = optimize(job.model, job.target, PlanRequest(objective=job.objective, time_limit_s=job.time_limit_s))
+        write_json(folder / "plan.json", planned.plan)
+        write_json(folder / "run.json", planned.run)
+        write_text(folder / "report.md", markdown_report(planned))
+        plan = planned.plan
+        layers = [layer for layer in plan["layers"] if layer.get("role") != "constant"]
+        accelerated = sum(layer["device"] not in ("gpu", "cpu") for layer in layers)
+        name, base = min(plan["baselines"].items(), key=lambda kv: kv[1]["latency_ms"])
+        row.update(nodes=plan["model"]["num_nodes"], groups=plan["solver"]["groups"],
+                   accelerator_coverage=round(accelerated / len(layers), 4) if layers else 0.0,
+                   latency_ms=plan["predicted"]["latency_ms"], baseline=name, baseline_ms=base["latency_ms"],
+                   speedup=base["speedup"], solver_status=plan["solver"]["status"],
+                   solve_s=round(planned.run["timings"]["solve_s"], 3), plan=str(folder / "plan.json"))
+    except InfeasibleError as exc:
+        row.update(status="infeasible", error=exc.one_line())
+    except EdgeplanError as exc:
+        row.update(status="failed", error=exc.one_line())
+    except Exception as exc:  # a model that crashes a library must not stop the batch
+        row.update(status="failed", error=f"{job.model}: internal error {type(exc).__name__}: {exc}"[:300])
+    row["wall_s"] = round(time.monotonic() - started, 3)
+    write_json(folder / "job.json", {"key": job.key, "row": row})
+    return row
+
+
+def _finished(job: Job) -> dict[str, Any] | None:
+    path = Path(job.folder) / "job.json"
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    return record["row"] if record.get("key") == job.key else None
+
+
+def run_batch(models: Sequence[str], targets: Sequence[str], out: str, *, workers: int = 1,
+              dask_address: str | None = None, time_limit_s: float = 60.0, objective: str = "latency",
+              progress: Callable[[int, int, dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+    if workers < 1:
+        raise BadInputError(f"--workers must be >= 1, got {workers}")
+    out_dir = Path(out)
+    jobs = plan_jobs(expand_models(models), targets, out_dir, time_limit_s, objective)
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    todo = []
+    for job in jobs:
+        done = _finished(job)
+        if done is not None:
+            rows[(job.model, job.target)] = done | {"skipped": True}
+        else:
+            todo.append(job)
+    count = len(rows)
+
+    def record(row: dict[str, Any]) -> None:
+        nonlocal count
+        count += 1
+        rows[(row["model"], row["target"])] = row
+        if progress:
+            progress(count, len(jobs), row)
+
+    if dask_address:
+        try:
+            from distributed import Client
+        except ImportError:
+            raise BadInputError("--dask needs the 'distributed' package: pip install 'edgeplan[dask]'") from None
+        with Client(dask_address) as client:
+            for future in client.map(run_job, todo, pure=False):
+                record(future.result())
+    elif workers == 1 or len(todo) <= 1:
+        for job in todo:
+            record(run_job(job))
+    else:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+            for future in as_completed([pool.submit(run_job, job) for job in todo]):
+                record(future.result())
+    ordered = [rows[(job.model, job.target)] for job in jobs]
+    write_summaries(out_dir, ordered)
+    return ordered
+
+
+def write_summaries(out: Path, rows: Sequence[dict[str, Any]]) -> None:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=SUMMARY_FIELDS, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: row.get(k, "") for k in SUMMARY_FIELDS})
+    atomic_write_text(out / "summary.csv", buffer.getvalue())
+    head = "".join(f"<th>{html.escape(f)}</th>" for f in SUMMARY_FIELDS if f != "plan")
+    body = []
+    for row in rows:
+        colour = {"ok": "#e8f5e9", "infeasible": "#fff8e1"}.get(row.get("status"), "#ffebee")
+        cells = "".join(f"<td>{html.escape(str(row.get(f, '')))}</td>" for f in SUMMARY_FIELDS if f != "plan")
+        body.append(f'<tr style="background:{colour}">{cells}</tr>')
+    ok = sum(r.get("status") == "ok" for r in rows)
+    atomic_write_text(out / "summary.html", f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>edgeplan batch</title>
+<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse;font-size:12px}}
+td,th{{border:1px solid #ddd;padding:2px 6px}}</style></head><body>
+<h1>edgeplan batch</h1><p>{len(rows)} jobs: {ok} ok, {len(rows) - ok} not.</p>
+<table><tr>{head}</tr>{"".join(body)}</table></body></html>
+""")

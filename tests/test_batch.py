@@ -1,0 +1,89 @@
+"""Batch: one broken model never stops the others; resume by content hash; same plans with 1 or 2 workers."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+
+import pytest
+
+from optimizer.batch import run_batch
+from optimizer.errors import BadInputError
+from tests.conftest import EXAMPLES
+from tests.test_cli import run
+
+
+def _models(tmp_path):
+    folder = tmp_path / "models"
+    folder.mkdir()
+    for name in ("resnet18.onnx", "yolov8n.onnx"):
+        shutil.copy(EXAMPLES / name, folder / name)
+    (folder / "broken.onnx").write_bytes(b"\x08garbage")
+    return folder
+
+
+def test_broken_model_is_recorded_and_the_rest_finish(tmp_path):
+    folder = _models(tmp_path)
+    rows = run_batch([str(folder / "*.onnx")], ["orin-agx", "rk3576"], str(tmp_path / "out"))
+    by = {(r["model"].split("/")[-1], r["target"]): r for r in rows}
+    assert len(rows) == 6
+    assert by[("broken.onnx", "orin-agx")]["status"] == "failed"
+    assert "broken.onnx" in by[("broken.onnx", "orin-agx")]["error"]
+    assert all(by[(m, t)]["status"] == "ok" for m in ("resnet18.onnx", "yolov8n.onnx") for t in ("orin-agx", "rk3576"))
+    assert (tmp_path / "out" / "yolov8n" / "rk3576" / "plan.json").is_file()
+    summary = list(csv.DictReader((tmp_path / "out" / "summary.csv").open()))
+    assert len(summary) == 6 and {"model", "target", "status", "error", "latency_ms", "speedup", "solve_s",
+                                  "accelerator_coverage", "nodes"} <= set(summary[0])
+    assert "<table>" in (tmp_path / "out" / "summary.html").read_text()
+
+
+def test_resume_skips_finished_jobs_by_content_hash(tmp_path):
+    folder = _models(tmp_path)
+    out = tmp_path / "out"
+    run_batch([str(folder / "*.onnx")], ["rk3588"], str(out))
+    again = run_batch([str(folder / "*.onnx")], ["rk3588"], str(out))
+    assert all(r.get("skipped") for r in again)
+    shutil.copy(EXAMPLES / "resnet18.onnx", folder / "yolov8n.onnx")  # content changed: rerun that job only
+    third = run_batch([str(folder / "*.onnx")], ["rk3588"], str(out))
+    assert [bool(r.get("skipped")) for r in third if "yolov8n" in r["model"]] == [False]
+    assert sum(bool(r.get("skipped")) for r in third) == 2
+
+
+def test_one_and_two_workers_give_identical_plans(tmp_path):
+    folder = _models(tmp_path)
+    run_batch([str(folder / "*.onnx")], ["orin-agx", "rk3588"], str(tmp_path / "w1"), workers=1)
+    run_batch([str(folder / "*.onnx")], ["orin-agx", "rk3588"], str(tmp_path / "w2"), workers=2)
+    for stem in ("resnet18", "yolov8n"):
+        for target in ("orin-agx", "rk3588"):
+            a = (tmp_path / "w1" / stem / target / "plan.json").read_bytes()
+            b = (tmp_path / "w2" / stem / target / "plan.json").read_bytes()
+            assert a == b
+
+
+def test_list_file_and_cli(tmp_path):
+    folder = _models(tmp_path)
+    listing = tmp_path / "models.txt"
+    listing.write_text("# two models\nmodels/resnet18.onnx\nmodels/broken.onnx\n")
+    result = run("batch", str(listing), "--target", "rk3566", "--out", str(tmp_path / "out"))
+    assert result.returncode == 0
+    assert "2 jobs, 1 ok, 1 failed" in result.stdout
+    bad = run("batch", str(folder / "none*.onnx"), "--target", "rk3566", "--out", str(tmp_path / "x"))
+    assert bad.returncode == 2 and "no file matches" in bad.stderr
+
+
+def test_bad_target_fails_before_any_job(tmp_path):
+    with pytest.raises(BadInputError, match="unknown target"):
+        run_batch([str(EXAMPLES / "resnet18.onnx")], ["nope"], str(tmp_path / "out"))
+
+
+@pytest.mark.slow
+def test_dask_local_cluster_runs_the_same_jobs(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    folder = _models(tmp_path)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        rows = run_batch([str(folder / "*.onnx")], ["rk3588"], str(tmp_path / "dask"), dask_address=cluster.scheduler_address)
+    local = run_batch([str(folder / "*.onnx")], ["rk3588"], str(tmp_path / "local"))
+    assert [r["status"] for r in rows] == [r["status"] for r in local]
+    assert (tmp_path / "dask" / "yolov8n" / "rk3588" / "plan.json").read_bytes() == \
+        (tmp_path / "local" / "yolov8n" / "rk3588" / "plan.json").read_bytes()
