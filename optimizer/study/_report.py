@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import warnings
 from typing import Any
 
 import optuna
@@ -44,7 +45,9 @@ def _history_svg(study: optuna.Study) -> str:
 
 def _importance_svg(study: optuna.Study) -> str:
     try:
-        importances = optuna.importance.get_param_importances(study)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # few trials per parameter regime: the table says so below
+            importances = optuna.importance.get_param_importances(study)
     except (RuntimeError, ValueError, ZeroDivisionError):
         importances = {}
     if not importances:

@@ -7,8 +7,10 @@ the planner's own result (no pins, default SRAM), so the best plan is never wors
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import difflib
+import fcntl
 import hashlib
 import importlib.metadata
 import io
@@ -16,8 +18,7 @@ import platform
 import shutil
 import sys
 import tempfile
-import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -146,17 +147,42 @@ def _objective(space: _Space):
 
 
 def _storage(url: str) -> optuna.storages.BaseStorage:
-    """Heartbeats let a resumed study fail trials of a killed worker and retry them (no lost trial)."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            return optuna.storages.RDBStorage(
-                url, heartbeat_interval=1, grace_period=5,
-                heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=3))
+        kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {"pool_pre_ping": True}
+        return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
     except Exception as exc:  # invalid URL, unreachable server, corrupted file
         detail = " ".join(str(exc).split())[:200]
         raise BadInputError(f"study storage {url.split('@')[-1]} cannot be opened: {type(exc).__name__}: {detail} "
                             "(remove or repair it, or pass another --storage)") from None
+
+
+@contextlib.contextmanager
+def _lock(url: str) -> Iterator[None]:
+    """Serialises 'count the trials, then ask for one' across workers, so a study gets exactly n_trials:
+    an advisory lock on PostgreSQL, a file lock beside an SQLite database."""
+    if url.startswith("postgresql"):
+        import sqlalchemy
+
+        engine = sqlalchemy.create_engine(url)
+        key = int(hashlib.sha256(url.encode()).hexdigest()[:15], 16)
+        with engine.connect() as connection:
+            connection.execute(sqlalchemy.text("SELECT pg_advisory_lock(:k)"), {"k": key})
+            try:
+                yield
+            finally:
+                connection.execute(sqlalchemy.text("SELECT pg_advisory_unlock(:k)"), {"k": key})
+        engine.dispose()
+        return
+    path = url.split("///", 1)[-1] + ".lock" if url.startswith("sqlite") else None
+    if path is None:
+        yield
+        return
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _sampler(cfg: StudyConfig) -> optuna.samplers.BaseSampler:
@@ -185,20 +211,29 @@ def _recover(study: optuna.Study) -> int:
 
 def _execute(cfg: StudyConfig, folder: Path, storage_url: str, recover: bool = False) -> optuna.Study:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
-    warnings.filterwarnings("ignore", category=FutureWarning, module="optuna")
     storage = _storage(storage_url)
-    study = optuna.create_study(study_name=cfg.name, storage=storage, direction="minimize",
-                                sampler=_sampler(cfg), pruner=_pruner(cfg), load_if_exists=True)
     space = _Space(cfg)
-    if not study.trials:
-        study.enqueue_trial(space.default_params())
-    elif recover:
-        _recover(study)
-    remaining = cfg.n_trials - _done(study)
-    if remaining > 0:
-        study.optimize(_objective(space), n_trials=remaining, gc_after_trial=False,
-                       callbacks=[optuna.study.MaxTrialsCallback(cfg.n_trials, states=STATES_DONE)])
+    with _lock(storage_url):
+        study = optuna.create_study(study_name=cfg.name, storage=storage, direction="minimize",
+                                    sampler=_sampler(cfg), pruner=_pruner(cfg), load_if_exists=True)
+        if not study.trials:
+            study.enqueue_trial(space.default_params())
+        elif recover:
+            _recover(study)
+    objective = _objective(space)
+    counted = (*STATES_DONE, optuna.trial.TrialState.RUNNING)
+    while True:
+        with _lock(storage_url):
+            if len(study.get_trials(deepcopy=False, states=counted)) >= cfg.n_trials:
+                break
+            trial = study.ask()
+        try:
+            study.tell(trial, objective(trial))
+        except optuna.TrialPruned:
+            study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+        except BaseException:
+            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            raise
     return study
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -108,3 +109,63 @@ def test_bad_configs(tmp_path):
 def test_shipped_example_study_config_loads():
     config = load_config(Path(__file__).resolve().parents[2] / "studies" / "yolov8n-orin.toml")
     assert config.model.is_file() and config.n_trials == 12 and sys.version_info >= (3, 10)
+
+
+PG_URL = os.environ.get("EDGEPLAN_PG_URL")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not PG_URL, reason="EDGEPLAN_PG_URL (a PostgreSQL server; .ci/run starts one) is not set")
+def test_two_workers_on_postgresql_give_the_exact_count(tmp_path):
+    import optuna
+    name = f"pg{os.getpid()}{int(time.time())}"
+    config = _config(tmp_path, n_trials=9, name=name)
+    workers = [subprocess.Popen([EDGEPLAN, "study", str(config), "--out", str(tmp_path / f"w{i}"), "--storage",
+                                 PG_URL], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+               for i in range(2)]
+    for worker in workers:
+        _, err = worker.communicate(timeout=300)
+        assert worker.returncode == 0, err
+    study = optuna.load_study(study_name=name, storage=PG_URL)
+    numbers = [t.number for t in study.trials]
+    assert len(study.trials) == 9 and sorted(numbers) == list(range(9))
+    assert all(t.state.name in ("COMPLETE", "PRUNED") for t in study.trials)
+    assert (tmp_path / "w0" / "plan.json").read_bytes() == (tmp_path / "w1" / "plan.json").read_bytes()
+
+
+def test_corrupted_storage_is_a_clear_error(tmp_path):
+    folder = tmp_path / "out"
+    run_study(str(_config(tmp_path, n_trials=2)), str(folder))
+    (folder / "study.db").write_bytes(b"this is not a database" * 10)
+    result = subprocess.run([EDGEPLAN, "study", "resume", str(folder)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert "study.db cannot be opened" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium is not installed")
+def test_report_loads_in_headless_chromium_without_console_errors(tmp_path):
+    run_study(str(_config(tmp_path, n_trials=4)), str(tmp_path / "out"))
+    report = tmp_path / "out" / "report.html"
+    result = subprocess.run(
+        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0", "--dump-dom",
+         report.as_uri()], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "<svg" in result.stdout and "optimisation history" in result.stdout
+    console = [line for line in result.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
+    assert console == []
+
+
+def test_study_opens_in_optuna_dashboard(tmp_path):
+    import io
+    dashboard = pytest.importorskip("optuna_dashboard")
+    run_study(str(_config(tmp_path, n_trials=2, name="dash")), str(tmp_path / "out"))
+    app = dashboard.wsgi(f"sqlite:///{tmp_path / 'out' / 'study.db'}")
+    environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/api/studies", "QUERY_STRING": "", "SERVER_NAME": "localhost",
+               "SERVER_PORT": "80", "wsgi.input": io.BytesIO(), "wsgi.errors": sys.stderr, "wsgi.url_scheme": "http",
+               "SERVER_PROTOCOL": "HTTP/1.1"}
+    status: list[str] = []
+    body = b"".join(app(environ, lambda s, headers, exc=None: status.append(s)))
+    assert status == ["200 OK"] and b'"study_name": "dash"' in body
