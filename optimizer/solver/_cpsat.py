@@ -471,9 +471,12 @@ class PlanModel:
 
     # ---- solving -----------------------------------------------------------------------------------
     def _solver(self, time_limit: float) -> cp_model.CpSolver:
+        """The limit is CP-SAT's deterministic time (work done, not seconds elapsed), so a plan found
+        under the limit is the same on any machine and load; 3x the wall time is only a safety net."""
         solver = cp_model.CpSolver()
         params = solver.parameters
-        params.max_time_in_seconds = max(time_limit, 0.05)
+        params.max_deterministic_time = max(self.request.time_limit_s, 0.05)
+        params.max_time_in_seconds = max(time_limit, 0.05) + 2 * self.request.time_limit_s
         params.num_workers = self.request.workers
         params.random_seed = self.request.seed
         params.log_search_progress = False
@@ -530,9 +533,10 @@ class PlanModel:
         if self._split(placements):
             placements = self.repair(placements, hint)
         if self.request.objective != "latency" and proven and time.monotonic() < deadline:
-            # the tie-break is worth at most as long as the proof it refines
-            budget = max(1.0, time.monotonic() - started)
-            placements, proven = self._second_phase(objective, placements, min(deadline, time.monotonic() + budget))
+            # The tie-break gets as much *deterministic* time as the proof it refines: a wall-clock budget
+            # would make the chosen plan depend on the machine's speed and load.
+            budget = max(1.0, solver.deterministic_time)
+            placements, proven = self._second_phase(objective, placements, deadline, budget)
         proto = self.model.proto
         return SolveResult(
             placements=placements, status="OPTIMAL" if proven else "FEASIBLE", objective_ns=objective,
@@ -569,12 +573,13 @@ class PlanModel:
                 return True
         return False
 
-    def _second_phase(self, best: int, placements, deadline):
+    def _second_phase(self, best: int, placements, deadline: float, deterministic_budget: float):
         """Among plans with the optimal busiest-engine time, the one with the lowest latency."""
         self.model.add(self.goal <= best)
         self.model.minimize(self.total)
         self.hint(placements)
         solver = self._solver(deadline - time.monotonic())
+        solver.parameters.max_deterministic_time = deterministic_budget
         status = solver.solve(self.model)
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             candidate = self.extract(solver)

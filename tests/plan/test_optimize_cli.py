@@ -50,8 +50,8 @@ def test_plan_json_follows_the_spec(tmp_path, target):
 def test_reruns_are_byte_identical(tmp_path):
     outs = []
     for name in ("a", "b"):
-        result, out = _optimize(tmp_path, str(EXAMPLES / "yolov8n.onnx"), "--target", "orin-agx",
-                                "--objective", "throughput", "--explain", name=name)
+        result, out = _optimize(tmp_path, str(EXAMPLES / "resnet18.onnx"), "--target", "orin-agx",
+                                "--objective", "throughput", "--explain", "--time-limit", "3", name=name)
         assert result.returncode == 0, result.stderr
         outs.append((out / "plan.json").read_bytes())
     assert outs[0] == outs[1]
