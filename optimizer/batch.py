@@ -161,8 +161,10 @@ def run_batch(models: Sequence[str], targets: Sequence[str], out: str, *, worker
         for job in todo:
             record(run_job(job))
     else:
+        # biggest models first (longest-processing-time order) keeps every worker busy to the end
+        largest_first = sorted(todo, key=lambda j: -(Path(j.model).stat().st_size if Path(j.model).is_file() else 0))
         with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
-            for future in as_completed([pool.submit(run_job, job) for job in todo]):
+            for future in as_completed([pool.submit(run_job, job) for job in largest_first]):
                 record(future.result())
     ordered = [rows[(job.model, job.target)] for job in jobs]
     write_summaries(out_dir, ordered)
