@@ -18,7 +18,7 @@ from onnx import helper, numpy_helper
 
 from optimizer.check import CheckReport
 from optimizer.errors import BadInputError
-from optimizer.ir import Graph
+from optimizer.ir import Graph, node_names
 
 DLA_WINDOW_MAX = 8  # DLA-POOL-WINDOW
 DLA_KERNEL_MAX = 32  # DLA-CONV-KERNEL
@@ -151,15 +151,9 @@ class _Model:
     def __init__(self, model: onnx.ModelProto, graph: Graph) -> None:
         self.model = model
         self.graph = graph
-        names = [n.name for n in graph.nodes]
-        # the IR keeps file order for valid models; map its names onto the proto's nodes positionally
         self.by_name = {}
-        taken = {n.name for n in model.graph.node if n.name}
-        for index, node in enumerate(model.graph.node):
-            name = node.name or f"{node.op_type or 'node'}_{index}"
-            while not node.name and name in taken and name not in names:
-                name += "_"
-            node.name = name
+        for name, node in zip(node_names(model), model.graph.node):
+            node.name = name  # unnamed nodes take the name the plan and check gave them
             self.by_name[name] = node
         self.inits = {t.name: t for t in model.graph.initializer}
 

@@ -16,6 +16,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from optimizer.errors import BadInputError
+from optimizer.ir import node_names
 
 
 @dataclass(frozen=True)
@@ -30,21 +31,6 @@ class SubModel:
     model: onnx.ModelProto
 
 
-def _node_names(model: onnx.ModelProto) -> list[str]:
-    """The names edgeplan's importer gives nodes (the file's own, or OpType_index)."""
-    taken = {n.name for n in model.graph.node if n.name}
-    names = []
-    for index, node in enumerate(model.graph.node):
-        name = node.name
-        if not name:
-            name = f"{node.op_type or 'node'}_{index}"
-            while name in taken:
-                name = f"{name}_"
-            taken.add(name)
-        names.append(name)
-    return names
-
-
 def _value_infos(model: onnx.ModelProto) -> dict[str, onnx.ValueInfoProto]:
     inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
     infos = {}
@@ -56,7 +42,7 @@ def _value_infos(model: onnx.ModelProto) -> dict[str, onnx.ValueInfoProto]:
 def split_model(model: onnx.ModelProto, plan: Mapping[str, Any], constants: Mapping[str, Any],
                 folded: set[str]) -> list[SubModel]:
     """folded: nodes whose outputs are build-time constants (their values are in `constants`)."""
-    names = _node_names(model)
+    names = node_names(model)
     by_name = {name: node for name, node in zip(names, model.graph.node)}
     producer = {o: name for name, node in by_name.items() for o in node.output if o}
     initializers = {t.name: t for t in model.graph.initializer}

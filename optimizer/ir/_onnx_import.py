@@ -119,8 +119,10 @@ def _outer_refs(node: onnx.NodeProto) -> set[str]:
     return refs
 
 
-def _names(model: onnx.ModelProto) -> list[str]:
-    """Stable names: the file's own, or OpType_index for unnamed nodes; duplicates are refused."""
+def node_names(model: onnx.ModelProto) -> list[str]:
+    """Stable names: the file's own, or OpType_index for unnamed nodes; duplicates are refused.
+
+    Every stage that maps plan node names back onto a ModelProto (export, edits) uses this function."""
     explicit = [n.name for n in model.graph.node if n.name]
     taken = set(explicit)
     seen: dict[str, int] = {}
@@ -314,7 +316,7 @@ def load_model(path: str | Path, input_shapes: Mapping[str, tuple[int, ...]] | N
     opset = default_opset(model, shown)
     check_tensors(model, path)
     try:
-        names = _names(model)
+        names = node_names(model)
     except BadInputError as exc:
         raise BadInputError(exc.message, file=shown, node=exc.node) from None
     order = _validate_structure(model, names, opset, shown)
