@@ -211,9 +211,9 @@ def _recover(study: optuna.Study) -> int:
 
 def _execute(cfg: StudyConfig, folder: Path, storage_url: str, recover: bool = False) -> optuna.Study:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    storage = _storage(storage_url)
     space = _Space(cfg)
-    with _lock(storage_url):
+    with _lock(storage_url):  # also serialises creating the storage's schema on a fresh database
+        storage = _storage(storage_url)
         study = optuna.create_study(study_name=cfg.name, storage=storage, direction="minimize",
                                     sampler=_sampler(cfg), pruner=_pruner(cfg), load_if_exists=True)
         if not study.trials:
