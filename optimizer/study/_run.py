@@ -118,9 +118,8 @@ class _Space:
                 for group in self.groups.groups[bounds[stage]:bounds[stage + 1]]:
                     if any(acc == kind for acc, _ in group.support):
                         pins[group.anchor] = engine
-        target = load_catalog().target(cfg.target)
         return PlanRequest(objective=cfg.objective, time_limit_s=cfg.time_limit_s, seed=cfg.seed, pins=pins,
-                           sram_bytes=sram if target.accelerator == "dla" else None, explain_infeasible=False)
+                           sram_bytes=sram, explain_infeasible=False)
 
 
 def _score(plan: dict[str, Any], objective: str) -> float:

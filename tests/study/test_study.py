@@ -169,3 +169,18 @@ def test_study_opens_in_optuna_dashboard(tmp_path):
     status: list[str] = []
     body = b"".join(app(environ, lambda s, headers, exc=None: status.append(s)))
     assert status == ["200 OK"] and b'"study_name": "dash"' in body
+
+
+def test_rknn_sram_choice_reaches_the_planner(tmp_path):
+    import optuna
+
+    from optimizer.study._config import load_config as load
+    from optimizer.study._run import _Space
+    path = tmp_path / "r.toml"
+    path.write_text(f'name = "r"\nmodel = "{EXAMPLES / "resnet18.onnx"}"\ntarget = "rk3588"\nobjective = "latency"\n'
+                    "n_trials = 2\nseed = 0\n")
+    space = _Space(load(path))
+    assert space.sram == [0, 978944]
+    off = space.request(optuna.trial.FixedTrial({"sram_bytes": 0, "cuts": 0, "stage_0_engine": "auto"}))
+    on = space.request(optuna.trial.FixedTrial({"sram_bytes": 978944, "cuts": 0, "stage_0_engine": "auto"}))
+    assert (off.sram_bytes, on.sram_bytes) == (0, 978944)
