@@ -308,6 +308,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, json.JSONDecodeError, RecursionError, MemoryError) as exc:
         print(f"edgeplan: error: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}", file=sys.stderr)
         return 2
+    except Exception as exc:  # a bug must still end as one line, never a traceback in a batch log
+        where = getattr(locals().get("args"), "model", None) or getattr(locals().get("args"), "plan", None) or ""
+        print(f"edgeplan: error: {where + ': ' if where else ''}internal error {type(exc).__name__}: "
+              f"{' '.join(str(exc).split())[:300]} (please report)", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -104,6 +104,8 @@ def _window(ctx: NodeContext, kernel_from_weight: bool, transpose: bool = False)
             raise ctx.fail(f"attribute '{name}' has {len(values)} values for {spatial} spatial dims")
         _positive(ctx, name, values, 1)
     auto_pad = ctx.attr("auto_pad", "string", "NOTSET") or "NOTSET"
+    if auto_pad not in ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"):
+        raise ctx.fail(f"auto_pad '{auto_pad}' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID")
     pads = ctx.attr("pads", "ints")
     in_shape = ctx.shape(0)
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
@@ -125,8 +127,6 @@ def _window(ctx: NodeContext, kernel_from_weight: bool, transpose: bool = False)
             pads = tuple(begin + end)
     elif auto_pad == "VALID" or pads is None:
         pads = (0,) * (2 * spatial)
-    elif auto_pad != "NOTSET":
-        raise ctx.fail(f"auto_pad '{auto_pad}' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID")
     if pads is not None:
         if len(pads) != 2 * spatial:
             raise ctx.fail(f"attribute 'pads' has {len(pads)} values; {2 * spatial} expected")

@@ -143,6 +143,23 @@ def node_names(model: onnx.ModelProto) -> list[str]:
     return names
 
 
+def _check_arity(schema: onnx.defs.OpSchema, node: onnx.NodeProto, name: str, shown: str) -> None:
+    """Input and output counts the op's schema allows (trailing empty names are omitted optionals)."""
+    inputs = len(node.input)
+    while inputs and not node.input[inputs - 1]:
+        inputs -= 1
+    outputs = len([o for o in node.output if o])
+    if not schema.min_input <= inputs <= schema.max_input:
+        raise BadInputError(f"op {node.op_type} takes {schema.min_input} to {schema.max_input} inputs, the node has "
+                            f"{inputs}", file=shown, node=name)
+    if not schema.min_output <= max(outputs, 1) <= schema.max_output or outputs == 0:
+        raise BadInputError(f"op {node.op_type} produces {schema.min_output} to {schema.max_output} outputs, the "
+                            f"node names {outputs}", file=shown, node=name)
+    for i, declared in enumerate(node.input[:inputs]):
+        if not declared and i < schema.min_input:
+            raise BadInputError(f"op {node.op_type} input {i} is required but empty", file=shown, node=name)
+
+
 def _validate_structure(model: onnx.ModelProto, names: list[str], opset: int, shown: str) -> list[int]:
     """Ops, domains, SSA, dangling inputs and cycles; returns a topological order."""
     graph = model.graph
@@ -162,7 +179,8 @@ def _validate_structure(model: onnx.ModelProto, names: list[str], opset: int, sh
                 raise BadInputError(f"op '{node.op_type}' is not an ONNX operator", file=shown, node=name)
             if domain == "":
                 try:
-                    onnx.defs.get_schema(node.op_type, opset, domain)
+                    schema = onnx.defs.get_schema(node.op_type, opset, domain)
+                    _check_arity(schema, node, name, shown)
                 except onnx.defs.SchemaError:
                     first = onnx.defs.get_all_schemas_with_history()
                     since = min(s.since_version for s in first if s.name == node.op_type and s.domain == "")
@@ -217,9 +235,11 @@ def _topological(deps: list[set[int]], names: list[str], shown: str) -> list[int
     return order
 
 
-def _infer(model: onnx.ModelProto, shown: str) -> onnx.ModelProto:
+def _infer(model: onnx.ModelProto, shown: str, strict: bool = False) -> onnx.ModelProto:
+    """strict: the model as given must type- and shape-check (a Gemm on a rank-1 tensor is bad input);
+    the folding rounds after it only refine shapes."""
     try:
-        return shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+        return shape_inference.infer_shapes(model, check_type=strict, strict_mode=strict, data_prop=True)
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise BadInputError(f"shape inference failed: {first[:300]}", file=shown) from None
@@ -267,7 +287,7 @@ def _fold_and_infer(model: onnx.ModelProto, order: list[int], opset: int, shown:
     """Alternates shape inference and constant folding until nothing new folds (at most 4 rounds)."""
     known = _inline_initializers(model)
     folded: set[int] = set()
-    inferred = _infer(model, shown)
+    inferred = _infer(model, shown, strict=True)
     for _ in range(4):
         shapes = _shapes_of(inferred)
         progress = False

@@ -43,7 +43,25 @@ def parse_model(data: bytes, shown: str) -> onnx.ModelProto:
         raise BadInputError("not an ONNX model: no graph with nodes (truncated or not ONNX)", file=shown)
     if model.ir_version <= 0:
         raise BadInputError("not an ONNX model: ir_version is missing", file=shown)
+    _check_text(model, shown)
     return model
+
+
+def _check_text(model: onnx.ModelProto, shown: str) -> None:
+    """Protobuf hands back bytes for string fields that are not valid UTF-8 (a corrupted file)."""
+    for graph in iter_graphs(model.graph):
+        for index, node in enumerate(graph.node):
+            fields = [node.name, node.op_type, node.domain, *node.input, *node.output,
+                      *(a.name for a in node.attribute)]
+            if any(not isinstance(f, str) for f in fields):
+                raise BadInputError(f"node {index} has a name, op or tensor that is not valid UTF-8 (corrupted "
+                                    "file)", file=shown)
+        names = [t.name for t in graph.initializer] + [v.name for v in (*graph.input, *graph.output,
+                                                                        *graph.value_info)]
+        if any(not isinstance(n, str) for n in names):
+            raise BadInputError("a tensor name is not valid UTF-8 (corrupted file)", file=shown)
+    if any(not isinstance(i.domain, str) for i in model.opset_import):
+        raise BadInputError("an opset domain is not valid UTF-8 (corrupted file)", file=shown)
 
 
 def default_opset(model: onnx.ModelProto, shown: str) -> int:
@@ -91,6 +109,8 @@ def check_tensors(model: onnx.ModelProto, model_path: Path) -> None:
     shown = str(model_path)
     base = model_path.resolve().parent
     for node_name, tensor in _iter_tensors(model):
+        if not isinstance(tensor.name, str):
+            raise BadInputError("a tensor name is not valid UTF-8 (corrupted file)", file=shown)
         if any(d < 0 for d in tensor.dims):
             raise BadInputError(f"tensor '{tensor.name}' has a negative dim {list(tensor.dims)}",
                                 file=shown, node=node_name or None)
@@ -102,11 +122,14 @@ def check_tensors(model: onnx.ModelProto, model_path: Path) -> None:
                                 file=shown, node=node_name or None)
         if tensor.data_location != onnx.TensorProto.EXTERNAL:
             continue
+        if any(not isinstance(e.key, str) or not isinstance(e.value, str) for e in tensor.external_data):
+            raise BadInputError(f"tensor '{tensor.name}' has external-data fields that are not valid UTF-8 "
+                                "(corrupted file)", file=shown, node=node_name or None)
         entries = {e.key: e.value for e in tensor.external_data}
         location = entries.get("location", "")
-        if not location:
-            raise BadInputError(f"tensor '{tensor.name}' has external data without a location",
-                                file=shown, node=node_name or None)
+        if not location or "\0" in location:
+            raise BadInputError(f"tensor '{tensor.name}' has an external-data location that is empty or holds a "
+                                "NUL byte; refused", file=shown, node=node_name or None)
         if os.path.isabs(location) or location.startswith(("\\", "/")) or ":" in location.split("/")[0]:
             raise BadInputError(f"tensor '{tensor.name}' external-data location '{location}' is absolute; "
                                 "refused (must stay inside the model's folder)",
