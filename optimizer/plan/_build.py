@@ -95,11 +95,14 @@ def optimize(model_path: str, target_id: str, request: PlanRequest, *,
     try:
         result = PlanModel(model, report, catalog, request).solve(hint)
     except InfeasibleError as exc:
-        names = []
-        if "time-limit" not in exc.message and request.explain_infeasible:
-            names = PlanModel(model, report, catalog, request, explain=True).conflict()
-        detail = f"; constraints in conflict: {', '.join(names)}" if names else ""
-        raise InfeasibleError(f"{exc.message}{detail}", file=graph.path, node=exc.node) from None
+        timed_out = "time-limit" in exc.message
+        if not (timed_out and _unconstrained(request)):
+            names = []
+            if not timed_out and request.explain_infeasible:
+                names = PlanModel(model, report, catalog, request, explain=True).conflict()
+            detail = f"; constraints in conflict: {', '.join(names)}" if names else ""
+            raise InfeasibleError(f"{exc.message}{detail}", file=graph.path, node=exc.node) from None
+        result = _baseline_result(model, hint)  # a valid plan exists: hand it over with its gap
     timings["solve_s"] = time.monotonic() - solve_started
     breakdown = evaluate(model, result.placements)
     subgraphs = build_subgraphs(groups, result.placements)
@@ -120,6 +123,21 @@ def optimize(model_path: str, target_id: str, request: PlanRequest, *,
     }
     return Planned(plan=plan, run=run, report=report, groups=groups, model=model, placements=result.placements,
                    breakdown=breakdown, subgraphs=subgraphs, baselines=base)
+
+
+def _unconstrained(request: PlanRequest) -> bool:
+    """No request the baselines could violate (they ignore pins, budgets and caps)."""
+    return not (request.pins or request.precision_pins or request.int8_budget is not None
+                or request.latency_cap_ms is not None or request.dla_standalone or request.max_loadables
+                or request.objective != "latency")
+
+
+def _baseline_result(model: LatencyModel, hint: tuple[Placement, ...]) -> SolveResult:
+    """The solver found no plan in time: the best baseline, FEASIBLE, with no proven bound (gap 100%)."""
+    total = evaluate(model, hint).total_ns
+    return SolveResult(placements=hint, status="FEASIBLE", objective_ns=total, bound_ns=0, total_ns=total,
+                       wall_s=0.0, iterations=0, num_variables=0, num_constraints=0,
+                       choices=tuple(() for _ in hint))
 
 
 def _ms(ns: float) -> float:

@@ -295,3 +295,24 @@ def test_latency_cap_for_throughput(tmp_path, favour_dla):
         _solve(path, "orin-agx", favour_dla, objective="throughput", latency_cap_ms=cap * 0.01)
     capped = _solve(path, "orin-agx", favour_dla, objective="throughput", latency_cap_ms=cap * 10)
     assert capped.plan["predicted"]["latency_ms"] <= cap * 10
+
+
+def test_no_plan_in_time_hands_over_the_best_baseline(tmp_path):
+    """A graph too large for the time limit still gets a valid plan (the best baseline) with its gap."""
+    from onnx import helper
+
+    from tests.conftest import save_model, value, weight
+    nodes, src = [], "x"
+    for i in range(400):
+        dst = "y" if i == 399 else f"t{i}"
+        nodes.append(helper.make_node("Conv" if i % 2 == 0 else "Exp", [src, "w"] if i % 2 == 0 else [src], [dst],
+                                      name=f"n{i}", **({"kernel_shape": [1, 1]} if i % 2 == 0 else {})))
+        src = dst
+    path = save_model(tmp_path / "long.onnx", nodes, [value("x", [1, 8, 8, 8])], [value("y", None)],
+                      [weight("w", [8, 8, 1, 1])])
+    planned = optimize(str(path), "orin-agx", PlanRequest(time_limit_s=0.01))
+    solver = planned.plan["solver"]  # deterministic time limits: the same outcome on any machine
+    assert (solver["status"], solver["bound_ms"], solver["gap"]) == ("FEASIBLE", 0.0, 1.0)
+    assert validate_plan(planned.plan, CATALOG, str(path)) == []
+    with pytest.raises(InfeasibleError, match="time-limit"):
+        optimize(str(path), "orin-agx", PlanRequest(time_limit_s=0.01, pins={"n0": "dla"}))
