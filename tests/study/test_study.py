@@ -133,6 +133,22 @@ def test_two_workers_on_postgresql_give_the_exact_count(tmp_path):
     assert (tmp_path / "w0" / "plan.json").read_bytes() == (tmp_path / "w1" / "plan.json").read_bytes()
 
 
+def test_two_workers_on_one_sqlite_file_give_the_exact_count(tmp_path):
+    """The file lock beside the database is what keeps two local workers from overshooting n_trials."""
+    import optuna
+    config = _config(tmp_path, n_trials=8, name="shared")
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    workers = [subprocess.Popen([EDGEPLAN, "study", str(config), "--out", str(tmp_path / f"w{i}"), "--storage", url],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+    for worker in workers:
+        _, err = worker.communicate(timeout=300)
+        assert worker.returncode == 0, err
+    study = optuna.load_study(study_name="shared", storage=url)
+    assert sorted(t.number for t in study.trials) == list(range(8))
+    assert all(t.state.name in ("COMPLETE", "PRUNED") for t in study.trials)
+    assert (tmp_path / "w0" / "plan.json").read_bytes() == (tmp_path / "w1" / "plan.json").read_bytes()
+
+
 def test_corrupted_storage_is_a_clear_error(tmp_path):
     folder = tmp_path / "out"
     run_study(str(_config(tmp_path, n_trials=2)), str(folder))
