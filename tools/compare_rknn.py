@@ -68,7 +68,7 @@ def main() -> int:
                 report = check_graph(graph, catalog, soc)
                 for precision in catalog.target(soc).precisions["npu"]:
                     out = subprocess.run([args.rknn_python, "-c", _CONVERT.format(tools=tools), str(path), soc,
-                                          precision, json.dumps(list(shape))], capture_output=True, text=True)
+                                          precision, json.dumps(list(shape))], capture_output=True, text=True, cwd=tmp)
                     result = json.loads(out.stdout.strip().splitlines()[-1])
                     placed: dict[str, set[str]] = {}
                     for _kind, _dtype, where, full in result["rows"]:

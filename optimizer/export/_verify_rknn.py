@@ -96,7 +96,7 @@ def verify_rknn(plan: Mapping[str, Any], model_path: str, rknn_python: str, time
         log_path = Path(tmp) / "build.log"
         result = subprocess.run([rknn_python, "-c", _CONVERT, str(local), plan["target"], precision,
                                  json.dumps(list(shape)), str(log_path)], capture_output=True, text=True,
-                                timeout=timeout_s)
+                                timeout=timeout_s, cwd=tmp)  # the toolkit drops check*.onnx in its cwd
         text = re.sub(r"\x1b\[[0-9;]*m", "", log_path.read_text(errors="replace") if log_path.exists() else "")
     built = '"ok": true' in text
     if result.returncode != 0 and not built:

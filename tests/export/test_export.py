@@ -186,11 +186,14 @@ def test_rknn_convert_round_trip_keeps_fp16_layers(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.skipif(not RKNN_PYTHON, reason="RKNN_PYTHON (rknn-toolkit2's own venv) is not set")
-def test_verify_rknn_agrees_with_the_toolkit(tmp_path):
+def test_verify_rknn_agrees_with_the_toolkit(tmp_path, monkeypatch):
     from optimizer.export._verify_rknn import verify_rknn
     model = _branchy(tmp_path)
     _, plan = _plan(tmp_path, model, "rk3566")
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
     comparison = verify_rknn(plan, str(model), RKNN_PYTHON)
+    assert list((tmp_path / "cwd").iterdir()) == []  # the toolkit's check*.onnx stay in its temp folder
     assert comparison.built and comparison.agree >= 3 and comparison.disagreements == ()
     wrong = dict(plan, layers=[dict(layer, device="npu") if layer["node"] == "exp" else layer
                                for layer in plan["layers"]])
