@@ -92,6 +92,7 @@ class PlanModel:
         self.model = cp_model.CpModel()
         self.assumptions: dict[str, cp_model.IntVar] = {}
         self.cuts = 0
+        self.neighbours = self._group_neighbours()
         self._choices()
         self._slots()
         self._request_constraints()
@@ -235,6 +236,13 @@ class PlanModel:
     def _group_edges(self) -> list[tuple[int, int]]:
         return sorted({(e.src, e.dst) for e in self.lm.groups.edges if e.src >= 0})
 
+    def _group_neighbours(self) -> dict[int, set[int]]:
+        neighbours: dict[int, set[int]] = {}
+        for a, b in self._group_edges():
+            neighbours.setdefault(a, set()).add(b)
+            neighbours.setdefault(b, set()).add(a)
+        return neighbours
+
     def _convexity(self) -> None:
         """DLA-LOADABLES convexity: no path leaves a loadable and re-enters it (TensorRT cannot build a
         loadable that depends on itself through the GPU). A group downstream of a member (after) and
@@ -279,18 +287,22 @@ class PlanModel:
                 stack.extend(nxt.get(g, ()))
         return seen
 
+    def _parts(self, placements: tuple[Placement, ...]) -> list[list[set[int]]]:
+        """Per used loadable (in slot order), its connected parts; more than one part means split."""
+        slots = sorted({p.loadable for p in placements if p.loadable >= 0})
+        return [_components({g for g, p in enumerate(placements) if p.loadable == slot}, self.neighbours)
+                for slot in slots]
+
     def add_connectivity_cuts(self, placements: tuple[Placement, ...]) -> int:
         """Each loadable must be connected: for a split slot, one part plus any other member needs a neighbour."""
-        neighbours = self._neighbours()
         added = 0
-        for slot in sorted({p.loadable for p in placements if p.loadable >= 0}):
-            members = {g for g, p in enumerate(placements) if p.loadable == slot}
-            parts = _components(members, neighbours)
+        for parts in self._parts(placements):
             if len(parts) < 2:
                 continue
+            members = set().union(*parts)
             for part in parts:
                 outside = sorted(members - part)
-                border = sorted({n for g in part for n in neighbours.get(g, ()) if n not in part
+                border = sorted({n for g in part for n in self.neighbours.get(g, ()) if n not in part
                                  and n in self.dla_groups})
                 for s in self.slots:
                     lhs = sum(self.inslot[g, s] for g in part) + self.inslot[outside[0], s] - len(part)
@@ -333,7 +345,7 @@ class PlanModel:
                         terms.append((round(score * SCALE_SENSITIVITY), self.prec[g]["int8"]))
             budget = math.floor(req.int8_budget * SCALE_SENSITIVITY)
             if terms:
-                self._enforce(m.add(_lin([(c, v) for c, v in terms]) <= budget), "--int8-budget")
+                self._enforce(m.add(_lin(terms) <= budget), "--int8-budget")
         if req.dla_standalone:
             for g in range(len(self.groups)):
                 self._enforce(m.add(self._on(g, "gpu") == 0), "--dla-standalone")
@@ -386,7 +398,7 @@ class PlanModel:
                 if (g, s) in self.inslot:
                     engines[f"slot{s}"] = self.inslot[g, s]
             return engines
-        return {k: v for k, v in self.on[g].items()}
+        return dict(self.on[g])
 
     def _transfers(self) -> None:
         m = self.model
@@ -529,14 +541,15 @@ class PlanModel:
             self.hint(placements)
         objective = round(solver.objective_value)
         bound = min(round(solver.best_objective_bound), objective)
-        proven = status == cp_model.OPTIMAL and not self._split(placements)
-        if self._split(placements):
+        split = self._split(placements)
+        proven = status == cp_model.OPTIMAL and not split
+        if split:
             placements = self.repair(placements, hint)
         if self.request.objective != "latency" and proven and time.monotonic() < deadline:
             # The tie-break gets as much *deterministic* time as the proof it refines: a wall-clock budget
             # would make the chosen plan depend on the machine's speed and load.
             budget = max(1.0, solver.deterministic_time)
-            placements, proven = self._second_phase(objective, placements, deadline, budget)
+            placements = self._second_phase(objective, placements, deadline, budget)
         proto = self.model.proto
         return SolveResult(
             placements=placements, status="OPTIMAL" if proven else "FEASIBLE", objective_ns=objective,
@@ -548,33 +561,19 @@ class PlanModel:
                ) -> tuple[Placement, ...]:
         """Out of time with a split loadable: relabel its parts as loadables of their own if the limit
         allows, else return the (valid) hint."""
-        neighbours = self._neighbours()
-        parts = []
-        for slot in sorted({p.loadable for p in placements if p.loadable >= 0}):
-            members = {g for g, p in enumerate(placements) if p.loadable == slot}
-            parts.extend(sorted(_components(members, neighbours), key=min))
+        parts = [part for slot_parts in self._parts(placements) for part in slot_parts]
         if len(parts) <= self.limit or fallback is None:
             label = {g: k for k, part in enumerate(sorted(parts, key=min)) for g in part}
             return tuple(Placement(p.option, p.core, label.get(g, -1)) for g, p in enumerate(placements))
         return fallback
 
-    def _neighbours(self) -> dict[int, set[int]]:
-        neighbours: dict[int, set[int]] = {}
-        for a, b in self._group_edges():
-            neighbours.setdefault(a, set()).add(b)
-            neighbours.setdefault(b, set()).add(a)
-        return neighbours
-
     def _split(self, placements: tuple[Placement, ...]) -> bool:
-        neighbours = self._neighbours()
-        for slot in {p.loadable for p in placements if p.loadable >= 0}:
-            members = {g for g, p in enumerate(placements) if p.loadable == slot}
-            if len(_components(members, neighbours)) > 1:
-                return True
-        return False
+        return any(len(parts) > 1 for parts in self._parts(placements))
 
-    def _second_phase(self, best: int, placements, deadline: float, deterministic_budget: float):
-        """Among plans with the optimal busiest-engine time, the one with the lowest latency."""
+    def _second_phase(self, best: int, placements: tuple[Placement, ...], deadline: float,
+                      deterministic_budget: float) -> tuple[Placement, ...]:
+        """Among plans with the optimal busiest-engine time, the one with the lowest latency; the
+        incoming plan stays proven optimal for the busiest engine whatever this phase finds."""
         self.model.add(self.goal <= best)
         self.model.minimize(self.total)
         self.hint(placements)
@@ -584,8 +583,8 @@ class PlanModel:
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             candidate = self.extract(solver)
             if not self._split(candidate):
-                return candidate, True
-        return placements, True
+                return candidate
+        return placements
 
     def conflict(self) -> list[str]:
         """Names of the assumptions in a sufficient infeasible core (explain mode)."""
