@@ -6,6 +6,7 @@ from optimizer.latency._evaluate import (
     Transfer,
     evaluate,
     group_options,
+    reformat_engine,
     tensor_routes,
     transfer_engine,
 )
@@ -14,4 +15,4 @@ from optimizer.latency._profile import OP_CLASSES, DeviceConstants, Profile, loa
 
 __all__ = ["OP_CLASSES", "SPARSE_KEEP", "Breakdown", "DeviceConstants", "LatencyModel", "Option", "Placement",
            "Profile", "Transfer", "evaluate", "group_options", "load_profile", "op_class", "parse_profile",
-           "tensor_routes", "transfer_engine"]
+           "reformat_engine", "tensor_routes", "transfer_engine"]

@@ -63,12 +63,16 @@ def transfer_engine(target: Target) -> str:
     return "gpu" if target.accelerator == "dla" else "cpu"
 
 
+def reformat_engine(target: Target) -> str:
+    return "gpu" if target.accelerator == "dla" else "npu"
+
+
 def tensor_routes(model: LatencyModel) -> list[tuple[str, int, tuple[int, ...]]]:
     """(tensor, producing group, consumer groups) for every tensor crossing a group boundary."""
     by_tensor: dict[tuple[str, int], set[int]] = {}
     for edge in model.groups.edges:
         by_tensor.setdefault((edge.tensor, edge.src), set()).add(edge.dst)
-    return [(t, src, tuple(sorted(dst))) for (t, src), dst in sorted(by_tensor.items(), key=lambda x: x[0])]
+    return [(t, src, tuple(sorted(dst))) for (t, src), dst in sorted(by_tensor.items())]
 
 
 def evaluate(model: LatencyModel, placements: tuple[Placement, ...], default_formats: bool = False) -> Breakdown:
@@ -79,6 +83,7 @@ def evaluate(model: LatencyModel, placements: tuple[Placement, ...], default_for
     for p, ns in zip(placements, group_ns):
         busy[p.device] = busy.get(p.device, 0) + ns
     copier = transfer_engine(model.target)
+    reformatter = reformat_engine(model.target)
     transfers = []
     changes = []
     for tensor, src, consumers in tensor_routes(model):
@@ -98,8 +103,7 @@ def evaluate(model: LatencyModel, placements: tuple[Placement, ...], default_for
             if consumer.option.precision != producer.option.precision:
                 ns = model.precision_change_ns(tensor)
                 changes.append((tensor, dst, ns))
-                engine = copier if model.target.accelerator == "dla" else "npu"
-                busy[engine] = busy.get(engine, 0) + ns
+                busy[reformatter] = busy.get(reformatter, 0) + ns
     loadables = tuple(sorted({p.loadable for p in placements if p.loadable >= 0}))
     launch = model.launch_ns() if model.target.accelerator == "dla" else 0
     for slot in loadables:
@@ -117,7 +121,7 @@ def group_options(model: LatencyModel, group_index: int, allowed: frozenset[str]
     group = model.groups.groups[group_index]
     options = []
     for device in ("dla", "npu", "gpu", "cpu"):
-        if device not in target.precisions and not (device == "dla" and "dla" in target.precisions):
+        if device not in target.precisions:
             continue
         for precision in target.precisions[device]:
             if (device, precision) not in group.support:

@@ -17,7 +17,15 @@ from ortools.sat.python import cp_model
 from optimizer.catalog import Catalog
 from optimizer.check import CheckReport
 from optimizer.errors import BadInputError, InfeasibleError
-from optimizer.latency import LatencyModel, Option, Placement, group_options, tensor_routes
+from optimizer.latency import (
+    LatencyModel,
+    Option,
+    Placement,
+    group_options,
+    reformat_engine,
+    tensor_routes,
+    transfer_engine,
+)
 from optimizer.solver._request import PlanRequest
 
 SCALE_SENSITIVITY = 1_000_000
@@ -442,9 +450,8 @@ class PlanModel:
             for choice, var in zip(self.choices[g], self.x[g]):
                 device = f"dla{choice.core}" if choice.option.device == "dla" else choice.option.device
                 busy.setdefault(device, []).append((choice.cost_ns, var))
-        copier = "gpu" if self.jetson else "cpu"
-        busy.setdefault(copier, []).extend(self.transfer_terms)
-        busy.setdefault("gpu" if self.jetson else "npu", []).extend(self.change_terms)
+        busy.setdefault(transfer_engine(self.target), []).extend(self.transfer_terms)
+        busy.setdefault(reformat_engine(self.target), []).extend(self.change_terms)
         launch = self.lm.launch_ns() if self.jetson else 0
         for s in self.slots:
             for c in (0, 1):
