@@ -59,6 +59,10 @@ class GroupGraph:
     def consumers(self, tensor: str) -> tuple[int, ...]:
         return tuple(sorted({e.dst for e in self.edges if e.tensor == tensor}))
 
+    def group_edges(self) -> list[tuple[int, int]]:
+        """Distinct (producer group, consumer group) pairs; edges from model inputs are left out."""
+        return sorted({(e.src, e.dst) for e in self.edges if e.src >= 0})
+
 
 class Contraction:
     """Union-find over nodes with the quotient graph's edges kept up to date on every merge."""

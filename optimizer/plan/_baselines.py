@@ -17,9 +17,13 @@ def _fastest(model: LatencyModel, g: int, device: str, allowed: frozenset[str]) 
     return min(options, key=lambda o: (model.option_ns(group, o), o.precision))
 
 
+def _on_gpu(model: LatencyModel, g: int, allowed: frozenset[str]) -> Placement:
+    """The fastest allowed GPU precision; the GPU runs everything, so with none allowed, any."""
+    return Placement(_fastest(model, g, "gpu", allowed) or _fastest(model, g, "gpu", ALL))
+
+
 def gpu_only(model: LatencyModel, allowed: frozenset[str] = ALL) -> tuple[Placement, ...]:
-    return tuple(Placement(_fastest(model, g, "gpu", allowed) or _fastest(model, g, "gpu", ALL))
-                 for g in range(len(model.groups.groups)))
+    return tuple(_on_gpu(model, g, allowed) for g in range(len(model.groups.groups)))
 
 
 def trt_default(model: LatencyModel, limit: int, allowed: frozenset[str] = ALL) -> tuple[Placement, ...]:
@@ -31,7 +35,7 @@ def trt_default(model: LatencyModel, limit: int, allowed: frozenset[str] = ALL) 
         if dla:
             placements.append(Placement(Option("dla", dla[0]), core=0, loadable=0))
         else:
-            placements.append(Placement(_fastest(model, g, "gpu", allowed) or _fastest(model, g, "gpu", ALL)))
+            placements.append(_on_gpu(model, g, allowed))
     return assign_loadables(model, tuple(placements), limit, allowed)
 
 
@@ -46,8 +50,7 @@ def assign_loadables(model: LatencyModel, placements: tuple[Placement, ...], lim
             return tuple(Placement(p.option, p.core, label.get(g, -1)) for g, p in enumerate(placements))
         spill = set(regions[limit].groups)
         placements = tuple(
-            Placement(_fastest(model, g, "gpu", allowed) or _fastest(model, g, "gpu", ALL)) if g in spill else p
-            for g, p in enumerate(placements))
+            _on_gpu(model, g, allowed) if g in spill else p for g, p in enumerate(placements))
 
 
 def npu_default(model: LatencyModel, allowed: frozenset[str] = ALL) -> tuple[Placement, ...]:

@@ -15,7 +15,7 @@ from optimizer.check import CheckReport, check_graph, model_block
 from optimizer.errors import BadInputError, InfeasibleError
 from optimizer.fusion import GroupGraph, build_groups
 from optimizer.ir import BYTES_PER_ELEMENT, load_model
-from optimizer.latency import Breakdown, LatencyModel, Placement, evaluate, load_profile
+from optimizer.latency import Breakdown, LatencyModel, Placement, evaluate, load_profile, tensor_routes
 from optimizer.plan._baselines import baselines
 from optimizer.plan._subgraphs import Subgraph, build_subgraphs
 from optimizer.solver import PlanModel, PlanRequest, SolveResult
@@ -151,7 +151,7 @@ def _predicted(request: PlanRequest, breakdown: Breakdown) -> dict[str, float]:
         cycle = max(busy.values()) if busy else latency
         frames = 1
     elif request.objective == "dual-stream":
-        cycle = max([busy.get("dla0", 0)] + [2 * v for k, v in busy.items() if k in ("gpu",)])
+        cycle = max(busy.get("dla0", 0), 2 * busy.get("gpu", 0))
         frames = 2
     else:
         cycle, frames = latency, 1
@@ -297,8 +297,6 @@ def _subgraph_json(s: Subgraph, graph, groups: GroupGraph, model: LatencyModel, 
 
 
 def _costs_json(groups: GroupGraph, model: LatencyModel, result: SolveResult) -> dict[str, Any]:
-    from optimizer.latency import tensor_routes
-
     layers = []
     for g, group in enumerate(groups.groups):
         layers.append({"group": g, "anchor": group.anchor, "members": list(group.members),

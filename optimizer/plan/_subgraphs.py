@@ -33,8 +33,7 @@ def _other_path(c: Contraction, a: int, b: int) -> bool:
 
 def build_subgraphs(groups: GroupGraph, placements: tuple[Placement, ...]) -> tuple[Subgraph, ...]:
     n = len(placements)
-    edges = sorted({(e.src, e.dst) for e in groups.edges if e.src >= 0})
-    c = Contraction(n, edges)
+    c = Contraction(n, groups.group_edges())
     for slot in sorted({p.loadable for p in placements if p.loadable >= 0}):
         members = [g for g, p in enumerate(placements) if p.loadable == slot]
         for g in members[1:]:  # the solver made each loadable convex and connected

@@ -241,12 +241,9 @@ class PlanModel:
             m.add(self.used[s] <= sum(self.inslot[g, s] for g in self.dla_groups))
         self._convexity()
 
-    def _group_edges(self) -> list[tuple[int, int]]:
-        return sorted({(e.src, e.dst) for e in self.lm.groups.edges if e.src >= 0})
-
     def _group_neighbours(self) -> dict[int, set[int]]:
         neighbours: dict[int, set[int]] = {}
-        for a, b in self._group_edges():
+        for a, b in self.lm.groups.group_edges():
             neighbours.setdefault(a, set()).add(b)
             neighbours.setdefault(b, set()).add(a)
         return neighbours
@@ -257,7 +254,7 @@ class PlanModel:
         upstream of a member (before) must itself be a member. after/before are only bounded below, so
         minimisation keeps them at the reachability they encode."""
         m = self.model
-        edges = self._group_edges()
+        edges = self.lm.groups.group_edges()
         succ: dict[int, list[int]] = {}
         pred: dict[int, list[int]] = {}
         for a, b in edges:
