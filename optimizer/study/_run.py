@@ -26,7 +26,7 @@ from typing import Any
 import optuna
 
 from optimizer import __version__
-from optimizer.catalog import load_catalog
+from optimizer.catalog import Catalog, Target, load_catalog
 from optimizer.check import check_graph
 from optimizer.errors import BadInputError, EdgeplanError
 from optimizer.fileio import atomic_write_text, dumps_json, sha256_file, write_json
@@ -50,9 +50,7 @@ class StudyOutcome:
     baseline_value: float
 
 
-def _sram_choices(config: StudyConfig) -> list[int]:
-    catalog = load_catalog()
-    target = catalog.target(config.target)
+def _sram_choices(catalog: Catalog, target: Target) -> list[int]:
     if target.accelerator == "dla":
         top = int(target.figure("dla_sram_bytes"))
         minimum = int(catalog.rule("DLA-POOL-POW2").params["min_bytes"])
@@ -65,11 +63,11 @@ def _sram_choices(config: StudyConfig) -> list[int]:
     return [0, sram] if sram else [0]
 
 
-def _engines(config: StudyConfig) -> list[str]:
+def _engines(target: Target) -> list[str]:
     """A stage is left to the planner ("auto") or forced onto the fallback engine (the head of a
     "DLA backbone + GPU head" split, seed 004); forcing the accelerator instead would make most cut
     positions infeasible (loadable limit), so the planner keeps deciding the accelerator side."""
-    return [load_catalog().target(config.target).fallback]
+    return [target.fallback]
 
 
 class _Space:
@@ -77,16 +75,17 @@ class _Space:
 
     def __init__(self, config: StudyConfig) -> None:
         self.config = config
-        catalog = load_catalog()
+        self.catalog = load_catalog()
+        self.target = self.catalog.target(config.target)
         graph = load_model(config.model, config.input_shapes or None)
-        report = check_graph(graph, catalog, config.target)
+        report = check_graph(graph, self.catalog, config.target)
         self.groups = build_groups(report)
-        self.sram = _sram_choices(config)
-        self.engines = _engines(config)
+        self.sram = _sram_choices(self.catalog, self.target)
+        self.engines = _engines(self.target)
         self.default_sram = self._default_sram()
 
     def _default_sram(self) -> int:
-        target = load_catalog().target(self.config.target)
+        target = self.target
         profile = load_profile(target.family)
         pools = profile.memory_pools.get("dla_sram_bytes", {}) if target.accelerator == "dla" else {}
         value = int(pools.get(target.generation, 0)) if pools else int(target.features.get("sram_bytes", 0))
@@ -208,9 +207,9 @@ def _recover(study: optuna.Study) -> int:
     return len(running)
 
 
-def _execute(cfg: StudyConfig, folder: Path, storage_url: str, recover: bool = False) -> optuna.Study:
+def _execute(space: _Space, storage_url: str, recover: bool = False) -> optuna.Study:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    space = _Space(cfg)
+    cfg = space.config
     with _lock(storage_url):  # also serialises creating the storage's schema on a fresh database
         storage = _storage(storage_url)
         study = optuna.create_study(study_name=cfg.name, storage=storage, direction="minimize",
@@ -246,13 +245,13 @@ def _package_versions() -> dict[str, str]:
     return out
 
 
-def _write_artifacts(cfg: StudyConfig, folder: Path, study: optuna.Study, storage_url: str,
+def _write_artifacts(space: _Space, folder: Path, study: optuna.Study, storage_url: str,
                      command: Sequence[str]) -> StudyOutcome:
+    cfg = space.config
     completed = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     if not completed:
         raise EdgeplanError("no trial produced a plan; see trials.csv for the errors", file=str(folder))
     best = min(completed, key=lambda t: (t.value, t.number))
-    space = _Space(cfg)
     request = space.request(optuna.trial.FixedTrial(best.params))
     planned = optimize(str(cfg.model), cfg.target, request, input_shapes=cfg.input_shapes or None)
     write_json(folder / "plan.json", planned.plan)
@@ -267,8 +266,7 @@ def _write_artifacts(cfg: StudyConfig, folder: Path, study: optuna.Study, storag
     atomic_write_text(folder / "trials.csv", buffer.getvalue())
     baseline = next((t.value for t in sorted(study.trials, key=lambda t: t.number)
                      if t.state == optuna.trial.TrialState.COMPLETE), best.value)
-    catalog = load_catalog()
-    target = catalog.target(cfg.target)
+    catalog, target = space.catalog, space.target
     manifest = {
         "schema": "edgeplan.study/v1", "tool_version": __version__, "name": cfg.name,
         "python": platform.python_version(), "packages": _package_versions(),
@@ -303,8 +301,9 @@ def run_study(config_path: str, out_dir: str | None = None, storage: str | None 
                       .replace(f'"{cfg.raw["model"]}"', f'"{cfg.model}"', 1))
     write_json(folder / "storage.json", {"url": storage_url.split("@")[-1] if "@" in storage_url else storage_url,
                                          "shared": storage is not None})
-    study = _execute(cfg, folder, storage_url)
-    return _write_artifacts(cfg, folder, study, storage_url, command or sys.argv)
+    space = _Space(cfg)
+    study = _execute(space, storage_url)
+    return _write_artifacts(space, folder, study, storage_url, command or sys.argv)
 
 
 def resume_study(folder: str, storage: str | None = None) -> StudyOutcome:
@@ -314,8 +313,9 @@ def resume_study(folder: str, storage: str | None = None) -> StudyOutcome:
         raise BadInputError("not a study folder (no config.toml)", file=folder)
     cfg = load_config(config)
     url = storage or f"sqlite:///{(folder_path / 'study.db').resolve()}"
-    study = _execute(cfg, folder_path, url, recover=storage is None)
-    return _write_artifacts(cfg, folder_path, study, url, sys.argv)
+    space = _Space(cfg)
+    study = _execute(space, url, recover=storage is None)
+    return _write_artifacts(space, folder_path, study, url, sys.argv)
 
 
 def reproduce_study(folder: str) -> tuple[bool, str]:
