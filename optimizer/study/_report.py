@@ -44,6 +44,7 @@ def _history_svg(study: optuna.Study) -> str:
 
 
 def _importance_svg(study: optuna.Study) -> str:
+    """Equal importances come back in hash order, which changes from process to process: ties sort by name."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # few trials per parameter regime: the table says so below
@@ -52,7 +53,7 @@ def _importance_svg(study: optuna.Study) -> str:
         importances = {}
     if not importances:
         return "<p>Not enough completed trials with varying parameters to rank their importance.</p>"
-    rows = list(importances.items())
+    rows = sorted(importances.items(), key=lambda kv: (-round(kv[1], 6), kv[0]))
     width, bar = 640, 22
     svg = [f'<svg width="{width}" height="{bar * len(rows) + 10}" role="img" aria-label="parameter importances">']
     for i, (name, value) in enumerate(rows):

@@ -50,6 +50,18 @@ def test_reproduce_is_byte_identical_in_a_fresh_process(tmp_path):
     assert "byte-identical" in result.stdout
 
 
+def test_same_config_and_seed_give_identical_artifacts_under_any_hash_seed(tmp_path):
+    """report.html too: equal parameter importances once came out in the process's string-hash order."""
+    config = _config(tmp_path, n_trials=12)
+    for hash_seed in ("1", "2"):
+        env = dict(os.environ, PYTHONHASHSEED=hash_seed)
+        result = subprocess.run([EDGEPLAN, "study", str(config), "--out", str(tmp_path / hash_seed)], env=env,
+                                capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stderr
+    for name in ("plan.json", "trials.csv", "report.html"):
+        assert (tmp_path / "1" / name).read_bytes() == (tmp_path / "2" / name).read_bytes(), name
+
+
 def test_reproduce_reports_a_difference(tmp_path):
     run_study(str(_config(tmp_path)), str(tmp_path / "out"))
     plan = tmp_path / "out" / "plan.json"
