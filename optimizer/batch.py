@@ -83,9 +83,7 @@ def plan_jobs(models: Sequence[Path], targets: Sequence[str], out: Path, time_li
 
 def run_job(job: Job) -> dict[str, Any]:
     """One model on one target; never raises, the outcome is the row."""
-    from optimizer.fileio import atomic_write_text as write_text
-    from optimizer.plan import optimize
-    from optimizer.plan._report import markdown_report
+    from optimizer.plan import optimize, write_plan_files
     from optimizer.solver import PlanRequest
 
     started = time.monotonic()
@@ -93,9 +91,7 @@ def run_job(job: Job) -> dict[str, Any]:
     row: dict[str, Any] = {"model": job.model, "target": job.target, "status": "ok", "error": ""}
     try:
         planned = optimize(job.model, job.target, PlanRequest(objective=job.objective, time_limit_s=job.time_limit_s))
-        write_json(folder / "plan.json", planned.plan)
-        write_json(folder / "run.json", planned.run)
-        write_text(folder / "report.md", markdown_report(planned))
+        write_plan_files(planned, folder)
         plan = planned.plan
         layers = [layer for layer in plan["layers"] if layer.get("role") != "constant"]
         accelerated = sum(layer["device"] not in ("gpu", "cpu") for layer in layers)

@@ -69,8 +69,8 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _optimize(args: argparse.Namespace) -> int:
-    from optimizer.plan import optimize
-    from optimizer.plan._report import markdown_report, terminal_summary
+    from optimizer.plan import optimize, write_plan_files
+    from optimizer.plan._report import terminal_summary
     from optimizer.solver._sensitivity import load_sensitivity
 
     shapes = parse_input_shapes(args.input_shape or [])
@@ -91,11 +91,7 @@ def _optimize(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise BadInputError("--out exists and is not a directory", file=str(out))
-    write_json(out / "plan.json", planned.plan)
-    write_json(out / "run.json", planned.run)
-    from optimizer.fileio import atomic_write_text
-
-    atomic_write_text(out / "report.md", markdown_report(planned))
+    write_plan_files(planned, out)
     sys.stdout.write(terminal_summary(planned, str(out)))
     return 0
 

@@ -3,8 +3,17 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from pathlib import Path
 
+from optimizer.fileio import atomic_write_text, write_json
 from optimizer.plan._build import Planned
+
+
+def write_plan_files(planned: Planned, folder: Path) -> None:
+    """plan.json, run.json and report.md: what `optimize` and every batch job leave behind."""
+    write_json(folder / "plan.json", planned.plan)
+    write_json(folder / "run.json", planned.run)
+    atomic_write_text(folder / "report.md", markdown_report(planned))
 
 
 def _why_not(planned: Planned, node: str) -> str:
