@@ -6,23 +6,19 @@ Prints wall time per worker count and the speedup (target >= 1.8x with 2 workers
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-DYNAMIC = ("tv_mobilenet_v2_dynbatch", "unet_convtranspose_dynbatch", "transformer_encoder_dynseq")
+from _zoo import DYNAMIC_SHAPES, EDGEPLAN, zoo_parser
 
 
 def main() -> int:
-    repo = Path(__file__).resolve().parents[1]
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--zoo", default=str(repo.parent / "shared" / "zoo"))
-    args = parser.parse_args()
-    exe = str(Path(sys.executable).parent / "edgeplan")
-    models = [str(p) for p in sorted(Path(args.zoo).glob("*.onnx")) if p.stem not in DYNAMIC]
+    args = zoo_parser().parse_args()
+    exe = EDGEPLAN
+    models = [str(p) for p in sorted(Path(args.zoo).glob("*.onnx")) if p.stem not in DYNAMIC_SHAPES]
     walls = {}
     for workers in (1, 2):
         with tempfile.TemporaryDirectory() as tmp:

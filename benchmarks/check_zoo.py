@@ -6,7 +6,6 @@ The target is under 10 s per model and target; prints the slowest cases and the 
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import subprocess
 import sys
@@ -14,15 +13,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from _zoo import EDGEPLAN, zoo_parser
+
 TARGETS = ("orin-agx", "xavier-agx", "rk3588", "rk3576")
 
 
 def main() -> int:
-    repo = Path(__file__).resolve().parents[1]
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--zoo", default=str(repo.parent / "shared" / "zoo"))
-    args = parser.parse_args()
-    exe = str(Path(sys.executable).parent / "edgeplan")
+    args = zoo_parser().parse_args()
+    exe = EDGEPLAN
     walls = []
     with tempfile.TemporaryDirectory() as tmp:
         for model in sorted(Path(args.zoo).glob("*.onnx")):

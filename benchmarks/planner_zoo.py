@@ -7,7 +7,6 @@ from process start to plan written, the solver status, groups, and the predicted
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import statistics
@@ -17,20 +16,18 @@ import tempfile
 import time
 from pathlib import Path
 
+from _zoo import DYNAMIC_SHAPES, EDGEPLAN, REPO, zoo_parser
+
 TARGETS = ("orin-agx", "xavier-agx", "rk3588", "rk3576")
-DYNAMIC = {"tv_mobilenet_v2_dynbatch.onnx": "input=1x3x224x224", "unet_convtranspose_dynbatch.onnx":
-           "input=1x3x256x256", "transformer_encoder_dynseq.onnx": "input=1x128x256"}
 
 
 def main() -> int:
-    repo = Path(__file__).resolve().parents[1]
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--zoo", default=str(repo.parent / "shared" / "zoo"))
-    parser.add_argument("--out", default=str(repo / "benchmarks" / "results" / "planner_zoo.csv"))
+    parser = zoo_parser()
+    parser.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "planner_zoo.csv"))
     parser.add_argument("--targets", default=",".join(TARGETS))
     parser.add_argument("--time-limit", default="60")
     args = parser.parse_args()
-    exe = str(Path(sys.executable).parent / "edgeplan")
+    exe = EDGEPLAN
     models = sorted(Path(args.zoo).glob("*.onnx"))
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -39,8 +36,8 @@ def main() -> int:
                 out = Path(tmp) / f"{model.stem}-{target}"
                 cmd = [exe, "optimize", str(model), "--target", target, "--out", str(out),
                        "--time-limit", args.time_limit]
-                if model.name in DYNAMIC:
-                    cmd += ["--input-shape", DYNAMIC[model.name]]
+                if model.stem in DYNAMIC_SHAPES:
+                    cmd += ["--input-shape", DYNAMIC_SHAPES[model.stem]]
                 started = time.monotonic()
                 result = subprocess.run(cmd, capture_output=True, text=True)
                 wall = time.monotonic() - started

@@ -6,28 +6,25 @@ For each static zoo model and target: trial 0 is the planner alone; prints the b
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import tempfile
 from pathlib import Path
 
-from optimizer.study import run_study
+from _zoo import DYNAMIC_SHAPES, zoo_parser
 
-DYNAMIC = ("tv_mobilenet_v2_dynbatch", "unet_convtranspose_dynbatch", "transformer_encoder_dynseq")
+from optimizer.study import run_study
 
 
 def main() -> int:
-    repo = Path(__file__).resolve().parents[1]
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--zoo", default=str(repo.parent / "shared" / "zoo"))
+    parser = zoo_parser()
     parser.add_argument("--trials", type=int, default=8)
     parser.add_argument("--targets", default="orin-agx,xavier-agx")
     args = parser.parse_args()
     gains = []
     with tempfile.TemporaryDirectory() as tmp:
         for model in sorted(Path(args.zoo).glob("*.onnx")):
-            if model.stem in DYNAMIC:
+            if model.stem in DYNAMIC_SHAPES:
                 continue
             for target in args.targets.split(","):
                 config = Path(tmp) / f"{model.stem}-{target}.toml"
