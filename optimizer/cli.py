@@ -108,10 +108,10 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _verify_rknn(args: argparse.Namespace) -> int:
-    from optimizer.export._export import _read_plan
+    from optimizer.export import read_plan
     from optimizer.export._verify_rknn import verify_rknn
 
-    plan = _read_plan(Path(args.plan))
+    plan = read_plan(Path(args.plan))
     if load_catalog().target(plan["target"]).accelerator != "npu":
         raise BadInputError(f"verify-rknn needs an RKNN plan; this one is for {plan['target']}", file=args.plan)
     comparison = verify_rknn(plan, args.model or plan["model"]["path"], args.rknn_python)

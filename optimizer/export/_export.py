@@ -18,19 +18,20 @@ from optimizer.export._tensorrt import build_script, builder_script
 from optimizer.fileio import atomic_write_bytes, atomic_write_text, write_json
 from optimizer.ir import load_model
 from optimizer.ir._safety import parse_model, read_model_bytes
+from optimizer.plan import PLAN_SCHEMA
 
 EXPORT_SCHEMA = "edgeplan.export/v1"
 
 
-def _read_plan(path: Path) -> dict[str, Any]:
+def read_plan(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise BadInputError("plan file not found", file=str(path))
     try:
         plan = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise BadInputError(f"not a JSON plan: {exc}", file=str(path)) from None
-    if not isinstance(plan, dict) or plan.get("schema") != "edgeplan.plan/v1":
-        raise BadInputError("not an edgeplan.plan/v1 file", file=str(path))
+    if not isinstance(plan, dict) or plan.get("schema") != PLAN_SCHEMA:
+        raise BadInputError(f"not an {PLAN_SCHEMA} file", file=str(path))
     for key in ("target", "model", "layers", "subgraphs"):
         if key not in plan:
             raise BadInputError(f"plan lacks '{key}'", file=str(path))
@@ -39,7 +40,7 @@ def _read_plan(path: Path) -> dict[str, Any]:
 
 def export_plan(plan_path: str | Path, out_dir: str | Path, model_path: str | None = None) -> dict[str, Any]:
     plan_path = Path(plan_path)
-    plan = _read_plan(plan_path)
+    plan = read_plan(plan_path)
     model_file = Path(model_path or plan["model"]["path"])
     if not model_file.is_absolute() and not model_file.exists():
         model_file = plan_path.parent / model_file

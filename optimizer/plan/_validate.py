@@ -13,6 +13,7 @@ from typing import Any
 from optimizer.catalog import Catalog
 from optimizer.check import check_graph
 from optimizer.ir import Graph, load_model
+from optimizer.plan._build import PLAN_SCHEMA
 
 
 def _reachable(graph: Graph, start: set[str], blocked: set[str] | None = None) -> set[str]:
@@ -31,8 +32,8 @@ def _reachable(graph: Graph, start: set[str], blocked: set[str] | None = None) -
 def validate_plan(plan: Mapping[str, Any], catalog: Catalog, model_path: str | None = None,
                   input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> list[str]:
     problems: list[str] = []
-    if plan.get("schema") != "edgeplan.plan/v1":
-        return [f"schema is {plan.get('schema')!r}, expected 'edgeplan.plan/v1'"]
+    if plan.get("schema") != PLAN_SCHEMA:
+        return [f"schema is {plan.get('schema')!r}, expected {PLAN_SCHEMA!r}"]
     target = catalog.target(plan["target"])
     graph = load_model(model_path or plan["model"]["path"], input_shapes)
     if graph.sha256 != plan["model"]["sha256"]:
