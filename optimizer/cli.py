@@ -36,21 +36,23 @@ def _targets(args: argparse.Namespace) -> int:
                      "generation": target.generation, "accelerator": target.accelerator,
                      "fallback": target.fallback, "devices": list(target.devices),
                      "precisions": {k: list(v) for k, v in target.precisions.items()},
-                     "figures": figures})
+                     "variant_of": target.base or None, "power_mode": target.features.get("power_mode"),
+                     "calibration": target.calibration, "figures": figures})
     if args.json:
         sys.stdout.write(dumps_json({"schema": "edgeplan.targets/v1", "catalog_sha256": catalog.sha256,
                                      "targets": rows}))
         return 0
-    print(f"{'target':<11} {'devices':<16} {'accelerator peak':<26} {'DRAM':>9}  name")
+    print(f"{'target':<14} {'devices':<16} {'accelerator peak':<26} {'DRAM':>9}  {'profile':<8} name")
     for row in rows:
         fig = row["figures"]
         acc = row["accelerator"]
         peak = f"{fig[f'{acc}_int8_tops']['value']:g} TOPS int8"
         if f"{acc}_fp16_tops" in fig:
             peak += f" / {fig[f'{acc}_fp16_tops']['value']:g} fp16"
-        print(f"{row['id']:<11} {','.join(row['devices']):<16} {peak:<26} "
-              f"{fig['dram_gbps']['value']:>6g} GB/s  {row['name']}")
-    print("\nper-core figures; sources: edgeplan targets --json")
+        print(f"{row['id']:<14} {','.join(row['devices']):<16} {peak:<26} "
+              f"{fig['dram_gbps']['value']:>6g} GB/s  {row['calibration']:<8} {row['name']}")
+    print("\nper-core figures; a variant (power mode, module size) shares its base's rules; 'profile' is the key"
+          " of its fitted latency constants; sources: edgeplan targets --json")
     return 0
 
 

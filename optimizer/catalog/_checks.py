@@ -383,7 +383,7 @@ def npu_op(rule: Rule, view: LayerView) -> str | None:
     support = view.family.op_support.get(view.node.op_type)
     if view.node.opaque:
         return f"control flow ({view.node.op_type}) is opaque; it runs on the CPU"
-    if support is None or view.target.id not in support.npu_socs:
+    if support is None or view.target.rules_id not in support.npu_socs:
         return f"{view.node.op_type} has no NPU kernel on {view.target.id}; it runs on the CPU"
     if support.precisions and view.precision not in support.precisions:
         return f"{view.node.op_type} runs on the NPU in {'/'.join(support.precisions)} only"

@@ -64,12 +64,33 @@ def _target(target_id: str, raw: Mapping[str, Any], family: str, accelerator: st
     for kind, values in precisions.items():
         if any(v not in PRECISIONS for v in values):
             raise _fail(path, f"target {target_id} offers unknown precision in {kind}: {values}")
+    base = raw.get("base", "")
     return Target(
         id=target_id, family=family, name=raw["name"], generation=raw["generation"],
         accelerator=accelerator, fallback=fallback, devices=tuple(raw["devices"]),
         precisions=MappingProxyType(precisions), figures=MappingProxyType(figures),
-        features=_freeze(dict(raw.get("features", {}))),
+        features=_freeze(dict(raw.get("features", {}))), base=base,
+        calibration=raw.get("calibration", base or target_id),
     )
+
+
+def _resolve_variants(raw_targets: Mapping[str, Any], path: str) -> dict[str, dict[str, Any]]:
+    """A variant names its base and lists only what differs: figures merge, anything else replaces."""
+    out = {}
+    for tid, raw in raw_targets.items():
+        base_id = raw.get("base")
+        if base_id is None:
+            out[tid] = dict(raw)
+            continue
+        base = raw_targets.get(base_id)
+        if base is None or "base" in base:
+            raise _fail(path, f"target {tid} names base '{base_id}', which is not a plain target of this family")
+        merged = dict(base)
+        merged.update({k: v for k, v in raw.items() if k not in ("figures", "features")})
+        for key in ("figures", "features"):
+            merged[key] = {**base.get(key, {}), **raw.get(key, {})}
+        out[tid] = merged
+    return out
 
 
 def _op_support(raw: Mapping[str, Any], socs: tuple[str, ...], path: str) -> dict[str, OpSupport]:
@@ -96,7 +117,8 @@ def load_family(text: str, path: str) -> tuple[Family, dict[str, Target]]:
     except tomllib.TOMLDecodeError as exc:
         raise _fail(path, str(exc)) from None
     name, accelerator, fallback = raw["family"], raw["accelerator"], raw["fallback"]
-    targets = {tid: _target(tid, t, name, accelerator, fallback, path) for tid, t in raw["targets"].items()}
+    resolved = _resolve_variants(raw["targets"], path)
+    targets = {tid: _target(tid, t, name, accelerator, fallback, path) for tid, t in resolved.items()}
     rules = tuple(_rule(r, name, path) for r in raw.get("rules", ()))
     seen: set[str] = set()
     for rule in rules:
@@ -108,7 +130,8 @@ def load_family(text: str, path: str) -> tuple[Family, dict[str, Target]]:
         layer_kinds=MappingProxyType(dict(raw.get("layer_kinds", {}))),
         default_kind=raw.get("default_kind", "none"), rules=rules,
         formats=_freeze(raw.get("formats", {})),
-        op_support=MappingProxyType(_op_support(raw.get("ops", {}), tuple(targets), path)),
+        op_support=MappingProxyType(_op_support(raw.get("ops", {}), tuple(t for t in targets if not targets[t].base),
+                                                path)),
         sources=MappingProxyType(dict(raw.get("sources", {}))), path=path,
     )
     return family, targets

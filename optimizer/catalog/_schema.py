@@ -37,7 +37,7 @@ class Rule:
 
     def applies(self, target: Target, kind: str, precision: str) -> bool:
         return ((not self.generations or target.generation in self.generations)
-                and (not self.targets or target.id in self.targets)
+                and (not self.targets or target.rules_id in self.targets)
                 and (not self.precisions or precision in self.precisions)
                 and (("*" in self.kinds and kind not in ("none", "constant")) or kind in self.kinds))
 
@@ -66,6 +66,12 @@ class Target:
     precisions: Mapping[str, tuple[str, ...]]  # accelerator kind -> precisions it offers
     figures: Mapping[str, Figure]
     features: Mapping[str, Any]
+    base: str = ""  # a variant (power mode, memory size) shares its base target's rules and op support
+    calibration: str = ""  # the key of this target's fitted constants in a latency profile
+
+    @property
+    def rules_id(self) -> str:
+        return self.base or self.id
 
     def figure(self, name: str) -> float:
         return self.figures[name].value

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import onnx
 import pytest
 
 from optimizer.catalog import CHECKS, load_catalog
+from optimizer.catalog._load import load_family
 from optimizer.errors import BadInputError
 from tests.conftest import SHARED
 
@@ -34,7 +36,28 @@ def test_rules_beyond_the_digest_are_marked_new(catalog):
 
 
 def test_targets_are_the_spec_ids(catalog):
-    assert set(catalog.targets) == TARGET_IDS
+    assert {t.id for t in catalog.targets.values() if not t.base} == TARGET_IDS
+
+
+def test_variants_share_their_base_rules_and_differ_only_in_figures(catalog):
+    variants = [t for t in catalog.targets.values() if t.base]
+    assert {t.id for t in variants} == {"orin-agx-50w", "orin-agx-30w", "orin-agx-15w", "orin-agx-32gb"}
+    for variant in variants:
+        base = catalog.targets[variant.base]
+        assert (variant.generation, variant.devices, variant.calibration) == (base.generation, base.devices, "orin")
+        assert variant.features["power_mode"]
+        assert variant.figure("dla_int8_tops") < base.figure("dla_int8_tops")
+        assert variant.figure("dram_gbps") == base.figure("dram_gbps")  # not overridden: inherited
+    modes = [catalog.targets[t].figure("dla_int8_tops") for t in ("orin-agx", "orin-agx-50w", "orin-agx-30w",
+                                                                   "orin-agx-15w")]
+    assert modes == sorted(modes, reverse=True)
+
+
+def test_a_variant_of_an_unknown_base_is_refused(tmp_path):
+    text = (Path(__file__).parents[2] / "constraints" / "nvidia_dla.toml").read_text()
+    text = text.replace('base = "orin-agx"\nname = "Jetson AGX Orin 64GB (15W', 'base = "orin-nano"\nname = "Jetson AGX Orin 64GB (15W')
+    with pytest.raises(BadInputError, match="orin-agx-15w names base 'orin-nano'"):
+        load_family(text, "nvidia_dla.toml")
 
 
 def test_every_op_name_exists_in_onnx_defs(catalog):
