@@ -14,7 +14,7 @@ from functools import cached_property
 from optimizer.catalog import Catalog, Target
 from optimizer.fusion import GroupGraph, LayerGroup
 from optimizer.ir import BYTES_PER_ELEMENT, Graph, Node
-from optimizer.latency._profile import DeviceConstants, Profile
+from optimizer.latency._profile import OP_CLASSES, DeviceConstants, Profile
 
 NS = 1e9
 
@@ -37,6 +37,31 @@ class Option:
 
 
 SPARSE_KEEP = {"dense": 1.0, "4:2_in": 0.5, "4:2_out": 0.5, "16:4_in_out": 0.25, "16:4_out_in": 0.25}
+
+
+@dataclass(frozen=True)
+class Work:
+    """A group's demands on one option. Calibration refits the constants against these, so the fitted
+    profile and the planner score groups with one formula (work_seconds)."""
+
+    unit_compute_s: tuple[float, ...]  # per OP_CLASSES: seconds at efficiency 1
+    weight_bytes: float
+    act_bytes: float
+    kernels: int
+    cores: int
+    boundary_s: float  # model inputs/outputs in the accelerator's formats
+
+
+def work_seconds(work: Work, const: DeviceConstants, bandwidth: float, sram_bytes: int) -> float:
+    compute = sum(c / const.efficiency[k] for k, c in zip(OP_CLASSES, work.unit_compute_s) if c)
+    weight_bw = bandwidth * const.bandwidth_efficiency
+    act_bw = weight_bw * (const.sram_speedup if 0 < work.act_bytes <= sram_bytes else 1.0)
+    memory = work.weight_bytes / weight_bw + work.act_bytes / act_bw
+    overhead = const.layer_overhead_us * 1e-6 * work.kernels
+    if work.cores > 1:
+        compute /= work.cores * const.multicore_efficiency
+        overhead += const.multicore_overhead_us * 1e-6
+    return max(compute, memory) + overhead + work.boundary_s
 
 
 def op_class(graph: Graph, node: Node) -> str:
@@ -82,7 +107,8 @@ class LatencyModel:
     """Costs of options, transfers and launches for one model on one target."""
 
     def __init__(self, groups: GroupGraph, catalog: Catalog, target: Target, profile: Profile,
-                 sram_bytes: int | None = None, io: Mapping | None = None, standalone: bool = False) -> None:
+                 sram_bytes: int | None = None, io: Mapping | None = None, standalone: bool = False,
+                 batch: int = 1) -> None:
         self.groups = groups
         self.graph = groups.graph
         self.catalog = catalog
@@ -95,6 +121,7 @@ class LatencyModel:
         features_sram = int(target.features.get("sram_bytes", 0))
         self.sram_bytes = int(sram_bytes if sram_bytes is not None else (default_sram or features_sram))
         self.io = io or {}
+        self.batch = batch  # images per inference: compute and activations scale, weights are read once
         self.edited: dict[tuple[int, Option], int] = {}  # costs of edit options, from the edited subgraph
         self.capability = "standalone" if standalone else "standard"  # DLA-STANDALONE-IO or DLA-IO-IN/OUT
         if target.accelerator == "dla":
@@ -125,22 +152,23 @@ class LatencyModel:
         return self.target.figure("dram_gbps") * 1e9
 
     def constants(self, device: str) -> DeviceConstants:
-        return self.profile.devices[device]
+        return self.profile.constants(self.target.calibration, device)
 
     # ---- groups --------------------------------------------------------------------------------
-    def _node_compute_s(self, node: Node, device: str, precision: str) -> float:
-        const = self.constants(device)
+    def _unit_compute_s(self, node: Node, device: str, precision: str) -> tuple[str, float, float]:
+        """(op class, seconds of MACs, seconds of other arithmetic) at efficiency 1, for the whole batch."""
         if device == "dla" and precision == "int8" and node.op_type in self._int8_upgrade_ops:
             precision = "fp16"  # DLA-ACT-INT8-UPGRADE
-        cls = op_class(self.graph, node)
-        seconds = 0.0
-        if node.macs:
-            seconds += 2 * node.macs / (self._peak_ops(device, precision) * const.efficiency[cls])
-        if node.elementwise_ops:
-            seconds += node.elementwise_ops / (self._vector_ops(device) * const.efficiency["vector"])
-        if device == "dla" and node.op_type in self._xavier_sub_ops:
-            seconds *= self._xavier_sub_layers  # DLA-ELTWISE-XAVIER-SUB: a Scale plus a Sum
-        return seconds
+        scale = self.batch * (self._xavier_sub_layers if device == "dla" and node.op_type in self._xavier_sub_ops
+                              else 1)  # DLA-ELTWISE-XAVIER-SUB: a Scale plus a Sum
+        macs = 2 * node.macs / self._peak_ops(device, precision) * scale if node.macs else 0.0
+        other = node.elementwise_ops / self._vector_ops(device) * scale if node.elementwise_ops else 0.0
+        return op_class(self.graph, node), macs, other
+
+    def _node_compute_s(self, node: Node, device: str, precision: str) -> float:
+        eff = self.constants(device).efficiency
+        cls, macs, other = self._unit_compute_s(node, device, precision)
+        return (macs / eff[cls] if macs else 0.0) + (other / eff["vector"] if other else 0.0)
 
     @cached_property
     def _int8_upgrade_ops(self) -> frozenset:
@@ -163,7 +191,7 @@ class LatencyModel:
         """Activation elements moved through DRAM: a fused group keeps its internal tensors on chip."""
         graph = self.graph
         if not group.fused:
-            return sum(graph.activation_elements(graph.node(m)) for m in group.members)
+            return self.batch * sum(graph.activation_elements(graph.node(m)) for m in group.members)
         members = set(group.members)
         external = set()
         for name in group.members:
@@ -175,7 +203,7 @@ class LatencyModel:
             for t in node.outputs:
                 if t and (t in graph.outputs or any(c.name not in members for c in graph.consumers(t))):
                     external.add(t)
-        return sum(graph.tensors[t].num_elements or 0 for t in external if t in graph.tensors)
+        return self.batch * sum(graph.tensors[t].num_elements or 0 for t in external if t in graph.tensors)
 
     def _kernels(self, group: LayerGroup) -> int:
         if group.fused:
@@ -183,29 +211,29 @@ class LatencyModel:
         return sum(1 for m in group.members if self.graph.node(m).op_type not in
                    ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"))
 
+    def work(self, group: LayerGroup, option: Option, default_formats: bool = False) -> Work:
+        """What a group asks of a device on one option, before the profile's constants turn it into time."""
+        device, precision = option.device, option.precision
+        unit = dict.fromkeys(OP_CLASSES, 0.0)
+        weight_bytes = 0.0
+        for m in group.members:
+            node = self.graph.node(m)
+            cls, macs, other = self._unit_compute_s(node, device, precision)
+            unit[cls] += macs
+            unit["vector"] += other
+            keep = SPARSE_KEEP[option.sparsity] if m == group.anchor else 1.0
+            weight_bytes += self.graph.weight_bytes(node, precision) * keep
+        return Work(unit_compute_s=tuple(unit[k] for k in OP_CLASSES), weight_bytes=weight_bytes,
+                    act_bytes=float(self._group_elements(group) * BYTES_PER_ELEMENT[precision]),
+                    kernels=self._kernels(group), cores=option.cores if device == "npu" else 1,
+                    boundary_s=self._boundary_io_s(group, option, default_formats))
+
     def option_ns(self, group: LayerGroup, option: Option, default_formats: bool = False) -> int:
         """One group's time on one option: max(compute, memory) plus per-kernel overhead."""
         if option.edit is not None:
             return self.edited[(group.index, option)]
-        device, precision = option.device, option.precision
-        const = self.constants(device)
-        graph = self.graph
-        compute = sum(self._node_compute_s(graph.node(m), device, precision) for m in group.members)
-        weight_bytes = 0.0
-        for m in group.members:
-            node = graph.node(m)
-            keep = SPARSE_KEEP[option.sparsity] if m == group.anchor else 1.0
-            weight_bytes += graph.weight_bytes(node, precision) * keep
-        act_bytes = self._group_elements(group) * BYTES_PER_ELEMENT[precision]
-        bandwidth = self.bandwidth * const.bandwidth_efficiency
-        act_bandwidth = bandwidth * (const.sram_speedup if 0 < act_bytes <= self.sram_bytes else 1.0)
-        memory = weight_bytes / bandwidth + act_bytes / act_bandwidth
-        overhead = const.layer_overhead_us * 1e-6 * self._kernels(group)
-        if device == "npu" and option.cores > 1:
-            compute /= option.cores * const.multicore_efficiency
-            overhead += const.multicore_overhead_us * 1e-6
-        seconds = max(compute, memory) + overhead + self._boundary_io_s(group, option, default_formats)
-        return round(seconds * NS)
+        work = self.work(group, option, default_formats)
+        return round(work_seconds(work, self.constants(option.device), self.bandwidth, self.sram_bytes) * NS)
 
     # ---- model inputs and outputs in accelerator formats ------------------------------------------
     def _boundary_io_s(self, group: LayerGroup, option: Option, default_formats: bool = False) -> float:
@@ -228,7 +256,7 @@ class LatencyModel:
     def input_format(self, tensor: str, option: Option, default_formats: bool = False) -> tuple[str, float]:
         """The cheapest DLA input format (DLA-IO-IN, DLA-IO-HWC4-C) or the RKNN zero-copy cost."""
         info = self.graph.tensors[tensor]
-        dense = (info.num_elements or 0) * BYTES_PER_ELEMENT[option.precision]
+        dense = (info.num_elements or 0) * self.batch * BYTES_PER_ELEMENT[option.precision]
         if option.device == "npu":
             entry = next((e for e in self.io.get("inputs", ()) if e["tensor"] == tensor), None)
             if entry is not None and not entry.get("zero_copy", False):
@@ -242,7 +270,8 @@ class LatencyModel:
         if entry is None or not entry.get(f"dla_hwc4_{option.precision}", False):
             allowed = [f for f in allowed if f != "dla_hwc4"]
         costs = {f: max((_padded_bytes(info.shape, info.num_elements or 0, f, option.precision, self.hwc4_stride)
-                         - dense) / self.bandwidth, 0.0) + self._thin_input_s(tensor, option, f) for f in allowed}
+                         * self.batch - dense) / self.bandwidth, 0.0) + self._thin_input_s(tensor, option, f)
+                 for f in allowed}
         best = min(allowed, key=lambda f: (costs[f], allowed.index(f)))
         return best, costs[best]
 
@@ -264,12 +293,13 @@ class LatencyModel:
     def _reformat_s(self, tensor: str, fmt: str, precision: str) -> float:
         info = self.graph.tensors[tensor]
         elements = info.num_elements or 0
-        padded = _padded_bytes(info.shape, elements, fmt, precision, self.hwc4_stride)
+        padded = _padded_bytes(info.shape, elements, fmt, precision, self.hwc4_stride) * self.batch
+        elements *= self.batch
         return self.profile.reformat_us * 1e-6 + (padded + elements * 4) / self.bandwidth
 
     def output_format(self, tensor: str, option: Option, default_formats: bool = False) -> tuple[str, float]:
         info = self.graph.tensors[tensor]
-        dense = (info.num_elements or 0) * BYTES_PER_ELEMENT[option.precision]
+        dense = (info.num_elements or 0) * self.batch * BYTES_PER_ELEMENT[option.precision]
         if option.device == "npu":
             shape = info.shape or ()
             if len(shape) == 4:  # RKNN-ZC-LAYOUT: native NC1HWC2 output, NCHW costs a CPU conversion
@@ -279,7 +309,7 @@ class LatencyModel:
             return "dla_linear", self._reformat_s(tensor, "dla_linear", option.precision)
         allowed = list(self.formats[self.capability]["output"][option.precision])
         costs = {f: (_padded_bytes(info.shape, info.num_elements or 0, f, option.precision, self.hwc4_stride)
-                     - dense) / self.bandwidth for f in allowed}
+                     * self.batch - dense) / self.bandwidth for f in allowed}
         best = min(allowed, key=lambda f: (costs[f], allowed.index(f)))
         return best, max(costs[best], 0.0)
 
@@ -291,7 +321,7 @@ class LatencyModel:
         With default_formats, TensorRT's default kDLA_LINEAR is used instead of the cheapest format."""
         info = self.graph.tensors[tensor]
         elements = info.num_elements or 0
-        dense = elements * BYTES_PER_ELEMENT[precision]
+        dense = elements * self.batch * BYTES_PER_ELEMENT[precision]
         profile = self.profile
         if {src, dst} <= {"npu", "cpu"}:
             seconds = (profile.memsync_us * 1e-6 + dense / self.bandwidth
@@ -305,7 +335,7 @@ class LatencyModel:
             allowed = ["dla_linear"]
         best_fmt, best = "", math.inf
         for fmt in allowed:
-            padded = _padded_bytes(info.shape, elements, fmt, dla_side_precision, self.hwc4_stride)
+            padded = _padded_bytes(info.shape, elements, fmt, dla_side_precision, self.hwc4_stride) * self.batch
             seconds = sync + padded / self.bandwidth
             if fmt in ("dla_linear", "chw4") and "gpu" in (src, dst):  # DLA-IO-REFORMAT: GPU kernels cannot read it
                 seconds += profile.reformat_us * 1e-6 + 2 * dense / self.bandwidth
@@ -315,7 +345,7 @@ class LatencyModel:
 
     def precision_change_ns(self, tensor: str) -> int:
         """A reformat between two precisions: read and write the tensor at about 2 bytes an element."""
-        elements = self.graph.tensors[tensor].num_elements or 0
+        elements = (self.graph.tensors[tensor].num_elements or 0) * self.batch
         return round((self.profile.precision_change_us * 1e-6 + 4 * elements / self.bandwidth) * NS)
 
     def launch_ns(self) -> int:

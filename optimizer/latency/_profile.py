@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
@@ -41,6 +41,19 @@ class Profile:
     layout_convert_gbps: float
     memory_pools: Mapping[str, Any]
     text: str  # the TOML as read, for hashing into manifests
+    targets: Mapping[str, Mapping[str, DeviceConstants]] = field(default_factory=lambda: MappingProxyType({}))
+
+    def constants(self, key: str, device: str) -> DeviceConstants:
+        """A target's fitted constants where the profile has them, else the family's."""
+        fitted = self.targets.get(key, {})
+        return fitted[device] if device in fitted else self.devices[device]
+
+
+def _merged(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """A target section lists only what it refits; efficiency merges per op class."""
+    out = {**base, **override}
+    out["efficiency"] = {**base.get("efficiency", {}), **override.get("efficiency", {})}
+    return out
 
 
 def _device(raw: Mapping[str, Any], where: str) -> DeviceConstants:
@@ -63,6 +76,16 @@ def parse_profile(text: str, where: str) -> Profile:
     try:
         raw = tomllib.loads(text)
         transfer = raw.get("transfer", {})
+        family_devices = raw["devices"]
+        targets = {}
+        for key, section in raw.get("targets", {}).items():
+            unknown = set(section.get("devices", {})) - set(family_devices)
+            if unknown:
+                raise BadInputError(f"profile {where}: [targets.{key}] names devices {sorted(unknown)}, "
+                                    "which the family lacks")
+            targets[key] = MappingProxyType({
+                dev: _device(_merged(family_devices[dev], values), f"{where} [targets.{key}.devices.{dev}]")
+                for dev, values in section.get("devices", {}).items()})
         return Profile(
             family=raw["family"], name=raw.get("name", Path(where).stem), fitted_on=raw.get("fitted_on", ""),
             devices=MappingProxyType({k: _device(v, f"{where} [{k}]") for k, v in raw["devices"].items()}),
@@ -73,6 +96,7 @@ def parse_profile(text: str, where: str) -> Profile:
             memsync_us=float(transfer.get("memsync_us", 0.0)),
             layout_convert_gbps=float(transfer.get("layout_convert_gbps", 1.0)),
             memory_pools=MappingProxyType(dict(raw.get("memory_pools", {}))), text=text,
+            targets=MappingProxyType(targets),
         )
     except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as exc:
         raise BadInputError(f"latency profile invalid: {type(exc).__name__}: {exc}", file=where) from None

@@ -110,3 +110,43 @@ def test_profile_validation():
         parse_profile(text.replace("conv = 0.45", "conv = 1.5"), "bad.toml")
     with pytest.raises(BadInputError):
         parse_profile("not toml [", "bad.toml")
+
+
+def test_batch_scales_compute_and_activations_but_reads_weights_once(tmp_path):
+    path = _conv(tmp_path, c=256, hw=28)
+    report = check_graph(load_model(path), CATALOG, "orin-agx")
+    groups = build_groups(report)
+    target = CATALOG.target("orin-agx")
+    profile = load_profile(target.family)
+    one, four = (LatencyModel(groups, CATALOG, target, profile, io=report.io, batch=b) for b in (1, 4))
+    option = Option("gpu", "int8")
+    w1, w4 = one.work(groups.groups[0], option), four.work(groups.groups[0], option)
+    assert w4.unit_compute_s == pytest.approx(tuple(4 * c for c in w1.unit_compute_s))
+    assert w4.act_bytes == 4 * w1.act_bytes
+    assert w4.weight_bytes == w1.weight_bytes > 0
+    assert w4.kernels == w1.kernels
+    t1, t4 = one.option_ns(groups.groups[0], option), four.option_ns(groups.groups[0], option)
+    assert t1 < t4 < 4 * t1  # the per-kernel overhead is paid once per batch
+    assert four.transfer("y", "dla", "gpu", "int8")[1] > one.transfer("y", "dla", "gpu", "int8")[1]
+
+
+def test_profile_target_sections_refit_one_target_and_its_variants(tmp_path):
+    default = load_profile("rockchip-rknn")
+    text = default.text + '\n[targets.rk3566.devices.npu]\nefficiency = { conv = 0.9 }\nlayer_overhead_us = 3.0\n'
+    profile = parse_profile(text, "fitted.toml")
+    fitted = profile.constants("rk3566", "npu")
+    assert (fitted.efficiency["conv"], fitted.layer_overhead_us) == (0.9, 3.0)
+    assert fitted.efficiency["dwconv"] == default.devices["npu"].efficiency["dwconv"]  # not refitted: inherited
+    assert profile.constants("rk3588", "npu") == default.devices["npu"]
+    path = _conv(tmp_path, c=256, hw=28)
+    for tid, changed in (("rk3566", True), ("rk3568", True), ("rk3588", False)):  # rk3568 shares rk3566's key
+        report = check_graph(load_model(path), CATALOG, tid)
+        groups = build_groups(report)
+        target = CATALOG.target(tid)
+        ns = [LatencyModel(groups, CATALOG, target, p, io=report.io).option_ns(groups.groups[0], Option("npu", "int8"))
+              for p in (default, profile)]
+        assert (ns[0] != ns[1]) is changed, tid
+    with pytest.raises(BadInputError, match=r"\[targets.rk3566\] names devices \['gpu'\]"):
+        parse_profile(default.text + '\n[targets.rk3566.devices.gpu]\nlayer_overhead_us = 3.0\n', "bad.toml")
+    with pytest.raises(BadInputError, match=r"efficiency conv = 1\.5"):
+        parse_profile(default.text + '\n[targets.rk3566.devices.npu]\nefficiency = { conv = 1.5 }\n', "bad.toml")
