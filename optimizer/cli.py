@@ -121,6 +121,25 @@ def _verify_rknn(args: argparse.Namespace) -> int:
     return 0 if comparison.built and not comparison.disagreements else 1
 
 
+def _predict(args: argparse.Namespace) -> int:
+    from optimizer.calibrate import Situation, predict
+
+    situation = Situation(accelerator=args.accelerator, precision=args.precision, batch=args.batch,
+                          cores=args.cores, metric=args.metric, sparse=args.sparse, gpu_batch=args.gpu_batch,
+                          io_included=not args.no_io)
+    prediction = predict(args.model, args.target, situation, profile_path=args.profile,
+                         input_shapes=parse_input_shapes(args.input_shape or []))
+    if args.json:
+        sys.stdout.write(dumps_json(prediction.to_json(args.model)))
+        return 0
+    figure = prediction.figure
+    print(f"{args.model} on {args.target}, {situation.describe()} (profile {prediction.profile}):")
+    print(f"  latency    {figure.latency_s * 1e3:.4f} ms per batch of {situation.batch}")
+    print(f"  throughput {figure.throughput:.2f} frames/s")
+    print(f"  accelerator runs {prediction.scenario.accelerator_share:.1%} of the MACs")
+    return 0
+
+
 def _suggest(args: argparse.Namespace) -> int:
     from optimizer.edits import suggest
 
@@ -275,6 +294,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--time-limit", type=float, default=60.0, metavar="S")
     p.add_argument("--objective", default="latency", choices=OBJECTIVES)
     p.set_defaults(run=_batch)
+
+    p = sub.add_parser("predict", help="the predicted figure of one fixed configuration (no optimisation)")
+    p.add_argument("model", help="ONNX model file")
+    p.add_argument("--target", required=True, help="target ID, power modes included (see 'edgeplan targets')")
+    p.add_argument("--accelerator", required=True, choices=("gpu", "dla", "npu", "auto"),
+                   help="gpu only; dla with GPU fallback; npu with CPU fallback; auto = the planner's best plan")
+    p.add_argument("--precision", required=True, choices=("int8", "fp16", "fp32"))
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--cores", type=int, default=1,
+                   help="DLA cores (one engine each, all fed) or NPU cores one inference is split over")
+    p.add_argument("--metric", default="latency", choices=("latency", "throughput"))
+    p.add_argument("--gpu-batch", type=int, default=0, metavar="N",
+                   help="with --accelerator dla: a GPU engine at batch N runs beside the DLA engines")
+    p.add_argument("--sparse", action="store_true", help="RKNN sparse-weight build (RK3576, RV1126B)")
+    p.add_argument("--no-io", action="store_true",
+                   help="leave model input/output layout conversion out (rknn eval_perf, NPU-only figures)")
+    p.add_argument("--profile", metavar="FILE", help="latency profile TOML (edgeplan calibrate)")
+    p.add_argument("--json", action="store_true", help="print edgeplan.predict/v1 JSON")
+    p.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224")
+    p.set_defaults(run=_predict)
 
     p = sub.add_parser("suggest", help="model edits that remove vendor violations, with predicted gains")
     p.add_argument("model")

@@ -108,7 +108,7 @@ class LatencyModel:
 
     def __init__(self, groups: GroupGraph, catalog: Catalog, target: Target, profile: Profile,
                  sram_bytes: int | None = None, io: Mapping | None = None, standalone: bool = False,
-                 batch: int = 1) -> None:
+                 batch: int = 1, io_costs: bool = True) -> None:
         self.groups = groups
         self.graph = groups.graph
         self.catalog = catalog
@@ -122,6 +122,7 @@ class LatencyModel:
         self.sram_bytes = int(sram_bytes if sram_bytes is not None else (default_sram or features_sram))
         self.io = io or {}
         self.batch = batch  # images per inference: compute and activations scale, weights are read once
+        self.io_costs = io_costs  # False: model I/O layout conversion is outside the timed region
         self.edited: dict[tuple[int, Option], int] = {}  # costs of edit options, from the edited subgraph
         self.capability = "standalone" if standalone else "standard"  # DLA-STANDALONE-IO or DLA-IO-IN/OUT
         if target.accelerator == "dla":
@@ -238,10 +239,9 @@ class LatencyModel:
     # ---- model inputs and outputs in accelerator formats ------------------------------------------
     def _boundary_io_s(self, group: LayerGroup, option: Option, default_formats: bool = False) -> float:
         """Extra cost of reading model inputs / writing model outputs in the accelerator's formats."""
-        if option.device not in ("dla", "npu"):
+        if option.device not in ("dla", "npu") or not self.io_costs:
             return 0.0
         graph = self.graph
-        set(group.members)
         seconds = 0.0
         for name in group.members:
             node = graph.node(name)

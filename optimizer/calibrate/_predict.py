@@ -1,0 +1,61 @@
+"""predict(): one model, one target, one fixed situation -> the figure the latency model expects."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from optimizer.calibrate._situation import Figure, Scenario, Situation, prepare, score
+from optimizer.catalog import Catalog, load_catalog
+from optimizer.fileio import sha256_file
+from optimizer.latency import load_profile
+from optimizer.solver import PlanRequest
+
+PREDICT_SCHEMA = "edgeplan.predict/v1"
+
+
+@dataclass(frozen=True)
+class Prediction:
+    scenario: Scenario
+    figure: Figure
+    profile: str  # name of the latency profile used
+
+    @property
+    def value(self) -> float:
+        return self.figure.value(self.scenario.situation.metric)
+
+    @property
+    def unit(self) -> str:
+        return "ms" if self.scenario.situation.metric == "latency" else "frames/s"
+
+    def to_json(self, model: str | Path) -> dict[str, Any]:
+        s = self.scenario.situation
+        return {"schema": PREDICT_SCHEMA, "target": self.scenario.target,
+                "model": {"path": str(model), "sha256": sha256_file(Path(model))},
+                "accelerator": s.accelerator, "precision": s.precision, "batch": s.batch, "cores": s.cores,
+                "latency_ms": round(self.figure.latency_s * 1e3, 6),
+                "throughput_fps": round(self.figure.throughput, 6),
+                "metric": s.metric, "value": round(self.value, 6), "unit": self.unit, "sparse": s.sparse,
+                "gpu_batch": s.gpu_batch, "io_included": s.io_included, "profile": self.profile,
+                "accelerator_share_of_macs": round(self.scenario.accelerator_share, 6)}
+
+
+def predict(model_path: str | Path, target_id: str, situation: Situation, *, catalog: Catalog | None = None,
+            profile_path: str | Path | None = None,
+            input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> Prediction:
+    catalog = catalog or load_catalog()
+    target = catalog.target(target_id)
+    profile = load_profile(target.family, profile_path)
+    planned = None
+    if situation.accelerator == "auto":
+        from optimizer.plan import optimize  # the planner is only needed for 'auto'
+
+        objective = "throughput" if situation.metric == "throughput" else "latency"
+        request = PlanRequest(objective=objective, allowed_precisions=frozenset({situation.precision}))
+        planned = optimize(str(model_path), target_id, request, input_shapes=input_shapes,
+                           profile_path=str(profile_path) if profile_path else None, catalog=catalog).placements
+    scenario = prepare(model_path, target_id, situation, catalog, profile, input_shapes=input_shapes,
+                       planned=planned)
+    return Prediction(scenario=scenario, figure=score(scenario, profile.constants), profile=profile.name)

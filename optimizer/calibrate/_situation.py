@@ -1,0 +1,234 @@
+"""A fixed deployment (accelerator, precision, batch, cores, metric) and the figure it is predicted to reach.
+
+Published measurements come from what a vendor tool did in one situation, not from edgeplan's best plan.
+Reproducing them needs that tool's placement, scored by the planner's own latency model, so a good fit
+here means the planner's costs are right. A Scenario keeps each group's Work apart from the constants so
+calibration can rescore it under new constants without rebuilding anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+
+from optimizer.catalog import Catalog, Target
+from optimizer.check import check_graph
+from optimizer.errors import BadInputError
+from optimizer.fusion import build_groups
+from optimizer.ir import Graph, load_model
+from optimizer.latency import (
+    DeviceConstants,
+    LatencyModel,
+    Option,
+    Placement,
+    Profile,
+    evaluate,
+    reformat_engine,
+    transfer_engine,
+)
+from optimizer.latency._model import Work, work_seconds
+from optimizer.plan._baselines import gpu_only, trt_default
+
+ACCELERATORS = ("gpu", "dla", "npu", "auto")
+METRICS = ("latency", "throughput")
+GPU_SHARE_CAP = 0.9  # a GPU engine beside DLA engines keeps at least this share of the GPU for itself
+
+
+@dataclass(frozen=True)
+class Situation:
+    accelerator: str  # gpu | dla (with GPU fallback) | npu (with CPU fallback) | auto (the planner's plan)
+    precision: str
+    batch: int = 1
+    cores: int = 1  # DLA cores, one engine each, all fed; or NPU cores one inference is split over
+    metric: str = "latency"
+    sparse: bool = False  # RKNN sparse-weight build
+    gpu_batch: int = 0  # > 0: a GPU engine at this batch runs beside the DLA engines (MLPerf Offline)
+    io_included: bool = True  # False: model I/O layout conversion is outside the timed region (rknn eval)
+
+    def describe(self) -> str:
+        text = f"{self.accelerator} {self.precision} batch {self.batch}"
+        if self.accelerator in ("dla", "npu"):
+            text += f", {self.cores} core{'s' if self.cores > 1 else ''}"
+        if self.gpu_batch:
+            text += f" + GPU engine at batch {self.gpu_batch}"
+        return text + (", sparse weights" if self.sparse else "")
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One engine (one stream): each group's device kind and Work, plus the costs no constant changes."""
+
+    works: tuple[tuple[str, Work], ...]
+    fixed_s: float  # transfers, precision changes, loadable launches
+    fixed_busy_s: Mapping[str, float]  # the same, by the engine that does them
+    key: str  # the target's calibration key
+    bandwidth: float
+    sram_bytes: int
+
+
+@dataclass(frozen=True)
+class Scenario:
+    situation: Situation
+    target: str
+    stage: Stage
+    gpu_stage: Stage | None
+    accelerator_share: float  # of the model's MACs, on the accelerator
+
+
+@dataclass(frozen=True)
+class Figure:
+    latency_s: float  # one inference of the whole batch, one stream
+    throughput: float  # items per second over every stream
+
+    def value(self, metric: str) -> float:
+        return self.latency_s * 1e3 if metric == "latency" else self.throughput
+
+
+Constants = Callable[[str, str], DeviceConstants]  # (calibration key, device kind) -> constants
+
+
+def stage_times(stage: Stage, constants: Constants) -> tuple[float, dict[str, float]]:
+    """(latency in s, busy seconds per device kind) of one engine under the given constants."""
+    busy = dict(stage.fixed_busy_s)
+    total = stage.fixed_s
+    for device, work in stage.works:
+        seconds = work_seconds(work, constants(stage.key, device), stage.bandwidth, stage.sram_bytes)
+        busy[device] = busy.get(device, 0.0) + seconds
+        total += seconds
+    return total, busy
+
+
+def combine(situation: Situation, latency: float, busy: Mapping[str, float],
+            gpu_latency: float | None = None) -> Figure:
+    """Streams in parallel: each DLA core runs its own engine, and they share the GPU for fallback work."""
+    streams = situation.cores if situation.accelerator == "dla" else 1
+    period = max(latency, streams * busy.get("gpu", 0.0))
+    throughput = streams * situation.batch / period
+    if gpu_latency is not None:
+        dla_share = min(GPU_SHARE_CAP, streams * busy.get("gpu", 0.0) / period)
+        throughput += (1.0 - dla_share) * situation.gpu_batch / gpu_latency
+    return Figure(latency_s=latency, throughput=throughput)
+
+
+def score(scenario: Scenario, constants: Constants) -> Figure:
+    latency, busy = stage_times(scenario.stage, constants)
+    gpu_latency = stage_times(scenario.gpu_stage, constants)[0] if scenario.gpu_stage else None
+    return combine(scenario.situation, latency, busy, gpu_latency)
+
+
+# ---- building a scenario --------------------------------------------------------------------------
+def _model_batch(graph: Graph) -> int:
+    shape = graph.shape(graph.inputs[0]) if graph.inputs else None
+    return shape[0] if shape and isinstance(shape[0], int) and shape[0] > 0 else 1
+
+
+def _check(situation: Situation, target: Target, where: str) -> None:
+    acc = situation.accelerator
+    if acc not in ACCELERATORS:
+        raise BadInputError(f"--accelerator must be one of {', '.join(ACCELERATORS)}, got '{acc}'", file=where)
+    if situation.metric not in METRICS:
+        raise BadInputError(f"--metric must be one of {', '.join(METRICS)}, got '{situation.metric}'", file=where)
+    if acc in ("dla", "npu") and target.accelerator != acc:
+        raise BadInputError(f"{target.id} has no {acc.upper()}; its accelerator is {target.accelerator}", file=where)
+    if acc == "gpu" and "gpu" not in target.precisions:
+        raise BadInputError(f"{target.id} has no GPU", file=where)
+    device = {"auto": target.accelerator}.get(acc, acc)
+    if situation.precision not in target.precisions.get(device, ()):
+        raise BadInputError(f"{device} on {target.id} offers {', '.join(target.precisions.get(device, ()))}, "
+                            f"not {situation.precision}", file=where)
+    most = int(target.figure("dla_cores") if target.accelerator == "dla" else target.features.get("npu_cores", 1))
+    if not 1 <= situation.cores <= most:
+        raise BadInputError(f"--cores must be 1..{most} on {target.id}, got {situation.cores}", file=where)
+    if situation.batch < 1 or situation.gpu_batch < 0:
+        raise BadInputError(f"--batch must be >= 1, got {situation.batch}", file=where)
+    if situation.sparse and not (acc == "npu" and target.features.get("sparse")):
+        raise BadInputError(f"sparse weights are modelled for the NPU of RK3576/RV1126B only, not {acc} on "
+                            f"{target.id}", file=where)
+    if situation.gpu_batch and acc != "dla":
+        raise BadInputError("a concurrent GPU engine (gpu_batch) goes with --accelerator dla", file=where)
+
+
+def _npu(model: LatencyModel, situation: Situation) -> tuple[Placement, ...]:
+    """rknn-toolkit2's default placement, split over the requested cores where the layer allows it."""
+    out = []
+    for group in model.groups.groups:
+        if ("npu", situation.precision) not in group.support:
+            out.append(Placement(Option("cpu", "fp32")))
+            continue
+        cores = situation.cores if group.multicore else 1
+        option = Option("npu", situation.precision, cores=cores)
+        sparse = [m for m in group.sparsity_modes if m != "dense"] if situation.sparse else []
+        if sparse and cores == 1:
+            option = min((Option("npu", situation.precision, 1, m) for m in sparse),
+                         key=lambda o: (model.option_ns(group, o), o.sparsity))
+        out.append(Placement(option))
+    return tuple(out)
+
+
+def _placements(model: LatencyModel, situation: Situation, catalog: Catalog,
+                planned: tuple[Placement, ...] | None) -> tuple[Placement, ...]:
+    allowed = frozenset({situation.precision})
+    if situation.accelerator == "auto":
+        assert planned is not None
+        return planned
+    if situation.accelerator == "gpu":
+        return gpu_only(model, allowed)
+    if situation.accelerator == "dla":
+        return trt_default(model, int(catalog.rule("DLA-LOADABLES").params["max"]), allowed)
+    return _npu(model, situation)
+
+
+def _stage(model: LatencyModel, placements: tuple[Placement, ...]) -> Stage:
+    breakdown = evaluate(model, placements)
+    fixed_busy: dict[str, float] = {}
+    copier, reformatter = transfer_engine(model.target), reformat_engine(model.target)
+    for t in breakdown.transfers:
+        fixed_busy[copier] = fixed_busy.get(copier, 0.0) + t.ns / 1e9
+    for change in breakdown.precision_changes:
+        fixed_busy[reformatter] = fixed_busy.get(reformatter, 0.0) + change[2] / 1e9
+    if breakdown.launch_ns:
+        fixed_busy["dla"] = fixed_busy.get("dla", 0.0) + breakdown.launch_ns / 1e9
+    works = tuple((p.option.device, model.work(g, p.option)) for g, p in zip(model.groups.groups, placements))
+    fixed = (breakdown.transfer_ns + sum(c[2] for c in breakdown.precision_changes) + breakdown.launch_ns) / 1e9
+    return Stage(works=works, fixed_s=fixed, fixed_busy_s=MappingProxyType(fixed_busy),
+                 key=model.target.calibration, bandwidth=model.bandwidth, sram_bytes=model.sram_bytes)
+
+
+def _accelerator_share(model: LatencyModel, placements: tuple[Placement, ...]) -> float:
+    graph = model.graph
+    total = on = 0
+    for group, p in zip(model.groups.groups, placements):
+        macs = sum(graph.node(m).macs for m in group.members)
+        total += macs
+        on += macs if p.option.device in ("dla", "npu") else 0
+    return on / total if total else 0.0
+
+
+def prepare(model_path: str | Path, target_id: str, situation: Situation, catalog: Catalog, profile: Profile,
+            *, input_shapes: Mapping[str, tuple[int, ...]] | None = None,
+            planned: tuple[Placement, ...] | None = None) -> Scenario:
+    """The scenario of one situation; `planned` carries the planner's placements for accelerator auto."""
+    target = catalog.target(target_id)
+    _check(situation, target, str(model_path))
+    graph = load_model(model_path, input_shapes)
+    exported = _model_batch(graph)
+    if situation.batch % exported or (situation.gpu_batch and situation.gpu_batch % exported):
+        raise BadInputError(f"the model is exported at batch {exported}; --batch must be a multiple of it",
+                            file=str(model_path))
+    report = check_graph(graph, catalog, target_id)
+    groups = build_groups(report)
+
+    def latency_model(batch: int) -> LatencyModel:
+        return LatencyModel(groups, catalog, target, profile, io=report.io, batch=batch // exported,
+                            io_costs=situation.io_included)
+
+    model = latency_model(situation.batch)
+    placements = _placements(model, situation, catalog, planned)
+    gpu_stage = None
+    if situation.gpu_batch:
+        gpu_model = latency_model(situation.gpu_batch)
+        gpu_stage = _stage(gpu_model, gpu_only(gpu_model, frozenset({situation.precision})))
+    return Scenario(situation=situation, target=target_id, stage=_stage(model, placements), gpu_stage=gpu_stage,
+                    accelerator_share=_accelerator_share(model, placements))
