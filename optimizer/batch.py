@@ -36,6 +36,7 @@ class Job:
     key: str
     time_limit_s: float
     objective: str
+    profile: str | None = None  # a calibrated latency profile for this target's family
 
 
 def expand_models(specs: Sequence[str]) -> list[Path]:
@@ -59,13 +60,26 @@ def expand_models(specs: Sequence[str]) -> list[Path]:
     return list(dict.fromkeys(out))
 
 
+def _profiles_by_family(paths: Sequence[str]) -> dict[str, str]:
+    from optimizer.latency import profile_family
+
+    out: dict[str, str] = {}
+    for path in paths:
+        family = profile_family(path)
+        if family in out:
+            raise BadInputError(f"two --profile files for family {family}: {out[family]} and {path}", file=path)
+        out[family] = str(path)
+    return out
+
+
 def plan_jobs(models: Sequence[Path], targets: Sequence[str], out: Path, time_limit_s: float,
-              objective: str) -> list[Job]:
+              objective: str, profiles: Sequence[str] = ()) -> list[Job]:
     from optimizer.catalog import load_catalog
 
     catalog = load_catalog()
     for target in targets:
         catalog.target(target)
+    by_family = _profiles_by_family(profiles)
     stems: dict[str, Path] = {}
     jobs = []
     for model in models:
@@ -75,9 +89,11 @@ def plan_jobs(models: Sequence[Path], targets: Sequence[str], out: Path, time_li
         stems[stem] = model
         content = sha256_file(model) if model.is_file() else f"missing:{model}"
         for target in targets:
+            profile = by_family.get(catalog.target(target).family)
+            profile_hash = sha256_file(Path(profile)) if profile else "shipped"
             key = hashlib.sha256(json.dumps([content, target, time_limit_s, objective, __version__,
-                                             catalog.sha256]).encode()).hexdigest()
-            jobs.append(Job(str(model), target, str(out / stem / target), key, time_limit_s, objective))
+                                             catalog.sha256, profile_hash]).encode()).hexdigest()
+            jobs.append(Job(str(model), target, str(out / stem / target), key, time_limit_s, objective, profile))
     return jobs
 
 
@@ -90,7 +106,8 @@ def run_job(job: Job) -> dict[str, Any]:
     folder = Path(job.folder)
     row: dict[str, Any] = {"model": job.model, "target": job.target, "status": "ok", "error": ""}
     try:
-        planned = optimize(job.model, job.target, PlanRequest(objective=job.objective, time_limit_s=job.time_limit_s))
+        planned = optimize(job.model, job.target, PlanRequest(objective=job.objective, time_limit_s=job.time_limit_s),
+                           profile_path=job.profile)
         write_plan_files(planned, folder)
         plan = planned.plan
         layers = [layer for layer in plan["layers"] if layer.get("role") != "constant"]
@@ -123,11 +140,12 @@ def _finished(job: Job) -> dict[str, Any] | None:
 
 def run_batch(models: Sequence[str], targets: Sequence[str], out: str, *, workers: int = 1,
               dask_address: str | None = None, time_limit_s: float = 60.0, objective: str = "latency",
-              progress: Callable[[int, int, dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+              profiles: Sequence[str] = (), progress: Callable[[int, int, dict[str, Any]], None] | None = None
+              ) -> list[dict[str, Any]]:
     if workers < 1:
         raise BadInputError(f"--workers must be >= 1, got {workers}")
     out_dir = Path(out)
-    jobs = plan_jobs(expand_models(models), targets, out_dir, time_limit_s, objective)
+    jobs = plan_jobs(expand_models(models), targets, out_dir, time_limit_s, objective, profiles)
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     todo = []
     for job in jobs:

@@ -140,6 +140,33 @@ def _predict(args: argparse.Namespace) -> int:
     return 0
 
 
+def _calibrate(args: argparse.Namespace) -> int:
+    from optimizer.calibrate._run import LayerInput, run_calibration
+    from optimizer.latency import profile_family
+
+    priors = {profile_family(path): path for path in args.prior or []}
+    layers = []
+    if args.trtexec_profile or args.rknn_perf:
+        if not (args.model and args.target):
+            raise BadInputError("per-layer timings need --model MODEL and --target T (the model they were timed on)")
+        layers.append(LayerInput(model=args.model, target=args.target, trtexec_profile=args.trtexec_profile,
+                                 trtexec_layers=args.trtexec_layers, rknn_perf=args.rknn_perf,
+                                 precision=args.precision))
+    if args.csv and not args.models:
+        raise BadInputError("--csv needs --models DIR (the folder its onnx column is relative to)")
+    document = run_calibration(args.csv, args.models, args.out, families=args.family or (), priors=priors,
+                               cross=not args.no_cv, layer_inputs=layers)
+    print(f"{'family':<14} {'rows':>5} {'prior MdAPE':>12} {'fit MdAPE':>10} {'CV MdAPE':>9}  profile")
+    for family, entry in document["families"].items():
+        cv = entry["cross_validation"]
+        print(f"{family:<14} {entry['fit']['rows']:>5} {entry['prior']['median_abs_pct_error']:>12.1%} "
+              f"{entry['fit']['median_abs_pct_error']:>10.1%} "
+              f"{format(cv['median_abs_pct_error'], '.1%') if cv else '-':>9}  {Path(args.out) / entry['profile']}")
+    print(f"{len(document['skipped'])} rows skipped (reasons in {Path(args.out) / 'calibration.json'}); "
+          f"use a profile with: edgeplan optimize MODEL --target T --profile FILE")
+    return 0
+
+
 def _suggest(args: argparse.Namespace) -> int:
     from optimizer.edits import suggest
 
@@ -209,7 +236,8 @@ def _batch(args: argparse.Namespace) -> int:
               f"{row['target']}: {row['status']}".ljust(100), end="", file=sys.stderr, flush=True)
 
     rows = run_batch(args.models, args.target, args.out, workers=args.workers, dask_address=args.dask,
-                     time_limit_s=args.time_limit, objective=args.objective, progress=progress)
+                     time_limit_s=args.time_limit, objective=args.objective, profiles=args.profile or (),
+                     progress=progress)
     print(file=sys.stderr)
     ok = sum(r["status"] == "ok" for r in rows)
     skipped = sum(bool(r.get("skipped")) for r in rows)
@@ -293,6 +321,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dask", metavar="tcp://HOST:PORT", help="run the jobs on an existing Dask cluster")
     p.add_argument("--time-limit", type=float, default=60.0, metavar="S")
     p.add_argument("--objective", default="latency", choices=OBJECTIVES)
+    p.add_argument("--profile", action="append", metavar="FILE",
+                   help="calibrated latency profile (edgeplan calibrate); one per target family, repeatable")
     p.set_defaults(run=_batch)
 
     p = sub.add_parser("predict", help="the predicted figure of one fixed configuration (no optimisation)")
@@ -314,6 +344,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print edgeplan.predict/v1 JSON")
     p.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224")
     p.set_defaults(run=_predict)
+
+    p = sub.add_parser("calibrate", help="fit the latency model's constants to measurements; writes profiles")
+    p.add_argument("--csv", help="whole-model measurements in the published-calibration CSV format")
+    p.add_argument("--models", metavar="DIR", help="folder the CSV's onnx column is relative to")
+    p.add_argument("--trtexec-profile", metavar="JSON", help="per-layer times: trtexec --exportProfile")
+    p.add_argument("--trtexec-layers", metavar="JSON", help="trtexec --exportLayerInfo (layer precisions)")
+    p.add_argument("--rknn-perf", metavar="TXT", help="per-layer times: rknn-toolkit2 eval_perf table")
+    p.add_argument("--model", help="the ONNX model the per-layer times were measured on")
+    p.add_argument("--target", help="the target the per-layer times were measured on")
+    p.add_argument("--precision", default="fp16", choices=("int8", "fp16", "fp32"),
+                   help="precision of trtexec layers when --trtexec-layers does not say")
+    p.add_argument("--out", required=True, metavar="DIR", help="folder for latency_<family>.toml and calibration.json")
+    p.add_argument("--family", action="append", choices=("nvidia-dla", "rockchip-rknn"),
+                   help="fit only this family (repeatable; default: every family with rows)")
+    p.add_argument("--prior", action="append", metavar="PROFILE", help="start from this profile (per family)")
+    p.add_argument("--no-cv", action="store_true", help="skip leave-one-family-out cross-validation")
+    p.set_defaults(run=_calibrate)
 
     p = sub.add_parser("suggest", help="model edits that remove vendor violations, with predicted gains")
     p.add_argument("model")

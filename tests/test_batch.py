@@ -87,3 +87,34 @@ def test_dask_local_cluster_runs_the_same_jobs(tmp_path):
     assert [r["status"] for r in rows] == [r["status"] for r in local]
     assert (tmp_path / "dask" / "yolov8n" / "rk3588" / "plan.json").read_bytes() == \
         (tmp_path / "local" / "yolov8n" / "rk3588" / "plan.json").read_bytes()
+
+
+def _slow_npu_profile(tmp_path):
+    from optimizer.latency import load_profile
+
+    text = load_profile("rockchip-rknn", prior=True).text.replace("conv = 0.45,", "conv = 0.02,", 1)
+    path = tmp_path / "slow_npu.toml"
+    path.write_text(text)
+    return path
+
+
+def test_a_calibrated_profile_reaches_every_job_of_its_family(tmp_path):
+    folder = _models(tmp_path)
+    out = tmp_path / "out"
+    shipped = {(r["model"], r["target"]): r for r in run_batch([str(folder / "resnet18.onnx")], ["rk3588", "orin-agx"],
+                                                                str(out))}
+    slow = _slow_npu_profile(tmp_path)
+    again = {(r["model"], r["target"]): r for r in run_batch([str(folder / "resnet18.onnx")], ["rk3588", "orin-agx"],
+                                                              str(out), profiles=[str(slow)])}
+    model = str(folder / "resnet18.onnx")
+    assert not again[(model, "rk3588")].get("skipped")  # a new profile is a new job
+    assert again[(model, "rk3588")]["latency_ms"] > 3 * shipped[(model, "rk3588")]["latency_ms"]
+    assert again[(model, "orin-agx")].get("skipped")  # the Jetson job never used the RKNN profile
+    with pytest.raises(BadInputError, match="two --profile files for family rockchip-rknn"):
+        run_batch([model], ["rk3588"], str(out), profiles=[str(slow), str(slow)])
+    result = run("batch", model, "--target", "rk3588", "--out", str(tmp_path / "cli"), "--profile", str(slow))
+    assert result.returncode == 0, result.stderr
+    rows = list(csv.DictReader((tmp_path / "cli" / "summary.csv").open()))
+    assert float(rows[0]["latency_ms"]) == again[(model, "rk3588")]["latency_ms"]
+    missing = run("batch", model, "--target", "rk3588", "--out", str(tmp_path / "x"), "--profile", "nope.toml")
+    assert missing.returncode == 2 and "nope.toml: profile file not found" in missing.stderr

@@ -206,19 +206,36 @@ def _accelerator_share(model: LatencyModel, placements: tuple[Placement, ...]) -
     return on / total if total else 0.0
 
 
+@dataclass(frozen=True)
+class Checked:
+    """A model checked on a target, reusable across situations (calibration scores many per model)."""
+
+    path: str
+    report: object  # CheckReport
+    groups: object  # GroupGraph
+    exported_batch: int
+
+
+def check_model(model_path: str | Path, target_id: str, catalog: Catalog,
+                input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> Checked:
+    graph = load_model(model_path, input_shapes)
+    report = check_graph(graph, catalog, target_id)
+    return Checked(path=str(model_path), report=report, groups=build_groups(report),
+                   exported_batch=_model_batch(graph))
+
+
 def prepare(model_path: str | Path, target_id: str, situation: Situation, catalog: Catalog, profile: Profile,
             *, input_shapes: Mapping[str, tuple[int, ...]] | None = None,
-            planned: tuple[Placement, ...] | None = None) -> Scenario:
+            planned: tuple[Placement, ...] | None = None, checked: Checked | None = None) -> Scenario:
     """The scenario of one situation; `planned` carries the planner's placements for accelerator auto."""
     target = catalog.target(target_id)
     _check(situation, target, str(model_path))
-    graph = load_model(model_path, input_shapes)
-    exported = _model_batch(graph)
+    checked = checked or check_model(model_path, target_id, catalog, input_shapes)
+    exported = checked.exported_batch
     if situation.batch % exported or (situation.gpu_batch and situation.gpu_batch % exported):
         raise BadInputError(f"the model is exported at batch {exported}; --batch must be a multiple of it",
                             file=str(model_path))
-    report = check_graph(graph, catalog, target_id)
-    groups = build_groups(report)
+    report, groups = checked.report, checked.groups
 
     def latency_model(batch: int) -> LatencyModel:
         return LatencyModel(groups, catalog, target, profile, io=report.io, batch=batch // exported,

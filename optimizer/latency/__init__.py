@@ -11,8 +11,15 @@ from optimizer.latency._evaluate import (
     transfer_engine,
 )
 from optimizer.latency._model import SPARSE_KEEP, LatencyModel, Option, op_class
-from optimizer.latency._profile import OP_CLASSES, DeviceConstants, Profile, load_profile, parse_profile
+from optimizer.latency._profile import (
+    OP_CLASSES,
+    DeviceConstants,
+    Profile,
+    load_profile,
+    parse_profile,
+    profile_family,
+)
 
 __all__ = ["OP_CLASSES", "SPARSE_KEEP", "Breakdown", "DeviceConstants", "LatencyModel", "Option", "Placement",
            "Profile", "Transfer", "evaluate", "group_options", "load_profile", "op_class", "parse_profile",
-           "reformat_engine", "tensor_routes", "transfer_engine"]
+           "profile_family", "reformat_engine", "tensor_routes", "transfer_engine"]

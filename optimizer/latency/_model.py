@@ -61,7 +61,8 @@ def work_seconds(work: Work, const: DeviceConstants, bandwidth: float, sram_byte
     if work.cores > 1:
         compute /= work.cores * const.multicore_efficiency
         overhead += const.multicore_overhead_us * 1e-6
-    return max(compute, memory) + overhead + work.boundary_s
+    exposed = (1.0 - const.overlap) * min(compute, memory)
+    return max(compute, memory) + exposed + overhead + work.boundary_s
 
 
 def op_class(graph: Graph, node: Node) -> str:
@@ -206,6 +207,14 @@ class LatencyModel:
                     external.add(t)
         return self.batch * sum(graph.tensors[t].num_elements or 0 for t in external if t in graph.tensors)
 
+    @cached_property
+    def images(self) -> int:
+        """Images per inference. DLA runs a batch image by image, so its per-layer overhead scales with it."""
+        graph = self.graph
+        shape = graph.shape(graph.inputs[0]) if graph.inputs else None
+        exported = shape[0] if shape and isinstance(shape[0], int) and shape[0] > 0 else 1
+        return exported * self.batch
+
     def _kernels(self, group: LayerGroup) -> int:
         if group.fused:
             return 1
@@ -226,7 +235,8 @@ class LatencyModel:
             weight_bytes += self.graph.weight_bytes(node, precision) * keep
         return Work(unit_compute_s=tuple(unit[k] for k in OP_CLASSES), weight_bytes=weight_bytes,
                     act_bytes=float(self._group_elements(group) * BYTES_PER_ELEMENT[precision]),
-                    kernels=self._kernels(group), cores=option.cores if device == "npu" else 1,
+                    kernels=self._kernels(group) * (self.images if device == "dla" else 1),
+                    cores=option.cores if device == "npu" else 1,
                     boundary_s=self._boundary_io_s(group, option, default_formats))
 
     def option_ns(self, group: LayerGroup, option: Option, default_formats: bool = False) -> int:

@@ -14,7 +14,8 @@ import tomllib
 from optimizer.errors import BadInputError
 
 OP_CLASSES = ("conv", "dwconv", "gconv", "deconv", "matmul", "vector")
-_DEFAULT_FILES = {"nvidia-dla": "latency_nvidia_dla.toml", "rockchip-rknn": "latency_rockchip_rknn.toml"}
+DEFAULT_FILES = {"nvidia-dla": "latency_nvidia_dla.toml", "rockchip-rknn": "latency_rockchip_rknn.toml"}
+PRIOR_FILES = {"nvidia-dla": "latency_nvidia_dla.prior.toml", "rockchip-rknn": "latency_rockchip_rknn.prior.toml"}
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,7 @@ class DeviceConstants:
     sram_speedup: float
     multicore_efficiency: float = 1.0
     multicore_overhead_us: float = 0.0
+    overlap: float = 1.0  # share of the shorter of compute and memory time hidden under the longer
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,15 @@ def _device(raw: Mapping[str, Any], where: str) -> DeviceConstants:
         bandwidth_efficiency=float(raw["bandwidth_efficiency"]), sram_speedup=float(raw["sram_speedup"]),
         multicore_efficiency=float(raw.get("multicore_efficiency", 1.0)),
         multicore_overhead_us=float(raw.get("multicore_overhead_us", 0.0)),
+        overlap=_unit_interval(raw.get("overlap", 1.0), "overlap", where),
     )
+
+
+def _unit_interval(value: Any, name: str, where: str) -> float:
+    value = float(value)
+    if not 0 <= value <= 1:
+        raise BadInputError(f"profile {where}: {name} = {value} must be in [0, 1]")
+    return value
 
 
 def parse_profile(text: str, where: str) -> Profile:
@@ -102,11 +112,12 @@ def parse_profile(text: str, where: str) -> Profile:
         raise BadInputError(f"latency profile invalid: {type(exc).__name__}: {exc}", file=where) from None
 
 
-def load_profile(family: str, path: str | Path | None = None) -> Profile:
-    """The shipped default profile of a family, or a user's calibrated one."""
+def load_profile(family: str, path: str | Path | None = None, *, prior: bool = False) -> Profile:
+    """The shipped profile of a family (calibrated on the public measurements; `prior`: the hand-set
+    constants calibration starts from), or a user's calibrated one."""
     if path is None:
-        text = (resources.files("optimizer.constraints") / _DEFAULT_FILES[family]).read_text(encoding="utf-8")
-        return parse_profile(text, _DEFAULT_FILES[family])
+        name = (PRIOR_FILES if prior else DEFAULT_FILES)[family]
+        return parse_profile((resources.files("optimizer.constraints") / name).read_text(encoding="utf-8"), name)
     path = Path(path)
     if not path.is_file():
         raise BadInputError("profile file not found", file=str(path))
@@ -114,3 +125,14 @@ def load_profile(family: str, path: str | Path | None = None) -> Profile:
     if profile.family != family:
         raise BadInputError(f"profile is for family {profile.family}, the target is {family}", file=str(path))
     return profile
+
+
+def profile_family(path: str | Path) -> str:
+    """The family a profile file is for, so a batch can take one profile per family."""
+    path = Path(path)
+    if not path.is_file():
+        raise BadInputError("profile file not found", file=str(path))
+    try:
+        return str(tomllib.loads(path.read_text(encoding="utf-8"))["family"])
+    except (tomllib.TOMLDecodeError, KeyError, UnicodeDecodeError) as exc:
+        raise BadInputError(f"not a latency profile: {type(exc).__name__}", file=str(path)) from None

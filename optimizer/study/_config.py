@@ -29,6 +29,7 @@ class StudyConfig:
     search_sram: bool = True
     max_partitions: int = 2  # pipeline cut points Optuna may place (0 disables partition search)
     input_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    profile: Path | None = None  # a calibrated latency profile (edgeplan calibrate); None: the shipped one
     source: Path | None = None
     raw: dict[str, Any] = field(default_factory=dict)
 
@@ -69,9 +70,16 @@ def load_config(path: str | Path) -> StudyConfig:
     if sampler not in SAMPLERS or pruner not in PRUNERS:
         raise BadInputError(f"sampler must be one of {SAMPLERS} and pruner one of {PRUNERS}", file=where)
     shapes = {k: tuple(int(d) for d in v) for k, v in raw.get("input_shapes", {}).items()}
+    profile = None
+    if "profile" in raw:
+        profile = Path(_require(raw, "profile", str, where))
+        profile = profile if profile.is_absolute() else (path.parent / profile).resolve()
+        if not profile.is_file():
+            raise BadInputError(f"study config 'profile' names a missing file: {profile}", file=where)
     return StudyConfig(
         name=name, model=model, target=_require(raw, "target", str, where), objective=objective,
         n_trials=n_trials, seed=_require(raw, "seed", int, where), sampler=sampler, pruner=pruner,
         time_limit_s=float(raw.get("time_limit", 30.0)), search_sram=bool(search.get("sram", True)),
-        max_partitions=int(search.get("max_partitions", 2)), input_shapes=shapes, source=path, raw=raw,
+        max_partitions=int(search.get("max_partitions", 2)), input_shapes=shapes, profile=profile, source=path,
+        raw=raw,
     )

@@ -86,7 +86,7 @@ class _Space:
 
     def _default_sram(self) -> int:
         target = self.target
-        profile = load_profile(target.family)
+        profile = load_profile(target.family, self.config.profile)
         pools = profile.memory_pools.get("dla_sram_bytes", {}) if target.accelerator == "dla" else {}
         value = int(pools.get(target.generation, 0)) if pools else int(target.features.get("sram_bytes", 0))
         return value if value in self.sram else self.sram[-1]
@@ -131,7 +131,8 @@ def _objective(space: _Space):
     def run(trial: optuna.trial.Trial) -> float:
         request = space.request(trial)
         try:
-            planned = optimize(str(cfg.model), cfg.target, request, input_shapes=cfg.input_shapes or None)
+            planned = optimize(str(cfg.model), cfg.target, request, input_shapes=cfg.input_shapes or None,
+                               profile_path=str(cfg.profile) if cfg.profile else None)
         except EdgeplanError as exc:
             trial.set_user_attr("error", exc.one_line()[:300])
             raise optuna.TrialPruned(exc.one_line()[:200]) from None
@@ -253,7 +254,8 @@ def _write_artifacts(space: _Space, folder: Path, study: optuna.Study, storage_u
         raise EdgeplanError("no trial produced a plan; see trials.csv for the errors", file=str(folder))
     best = min(completed, key=lambda t: (t.value, t.number))
     request = space.request(optuna.trial.FixedTrial(best.params))
-    planned = optimize(str(cfg.model), cfg.target, request, input_shapes=cfg.input_shapes or None)
+    planned = optimize(str(cfg.model), cfg.target, request, input_shapes=cfg.input_shapes or None,
+                       profile_path=str(cfg.profile) if cfg.profile else None)
     write_json(folder / "plan.json", planned.plan)
     params = sorted({k for t in study.trials for k in t.params})
     buffer = io.StringIO()
@@ -271,7 +273,7 @@ def _write_artifacts(space: _Space, folder: Path, study: optuna.Study, storage_u
         "schema": "edgeplan.study/v1", "tool_version": __version__, "name": cfg.name,
         "python": platform.python_version(), "packages": _package_versions(),
         "catalog_sha256": catalog.sha256,
-        "profile_sha256": hashlib.sha256(load_profile(target.family).text.encode()).hexdigest(),
+        "profile_sha256": hashlib.sha256(load_profile(target.family, cfg.profile).text.encode()).hexdigest(),
         "model": {"path": str(cfg.model), "sha256": sha256_file(cfg.model)},
         "target": cfg.target, "objective": cfg.objective, "seed": cfg.seed, "sampler": cfg.sampler,
         "n_trials": cfg.n_trials, "storage": storage_url.split("@")[-1] if "@" in storage_url else storage_url,
@@ -297,8 +299,11 @@ def run_study(config_path: str, out_dir: str | None = None, storage: str | None 
     folder = Path(out_dir) if out_dir else Path(config_path).resolve().parent / cfg.name
     folder.mkdir(parents=True, exist_ok=True)
     storage_url = storage or f"sqlite:///{(folder / 'study.db').resolve()}"
-    atomic_write_text(folder / "config.toml", Path(config_path).read_text(encoding="utf-8")
-                      .replace(f'"{cfg.raw["model"]}"', f'"{cfg.model}"', 1))
+    text = Path(config_path).read_text(encoding="utf-8").replace(f'"{cfg.raw["model"]}"', f'"{cfg.model}"', 1)
+    if cfg.profile is not None:  # the study folder keeps the profile it ran with, so reproduce needs nothing else
+        atomic_write_text(folder / "profile.toml", cfg.profile.read_text(encoding="utf-8"))
+        text = text.replace(f'"{cfg.raw["profile"]}"', '"profile.toml"', 1)
+    atomic_write_text(folder / "config.toml", text)
     write_json(folder / "storage.json", {"url": storage_url.split("@")[-1] if "@" in storage_url else storage_url,
                                          "shared": storage is not None})
     space = _Space(cfg)
@@ -328,6 +333,8 @@ def reproduce_study(folder: str) -> tuple[bool, str]:
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp) / "config.toml"
         shutil.copy(config, scratch)
+        if (folder_path / "profile.toml").is_file():
+            shutil.copy(folder_path / "profile.toml", Path(tmp) / "profile.toml")
         run_study(str(scratch), str(Path(tmp) / "rerun"), command=["reproduce", folder])
         again = (Path(tmp) / "rerun" / "plan.json").read_text()
     before = original.read_text()

@@ -48,7 +48,7 @@ def test_depthwise_runs_poorly_on_dla(tmp_path):
     report = check_graph(load_model(path), CATALOG, "orin-agx")
     groups = build_groups(report)
     target = CATALOG.target("orin-agx")
-    default = load_profile(target.family)
+    default = load_profile(target.family, prior=True)
     flat = parse_profile(default.text.replace("dwconv = 0.05", "dwconv = 0.55"), "flat.toml")
     option = Option("dla", "fp16")
     slow = LatencyModel(groups, CATALOG, target, default, io=report.io).option_ns(groups.groups[0], option)
@@ -104,8 +104,17 @@ def test_transfers_cost_more_for_bigger_tensors(tmp_path):
     assert lm.transfer("y", "dla", "gpu", "int8")[1] > small.transfer("y", "dla", "gpu", "int8")[1]
 
 
+def test_shipped_profiles_are_fitted_and_their_priors_are_not():
+    for family in ("nvidia-dla", "rockchip-rknn"):
+        fitted, prior = load_profile(family), load_profile(family, prior=True)
+        assert fitted.name == "calibrated" and "published-measurement CSV" in fitted.fitted_on
+        assert fitted.targets and not prior.targets and prior.name == "prior"
+    assert set(load_profile("rockchip-rknn").targets) >= {"rk3588", "rk3576", "rk3566", "rk3562", "rv1106"}
+    assert set(load_profile("nvidia-dla").targets) == {"orin", "xavier"}
+
+
 def test_profile_validation():
-    text = load_profile("nvidia-dla").text
+    text = load_profile("nvidia-dla", prior=True).text
     with pytest.raises(BadInputError, match="efficiency"):
         parse_profile(text.replace("conv = 0.45", "conv = 1.5"), "bad.toml")
     with pytest.raises(BadInputError):
@@ -131,7 +140,7 @@ def test_batch_scales_compute_and_activations_but_reads_weights_once(tmp_path):
 
 
 def test_profile_target_sections_refit_one_target_and_its_variants(tmp_path):
-    default = load_profile("rockchip-rknn")
+    default = load_profile("rockchip-rknn", prior=True)
     text = default.text + '\n[targets.rk3566.devices.npu]\nefficiency = { conv = 0.9 }\nlayer_overhead_us = 3.0\n'
     profile = parse_profile(text, "fitted.toml")
     fitted = profile.constants("rk3566", "npu")

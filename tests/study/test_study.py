@@ -212,3 +212,32 @@ def test_rknn_sram_choice_reaches_the_planner(tmp_path):
     off = space.request(optuna.trial.FixedTrial({"sram_bytes": 0, "cuts": 0, "stage_0_engine": "auto"}))
     on = space.request(optuna.trial.FixedTrial({"sram_bytes": 978944, "cuts": 0, "stage_0_engine": "auto"}))
     assert (off.sram_bytes, on.sram_bytes) == (0, 978944)
+
+
+def test_a_study_runs_with_a_calibrated_profile_and_keeps_it(tmp_path):
+    import hashlib
+    import json
+
+    from optimizer.latency import load_profile
+    from optimizer.study import reproduce_study
+
+    text = load_profile("nvidia-dla", prior=True).text.replace("conv = 0.45,", "conv = 0.05,", 1)
+    (tmp_path / "profiles").mkdir()
+    (tmp_path / "profiles" / "gpu_slow.toml").write_text(text)
+    config = _config(tmp_path, n_trials=3, name="cal")
+    lines = config.read_text().replace('seed = 7\n', 'seed = 7\nprofile = "profiles/gpu_slow.toml"\n')
+    config.write_text(lines)
+    shipped = run_study(str(_config(tmp_path, n_trials=3, name="plain")), str(tmp_path / "plain"))
+    outcome = run_study(str(config), str(tmp_path / "out"))
+    folder = tmp_path / "out"
+    assert (folder / "profile.toml").read_text() == text
+    assert 'profile = "profile.toml"' in (folder / "config.toml").read_text()
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["profile_sha256"] == hashlib.sha256(text.encode()).hexdigest()
+    assert outcome.baseline_value != shipped.baseline_value
+    same, diff = reproduce_study(str(folder))
+    assert same, diff
+    bad = tmp_path / "bad.toml"
+    bad.write_text(lines.replace("profiles/gpu_slow.toml", "profiles/none.toml"))
+    with pytest.raises(BadInputError, match="'profile' names a missing file"):
+        load_config(bad)

@@ -1,0 +1,191 @@
+"""Fits the latency model's free constants to measurements, robustly and within physical bounds.
+
+Per (calibration key, device kind) eight numbers are free: the efficiency of each op class, the
+per-kernel overhead and the bandwidth efficiency. Everything else (peaks, bandwidth, transfers,
+formats) stays as the catalog and profile say. The residual is the log ratio of predicted to observed
+figure, under a soft-L1 loss, plus a pull towards the prior profile, so a device with few rows moves
+little and no constant is ever tuned to one model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from optimizer.calibrate._situation import GPU_SHARE_CAP, Scenario, Stage
+from optimizer.latency import OP_CLASSES, DeviceConstants, Profile
+
+PRIOR_SIGMA = 4.0
+LOSS_SCALE = 0.1  # soft-L1 turns linear past ~10% error, so one odd row cannot drag a device
+N_CLASSES = len(OP_CLASSES)
+N_FREE = N_CLASSES + 3  # efficiencies, layer overhead, bandwidth efficiency, compute/memory overlap
+LOWER = np.array([np.log(0.002)] * N_CLASSES + [np.log(0.1), np.log(0.05), np.log(0.01)])
+UPPER = np.array([0.0] * N_CLASSES + [np.log(5000.0), 0.0, 0.0])
+
+
+def _theta(const: DeviceConstants) -> np.ndarray:
+    values = [const.efficiency[k] for k in OP_CLASSES] + [const.layer_overhead_us, const.bandwidth_efficiency,
+                                                           max(const.overlap, 0.01)]
+    return np.clip(np.log(np.array(values, dtype=float)), LOWER + 1e-9, UPPER - 1e-9)
+
+
+def constants_from(theta: np.ndarray, prior: DeviceConstants) -> DeviceConstants:
+    values = np.exp(theta)
+    return DeviceConstants(
+        efficiency={k: float(v) for k, v in zip(OP_CLASSES, values[:N_CLASSES])},
+        layer_overhead_us=float(values[N_CLASSES]), bandwidth_efficiency=float(values[N_CLASSES + 1]),
+        overlap=float(values[N_CLASSES + 2]), sram_speedup=prior.sram_speedup,
+        multicore_efficiency=prior.multicore_efficiency, multicore_overhead_us=prior.multicore_overhead_us)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Every group of every stage as flat arrays, so one evaluation of all rows is a few numpy calls."""
+
+    blocks: tuple[tuple[str, str], ...]  # (calibration key, device) per parameter block
+    prior: np.ndarray  # (blocks, N_FREE)
+    block: np.ndarray  # per group
+    stage: np.ndarray
+    unit: np.ndarray  # (groups, classes)
+    weight_bytes: np.ndarray
+    act_bytes: np.ndarray
+    kernels: np.ndarray
+    cores: np.ndarray
+    boundary: np.ndarray
+    bandwidth: np.ndarray
+    in_sram: np.ndarray
+    sram_speedup: np.ndarray
+    mc_eff: np.ndarray
+    mc_over: np.ndarray
+    on_gpu: np.ndarray
+    stage_fixed: np.ndarray
+    stage_fixed_gpu: np.ndarray
+    primary: np.ndarray  # per row: its stage
+    gpu_stage: np.ndarray  # per row: the concurrent GPU engine's stage, or -1
+    streams: np.ndarray
+    batch: np.ndarray
+    gpu_batch: np.ndarray
+    is_latency: np.ndarray
+    observed: np.ndarray
+
+
+def build_problem(scenarios: Sequence[Scenario], observed: Sequence[float], profile: Profile) -> Problem:
+    blocks: dict[tuple[str, str], int] = {}
+    rows: dict[str, list] = {k: [] for k in ("block", "stage", "unit", "wb", "ab", "k", "c", "b", "bw", "sram",
+                                             "speed", "mce", "mco", "gpu")}
+    stage_fixed, stage_fixed_gpu = [], []
+
+    def add_stage(stage: Stage) -> int:
+        index = len(stage_fixed)
+        stage_fixed.append(stage.fixed_s)
+        stage_fixed_gpu.append(stage.fixed_busy_s.get("gpu", 0.0))
+        for device, work in stage.works:
+            key = (stage.key, device)
+            blocks.setdefault(key, len(blocks))
+            const = profile.constants(*key)
+            rows["block"].append(blocks[key])
+            rows["stage"].append(index)
+            rows["unit"].append(work.unit_compute_s)
+            rows["wb"].append(work.weight_bytes)
+            rows["ab"].append(work.act_bytes)
+            rows["k"].append(work.kernels)
+            rows["c"].append(work.cores)
+            rows["b"].append(work.boundary_s)
+            rows["bw"].append(stage.bandwidth)
+            rows["sram"].append(0 < work.act_bytes <= stage.sram_bytes)
+            rows["speed"].append(const.sram_speedup)
+            rows["mce"].append(const.multicore_efficiency)
+            rows["mco"].append(const.multicore_overhead_us)
+            rows["gpu"].append(device == "gpu")
+        return index
+
+    primary, gpu_stage, streams, batch, gpu_batch, is_latency = [], [], [], [], [], []
+    for scenario in scenarios:
+        s = scenario.situation
+        primary.append(add_stage(scenario.stage))
+        gpu_stage.append(add_stage(scenario.gpu_stage) if scenario.gpu_stage else -1)
+        streams.append(s.cores if s.accelerator == "dla" else 1)
+        batch.append(s.batch)
+        gpu_batch.append(s.gpu_batch)
+        is_latency.append(s.metric == "latency")
+    order = sorted(blocks, key=blocks.get)
+    return Problem(
+        blocks=tuple(order), prior=np.array([_theta(profile.constants(*key)) for key in order]),
+        block=np.array(rows["block"], dtype=int), stage=np.array(rows["stage"], dtype=int),
+        unit=np.array(rows["unit"], dtype=float).reshape(-1, N_CLASSES), weight_bytes=np.array(rows["wb"]),
+        act_bytes=np.array(rows["ab"]), kernels=np.array(rows["k"], dtype=float),
+        cores=np.array(rows["c"], dtype=float), boundary=np.array(rows["b"]), bandwidth=np.array(rows["bw"]),
+        in_sram=np.array(rows["sram"], dtype=bool), sram_speedup=np.array(rows["speed"]),
+        mc_eff=np.array(rows["mce"]), mc_over=np.array(rows["mco"]), on_gpu=np.array(rows["gpu"], dtype=bool),
+        stage_fixed=np.array(stage_fixed), stage_fixed_gpu=np.array(stage_fixed_gpu),
+        primary=np.array(primary, dtype=int), gpu_stage=np.array(gpu_stage, dtype=int),
+        streams=np.array(streams, dtype=float), batch=np.array(batch, dtype=float),
+        gpu_batch=np.array(gpu_batch, dtype=float), is_latency=np.array(is_latency, dtype=bool),
+        observed=np.array(observed, dtype=float))
+
+
+def predict_all(problem: Problem, theta: np.ndarray) -> np.ndarray:
+    """The figure of every row (latency in ms or throughput per s), as combine() and work_seconds() compute it."""
+    p = problem
+    values = np.exp(theta[p.block])
+    eff = values[:, :N_CLASSES]
+    compute = (p.unit / eff).sum(axis=1)
+    split = p.cores > 1
+    compute = np.where(split, compute / (p.cores * p.mc_eff), compute)
+    weight_bw = p.bandwidth * values[:, N_CLASSES + 1]
+    act_bw = weight_bw * np.where(p.in_sram, p.sram_speedup, 1.0)
+    memory = p.weight_bytes / weight_bw + p.act_bytes / act_bw
+    overhead = values[:, N_CLASSES] * 1e-6 * p.kernels + np.where(split, p.mc_over * 1e-6, 0.0)
+    exposed = (1.0 - values[:, N_CLASSES + 2]) * np.minimum(compute, memory)
+    seconds = np.maximum(compute, memory) + exposed + overhead + p.boundary
+    n_stages = len(p.stage_fixed)
+    total = np.bincount(p.stage, seconds, minlength=n_stages) + p.stage_fixed
+    gpu_busy = np.bincount(p.stage, np.where(p.on_gpu, seconds, 0.0), minlength=n_stages) + p.stage_fixed_gpu
+    latency = total[p.primary]
+    busy = gpu_busy[p.primary]
+    period = np.maximum(latency, p.streams * busy)
+    throughput = p.streams * p.batch / period
+    has_gpu = p.gpu_stage >= 0
+    gpu_latency = np.where(has_gpu, total[np.where(has_gpu, p.gpu_stage, 0)], 1.0)
+    share = np.minimum(GPU_SHARE_CAP, p.streams * busy / period)
+    throughput = throughput + np.where(has_gpu, (1.0 - share) * p.gpu_batch / gpu_latency, 0.0)
+    return np.where(p.is_latency, latency * 1e3, throughput)
+
+
+def _residuals(problem: Problem, flat: np.ndarray) -> np.ndarray:
+    theta = flat.reshape(problem.prior.shape)
+    predicted = predict_all(problem, theta)
+    errors = np.log(predicted / problem.observed)
+    prior = (theta - problem.prior).ravel() / PRIOR_SIGMA
+    return np.concatenate([errors, prior])
+
+
+def _jacobian_sparsity(problem: Problem) -> np.ndarray:
+    """A row depends only on the blocks its stages use; prior terms only on their own parameter."""
+    n_rows, n_params = len(problem.observed), problem.prior.size
+    pattern = np.zeros((n_rows + n_params, n_params), dtype=bool)
+    stage_blocks: dict[int, set[int]] = {}
+    for stage, block in zip(problem.stage, problem.block):
+        stage_blocks.setdefault(int(stage), set()).add(int(block))
+    for r in range(n_rows):
+        used = set(stage_blocks.get(int(problem.primary[r]), ()))
+        if problem.gpu_stage[r] >= 0:
+            used |= stage_blocks.get(int(problem.gpu_stage[r]), set())
+        for block in used:
+            pattern[r, block * N_FREE:(block + 1) * N_FREE] = True
+    pattern[n_rows:, :] = np.eye(n_params, dtype=bool)
+    return pattern
+
+
+def fit(problem: Problem) -> np.ndarray:
+    """The fitted parameters (blocks x N_FREE, log space); deterministic for the same problem."""
+    from scipy.optimize import least_squares  # only calibration needs scipy
+
+    lower = np.tile(LOWER, len(problem.blocks))
+    upper = np.tile(UPPER, len(problem.blocks))
+    result = least_squares(lambda x: _residuals(problem, x), problem.prior.ravel(), bounds=(lower, upper),
+                           loss="soft_l1", f_scale=LOSS_SCALE, jac_sparsity=_jacobian_sparsity(problem),
+                           method="trf", x_scale=1.0, max_nfev=200)
+    return result.x.reshape(problem.prior.shape)

@@ -1,0 +1,164 @@
+"""edgeplan calibrate: measurements in, one fitted profile per target family out, with the evidence."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from optimizer.calibrate._calibrate import (
+    Observation,
+    Skipped,
+    cross_validate,
+    csv_fitted_on,
+    errors,
+    fit_observations,
+    observations,
+    profile_text,
+    summary,
+)
+from optimizer.calibrate._fit import predict_all
+from optimizer.calibrate._measurements import read_measurements
+from optimizer.calibrate._vendor import vendor_observations
+from optimizer.catalog import Catalog, load_catalog
+from optimizer.errors import BadInputError
+from optimizer.fileio import atomic_write_text, sha256_file, write_json
+from optimizer.latency import load_profile
+
+CALIBRATION_SCHEMA = "edgeplan.calibration/v1"
+PROFILE_FILES = {"nvidia-dla": "latency_nvidia_dla.toml", "rockchip-rknn": "latency_rockchip_rknn.toml"}
+
+
+@dataclass(frozen=True)
+class FamilyResult:
+    family: str
+    profile: str  # TOML text
+    rows: list[dict[str, Any]]
+    fit: dict[str, float]
+    cross_validation: dict[str, float] | None
+    prior: dict[str, float]
+
+
+def _group_summaries(rows: list[dict[str, Any]], field: str, by: str) -> dict[str, dict[str, float]]:
+    groups: dict[str, list[float]] = {}
+    for row in rows:
+        if row.get(field) is not None:
+            groups.setdefault(row[by], []).append(abs(row[field] / row["observed"] - 1.0))
+    return {k: summary(np.array(v)) for k, v in sorted(groups.items())}
+
+
+def calibrate_family(obs: Sequence[Observation], family: str, catalog: Catalog, prior_path: str | None,
+                     fitted_on: str, cross: bool) -> FamilyResult:
+    prior = load_profile(family, prior_path, prior=prior_path is None)
+    prior = replace(prior, targets=MappingProxyType({}))  # refit from family constants, not an earlier fit
+    fitted = fit_observations(obs, prior)
+    before = predict_all(fitted.problem, fitted.problem.prior)
+    cv = cross_validate(obs, prior) if cross else None
+    rows = []
+    for i, o in enumerate(obs):
+        s = o.scenario.situation
+        rows.append({"label": o.label, "family": o.family, "device": o.device, "target": o.target,
+                     "situation": s.describe(), "metric": o.metric, "observed": o.observed,
+                     "predicted_prior": round(float(before[i]), 6),
+                     "predicted_fit": round(float(fitted.predicted[i]), 6),
+                     "predicted_cv": round(float(cv[i]), 6) if cv is not None else None})
+    observed = [o.observed for o in obs]
+    return FamilyResult(
+        family=family, profile=profile_text(prior, fitted, obs, fitted_on), rows=rows,
+        fit=summary(errors(fitted.predicted, observed)),
+        cross_validation=summary(errors(cv, observed)) if cv is not None else None,
+        prior=summary(errors(before, observed)))
+
+
+@dataclass(frozen=True)
+class LayerInput:
+    """Per-layer timings of one model on one target: trtexec profile (+ layer info) or rknn eval_perf."""
+
+    model: str
+    target: str
+    trtexec_profile: str | None = None
+    trtexec_layers: str | None = None
+    rknn_perf: str | None = None
+    precision: str = "fp16"  # trtexec layers without layer info
+
+
+def run_calibration(csv_path: str | Path | None, models: str | Path | None, out: str | Path, *,
+                    families: Sequence[str] = (), priors: dict[str, str] | None = None, cross: bool = True,
+                    layer_inputs: Sequence[LayerInput] = (), catalog: Catalog | None = None) -> dict[str, Any]:
+    catalog = catalog or load_catalog()
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise BadInputError("--out exists and is not a directory", file=str(out))
+    if csv_path is None and not layer_inputs:
+        raise BadInputError("nothing to fit: give --csv and/or per-layer timings (--trtexec-profile, --rknn-perf)")
+    measurements = read_measurements(csv_path, models or Path(csv_path).parent) if csv_path else []
+    chosen = list(families) or list(PROFILE_FILES)
+    unknown = set(chosen) - set(PROFILE_FILES)
+    if unknown:
+        raise BadInputError(f"unknown family {', '.join(sorted(unknown))} (known: {', '.join(PROFILE_FILES)})")
+    prior_profiles = {f: load_profile(f, (priors or {}).get(f), prior=f not in (priors or {})) for f in chosen}
+    relevant = [m for m in measurements if m.target and catalog.target(m.target).family in chosen]
+    obs, skipped = observations(relevant, catalog, prior_profiles)
+    skipped += [Skipped(f"csv row {m.row}", m.reason or "device is not an edgeplan target")
+                for m in measurements if m not in relevant]
+    for entry in layer_inputs:
+        family = catalog.target(entry.target).family
+        if family not in chosen:
+            continue
+        found, unmatched = vendor_observations(
+            model=entry.model, target=entry.target, catalog=catalog, prior=prior_profiles[family],
+            trtexec_profile=entry.trtexec_profile, trtexec_layers_path=entry.trtexec_layers,
+            rknn_perf=entry.rknn_perf, precision=entry.precision)
+        obs += found
+        source = entry.trtexec_profile or entry.rknn_perf
+        skipped += [Skipped(f"{Path(str(source)).name}: {name}", "no ONNX node of the model in the layer name")
+                    for name in unmatched]
+    fitted_on = _fitted_on(csv_path, layer_inputs, len(obs), len(measurements))
+    results = []
+    for family in chosen:
+        family_obs = [o for o in obs if catalog.target(o.target).family == family]
+        if not family_obs:
+            continue
+        results.append(calibrate_family(family_obs, family, catalog, (priors or {}).get(family), fitted_on, cross))
+    if not results:
+        raise BadInputError("no usable measurement for the chosen families", file=str(csv_path))
+    out.mkdir(parents=True, exist_ok=True)
+    document: dict[str, Any] = {"schema": CALIBRATION_SCHEMA, "csv": str(csv_path) if csv_path else None,
+                                "models": str(models) if models else None,
+                                "families": {}, "skipped": [{"label": s.label, "reason": s.reason}
+                                                           for s in sorted(skipped, key=lambda s: _row(s.label))]}
+    all_rows = []
+    for result in results:
+        path = out / PROFILE_FILES[result.family]
+        atomic_write_text(path, result.profile)
+        all_rows += result.rows
+        document["families"][result.family] = {
+            "profile": path.name, "prior": result.prior, "fit": result.fit,
+            "cross_validation": result.cross_validation, "rows": result.rows,
+            "by_device_cv": _group_summaries(result.rows, "predicted_cv", "device") if cross else None,
+            "by_device_fit": _group_summaries(result.rows, "predicted_fit", "device")}
+    document["overall"] = {
+        "prior": summary(errors([r["predicted_prior"] for r in all_rows], [r["observed"] for r in all_rows])),
+        "fit": summary(errors([r["predicted_fit"] for r in all_rows], [r["observed"] for r in all_rows])),
+        "cross_validation": summary(errors([r["predicted_cv"] for r in all_rows], [r["observed"] for r in all_rows]))
+        if cross else None}
+    write_json(out / "calibration.json", document)
+    return document
+
+
+def _fitted_on(csv_path: str | Path | None, layer_inputs: Sequence[LayerInput], used: int, rows: int) -> str:
+    parts = [csv_fitted_on(Path(csv_path).read_bytes(), used, rows)] if csv_path else [f"{used} observations"]
+    for entry in layer_inputs:
+        source = Path(str(entry.trtexec_profile or entry.rknn_perf))
+        parts.append(f"per-layer times {source.name} (sha256 {sha256_file(source)[:16]}...) of "
+                     f"{Path(entry.model).name} on {entry.target}")
+    return "; ".join(parts)
+
+
+def _row(label: str) -> tuple[int, str]:
+    tail = label.rsplit(" ", 1)[-1]
+    return (int(tail), label) if tail.isdigit() else (0, label)

@@ -1,0 +1,138 @@
+"""Calibration: the vectorised scorer equals the planner's, fits recover known constants, CV is honest."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from types import MappingProxyType
+
+import numpy as np
+import pytest
+from onnx import helper
+
+from optimizer.calibrate import Situation, prepare, score
+from optimizer.calibrate._calibrate import Observation, cross_validate, fit_observations, profile_text
+from optimizer.calibrate._fit import build_problem, predict_all
+from optimizer.catalog import load_catalog
+from optimizer.latency import DeviceConstants, load_profile, parse_profile
+from tests.conftest import REPO, SHARED, save_model, value, weight
+from tests.test_cli import run
+
+CATALOG = load_catalog()
+
+
+def _model(tmp_path, name, c, hw, group=1, act="Relu", layers=2):
+    nodes, last, inits = [], "x", []
+    for i in range(layers):
+        nodes.append(helper.make_node("Conv", [last, f"w{i}"], [f"c{i}"], name=f"conv{i}", kernel_shape=[3, 3],
+                                      pads=[1, 1, 1, 1], group=group))
+        inits.append(weight(f"w{i}", [c, c // group, 3, 3]))
+        nodes.append(helper.make_node(act, [f"c{i}"], [f"a{i}"], name=f"act{i}"))
+        last = f"a{i}"
+    nodes.append(helper.make_node("Identity", [last], ["y"], name="out"))
+    return save_model(tmp_path / f"{name}.onnx", nodes, [value("x", [1, c, hw, hw])], [value("y", None)], inits)
+
+
+def _zoo_of(tmp_path):
+    """Model families of different shapes: dense convs, depthwise convs, sigmoid-heavy heads."""
+    specs = [("dense", 64, 56, 1, "Relu"), ("dense", 128, 28, 1, "Relu"), ("dense", 32, 112, 1, "Relu"),
+             ("dw", 128, 56, 128, "Relu"), ("dw", 256, 28, 256, "Relu"), ("sig", 64, 80, 1, "Sigmoid"),
+             ("sig", 32, 160, 1, "Sigmoid"), ("wide", 256, 14, 1, "Relu"), ("wide", 512, 7, 1, "Relu")]
+    return [(family, _model(tmp_path, f"{family}{i}", c, hw, g, act)) for i, (family, c, hw, g, act) in
+            enumerate(specs)]
+
+
+def _truth(prior):
+    npu = prior.constants("rk3588", "npu")
+    true = DeviceConstants(efficiency={**npu.efficiency, "conv": 0.31, "dwconv": 0.06, "vector": 0.02},
+                           layer_overhead_us=35.0, bandwidth_efficiency=0.4, sram_speedup=npu.sram_speedup,
+                           multicore_efficiency=npu.multicore_efficiency,
+                           multicore_overhead_us=npu.multicore_overhead_us, overlap=0.3)
+    return replace(prior, targets=MappingProxyType({"rk3588": MappingProxyType({"npu": true})}))
+
+
+def _observations(tmp_path, prior, truth):
+    obs = []
+    for family, path in _zoo_of(tmp_path):
+        for cores in (1, 3):
+            situation = Situation("npu", "int8", cores=cores, io_included=cores == 1)
+            scenario = prepare(path, "rk3588", situation, CATALOG, prior)
+            observed = score(scenario, truth.constants).value("latency")
+            obs.append(Observation(label=f"{path.stem}/{cores}", family=family, device="RK3588", target="rk3588",
+                                   scenario=scenario, observed=observed, metric="latency"))
+    return obs
+
+
+def test_vectorised_scores_equal_the_planner_formula(tmp_path):
+    prior = load_profile("rockchip-rknn", prior=True)
+    obs = _observations(tmp_path, prior, prior)
+    problem = build_problem([o.scenario for o in obs], [o.observed for o in obs], prior)
+    assert predict_all(problem, problem.prior) == pytest.approx([o.observed for o in obs], rel=1e-9)
+
+
+def test_a_fit_recovers_constants_that_generated_the_figures(tmp_path):
+    prior = load_profile("rockchip-rknn", prior=True)
+    truth = _truth(prior)
+    obs = _observations(tmp_path, prior, truth)
+    observed = np.array([o.observed for o in obs])
+    before = predict_all(build_problem([o.scenario for o in obs], observed, prior),
+                         build_problem([o.scenario for o in obs], observed, prior).prior)
+    assert np.median(np.abs(before / observed - 1)) > 0.3  # the prior is far from the truth
+    fitted = fit_observations(obs, prior)
+    error = np.abs(fitted.predicted / observed - 1)
+    assert np.median(error) < 0.02 and np.max(error) < 0.08  # the pull towards the prior keeps a little
+    const = fitted.constants(prior)[("rk3588", "npu")]
+    assert const.efficiency["conv"] == pytest.approx(0.31, rel=0.15)
+    assert const.layer_overhead_us == pytest.approx(35.0, rel=0.25)
+
+
+def test_cross_validation_predicts_each_family_without_its_rows(tmp_path):
+    """A family whose figures no constant explains is fitted in-sample but exposed by leave-one-family-out."""
+    prior = load_profile("rockchip-rknn", prior=True)
+    truth = _truth(prior)
+    obs = _observations(tmp_path, prior, truth)
+    odd = [replace(o, observed=o.observed * 3) if o.family == "wide" else o for o in obs]
+    cv = cross_validate(odd, prior)
+    err = {o.label: abs(p / o.observed - 1) for o, p in zip(odd, cv)}
+    wide = [e for label, e in err.items() if label.startswith("wide")]
+    rest = [e for label, e in err.items() if not label.startswith("wide")]
+    assert min(wide) > 0.5  # predicted from the other families: about a third of the inflated figure
+    assert np.median(rest) < 0.25
+
+
+def test_profile_text_round_trips_and_serves_variants(tmp_path):
+    prior = load_profile("rockchip-rknn", prior=True)
+    obs = _observations(tmp_path, prior, _truth(prior))
+    fitted = fit_observations(obs, prior)
+    text = profile_text(prior, fitted, obs, "synthetic rows")
+    profile = parse_profile(text, "fitted.toml")
+    assert profile.fitted_on == "synthetic rows" and set(profile.targets) == {"rk3588"}
+    const = fitted.constants(prior)[("rk3588", "npu")]
+    assert profile.constants("rk3588", "npu").layer_overhead_us == pytest.approx(const.layer_overhead_us, rel=1e-5)
+    assert profile.devices["npu"].layer_overhead_us == pytest.approx(const.layer_overhead_us, rel=1e-5)  # only key
+    assert text.startswith("# Generated by `edgeplan calibrate`")
+
+
+DATA = SHARED / "data"
+needs_data = pytest.mark.skipif(not (DATA / "published_latency_calibration.csv").exists(),
+                                reason="../shared/data is not present")
+
+
+@needs_data
+@pytest.mark.slow
+def test_shipped_profiles_are_what_calibrate_writes_from_the_public_csv(tmp_path):
+    """The default profiles are reproducible: the shipped priors plus the public CSV give them byte for byte."""
+    result = run("calibrate", "--csv", str(DATA / "published_latency_calibration.csv"), "--models",
+                 str(DATA / "latency-models"), "--out", str(tmp_path), "--no-cv")
+    assert result.returncode == 0, result.stderr
+    for name in ("latency_nvidia_dla.toml", "latency_rockchip_rknn.toml"):
+        assert (tmp_path / name).read_text() == (REPO / "constraints" / name).read_text(), name
+    report = json.loads((tmp_path / "calibration.json").read_text())
+    assert report["schema"] == "edgeplan.calibration/v1"
+    assert report["overall"]["fit"]["median_abs_pct_error"] < report["overall"]["prior"]["median_abs_pct_error"]
+    assert len(report["skipped"]) + report["overall"]["fit"]["rows"] == 276
+    row = next(r for r in report["families"]["rockchip-rknn"]["rows"] if r["label"] == "csv row 20")
+    predicted = json.loads(run("predict", str(DATA / "latency-models" / "yolov5s_640_rknn.onnx"), "--target",
+                               "rk3588", "--accelerator", "npu", "--precision", "int8", "--no-io", "--metric",
+                               "throughput", "--json").stdout)
+    assert predicted["throughput_fps"] == pytest.approx(row["predicted_fit"], rel=1e-4)  # predict uses the fit

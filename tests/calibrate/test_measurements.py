@@ -1,0 +1,106 @@
+"""The calibration CSV: which rows edgeplan can reproduce, in which situation, and why the others not."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from optimizer.calibrate._measurements import COLUMNS, model_family, read_measurements
+from optimizer.errors import BadInputError
+from tests.conftest import SHARED
+
+DATA = SHARED / "data"
+HEADER = [*COLUMNS, "match_notes"]
+
+
+def _row(**fields: str) -> dict[str, str]:
+    base = dict.fromkeys(HEADER, "")
+    base.update(source="s", device="RK3588", accelerator="npu", cores="1", precision="INT8", batch="1",
+                model="m", metric="fps", value="50", unit="frames/s", onnx="m.onnx", match="exact")
+    base.update(fields)
+    return base
+
+
+def _read(tmp_path, rows):
+    path = tmp_path / "m.csv"
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=HEADER)
+        writer.writeheader()
+        writer.writerows(rows)
+    return read_measurements(path, tmp_path)
+
+
+def test_situations_and_units_are_read_as_the_sources_state_them(tmp_path):
+    rows = _read(tmp_path, [
+        _row(notes="NPU inference time only"),
+        _row(metric="latency", value="25.5", unit="ms", match_notes="value includes Go/rknn I/O handling"),
+        _row(device="Jetson AGX Orin 64GB", accelerator="dla", cores="2", batch="2", metric="throughput",
+             value="2037", unit="images/s", notes="power mode 30W; JetPack 5.1.1"),
+        _row(device="Jetson Orin (variant unstated)", accelerator="dla+gpu", cores="1 (DLA0) + GPU fallback",
+             batch="32", metric="throughput", value="305.9", unit="batches/s (qps)"),
+        _row(device="Jetson AGX Orin 32GB", accelerator="dla+gpu", cores="GPU + 2 DLA",
+             batch="GPU 256 / DLA 2 per core", metric="throughput", value="6438.1", unit="samples/s"),
+        _row(device="Jetson Xavier NX", accelerator="gpu", batch="8", metric="throughput", value="546.69",
+             unit="images/s"),
+        _row(device="RK3576", model="yolov8s (sparse weights)", notes="@sparse_weight column"),
+    ])
+    assert all(m.usable for m in rows), [m.reason for m in rows]
+    zoo, go, dla_sw, tutorial, offline, gpu, sparse = rows
+    assert (zoo.metric, zoo.observed, zoo.situation.io_included) == ("throughput", 50.0, False)
+    assert (go.metric, go.observed, go.situation.io_included) == ("latency", 25.5, True)
+    assert dla_sw.target == "orin-agx-30w"
+    assert (dla_sw.situation.accelerator, dla_sw.situation.cores, dla_sw.situation.batch) == ("dla", 2, 2)
+    assert tutorial.observed == pytest.approx(305.9 * 32)  # batches/s -> frames/s
+    assert (tutorial.target, tutorial.situation.cores) == ("orin-agx", 1)
+    assert (offline.situation.gpu_batch, offline.situation.batch, offline.situation.cores) == (256, 2, 2)
+    assert (gpu.situation.accelerator, gpu.situation.batch) == ("gpu", 8)
+    assert sparse.situation.sparse and not zoo.situation.sparse
+
+
+@pytest.mark.parametrize(("fields", "reason"), [
+    ({"onnx": "", "match": "none"}, "no matching ONNX"),
+    ({"device": "Jetson TX2"}, "not an edgeplan target"),
+    ({"match_notes": "value covers only the named TensorRT layer range"}, "part of the network"),
+    ({"match_notes": "value is the added latency of marking that layer's output"}, "part of the network"),
+    ({"precision": "unspecified"}, "precision"),
+    ({"device": "Jetson AGX Orin 64GB", "accelerator": "dla", "precision": "INT8 2:4-sparse"}, "DLA sparsity"),
+    ({"unit": "ms per image (avg, pipelined)", "metric": "throughput", "cores": "2 of 3 (runtimes)"}, "pool"),
+    ({"batch": "not verified"}, "batch"),
+    ({"metric": "tokens", "unit": "tokens/s"}, "not a latency or a throughput"),
+    ({"value": "n/a"}, "not a latency or a throughput"),
+])
+def test_rows_edgeplan_cannot_reproduce_say_why(tmp_path, fields, reason):
+    (row,) = _read(tmp_path, [_row(**fields)])
+    assert not row.usable and reason in row.reason
+
+
+def test_bad_csv_files_are_one_line_errors(tmp_path):
+    with pytest.raises(BadInputError, match="not found"):
+        read_measurements(tmp_path / "missing.csv", tmp_path)
+    (tmp_path / "short.csv").write_text("source,device\nx,y\n")
+    with pytest.raises(BadInputError, match="lacks columns accelerator"):
+        read_measurements(tmp_path / "short.csv", tmp_path)
+    (tmp_path / "bin.csv").write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(BadInputError):
+        read_measurements(tmp_path / "bin.csv", tmp_path)
+
+
+def test_model_families_group_variants_of_one_network():
+    assert model_family("yolov5s_640_rknn.onnx") == model_family("yolov5n_seg_640_rknn.onnx") == "yolov5"
+    assert model_family("yolov8n_pose_640.onnx") == "yolov8"
+    assert model_family("resnet50_v2_224.onnx") == model_family("resnet34_trunk_768x1280.onnx") == "resnet"
+    assert model_family("ssd_mobilenet_v1_300x300.onnx") == "ssd"
+
+
+@pytest.mark.skipif(not (DATA / "published_latency_calibration.csv").exists(), reason="../shared/data absent")
+def test_the_public_csv_has_usable_rows_on_every_device_family():
+    rows = read_measurements(DATA / "published_latency_calibration.csv", DATA / "latency-models")
+    usable = [m for m in rows if m.usable]
+    assert len(rows) == 276 and len(usable) == 147
+    assert all(m.onnx and (DATA / "latency-models" / m.onnx.rsplit("/", 1)[-1]).exists() for m in usable)
+    per_target = {}
+    for m in usable:
+        per_target[m.target] = per_target.get(m.target, 0) + 1
+    assert {t for t, n in per_target.items() if n >= 5} >= {"rk3588", "rk3576", "rk3566", "rk3562", "orin-agx",
+                                                           "xavier-nx"}
