@@ -30,6 +30,7 @@ class Observation:
 
     label: str  # e.g. "csv row 12"
     family: str  # model family (leave-one-family-out unit)
+    origin: str  # publishing source (leave-one-source-out unit)
     device: str  # as the source names it
     target: str
     scenario: Scenario
@@ -69,8 +70,8 @@ def observations(measurements: Iterable[Measurement], catalog: Catalog, priors: 
         except EdgeplanError as exc:
             skipped.append(Skipped(label, exc.one_line()))
             continue
-        out.append(Observation(label=label, family=m.family, device=m.device, target=m.target, scenario=scenario,
-                               observed=m.observed, metric=m.metric))
+        out.append(Observation(label=label, family=m.family, origin=m.origin, device=m.device, target=m.target,
+                               scenario=scenario, observed=m.observed, metric=m.metric))
     return out, skipped
 
 
@@ -90,13 +91,13 @@ def fit_observations(obs: Sequence[Observation], prior: Profile) -> Fitted:
     return Fitted(problem=problem, theta=theta, predicted=predict_all(problem, theta))
 
 
-def cross_validate(obs: Sequence[Observation], prior: Profile) -> np.ndarray:
-    """Each model family predicted by a fit that never saw it: the honest error."""
+def cross_validate(obs: Sequence[Observation], prior: Profile, by: str = "family") -> np.ndarray:
+    """Each model family (or publishing source) predicted by a fit that never saw it: the honest error."""
     full = build_problem([o.scenario for o in obs], [o.observed for o in obs], prior)
     predicted = np.zeros(len(obs))
-    for family in sorted({o.family for o in obs}):
-        train = [i for i, o in enumerate(obs) if o.family != family]
-        test = [i for i, o in enumerate(obs) if o.family == family]
+    for held in sorted({getattr(o, by) for o in obs}):
+        train = [i for i, o in enumerate(obs) if getattr(o, by) != held]
+        test = [i for i, o in enumerate(obs) if getattr(o, by) == held]
         theta = full.prior.copy()
         if train:
             part = fit_observations([obs[i] for i in train], prior)

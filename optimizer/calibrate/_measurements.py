@@ -41,6 +41,7 @@ class Measurement:
     model: str
     onnx: str  # path, or "" when there is none
     family: str  # model family, for leave-one-family-out
+    origin: str  # the publishing repository, for leave-one-source-out
     metric: str  # latency (ms per batch) or throughput (frames/s)
     observed: float
     target: str
@@ -56,6 +57,12 @@ def model_family(onnx_name: str) -> str:
     """yolov5s_640_rknn.onnx -> yolov5, resnet50_v2_224.onnx -> resnet, ssd_mobilenet_v1 -> ssd."""
     match = re.match(r"(yolov\d+|[a-z]+)", Path(onnx_name).stem.lower())
     return match.group(1) if match else Path(onnx_name).stem
+
+
+def origin_of(source: str) -> str:
+    """'GitHub mlcommons/inference_results_v3.0 ...' -> 'mlcommons/inference_results' (releases are one source)."""
+    match = re.search(r"[\w.-]+/[\w.-]+", source)
+    return re.sub(r"_v[\d.]+$", "", match.group(0)) if match else source.split(" ")[0]
 
 
 def _int(text: str) -> int | None:
@@ -95,9 +102,9 @@ def _parse(n: int, raw: dict[str, str], models: Path) -> Measurement:
 
     def fail(reason: str, metric: str = "", observed: float = value) -> Measurement:
         return Measurement(row=n, source=raw["source"], device=device, model=raw["model"],
-                           onnx=str(models / onnx_name) if onnx_name else "", family=model_family(onnx_name or
-                           raw["model"]), metric=metric, observed=observed, target=target, situation=None,
-                           reason=reason)
+                           onnx=str(models / onnx_name) if onnx_name else "",
+                           family=model_family(onnx_name or raw["model"]), origin=origin_of(raw["source"]),
+                           metric=metric, observed=observed, target=target, situation=None, reason=reason)
 
     if not onnx_name or raw.get("match", "").strip() not in ("exact", "close"):
         return fail("no matching ONNX file")
@@ -139,8 +146,8 @@ def _parse(n: int, raw: dict[str, str], models: Path) -> Measurement:
     situation = Situation(**{**situation.__dict__, "metric": metric,
                              "io_included": io if situation.accelerator == "npu" else True})
     return Measurement(row=n, source=raw["source"], device=device, model=raw["model"], onnx=str(models / onnx_name),
-                       family=model_family(onnx_name), metric=metric, observed=figure, target=target,
-                       situation=situation, reason="")
+                       family=model_family(onnx_name), origin=origin_of(raw["source"]), metric=metric,
+                       observed=figure, target=target, situation=situation, reason="")
 
 
 def read_measurements(csv_path: str | Path, models: str | Path) -> list[Measurement]:

@@ -40,6 +40,7 @@ class FamilyResult:
     rows: list[dict[str, Any]]
     fit: dict[str, float]
     cross_validation: dict[str, float] | None
+    source_cross_validation: dict[str, float] | None
     prior: dict[str, float]
 
 
@@ -58,19 +59,22 @@ def calibrate_family(obs: Sequence[Observation], family: str, catalog: Catalog, 
     fitted = fit_observations(obs, prior)
     before = predict_all(fitted.problem, fitted.problem.prior)
     cv = cross_validate(obs, prior) if cross else None
+    loso = cross_validate(obs, prior, by="origin") if cross else None
     rows = []
     for i, o in enumerate(obs):
         s = o.scenario.situation
-        rows.append({"label": o.label, "family": o.family, "device": o.device, "target": o.target,
+        rows.append({"label": o.label, "family": o.family, "origin": o.origin, "device": o.device, "target": o.target,
                      "situation": s.describe(), "metric": o.metric, "observed": o.observed,
                      "predicted_prior": round(float(before[i]), 6),
                      "predicted_fit": round(float(fitted.predicted[i]), 6),
-                     "predicted_cv": round(float(cv[i]), 6) if cv is not None else None})
+                     "predicted_cv": round(float(cv[i]), 6) if cv is not None else None,
+                     "predicted_loso": round(float(loso[i]), 6) if loso is not None else None})
     observed = [o.observed for o in obs]
     return FamilyResult(
         family=family, profile=profile_text(prior, fitted, obs, fitted_on), rows=rows,
         fit=summary(errors(fitted.predicted, observed)),
         cross_validation=summary(errors(cv, observed)) if cv is not None else None,
+        source_cross_validation=summary(errors(loso, observed)) if loso is not None else None,
         prior=summary(errors(before, observed)))
 
 
@@ -138,14 +142,17 @@ def run_calibration(csv_path: str | Path | None, models: str | Path | None, out:
         all_rows += result.rows
         document["families"][result.family] = {
             "profile": path.name, "prior": result.prior, "fit": result.fit,
-            "cross_validation": result.cross_validation, "rows": result.rows,
+            "cross_validation": result.cross_validation,
+            "source_cross_validation": result.source_cross_validation, "rows": result.rows,
             "by_device_cv": _group_summaries(result.rows, "predicted_cv", "device") if cross else None,
             "by_device_fit": _group_summaries(result.rows, "predicted_fit", "device")}
     document["overall"] = {
         "prior": summary(errors([r["predicted_prior"] for r in all_rows], [r["observed"] for r in all_rows])),
         "fit": summary(errors([r["predicted_fit"] for r in all_rows], [r["observed"] for r in all_rows])),
         "cross_validation": summary(errors([r["predicted_cv"] for r in all_rows], [r["observed"] for r in all_rows]))
-        if cross else None}
+        if cross else None,
+        "source_cross_validation": summary(errors([r["predicted_loso"] for r in all_rows],
+                                                  [r["observed"] for r in all_rows])) if cross else None}
     write_json(out / "calibration.json", document)
     return document
 

@@ -65,7 +65,7 @@ def observations_from_layers(layers: list[LayerTime], checked: Checked, target_i
             Situation(layer.device, layer.precision)
         scenario = Scenario(situation=situation, target=target_id, stage=stage, gpu_stage=None,
                             accelerator_share=1.0 if layer.device in ("dla", "npu") else 0.0)
-        out.append(Observation(label=f"{source}: {layer.name}", family=model_family(checked.path),
+        out.append(Observation(label=f"{source}: {layer.name}", family=model_family(checked.path), origin=source,
                                device=target_id, target=target_id, scenario=scenario, observed=layer.ms,
                                metric="latency"))
     return out, unmatched

@@ -58,7 +58,8 @@ def _observations(tmp_path, prior, truth):
             situation = Situation("npu", "int8", cores=cores, io_included=cores == 1)
             scenario = prepare(path, "rk3588", situation, CATALOG, prior)
             observed = score(scenario, truth.constants).value("latency")
-            obs.append(Observation(label=f"{path.stem}/{cores}", family=family, device="RK3588", target="rk3588",
+            obs.append(Observation(label=f"{path.stem}/{cores}", family=family, origin="synthetic", device="RK3588",
+                                   target="rk3588",
                                    scenario=scenario, observed=observed, metric="latency"))
     return obs
 
@@ -98,6 +99,8 @@ def test_cross_validation_predicts_each_family_without_its_rows(tmp_path):
     rest = [e for label, e in err.items() if not label.startswith("wide")]
     assert min(wide) > 0.5  # predicted from the other families: about a third of the inflated figure
     assert np.median(rest) < 0.25
+    by_source = cross_validate([replace(o, origin=o.family) for o in odd], prior, by="origin")
+    assert by_source == pytest.approx(cv)  # one source per family here: the same folds
 
 
 def test_profile_text_round_trips_and_serves_variants(tmp_path):

@@ -6,7 +6,7 @@ import csv
 
 import pytest
 
-from optimizer.calibrate._measurements import COLUMNS, model_family, read_measurements
+from optimizer.calibrate._measurements import COLUMNS, model_family, origin_of, read_measurements
 from optimizer.errors import BadInputError
 from tests.conftest import SHARED
 
@@ -84,6 +84,12 @@ def test_bad_csv_files_are_one_line_errors(tmp_path):
     (tmp_path / "bin.csv").write_bytes(b"\xff\xfe\x00garbage")
     with pytest.raises(BadInputError):
         read_measurements(tmp_path / "bin.csv", tmp_path)
+
+
+def test_sources_group_releases_of_one_publisher():
+    assert origin_of("GitHub mlcommons/inference_results_v3.0 closed/NVIDIA ...") == "mlcommons/inference_results"
+    assert origin_of("GitHub mlcommons/inference_results_v1.1 x") == origin_of("mlcommons/inference_results_v2.0")
+    assert origin_of("GitHub airockchip/rknn_model_zoo README.md @bad6c73") == "airockchip/rknn_model_zoo"
 
 
 def test_model_families_group_variants_of_one_network():

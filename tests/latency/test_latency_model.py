@@ -110,7 +110,7 @@ def test_shipped_profiles_are_fitted_and_their_priors_are_not():
         assert fitted.name == "calibrated" and "published-measurement CSV" in fitted.fitted_on
         assert fitted.targets and not prior.targets and prior.name == "prior"
     assert set(load_profile("rockchip-rknn").targets) >= {"rk3588", "rk3576", "rk3566", "rk3562", "rv1106"}
-    assert set(load_profile("nvidia-dla").targets) == {"orin", "xavier"}
+    assert set(load_profile("nvidia-dla").targets) == {"orin", "orin-nx", "xavier", "xavier-nx"}
 
 
 def test_profile_validation():
