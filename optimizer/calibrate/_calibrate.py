@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import tomli_w
-import tomllib
 
 from optimizer.calibrate._fit import Problem, build_problem, constants_from, fit, predict_all
 from optimizer.calibrate._measurements import Measurement

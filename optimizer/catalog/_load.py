@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import tomllib
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
-
-import tomllib
 
 from optimizer.catalog._checks import CHECKS, CONDITIONS
 from optimizer.catalog._schema import SCOPES, Catalog, Family, Figure, OpSupport, Rule, Target

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import shlex
+import tomllib
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any
-
-import tomllib
 
 from optimizer.export._submodels import SubModel
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
-
-import tomllib
 
 from optimizer.errors import BadInputError
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import tomllib
 
 from optimizer.errors import BadInputError
 from optimizer.solver import OBJECTIVES
