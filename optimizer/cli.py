@@ -86,7 +86,7 @@ def _optimize(args: argparse.Namespace) -> int:
         precision_pins=parse_assignments(args.precision, "--precision"), sensitivity=sensitivity,
         int8_budget=args.int8_budget, latency_cap_ms=args.latency_cap, dla_standalone=args.dla_standalone,
         sram_bytes=args.sram_bytes, max_loadables=args.max_loadables, sparsity=args.sparsity,
-        with_edits=args.with_edits,
+        with_edits=args.with_edits, sram_per_loadable=_byte_list(args.loadable_sram, "--loadable-sram"),
     )
     planned = optimize(args.model, args.target, request, input_shapes=shapes, profile_path=args.profile,
                        explain=args.explain)
@@ -96,6 +96,15 @@ def _optimize(args: argparse.Namespace) -> int:
     write_plan_files(planned, out)
     sys.stdout.write(terminal_summary(planned, str(out)))
     return 0
+
+
+def _byte_list(text: str | None, flag: str) -> tuple[int, ...]:
+    if not text:
+        return ()
+    try:
+        return tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise BadInputError(f"{flag} takes comma-separated byte counts, got '{text}'") from None
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -283,6 +292,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--latency-cap", type=float, metavar="MS", help="latency cap for --objective throughput")
     p.add_argument("--dla-standalone", action="store_true", help="whole network as DLA loadables (seed 000 12.5)")
     p.add_argument("--sram-bytes", type=int, metavar="B", help="DLA managed SRAM pool per loadable (power of two)")
+    p.add_argument("--loadable-sram", metavar="B0,B1,..",
+                   help="DLA managed SRAM of each loadable in order (DLA-SRAM-PER-LOADABLE; Xavier: they share 4 MiB)")
     p.add_argument("--max-loadables", type=int, metavar="N", help="override DLA-LOADABLES (default 4)")
     p.add_argument("--sparsity", default="allow", choices=("allow", "off"),
                    help="RKNN sparse weight modes on RK3576/RV1126B (needs sparse-trained weights)")

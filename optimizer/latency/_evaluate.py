@@ -78,7 +78,9 @@ def tensor_routes(model: LatencyModel) -> list[tuple[str, int, tuple[int, ...]]]
 def evaluate(model: LatencyModel, placements: tuple[Placement, ...], default_formats: bool = False) -> Breakdown:
     """default_formats scores TensorRT's defaults (kDLA_LINEAR everywhere) instead of the best formats."""
     groups = model.groups.groups
-    group_ns = tuple(model.option_ns(g, p.option, default_formats) for g, p in zip(groups, placements))
+    group_ns = tuple(model.option_ns(g, p.option, default_formats,
+                                     model.sram_of(p.loadable) if p.option.device == "dla" else None)
+                     for g, p in zip(groups, placements))
     busy: dict[str, int] = {}
     for p, ns in zip(placements, group_ns):
         busy[p.device] = busy.get(p.device, 0) + ns

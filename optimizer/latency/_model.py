@@ -109,7 +109,7 @@ class LatencyModel:
 
     def __init__(self, groups: GroupGraph, catalog: Catalog, target: Target, profile: Profile,
                  sram_bytes: int | None = None, io: Mapping | None = None, standalone: bool = False,
-                 batch: int = 1, io_costs: bool = True) -> None:
+                 batch: int = 1, io_costs: bool = True, loadable_sram: tuple[int, ...] = ()) -> None:
         self.groups = groups
         self.graph = groups.graph
         self.catalog = catalog
@@ -121,6 +121,7 @@ class LatencyModel:
         default_sram = pools.get("dla_sram_bytes", {}).get(target.generation) if pools else None
         features_sram = int(target.features.get("sram_bytes", 0))
         self.sram_bytes = int(sram_bytes if sram_bytes is not None else (default_sram or features_sram))
+        self.loadable_sram = tuple(int(b) for b in loadable_sram)  # DLA-SRAM-PER-LOADABLE: slot k's pool
         self.io = io or {}
         self.batch = batch  # images per inference: compute and activations scale, weights are read once
         self.io_costs = io_costs  # False: model I/O layout conversion is outside the timed region
@@ -239,12 +240,18 @@ class LatencyModel:
                     cores=option.cores if device == "npu" else 1,
                     boundary_s=self._boundary_io_s(group, option, default_formats))
 
-    def option_ns(self, group: LayerGroup, option: Option, default_formats: bool = False) -> int:
+    def sram_of(self, loadable: int) -> int:
+        """The managed SRAM pool of a DLA loadable slot (the shared default where no slot size is set)."""
+        return self.loadable_sram[loadable] if 0 <= loadable < len(self.loadable_sram) else self.sram_bytes
+
+    def option_ns(self, group: LayerGroup, option: Option, default_formats: bool = False,
+                  sram_bytes: int | None = None) -> int:
         """One group's time on one option: max(compute, memory) plus per-kernel overhead."""
         if option.edit is not None:
             return self.edited[(group.index, option)]
         work = self.work(group, option, default_formats)
-        return round(work_seconds(work, self.constants(option.device), self.bandwidth, self.sram_bytes) * NS)
+        sram = self.sram_bytes if sram_bytes is None else sram_bytes
+        return round(work_seconds(work, self.constants(option.device), self.bandwidth, sram) * NS)
 
     # ---- model inputs and outputs in accelerator formats ------------------------------------------
     def _boundary_io_s(self, group: LayerGroup, option: Option, default_formats: bool = False) -> float:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from optimizer import __version__
-from optimizer.catalog import Catalog, load_catalog
+from optimizer.catalog import Catalog, Target, load_catalog
 from optimizer.check import CheckReport, check_graph, model_block
 from optimizer.errors import BadInputError, InfeasibleError
 from optimizer.fusion import GroupGraph, build_groups
@@ -46,6 +46,22 @@ def check_pool_size(value: int, what: str, catalog: Catalog) -> None:
         raise BadInputError(f"DLA-POOL-POW2: {what} = {value} bytes; pools must be powers of two >= {minimum}")
 
 
+def check_loadable_sram(sizes: tuple[int, ...], catalog: Catalog, target: Target) -> None:
+    """Each pool is a power of two within the per-core SRAM (DLA-SRAM-ORIN); on Xavier the pools share one
+    SRAM, so together they must fit it (DLA-SRAM-XAVIER)."""
+    for size in sizes:
+        check_pool_size(size, "dla_sram_bytes", catalog)
+    budget = int(target.figure("dla_sram_bytes"))
+    if any(size > budget for size in sizes):
+        raise BadInputError(f"DLA-SRAM-{target.generation.upper()}: a loadable SRAM pool of {max(sizes)} bytes "
+                            f"exceeds the {budget} bytes of {target.id}")
+    shared = next((r for r in catalog.all_rules() if r.id == "DLA-SRAM-XAVIER"
+                   and target.generation in r.generations), None)
+    if shared is not None and sum(sizes) > budget:
+        raise BadInputError(f"DLA-SRAM-XAVIER: loadable SRAM pools sum to {sum(sizes)} bytes; the {budget} bytes "
+                            f"of {target.id} are shared by every loadable")
+
+
 def _standalone_blockers(report: CheckReport, groups: GroupGraph) -> list[str]:
     found = []
     for group in groups.groups:
@@ -71,6 +87,10 @@ def optimize(model_path: str, target_id: str, request: PlanRequest, *,
     profile = load_profile(target.family, profile_path)
     if request.sram_bytes is not None and target.accelerator == "dla":
         check_pool_size(request.sram_bytes, "dla_sram_bytes", catalog)
+    if request.sram_per_loadable:
+        if target.accelerator != "dla":
+            raise BadInputError(f"per-loadable SRAM pools apply to Jetson targets, not {target_id}")
+        check_loadable_sram(request.sram_per_loadable, catalog, target)
     graph = load_model(model_path, input_shapes)
     timings["load_s"] = time.monotonic() - started
     report = check_graph(graph, catalog, target_id)
@@ -83,7 +103,7 @@ def optimize(model_path: str, target_id: str, request: PlanRequest, *,
             raise InfeasibleError(f"--dla-standalone: {len(blockers)} node(s) cannot run on DLA: {shown}",
                                   file=graph.path, rule="DLA-STANDALONE-IO")
     model = LatencyModel(groups, catalog, target, profile, request.sram_bytes, io=report.io,
-                         standalone=request.dla_standalone)
+                         standalone=request.dla_standalone, loadable_sram=request.sram_per_loadable)
     if request.with_edits:
         from optimizer.edits._planning import add_edit_options
 
@@ -241,7 +261,8 @@ def _request_json(request: PlanRequest) -> dict[str, Any]:
             "precision_pins": dict(sorted(request.precision_pins.items())),
             "int8_budget": request.int8_budget, "latency_cap_ms": request.latency_cap_ms,
             "dla_standalone": request.dla_standalone, "max_loadables": request.max_loadables,
-            "sram_bytes": request.sram_bytes, "sparsity": request.sparsity, "with_edits": request.with_edits}
+            "sram_bytes": request.sram_bytes, "sram_per_loadable": list(request.sram_per_loadable),
+            "sparsity": request.sparsity, "with_edits": request.with_edits}
 
 
 def _breakdown_json(b: Breakdown) -> dict[str, Any]:
@@ -287,7 +308,7 @@ def _subgraph_json(s: Subgraph, graph, groups: GroupGraph, model: LatencyModel, 
                 formats[t] = next((x.fmt for x in breakdown.transfers if x.tensor == t), "dla_linear")
         entry["io_formats"] = formats
         pools = model.profile.memory_pools
-        entry["memory_pools"] = {"dla_sram_bytes": model.sram_bytes,
+        entry["memory_pools"] = {"dla_sram_bytes": model.sram_of(s.loadable),
                                  "dla_local_dram_bytes": int(pools.get("dla_local_dram_bytes", 1 << 30)),
                                  "dla_global_dram_bytes": int(pools.get("dla_global_dram_bytes", 1 << 29))}
         entry["loadable"] = s.loadable

@@ -103,6 +103,7 @@ class PlanModel:
         self.neighbours = self._group_neighbours()
         self._choices()
         self._slots()
+        self._slot_sram()
         self._request_constraints()
         self._transfers()
         self._objective()
@@ -440,6 +441,26 @@ class PlanModel:
                     m.add(change >= self.prec[v][q] - self.prec[src].get(q, 0))
                 self.change_terms.append((self.lm.precision_change_ns(tensor), change))
 
+    def _slot_sram(self) -> None:
+        """DLA-SRAM-PER-LOADABLE: a slot with its own SRAM pool changes what its groups cost; the
+        difference from the shared default is paid when the choice and the slot are both taken."""
+        self.sram_terms: list[tuple[int, cp_model.IntVar, int]] = []  # (delta ns, literal, DLA core)
+        if not self.lm.loadable_sram:
+            return
+        for g in self.dla_groups:
+            group = self.groups[g]
+            for choice, var in zip(self.choices[g], self.x[g]):
+                if choice.option.device != "dla" or choice.option.edit is not None:
+                    continue
+                for s in self.slots:
+                    delta = self.lm.option_ns(group, choice.option, sram_bytes=self.lm.sram_of(s)) - choice.cost_ns
+                    if delta == 0 or (g, s) not in self.inslot:
+                        continue
+                    both = self.model.new_bool_var(f"sram[{group.anchor}|{choice.option.label()}|{s}]")
+                    self.model.add_bool_and([var, self.inslot[g, s]]).only_enforce_if(both)
+                    self.model.add_bool_or([var.Not(), self.inslot[g, s].Not(), both])
+                    self.sram_terms.append((delta, both, choice.core))
+
     # ---- objective ---------------------------------------------------------------------------------
     def _busy(self) -> dict[str, cp_model.LinearExpr]:
         busy: dict[str, list] = {}
@@ -447,6 +468,8 @@ class PlanModel:
             for choice, var in zip(self.choices[g], self.x[g]):
                 device = f"dla{choice.core}" if choice.option.device == "dla" else choice.option.device
                 busy.setdefault(device, []).append((choice.cost_ns, var))
+        for delta, both, core in self.sram_terms:
+            busy.setdefault(f"dla{core}", []).append((delta, both))
         busy.setdefault(transfer_engine(self.target), []).extend(self.transfer_terms)
         busy.setdefault(reformat_engine(self.target), []).extend(self.change_terms)
         launch = self.lm.launch_ns() if self.jetson else 0
@@ -460,6 +483,7 @@ class PlanModel:
         launch = self.lm.launch_ns() if self.jetson else 0
         total_terms = [(c.cost_ns, v) for g in range(len(self.groups)) for c, v in zip(self.choices[g], self.x[g])]
         total_terms += self.transfer_terms + self.change_terms + [(launch, u) for u in self.used]
+        total_terms += [(delta, both) for delta, both, _ in self.sram_terms]
         self.total = _lin(total_terms)
         self.upper = sum(max(c.cost_ns for c in cs) for cs in self.choices) + sum(c for c, _ in total_terms
                                                                                 if c > 0) + 1

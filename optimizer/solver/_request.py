@@ -27,6 +27,7 @@ class PlanRequest:
     latency_cap_ms: float | None = None
     dla_standalone: bool = False
     sram_bytes: int | None = None
+    sram_per_loadable: tuple[int, ...] = ()  # DLA-SRAM-PER-LOADABLE: the pool of loadable slot k
     max_loadables: int | None = None  # override of DLA-LOADABLES (tests, studies)
     sparsity: str = "allow"  # "off": dense weights only (the model was not trained sparse)
     with_edits: bool = False  # candidate model edits become decisions (optimize --with-edits)
