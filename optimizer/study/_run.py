@@ -63,6 +63,18 @@ def _sram_choices(catalog: Catalog, target: Target) -> list[int]:
     return [0, sram] if sram else [0]
 
 
+def fit_shared_sram(sizes: list[int], budget: int, minimum: int) -> tuple[int, ...]:
+    """DLA-SRAM-XAVIER: halve the largest pool (the later slot on ties) until the pools fit the shared SRAM,
+    so every sampled point is a buildable one and the same sample always maps to the same pools."""
+    sizes = list(sizes)
+    while sum(sizes) > budget:
+        largest = max(range(len(sizes)), key=lambda k: (sizes[k], k))
+        if sizes[largest] <= minimum:
+            break
+        sizes[largest] //= 2
+    return tuple(sizes)
+
+
 def _engines(target: Target) -> list[str]:
     """A stage is left to the planner ("auto") or forced onto the fallback engine (the head of a
     "DLA backbone + GPU head" split, seed 004); forcing the accelerator instead would make most cut
@@ -83,6 +95,10 @@ class _Space:
         self.sram = _sram_choices(self.catalog, self.target)
         self.engines = _engines(self.target)
         self.default_sram = self._default_sram()
+        self.loadables = int(self.catalog.rule("DLA-LOADABLES").params["max"]) if self.target.accelerator == "dla" \
+            else 0
+        self.shared_sram = any(r.id == "DLA-SRAM-XAVIER" and self.target.generation in r.generations
+                               for r in self.catalog.all_rules())
 
     def _default_sram(self) -> int:
         target = self.target
@@ -93,7 +109,9 @@ class _Space:
 
     def default_params(self) -> dict[str, Any]:
         params: dict[str, Any] = {}
-        if self.config.search_sram and len(self.sram) > 1:
+        if self.config.search_sram and len(self.sram) > 1 and self.loadables:
+            params.update({f"sram_loadable_{k}": self.default_sram for k in range(self.loadables)})
+        elif self.config.search_sram and len(self.sram) > 1:
             params["sram_bytes"] = self.default_sram
         if self.config.max_partitions:
             params["cuts"] = 0
@@ -102,8 +120,15 @@ class _Space:
 
     def request(self, trial: optuna.trial.BaseTrial) -> PlanRequest:
         cfg = self.config
-        sram = trial.suggest_categorical("sram_bytes", self.sram) if cfg.search_sram and len(self.sram) > 1 \
-            else None
+        sram, per_loadable = None, ()
+        if cfg.search_sram and len(self.sram) > 1 and self.loadables:  # DLA-SRAM-PER-LOADABLE
+            sizes = [trial.suggest_categorical(f"sram_loadable_{k}", self.sram) for k in range(self.loadables)]
+            if self.shared_sram:
+                sizes = list(fit_shared_sram(sizes, int(self.target.figure("dla_sram_bytes")), self.sram[0]))
+            per_loadable = tuple(sizes)
+            trial.set_user_attr("sram_per_loadable", list(per_loadable))
+        elif cfg.search_sram and len(self.sram) > 1:
+            sram = trial.suggest_categorical("sram_bytes", self.sram)
         pins: dict[str, str] = {}
         if cfg.max_partitions and len(self.groups.groups) > 1:
             cuts = trial.suggest_int("cuts", 0, cfg.max_partitions)
@@ -118,7 +143,7 @@ class _Space:
                     if any(acc == kind for acc, _ in group.support):
                         pins[group.anchor] = engine
         return PlanRequest(objective=cfg.objective, time_limit_s=cfg.time_limit_s, seed=cfg.seed, pins=pins,
-                           sram_bytes=sram, explain_infeasible=False)
+                           sram_bytes=sram, sram_per_loadable=per_loadable, explain_infeasible=False)
 
 
 def _score(plan: dict[str, Any], objective: str) -> float:
@@ -260,9 +285,12 @@ def _write_artifacts(space: _Space, folder: Path, study: optuna.Study, storage_u
     params = sorted({k for t in study.trials for k in t.params})
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["number", "state", *params, "latency_ms", "objective_value", "plan_sha256", "error"])
+    writer.writerow(["number", "state", *params, "sram_per_loadable", "latency_ms", "objective_value", "plan_sha256",
+                     "error"])
     for t in sorted(study.trials, key=lambda t: t.number):
+        pools = t.user_attrs.get("sram_per_loadable")
         writer.writerow([t.number, t.state.name, *[t.params.get(p, "") for p in params],
+                         " ".join(str(b) for b in pools) if pools else "",
                          _latency(t), "" if t.value is None else round(t.value, 6),
                          t.user_attrs.get("plan_sha256", ""), t.user_attrs.get("error", "")])
     atomic_write_text(folder / "trials.csv", buffer.getvalue())

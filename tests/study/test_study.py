@@ -35,7 +35,8 @@ def test_artifacts_and_first_trial_is_the_planner(tmp_path):
         assert (folder / name).is_file(), name
     rows = list(csv.DictReader((folder / "trials.csv").open()))
     assert len(rows) == 6 and [r["number"] for r in rows] == [str(i) for i in range(6)]
-    assert {"number", "state", "latency_ms", "plan_sha256", "sram_bytes", "cuts"} <= set(rows[0])
+    assert {"number", "state", "latency_ms", "plan_sha256", "sram_loadable_0", "sram_loadable_3", "cuts",
+            "sram_per_loadable"} <= set(rows[0])
     assert rows[0]["cuts"] == "0"  # trial 0 is the planner without the study's pins
     assert outcome.best_value <= outcome.baseline_value
     report = (folder / "report.html").read_text()
@@ -241,3 +242,23 @@ def test_a_study_runs_with_a_calibrated_profile_and_keeps_it(tmp_path):
     bad.write_text(lines.replace("profiles/gpu_slow.toml", "profiles/none.toml"))
     with pytest.raises(BadInputError, match="'profile' names a missing file"):
         load_config(bad)
+
+
+def test_xavier_loadable_pools_are_fitted_into_the_shared_sram():
+    from optimizer.study._run import fit_shared_sram
+
+    assert fit_shared_sram([4 << 20, 4 << 20, 4096, 4096], 4 << 20, 4096) == (2 << 20, 1 << 20, 4096, 4096)
+    assert fit_shared_sram([1 << 20] * 4, 4 << 20, 4096) == (1 << 20,) * 4  # fits: unchanged
+    assert sum(fit_shared_sram([2 << 20, 2 << 20, 2 << 20, 2 << 20], 4 << 20, 4096)) <= 4 << 20
+
+
+def test_a_xavier_study_never_asks_for_more_sram_than_the_soc_has(tmp_path):
+    path = tmp_path / "x.toml"
+    path.write_text(f'name = "x"\nmodel = "{EXAMPLES / "resnet18.onnx"}"\ntarget = "xavier-agx"\n'
+                    'objective = "latency"\nn_trials = 6\nseed = 3\n[search]\nmax_partitions = 0\n')
+    run_study(str(path), str(tmp_path / "out"))
+    rows = list(csv.DictReader((tmp_path / "out" / "trials.csv").open()))
+    for row in rows:
+        pools = [int(b) for b in row["sram_per_loadable"].split()]
+        assert len(pools) == 4 and sum(pools) <= 4 << 20, row
+    assert any(sum(int(row[f"sram_loadable_{k}"]) for k in range(4)) > 4 << 20 for row in rows[1:])  # repaired
