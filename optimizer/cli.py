@@ -246,16 +246,19 @@ def _batch(args: argparse.Namespace) -> int:
 
     rows = run_batch(args.models, args.target, args.out, workers=args.workers, dask_address=args.dask,
                      time_limit_s=args.time_limit, objective=args.objective, profiles=args.profile or (),
-                     progress=progress)
-    print(file=sys.stderr)
+                     progress=progress if sys.stderr.isatty() else None)
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
     ok = sum(r["status"] == "ok" for r in rows)
     skipped = sum(bool(r.get("skipped")) for r in rows)
     print(f"edgeplan batch: {len(rows)} jobs, {ok} ok, {len(rows) - ok} failed or infeasible, {skipped} skipped "
           f"(already done); wrote {args.out}/summary.csv and summary.html")
     for row in rows:
         if row["status"] != "ok":
-            print(f"  {row['status']}: {row['error']}")
-    return 0
+            print(f"edgeplan: {row['status']}: {row['error']}", file=sys.stderr)
+    # a pipeline must notice: 2 if any job failed on bad input, 1 if any request was infeasible
+    statuses = {r["status"] for r in rows}
+    return 2 if "failed" in statuses else 1 if "infeasible" in statuses else 0
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -65,8 +65,12 @@ def test_list_file_and_cli(tmp_path):
     listing = tmp_path / "models.txt"
     listing.write_text("# two models\nmodels/resnet18.onnx\nmodels/broken.onnx\n")
     result = run("batch", str(listing), "--target", "rk3566", "--out", str(tmp_path / "out"))
-    assert result.returncode == 0
+    assert result.returncode == 2  # a job failed: the pipeline running the batch must notice
     assert "2 jobs, 1 ok, 1 failed" in result.stdout
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("edgeplan: failed: ") and "broken.onnx" in line
+    good = run("batch", str(folder / "resnet18.onnx"), "--target", "rk3566", "--out", str(tmp_path / "good"))
+    assert good.returncode == 0 and good.stderr == ""
     bad = run("batch", str(folder / "none*.onnx"), "--target", "rk3566", "--out", str(tmp_path / "x"))
     assert bad.returncode == 2 and "no file matches" in bad.stderr
 

@@ -19,6 +19,7 @@ from optimizer.fileio import atomic_write_bytes, atomic_write_text, write_json
 from optimizer.ir import load_model
 from optimizer.ir._safety import parse_model, read_model_bytes
 from optimizer.plan import PLAN_SCHEMA
+from optimizer.plan._validate import validate_plan
 
 EXPORT_SCHEMA = "edgeplan.export/v1"
 
@@ -35,7 +36,33 @@ def read_plan(path: Path) -> dict[str, Any]:
     for key in ("target", "model", "layers", "subgraphs"):
         if key not in plan:
             raise BadInputError(f"plan lacks '{key}'", file=str(path))
+    problem = _shape_problem(plan)
+    if problem:
+        raise BadInputError(f"malformed plan: {problem}", file=str(path))
     return plan
+
+
+def _shape_problem(plan: dict[str, Any]) -> str:
+    """The structure export relies on; what the values mean is checked by the plan validator."""
+    model = plan["model"]
+    if not isinstance(plan["target"], str):
+        return "'target' must be a target ID"
+    if not isinstance(model, dict) or not all(isinstance(model.get(k), str) for k in ("path", "sha256")):
+        return "'model' must hold a 'path' and a 'sha256' string"
+    if not isinstance(plan["layers"], list) or not all(isinstance(x, dict) for x in plan["layers"]):
+        return "'layers' must be a list of objects"
+    subgraphs = plan["subgraphs"]
+    if not isinstance(subgraphs, list) or not subgraphs:
+        return "'subgraphs' must be a non-empty list"
+    for sub in subgraphs:
+        if not isinstance(sub, dict):
+            return "every subgraph must be an object"
+        for key in ("nodes", "inputs", "outputs"):
+            if not isinstance(sub.get(key), list) or not all(isinstance(x, str) for x in sub[key]):
+                return f"subgraph {sub.get('id')!r}: '{key}' must be a list of names"
+        if not isinstance(sub.get("device"), str) or not isinstance(sub.get("id"), int):
+            return f"subgraph {sub.get('id')!r}: needs an integer 'id' and a 'device'"
+    return ""
 
 
 def export_plan(plan_path: str | Path, out_dir: str | Path, model_path: str | None = None) -> dict[str, Any]:
@@ -49,7 +76,17 @@ def export_plan(plan_path: str | Path, out_dir: str | Path, model_path: str | No
         raise BadInputError("the model's sha256 differs from the plan's (re-plan or pass --model)",
                             file=str(model_file))
     catalog = load_catalog()
+    if plan["target"] not in catalog.targets:
+        raise BadInputError(f"unknown target '{plan['target']}' in the plan", file=str(plan_path))
     target = catalog.target(plan["target"])
+    try:
+        problems = validate_plan(plan, catalog, str(model_file),
+                                 {k: tuple(v) for k, v in plan.get("input_shapes", {}).items()} or None)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise BadInputError(f"malformed plan: {type(exc).__name__}: {exc}", file=str(plan_path)) from None
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise BadInputError(f"the plan does not hold for this model: {problems[0]}{more}", file=str(plan_path))
     model = parse_model(read_model_bytes(model_file), str(model_file))
     folded = {n.name for n in graph.nodes if n.folded}
     subs = split_model(model, plan, graph.constants, folded)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -18,8 +20,31 @@ from optimizer.cli import main
 from tests.conftest import EXAMPLES, save_model, value, weight
 
 SEED_MODEL = (EXAMPLES / "resnet18.onnx").read_bytes()
-COMMANDS = ("check", "optimize")
+COMMANDS = ("check", "optimize", "export", "batch")
 OUTCOMES: dict[str, int] = {}
+_PLAN: list[Path] = []
+
+
+def seed_plan() -> Path:
+    """A valid plan of the seed model: export is then asked to apply it to each hostile model."""
+    if not _PLAN:
+        folder = Path(tempfile.mkdtemp(prefix="edgeplan-seed-plan-"))
+        shutil.copy(EXAMPLES / "resnet18.onnx", folder / "seed.onnx")
+        code, _, err = run_cli(["optimize", str(folder / "seed.onnx"), "--target", "rk3588", "--out",
+                                str(folder / "plan")])
+        assert code == 0, err
+        _PLAN.append(folder / "plan" / "plan.json")
+    return _PLAN[0]
+
+
+def _args(command: str, path: Path, tmp: Path) -> list[str]:
+    if command == "check":
+        return ["check", str(path), "--target", "orin-agx"]
+    if command == "optimize":
+        return ["optimize", str(path), "--target", "rk3588", "--out", str(tmp / "out"), "--time-limit", "5"]
+    if command == "export":
+        return ["export", str(seed_plan()), "--model", str(path), "--out", str(tmp / "export")]
+    return ["batch", str(path), "--target", "rk3588", "--out", str(tmp / "batch"), "--time-limit", "5"]
 
 
 def run_cli(args: list[str]) -> tuple[int, str, str]:
@@ -31,10 +56,8 @@ def run_cli(args: list[str]) -> tuple[int, str, str]:
 
 def assert_clean(path: Path, tmp: Path, allow_ok: bool = True) -> None:
     for command in COMMANDS:
-        args = [command, str(path), "--target", "orin-agx" if command == "check" else "rk3588"]
-        if command == "optimize":
-            args += ["--out", str(tmp / "out"), "--time-limit", "5"]
-        code, _, err = run_cli(args)
+        shutil.rmtree(tmp / "batch", ignore_errors=True)  # a batch skips jobs it finished: start afresh
+        code, _, err = run_cli(_args(command, path, tmp))
         OUTCOMES[f"{command}:{code}"] = OUTCOMES.get(f"{command}:{code}", 0) + 1
         assert "Traceback" not in err
         assert "internal error" not in err, err
@@ -43,7 +66,7 @@ def assert_clean(path: Path, tmp: Path, allow_ok: bool = True) -> None:
             continue
         assert code in (1, 2), (command, code, err)
         lines = err.strip().splitlines()
-        assert len(lines) == 1 and str(path) in lines[0], err
+        assert len(lines) == 1 and str(path) in lines[0], (command, err)
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -175,6 +198,46 @@ def test_hand_made_hostile_models(tmp_path):
     assert len(cases) >= 30
     for path in cases:
         assert_clean(path, tmp_path, allow_ok=path.stem in ("huge_attribute",))
+
+
+def _assert_plan_rejected(plan: Path, tmp: Path) -> None:
+    code, _, err = run_cli(["export", str(plan), "--model", str(EXAMPLES / "resnet18.onnx"), "--out",
+                            str(tmp / "export")])
+    OUTCOMES[f"export-plan:{code}"] = OUTCOMES.get(f"export-plan:{code}", 0) + 1
+    assert "Traceback" not in err and "internal error" not in err, err
+    if code == 0:
+        return
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and (str(plan) in lines[0] or "resnet18.onnx" in lines[0]), err
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cut=st.integers(min_value=0, max_value=4000), flips=st.lists(
+    st.tuples(st.integers(0, 3999), st.sampled_from(b'{}[]",:0x-.e ')), max_size=4))
+def test_corrupted_plan_files_are_one_line_errors(tmp_path, cut, flips):
+    """export reads plan.json written by anyone: truncated or edited plans end in one line, never a traceback."""
+    data = bytearray(seed_plan().read_bytes())
+    for position, byte in flips:
+        data[position % len(data)] = byte
+    plan = tmp_path / "plan.json"
+    plan.write_bytes(bytes(data[:cut] if cut < len(data) else data))
+    _assert_plan_rejected(plan, tmp_path)
+
+
+def test_plans_with_wrong_types_are_one_line_errors(tmp_path):
+    import json
+
+    good = json.loads(seed_plan().read_text())
+    edits = [("schema", "edgeplan.plan/v0"), ("target", "nope"), ("target", 7), ("layers", {}), ("layers", [1]),
+             ("subgraphs", None), ("subgraphs", [{"id": "x"}]), ("model", []), ("model", {"path": 3}),
+             ("subgraphs", [{**good["subgraphs"][0], "nodes": ["no_such_node"]}]),
+             ("subgraphs", [{**good["subgraphs"][0], "inputs": ["../../etc/passwd"]}])]
+    for n, (key, replacement) in enumerate(edits):
+        plan = tmp_path / f"plan{n}.json"
+        plan.write_text(json.dumps({**good, key: replacement}))
+        _assert_plan_rejected(plan, tmp_path)
+    (tmp_path / "list.json").write_text("[]")
+    _assert_plan_rejected(tmp_path / "list.json", tmp_path)
 
 
 def test_outcome_counts_are_reported():
