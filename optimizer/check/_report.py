@@ -28,7 +28,8 @@ class CheckReport:
 
 def check_graph(graph: Graph, catalog: Catalog, target_id: str) -> CheckReport:
     target = catalog.target(target_id)
-    verdicts = tuple(node_verdict(graph, node, catalog, target) for node in graph.nodes)
+    rules: dict[tuple[str, str], tuple] = {}
+    verdicts = tuple(node_verdict(graph, node, catalog, target, rules) for node in graph.nodes)
     by_name = {v.name: v for v in verdicts}
     return CheckReport(graph=graph, target=target, catalog_sha256=catalog.sha256, verdicts=verdicts,
                        io=io_facts(graph, catalog, target, by_name))

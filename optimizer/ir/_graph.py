@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -29,7 +30,7 @@ class TensorInfo:
     def num_elements(self) -> int | None:
         if not self.is_static:
             return None
-        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+        return math.prod(self.shape) if self.shape else 1  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

@@ -126,6 +126,8 @@ class LatencyModel:
         self.batch = batch  # images per inference: compute and activations scale, weights are read once
         self.io_costs = io_costs  # False: model I/O layout conversion is outside the timed region
         self.edited: dict[tuple[int, Option], int] = {}  # costs of edit options, from the edited subgraph
+        self._elements: dict[int, int] = {}  # memo: a group's DRAM activation elements
+        self._works: dict[tuple[int, Option, bool], Work] = {}  # memo: the model is fixed once built
         self.capability = "standalone" if standalone else "standard"  # DLA-STANDALONE-IO or DLA-IO-IN/OUT
         if target.accelerator == "dla":
             self.hwc4_stride = int(catalog.rule("DLA-IO-HWC4-STRIDE").params[target.generation])
@@ -192,6 +194,11 @@ class LatencyModel:
 
     def _group_elements(self, group: LayerGroup) -> int:
         """Activation elements moved through DRAM: a fused group keeps its internal tensors on chip."""
+        if group.index not in self._elements:
+            self._elements[group.index] = self._count_group_elements(group)
+        return self._elements[group.index]
+
+    def _count_group_elements(self, group: LayerGroup) -> int:
         graph = self.graph
         if not group.fused:
             return self.batch * sum(graph.activation_elements(graph.node(m)) for m in group.members)
@@ -224,6 +231,12 @@ class LatencyModel:
 
     def work(self, group: LayerGroup, option: Option, default_formats: bool = False) -> Work:
         """What a group asks of a device on one option, before the profile's constants turn it into time."""
+        key = (group.index, option, default_formats)
+        if key not in self._works:
+            self._works[key] = self._work(group, option, default_formats)
+        return self._works[key]
+
+    def _work(self, group: LayerGroup, option: Option, default_formats: bool) -> Work:
         device, precision = option.device, option.precision
         unit = dict.fromkeys(OP_CLASSES, 0.0)
         weight_bytes = 0.0

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -165,3 +167,21 @@ def test_export_cli_writes_manifest_and_build_files(tmp_path):
     assert (export / "build.sh").is_file() and (export / "build_trt.py").is_file()
     bad = run("export", str(tmp_path / "missing.json"), "--out", str(tmp_path / "x"))
     assert bad.returncode == 2 and "plan file not found" in bad.stderr
+
+
+def test_a_graph_too_large_for_the_exact_model_gets_the_best_baseline_and_its_gap(tmp_path):
+    """#7: past MAX_EXACT_GROUPS the plan is the best baseline (FEASIBLE, gap 100%), said in the warnings."""
+    from optimizer.plan._build import MAX_EXACT_GROUPS
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))  # the benchmark's generator
+    from large_graph import chain_model
+
+    path = tmp_path / "chain.onnx"
+    chain_model(path, 2 * (MAX_EXACT_GROUPS + 1))
+    result = run("optimize", str(path), "--target", "orin-agx", "--out", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    plan = json.loads((tmp_path / "out" / "plan.json").read_text())
+    assert plan["solver"]["status"] == "FEASIBLE" and plan["solver"]["gap"] == 1.0
+    assert f"exceed the exact solver's {MAX_EXACT_GROUPS}" in plan["warnings"][0]
+    best = min(b["latency_ms"] for b in plan["baselines"].values())
+    assert plan["predicted"]["latency_ms"] == best
