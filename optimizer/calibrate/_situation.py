@@ -14,9 +14,9 @@ from pathlib import Path
 from types import MappingProxyType
 
 from optimizer.catalog import Catalog, Target
-from optimizer.check import check_graph
+from optimizer.check import CheckReport, check_graph
 from optimizer.errors import BadInputError
-from optimizer.fusion import build_groups
+from optimizer.fusion import GroupGraph, build_groups
 from optimizer.ir import Graph, load_model
 from optimizer.latency import (
     DeviceConstants,
@@ -211,8 +211,8 @@ class Checked:
     """A model checked on a target, reusable across situations (calibration scores many per model)."""
 
     path: str
-    report: object  # CheckReport
-    groups: object  # GroupGraph
+    report: CheckReport
+    groups: GroupGraph
     exported_batch: int
 
 

@@ -60,9 +60,8 @@ def observations_from_layers(layers: list[LayerTime], checked: Checked, target_i
         fixed = model.launch_ns() / 1e9 if layer.device == "dla" else 0.0
         stage = Stage(works=works, fixed_s=fixed, fixed_busy_s=MappingProxyType({}), key=target.calibration,
                       bandwidth=model.bandwidth, sram_bytes=model.sram_bytes)
-        situation = Situation(layer.device if layer.device != "cpu" else "npu", layer.precision,
-                              io_included=False) if layer.device in ("npu", "cpu") else \
-            Situation(layer.device, layer.precision)
+        # only the metric matters for a single layer: its time, with no model I/O around it
+        situation = Situation("npu" if layer.device == "cpu" else layer.device, layer.precision, io_included=False)
         scenario = Scenario(situation=situation, target=target_id, stage=stage, gpu_stage=None,
                             accelerator_share=1.0 if layer.device in ("dla", "npu") else 0.0)
         out.append(Observation(label=f"{source}: {layer.name}", family=model_family(checked.path), origin=source,
