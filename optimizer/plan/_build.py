@@ -319,13 +319,36 @@ def _subgraph_json(s: Subgraph, graph, groups: GroupGraph, model: LatencyModel, 
                 formats[t] = next((x.fmt for x in breakdown.transfers if x.tensor == t), "dla_linear")
         entry["io_formats"] = formats
         pools = model.profile.memory_pools
-        entry["memory_pools"] = {"dla_sram_bytes": model.sram_of(s.loadable),
-                                 "dla_local_dram_bytes": int(pools.get("dla_local_dram_bytes", 1 << 30)),
-                                 "dla_global_dram_bytes": int(pools.get("dla_global_dram_bytes", 1 << 29))}
+        local_need, global_need = _dram_needs(graph, names, inside, outputs, option.precision)
+        entry["memory_needs"] = {"dla_local_dram_bytes": local_need, "dla_global_dram_bytes": global_need}
+        entry["memory_pools"] = {
+            "dla_sram_bytes": model.sram_of(s.loadable),
+            "dla_local_dram_bytes": max(int(pools.get("dla_local_dram_bytes", 1 << 30)), _pow2_at_least(local_need)),
+            "dla_global_dram_bytes": max(int(pools.get("dla_global_dram_bytes", 1 << 29)),
+                                         _pow2_at_least(global_need))}
         entry["loadable"] = s.loadable
     if s.device == "npu":
         entry["cores"] = max(placements[g].option.cores for g in s.groups)
     return entry
+
+
+def _dram_needs(graph, names: list[str], inside: set[str], outputs: list[str], precision: str
+                ) -> tuple[int, int]:
+    """Upper bounds of what a loadable keeps in DLA DRAM: every tensor it produces and does not hand out
+    (local pool: intermediate activations) and its weights (global pool). TensorRT's default pools are far
+    larger for most networks; a loadable that needs more gets a pool that fits (DLA-POOL-POW2)."""
+    bpe = BYTES_PER_ELEMENT[precision]
+    local = sum((graph.tensors[t].num_elements or 0) * bpe for n in names for t in graph.node(n).outputs
+                if t and t in graph.tensors and t not in outputs and not graph.node(n).folded)
+    weights = sum(graph.weight_bytes(graph.node(n), precision) for n in names if n in inside)
+    return int(local), int(weights)
+
+
+def _pow2_at_least(value: int, minimum: int = 4096) -> int:
+    size = minimum
+    while size < value:
+        size *= 2
+    return size
 
 
 def _costs_json(groups: GroupGraph, model: LatencyModel, result: SolveResult) -> dict[str, Any]:

@@ -109,6 +109,11 @@ def _check_subgraphs(plan, graph: Graph, catalog: Catalog, target, device_of) ->
                 for name, value in pools.items():
                     if value < minimum or value & (value - 1):
                         problems.append(f"DLA-POOL-POW2: subgraph {sub['id']} {name} = {value}")
+                needs = sub.get("memory_needs", {})
+                for name, need in needs.items():
+                    if pools.get(name, 0) < need:
+                        problems.append(f"DLA-POOL-POW2: subgraph {sub['id']} {name} = {pools.get(name)} is below "
+                                        f"the {need} bytes it needs")
                 sram = target.figure("dla_sram_bytes")
                 if pools.get("dla_sram_bytes", 0) > sram:
                     problems.append(f"subgraph {sub['id']}: SRAM pool {pools['dla_sram_bytes']} exceeds {int(sram)}")

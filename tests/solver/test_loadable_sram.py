@@ -84,3 +84,26 @@ def test_xavier_pools_within_the_shared_sram_plan_and_are_recorded(tmp_path):
     assert plan["request"]["sram_per_loadable"] == [2097152, 1048576]
     pools = sorted(s["memory_pools"]["dla_sram_bytes"] for s in plan["subgraphs"] if s["device"].startswith("dla"))
     assert pools == [1048576, 2097152]
+
+
+def test_dram_pools_fit_what_each_loadable_needs(tmp_path):
+    """A default pool smaller than a loadable's weights or activations is raised to the next power of two
+    that holds them; a plan edited below its needs fails validation."""
+    from optimizer.latency import load_profile
+
+    text = load_profile("nvidia-dla").text.replace("dla_global_dram_bytes = 536870912", "dla_global_dram_bytes = 4096")
+    text = text.replace("dla_local_dram_bytes = 1073741824", "dla_local_dram_bytes = 4096")
+    profile = tmp_path / "tiny_pools.toml"
+    profile.write_text(text)
+    path = _two_loadables(tmp_path)
+    planned = optimize(str(path), "orin-agx", PlanRequest(pins=PINS), profile_path=str(profile))
+    big = next(s for s in planned.plan["subgraphs"] if "A1" in s["nodes"])
+    needs, pools = big["memory_needs"], big["memory_pools"]
+    assert needs["dla_global_dram_bytes"] == 4 * (2 * 32 * 32 + 32 * 32 * 16) // 4  # INT8 weights of A1, A2, DOWN
+    assert needs["dla_local_dram_bytes"] == 2 * 32 * 56 * 56  # a1 and a2; d leaves the loadable
+    for name, need in needs.items():
+        assert need <= pools[name] < 2 * max(need, 4096) and pools[name] & (pools[name] - 1) == 0
+    catalog = load_catalog()
+    assert validate_plan(planned.plan, catalog, str(path)) == []
+    big["memory_pools"]["dla_local_dram_bytes"] = 4096
+    assert any("below the" in p for p in validate_plan(planned.plan, catalog, str(path)))
