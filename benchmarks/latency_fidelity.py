@@ -63,7 +63,7 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     fields = ["label", "device", "target", "family", "origin", "situation", "metric", "observed", "predicted_prior",
-              "predicted_fit", "predicted_cv", "predicted_loso"]
+              "predicted_fit", "predicted_cv", "predicted_loso", "command"]
     with (out / "latency_fidelity.csv").open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=fields, extrasaction="ignore")
         writer.writeheader()

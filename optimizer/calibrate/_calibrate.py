@@ -36,6 +36,7 @@ class Observation:
     scenario: Scenario
     observed: float
     metric: str
+    model: str = ""  # the ONNX file, for the predict command that reproduces the row
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ def observations(measurements: Iterable[Measurement], catalog: Catalog, priors: 
             skipped.append(Skipped(label, exc.one_line()))
             continue
         out.append(Observation(label=label, family=m.family, origin=m.origin, device=m.device, target=m.target,
-                               scenario=scenario, observed=m.observed, metric=m.metric))
+                               scenario=scenario, observed=m.observed, metric=m.metric, model=m.onnx))
     return out, skipped
 
 

@@ -65,6 +65,7 @@ def calibrate_family(obs: Sequence[Observation], family: str, catalog: Catalog, 
         s = o.scenario.situation
         rows.append({"label": o.label, "family": o.family, "origin": o.origin, "device": o.device, "target": o.target,
                      "situation": s.describe(), "metric": o.metric, "observed": o.observed,
+                     "command": s.command(o.model, o.target) if o.model else "",
                      "predicted_prior": round(float(before[i]), 6),
                      "predicted_fit": round(float(fitted.predicted[i]), 6),
                      "predicted_cv": round(float(cv[i]), 6) if cv is not None else None,

@@ -47,6 +47,18 @@ class Situation:
     gpu_batch: int = 0  # > 0: a GPU engine at this batch runs beside the DLA engines (MLPerf Offline)
     io_included: bool = True  # False: model I/O layout conversion is outside the timed region (rknn eval)
 
+    def command(self, model: str, target: str) -> str:
+        """The `edgeplan predict` command line that reproduces this situation's figure."""
+        parts = ["edgeplan", "predict", model, "--target", target, "--accelerator", self.accelerator, "--precision",
+                 self.precision, "--batch", str(self.batch), "--cores", str(self.cores), "--metric", self.metric]
+        if self.gpu_batch:
+            parts += ["--gpu-batch", str(self.gpu_batch)]
+        if self.sparse:
+            parts.append("--sparse")
+        if not self.io_included:
+            parts.append("--no-io")
+        return " ".join(parts)
+
     def describe(self) -> str:
         text = f"{self.accelerator} {self.precision} batch {self.batch}"
         if self.accelerator in ("dla", "npu"):

@@ -134,8 +134,11 @@ def test_shipped_profiles_are_what_calibrate_writes_from_the_public_csv(tmp_path
     assert report["schema"] == "edgeplan.calibration/v1"
     assert report["overall"]["fit"]["median_abs_pct_error"] < report["overall"]["prior"]["median_abs_pct_error"]
     assert len(report["skipped"]) + report["overall"]["fit"]["rows"] == 276
-    row = next(r for r in report["families"]["rockchip-rknn"]["rows"] if r["label"] == "csv row 20")
-    predicted = json.loads(run("predict", str(DATA / "latency-models" / "yolov5s_640_rknn.onnx"), "--target",
-                               "rk3588", "--accelerator", "npu", "--precision", "int8", "--no-io", "--metric",
-                               "throughput", "--json").stdout)
-    assert predicted["throughput_fps"] == pytest.approx(row["predicted_fit"], rel=1e-4)  # predict uses the fit
+    rows = [r for family in report["families"].values() for r in family["rows"]]
+    for label in ("csv row 20", "csv row 119", "csv row 185"):  # RKNN single core; MLPerf Offline; DLA tutorial
+        row = next(r for r in rows if r["label"] == label)
+        args = [*row["command"].split()[1:], "--json"]  # the command calibration.json gives for the row
+        assert "yolov5s_640_rknn.onnx" in row["command"] or label != "csv row 20"
+        predicted = json.loads(run(*args).stdout)
+        # predict uses the fit; the fit held DLA input-format costs at the prior's values (a 0.1% effect)
+        assert predicted["value"] == pytest.approx(row["predicted_fit"], rel=5e-3), label
