@@ -20,7 +20,7 @@ from optimizer.cli import main
 from tests.conftest import EXAMPLES, save_model, value, weight
 
 SEED_MODEL = (EXAMPLES / "resnet18.onnx").read_bytes()
-COMMANDS = ("check", "optimize", "export", "batch")
+COMMANDS = ("check", "optimize", "export", "batch", "predict")
 OUTCOMES: dict[str, int] = {}
 _PLAN: list[Path] = []
 
@@ -44,6 +44,8 @@ def _args(command: str, path: Path, tmp: Path) -> list[str]:
         return ["optimize", str(path), "--target", "rk3588", "--out", str(tmp / "out"), "--time-limit", "5"]
     if command == "export":
         return ["export", str(seed_plan()), "--model", str(path), "--out", str(tmp / "export")]
+    if command == "predict":
+        return ["predict", str(path), "--target", "orin-agx", "--accelerator", "dla", "--precision", "int8", "--json"]
     return ["batch", str(path), "--target", "rk3588", "--out", str(tmp / "batch"), "--time-limit", "5"]
 
 
