@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -165,7 +164,3 @@ def read_measurements(csv_path: str | Path, models: str | Path) -> list[Measurem
     except (UnicodeDecodeError, csv.Error) as exc:
         raise BadInputError(f"measurement CSV unreadable: {exc}", file=str(path)) from None
     return [_parse(n, raw, Path(models)) for n, raw in enumerate(rows, start=2)]
-
-
-def usable(measurements: Iterable[Measurement]) -> list[Measurement]:
-    return [m for m in measurements if m.usable]

@@ -52,8 +52,8 @@ def _group_summaries(rows: list[dict[str, Any]], field: str, by: str) -> dict[st
     return {k: summary(np.array(v)) for k, v in sorted(groups.items())}
 
 
-def calibrate_family(obs: Sequence[Observation], family: str, catalog: Catalog, prior_path: str | None,
-                     fitted_on: str, cross: bool) -> FamilyResult:
+def calibrate_family(obs: Sequence[Observation], family: str, prior_path: str | None, fitted_on: str,
+                     cross: bool) -> FamilyResult:
     prior = load_profile(family, prior_path, prior=prior_path is None)
     prior = replace(prior, targets=MappingProxyType({}))  # refit from family constants, not an earlier fit
     fitted = fit_observations(obs, prior)
@@ -128,7 +128,7 @@ def run_calibration(csv_path: str | Path | None, models: str | Path | None, out:
         family_obs = [o for o in obs if catalog.target(o.target).family == family]
         if not family_obs:
             continue
-        results.append(calibrate_family(family_obs, family, catalog, (priors or {}).get(family), fitted_on, cross))
+        results.append(calibrate_family(family_obs, family, (priors or {}).get(family), fitted_on, cross))
     if not results:
         raise BadInputError("no usable measurement for the chosen families", file=str(csv_path))
     out.mkdir(parents=True, exist_ok=True)
