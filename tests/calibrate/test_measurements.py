@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
+import shutil
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from optimizer.calibrate._measurements import COLUMNS, model_family, origin_of, read_measurements
 from optimizer.errors import BadInputError
-from tests.conftest import SHARED
+from tests.conftest import EXAMPLES, SHARED
 
 DATA = SHARED / "data"
 HEADER = [*COLUMNS, "match_notes"]
@@ -110,3 +115,35 @@ def test_the_public_csv_has_usable_rows_on_every_device_family():
         per_target[m.target] = per_target.get(m.target, 0) + 1
     assert {t for t, n in per_target.items() if n >= 5} >= {"rk3588", "rk3576", "rk3566", "rk3562", "orin-agx",
                                                            "xavier-nx"}
+
+
+VALUES = ["", "x", "1", "-3", "0", "1e400", "nan", "INT8", "FP16", "npu", "dla+gpu", "fps", "latency", "frames/s",
+          "ms", "GPU 8 / DLA 2", "RK3588", "Jetson AGX Orin 64GB", "exact", "m.onnx", "../../etc/passwd",
+          "\u00e9\u00e8", "\x00"]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edits=st.lists(st.lists(st.tuples(st.sampled_from(HEADER), st.sampled_from(VALUES)), max_size=4),
+                      min_size=1, max_size=5))
+def test_hostile_measurement_files_end_in_one_line(tmp_path, edits):
+    """calibrate reads CSVs from anywhere: valid rows with a few fields replaced by hostile values exit 0 or 2
+    with one line, never a traceback."""
+    from optimizer.cli import main
+
+    shutil.copy(EXAMPLES / "resnet18.onnx", tmp_path / "m.onnx")
+    path = tmp_path / "hostile.csv"
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=HEADER)
+        writer.writeheader()
+        for row_edits in edits:
+            writer.writerow({**_row(notes="NPU inference time only"), **dict(row_edits)})
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        code = main(["calibrate", "--csv", str(path), "--models", str(tmp_path), "--out", str(tmp_path / "out"),
+                     "--no-cv"])
+    assert code in (0, 2), err.getvalue()
+    assert "Traceback" not in err.getvalue() and "internal error" not in err.getvalue(), err.getvalue()
+    if code == 2:
+        assert len(err.getvalue().strip().splitlines()) == 1
+    else:
+        assert (tmp_path / "out" / "latency_rockchip_rknn.toml").is_file()
