@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
-
-import numpy as np
 
 Shape = tuple | None
 
@@ -13,7 +12,7 @@ Shape = tuple | None
 def _elements(shape: Shape) -> int:
     if shape is None or not all(isinstance(d, int) and d >= 0 for d in shape):
         return 0
-    return int(np.prod(shape, dtype=np.int64)) if shape else 1
+    return math.prod(shape) if shape else 1
 
 
 def node_work(op_type: str, attrs: Mapping[str, Any], in_shapes: list[Shape],
@@ -40,7 +39,7 @@ def node_work(op_type: str, attrs: Mapping[str, Any], in_shapes: list[Shape],
         recurrence = in_shapes[2] if len(in_shapes) > 2 else None
         return seq_batch * (_elements(weight) + _elements(recurrence)), 0
     if op_type in ("MaxPool", "AveragePool", "LpPool") and attrs.get("kernel_shape"):
-        return 0, out_elems * int(np.prod(attrs["kernel_shape"]))
+        return 0, out_elems * math.prod(attrs["kernel_shape"])
     if op_type in ("GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool", "ReduceMean", "ReduceSum",
                    "ReduceMax", "ReduceMin", "ReduceL2", "ReduceProd", "Softmax", "LogSoftmax",
                    "LayerNormalization", "InstanceNormalization", "LRN"):

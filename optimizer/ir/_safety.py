@@ -108,6 +108,7 @@ def check_tensors(model: onnx.ModelProto, model_path: Path) -> None:
     """
     shown = str(model_path)
     base = model_path.resolve().parent
+    inside: set[str] = set()  # locations already resolved inside the folder (weights often share one file)
     for node_name, tensor in _iter_tensors(model):
         if not isinstance(tensor.name, str):
             raise BadInputError("a tensor name is not valid UTF-8 (corrupted file)", file=shown)
@@ -139,7 +140,10 @@ def check_tensors(model: onnx.ModelProto, model_path: Path) -> None:
             raise BadInputError(f"tensor '{tensor.name}' external-data location '{location}' contains '..'; "
                                 "refused (must stay inside the model's folder)",
                                 file=shown, node=node_name or None)
+        if location in inside:
+            continue
         resolved = (base / location).resolve()
+        inside.add(location)
         if base != resolved and base not in resolved.parents:
             raise BadInputError(f"tensor '{tensor.name}' external-data location '{location}' resolves "
                                 "outside the model's folder (symlink); refused",
