@@ -17,7 +17,7 @@ from optimizer.catalog import Catalog, Target
 from optimizer.check import CheckReport, check_graph
 from optimizer.errors import BadInputError
 from optimizer.fusion import GroupGraph, build_groups
-from optimizer.ir import Graph, load_model
+from optimizer.ir import load_model
 from optimizer.latency import (
     DeviceConstants,
     LatencyModel,
@@ -25,8 +25,6 @@ from optimizer.latency import (
     Placement,
     Profile,
     evaluate,
-    reformat_engine,
-    transfer_engine,
 )
 from optimizer.latency._model import Work, work_seconds
 from optimizer.plan._baselines import gpu_only, trt_default
@@ -131,11 +129,6 @@ def score(scenario: Scenario, constants: Constants) -> Figure:
 
 
 # ---- building a scenario --------------------------------------------------------------------------
-def _model_batch(graph: Graph) -> int:
-    shape = graph.shape(graph.inputs[0]) if graph.inputs else None
-    return shape[0] if shape and isinstance(shape[0], int) and shape[0] > 0 else 1
-
-
 def _check(situation: Situation, target: Target, where: str) -> None:
     acc = situation.accelerator
     if acc not in ACCELERATORS:
@@ -193,19 +186,22 @@ def _placements(model: LatencyModel, situation: Situation, catalog: Catalog,
 
 
 def _stage(model: LatencyModel, placements: tuple[Placement, ...]) -> Stage:
+    """The evaluator's breakdown, split into what constants change (each group's Work) and what they do not
+    (transfers, precision changes, launches: whatever each engine is busy with beyond its groups)."""
     breakdown = evaluate(model, placements)
+    on_groups: dict[str, int] = {}
+    for p, ns in zip(placements, breakdown.group_ns):
+        on_groups[p.device] = on_groups.get(p.device, 0) + ns
     fixed_busy: dict[str, float] = {}
-    copier, reformatter = transfer_engine(model.target), reformat_engine(model.target)
-    for t in breakdown.transfers:
-        fixed_busy[copier] = fixed_busy.get(copier, 0.0) + t.ns / 1e9
-    for change in breakdown.precision_changes:
-        fixed_busy[reformatter] = fixed_busy.get(reformatter, 0.0) + change[2] / 1e9
-    if breakdown.launch_ns:
-        fixed_busy["dla"] = fixed_busy.get("dla", 0.0) + breakdown.launch_ns / 1e9
+    for device, ns in breakdown.busy_ns.items():
+        extra = ns - on_groups.get(device, 0)
+        if extra:
+            kind = "dla" if device.startswith("dla") else device
+            fixed_busy[kind] = fixed_busy.get(kind, 0.0) + extra / 1e9
     works = tuple((p.option.device, model.work(g, p.option)) for g, p in zip(model.groups.groups, placements))
-    fixed = (breakdown.transfer_ns + sum(c[2] for c in breakdown.precision_changes) + breakdown.launch_ns) / 1e9
-    return Stage(works=works, fixed_s=fixed, fixed_busy_s=MappingProxyType(fixed_busy),
-                 key=model.target.calibration, bandwidth=model.bandwidth, sram_bytes=model.sram_bytes)
+    return Stage(works=works, fixed_s=(breakdown.total_ns - sum(breakdown.group_ns)) / 1e9,
+                 fixed_busy_s=MappingProxyType(fixed_busy), key=model.target.calibration,
+                 bandwidth=model.bandwidth, sram_bytes=model.sram_bytes)
 
 
 def _accelerator_share(model: LatencyModel, placements: tuple[Placement, ...]) -> float:
@@ -225,15 +221,13 @@ class Checked:
     path: str
     report: CheckReport
     groups: GroupGraph
-    exported_batch: int
 
 
 def check_model(model_path: str | Path, target_id: str, catalog: Catalog,
                 input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> Checked:
     graph = load_model(model_path, input_shapes)
     report = check_graph(graph, catalog, target_id)
-    return Checked(path=str(model_path), report=report, groups=build_groups(report),
-                   exported_batch=_model_batch(graph))
+    return Checked(path=str(model_path), report=report, groups=build_groups(report))
 
 
 def prepare(model_path: str | Path, target_id: str, situation: Situation, catalog: Catalog, profile: Profile,
@@ -243,7 +237,7 @@ def prepare(model_path: str | Path, target_id: str, situation: Situation, catalo
     target = catalog.target(target_id)
     _check(situation, target, str(model_path))
     checked = checked or check_model(model_path, target_id, catalog, input_shapes)
-    exported = checked.exported_batch
+    exported = checked.report.graph.batch_size
     if situation.batch % exported or (situation.gpu_batch and situation.gpu_batch % exported):
         raise BadInputError(f"the model is exported at batch {exported}; --batch must be a multiple of it",
                             file=str(model_path))

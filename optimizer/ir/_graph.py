@@ -99,6 +99,12 @@ class Graph:
     def consumers(self, tensor: str) -> tuple[Node, ...]:
         return tuple(self.nodes[i] for i in self._consumers.get(tensor, ()))
 
+    @property
+    def batch_size(self) -> int:
+        """The leading dim of the first input: the batch the model was exported at (1 when unknown)."""
+        shape = self.shape(self.inputs[0]) if self.inputs else None
+        return shape[0] if shape and isinstance(shape[0], int) and shape[0] > 0 else 1
+
     def shape(self, tensor: str) -> tuple[Dim, ...] | None:
         info = self.tensors.get(tensor)
         return None if info is None else info.shape

@@ -218,10 +218,7 @@ class LatencyModel:
     @cached_property
     def images(self) -> int:
         """Images per inference. DLA runs a batch image by image, so its per-layer overhead scales with it."""
-        graph = self.graph
-        shape = graph.shape(graph.inputs[0]) if graph.inputs else None
-        exported = shape[0] if shape and isinstance(shape[0], int) and shape[0] > 0 else 1
-        return exported * self.batch
+        return self.graph.batch_size * self.batch
 
     def _kernels(self, group: LayerGroup) -> int:
         if group.fused:
