@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -92,9 +91,11 @@ def fit_observations(obs: Sequence[Observation], prior: Profile) -> Fitted:
     return Fitted(problem=problem, theta=theta, predicted=predict_all(problem, theta))
 
 
-def cross_validate(obs: Sequence[Observation], prior: Profile, by: str = "family") -> np.ndarray:
-    """Each model family (or publishing source) predicted by a fit that never saw it: the honest error."""
-    full = build_problem([o.scenario for o in obs], [o.observed for o in obs], prior)
+def cross_validate(obs: Sequence[Observation], prior: Profile, by: str = "family",
+                   full: Problem | None = None) -> np.ndarray:
+    """Each model family (or publishing source) predicted by a fit that never saw it: the honest error.
+    `full` is the problem of all of `obs` when the caller has built it already."""
+    full = full or build_problem([o.scenario for o in obs], [o.observed for o in obs], prior)
     predicted = np.zeros(len(obs))
     for held in sorted({getattr(o, by) for o in obs}):
         train = [i for i, o in enumerate(obs) if getattr(o, by) != held]
@@ -156,9 +157,8 @@ def profile_text(prior: Profile, fitted: Fitted, obs: Sequence[Observation], fit
     return text
 
 
-def csv_fitted_on(csv_bytes: bytes, used: int, total: int) -> str:
-    digest = hashlib.sha256(csv_bytes).hexdigest()[:16]
-    return f"{used} of {total} rows of a published-measurement CSV (sha256 {digest}...), edgeplan calibrate"
+def csv_fitted_on(csv_sha256: str, used: int, total: int) -> str:
+    return f"{used} of {total} rows of a published-measurement CSV (sha256 {csv_sha256[:16]}...), edgeplan calibrate"
 
 
 def errors(predicted: np.ndarray, observed: Sequence[float]) -> np.ndarray:

@@ -8,8 +8,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import numpy as np
-
 from optimizer.calibrate._calibrate import (
     Observation,
     Skipped,
@@ -33,23 +31,28 @@ CALIBRATION_SCHEMA = "edgeplan.calibration/v1"
 PROFILE_FILES = {"nvidia-dla": "latency_nvidia_dla.toml", "rockchip-rknn": "latency_rockchip_rknn.toml"}
 
 
+# per-row prediction fields -> the summary names calibration.json gives them
+SUMMARIES = {"predicted_prior": "prior", "predicted_fit": "fit", "predicted_cv": "cross_validation",
+             "predicted_loso": "source_cross_validation"}
+
+
 @dataclass(frozen=True)
 class FamilyResult:
     family: str
     profile: str  # TOML text
     rows: list[dict[str, Any]]
-    fit: dict[str, float]
-    cross_validation: dict[str, float] | None
-    source_cross_validation: dict[str, float] | None
-    prior: dict[str, float]
 
 
-def _group_summaries(rows: list[dict[str, Any]], field: str, by: str) -> dict[str, dict[str, float]]:
-    groups: dict[str, list[float]] = {}
-    for row in rows:
-        if row.get(field) is not None:
-            groups.setdefault(row[by], []).append(abs(row[field] / row["observed"] - 1.0))
-    return {k: summary(np.array(v)) for k, v in sorted(groups.items())}
+def _summary(rows: Sequence[dict[str, Any]], field: str) -> dict[str, float] | None:
+    """Error summary of one prediction field over rows; None when the field was not computed (--no-cv)."""
+    if any(row[field] is None for row in rows):
+        return None
+    return summary(errors([row[field] for row in rows], [row["observed"] for row in rows]))
+
+
+def _by_device(rows: Sequence[dict[str, Any]], field: str) -> dict[str, dict[str, float] | None]:
+    devices = sorted({row["device"] for row in rows})
+    return {d: _summary([row for row in rows if row["device"] == d], field) for d in devices}
 
 
 def calibrate_family(obs: Sequence[Observation], family: str, prior_path: str | None, fitted_on: str,
@@ -58,8 +61,8 @@ def calibrate_family(obs: Sequence[Observation], family: str, prior_path: str | 
     prior = replace(prior, targets=MappingProxyType({}))  # refit from family constants, not an earlier fit
     fitted = fit_observations(obs, prior)
     before = predict_all(fitted.problem, fitted.problem.prior)
-    cv = cross_validate(obs, prior) if cross else None
-    loso = cross_validate(obs, prior, by="origin") if cross else None
+    cv = cross_validate(obs, prior, full=fitted.problem) if cross else None
+    loso = cross_validate(obs, prior, by="origin", full=fitted.problem) if cross else None
     rows = []
     for i, o in enumerate(obs):
         s = o.scenario.situation
@@ -70,13 +73,7 @@ def calibrate_family(obs: Sequence[Observation], family: str, prior_path: str | 
                      "predicted_fit": round(float(fitted.predicted[i]), 6),
                      "predicted_cv": round(float(cv[i]), 6) if cv is not None else None,
                      "predicted_loso": round(float(loso[i]), 6) if loso is not None else None})
-    observed = [o.observed for o in obs]
-    return FamilyResult(
-        family=family, profile=profile_text(prior, fitted, obs, fitted_on), rows=rows,
-        fit=summary(errors(fitted.predicted, observed)),
-        cross_validation=summary(errors(cv, observed)) if cv is not None else None,
-        source_cross_validation=summary(errors(loso, observed)) if loso is not None else None,
-        prior=summary(errors(before, observed)))
+    return FamilyResult(family=family, profile=profile_text(prior, fitted, obs, fitted_on), rows=rows)
 
 
 @dataclass(frozen=True)
@@ -106,10 +103,11 @@ def run_calibration(csv_path: str | Path | None, models: str | Path | None, out:
     if unknown:
         raise BadInputError(f"unknown family {', '.join(sorted(unknown))} (known: {', '.join(PROFILE_FILES)})")
     prior_profiles = {f: load_profile(f, (priors or {}).get(f), prior=f not in (priors or {})) for f in chosen}
-    relevant = [m for m in measurements if m.target and catalog.target(m.target).family in chosen]
+    relevant, elsewhere = [], []
+    for m in measurements:
+        (relevant if m.target and catalog.target(m.target).family in chosen else elsewhere).append(m)
     obs, skipped = observations(relevant, catalog, prior_profiles)
-    skipped += [Skipped(f"csv row {m.row}", m.reason or "device is not an edgeplan target")
-                for m in measurements if m not in relevant]
+    skipped += [Skipped(f"csv row {m.row}", m.reason or "device is not an edgeplan target") for m in elsewhere]
     for entry in layer_inputs:
         family = catalog.target(entry.target).family
         if family not in chosen:
@@ -142,24 +140,16 @@ def run_calibration(csv_path: str | Path | None, models: str | Path | None, out:
         atomic_write_text(path, result.profile)
         all_rows += result.rows
         document["families"][result.family] = {
-            "profile": path.name, "prior": result.prior, "fit": result.fit,
-            "cross_validation": result.cross_validation,
-            "source_cross_validation": result.source_cross_validation, "rows": result.rows,
-            "by_device_cv": _group_summaries(result.rows, "predicted_cv", "device") if cross else None,
-            "by_device_fit": _group_summaries(result.rows, "predicted_fit", "device")}
-    document["overall"] = {
-        "prior": summary(errors([r["predicted_prior"] for r in all_rows], [r["observed"] for r in all_rows])),
-        "fit": summary(errors([r["predicted_fit"] for r in all_rows], [r["observed"] for r in all_rows])),
-        "cross_validation": summary(errors([r["predicted_cv"] for r in all_rows], [r["observed"] for r in all_rows]))
-        if cross else None,
-        "source_cross_validation": summary(errors([r["predicted_loso"] for r in all_rows],
-                                                  [r["observed"] for r in all_rows])) if cross else None}
+            "profile": path.name, **{name: _summary(result.rows, field) for field, name in SUMMARIES.items()},
+            "rows": result.rows, "by_device_cv": _by_device(result.rows, "predicted_cv") if cross else None,
+            "by_device_fit": _by_device(result.rows, "predicted_fit")}
+    document["overall"] = {name: _summary(all_rows, field) for field, name in SUMMARIES.items()}
     write_json(out / "calibration.json", document)
     return document
 
 
 def _fitted_on(csv_path: str | Path | None, layer_inputs: Sequence[LayerInput], used: int, rows: int) -> str:
-    parts = [csv_fitted_on(Path(csv_path).read_bytes(), used, rows)] if csv_path else [f"{used} observations"]
+    parts = [csv_fitted_on(sha256_file(Path(csv_path)), used, rows)] if csv_path else [f"{used} observations"]
     for entry in layer_inputs:
         source = Path(str(entry.trtexec_profile or entry.rknn_perf))
         parts.append(f"per-layer times {source.name} (sha256 {sha256_file(source)[:16]}...) of "
