@@ -121,5 +121,9 @@ class Catalog:
     def rules_of(self, target: Target) -> tuple[Rule, ...]:
         return self.families[target.family].rules
 
+    def sram_is_shared(self, target: Target) -> bool:
+        """DLA-SRAM-XAVIER: every DLA loadable's SRAM pool comes out of one SRAM the target's cores share."""
+        return any(r.id == "DLA-SRAM-XAVIER" and target.generation in r.generations for r in self.rules_of(target))
+
     def all_rules(self) -> tuple[Rule, ...]:
         return tuple(r for f in self.families.values() for r in f.rules)

@@ -58,9 +58,7 @@ def check_loadable_sram(sizes: tuple[int, ...], catalog: Catalog, target: Target
     if any(size > budget for size in sizes):
         raise BadInputError(f"DLA-SRAM-{target.generation.upper()}: a loadable SRAM pool of {max(sizes)} bytes "
                             f"exceeds the {budget} bytes of {target.id}")
-    shared = next((r for r in catalog.all_rules() if r.id == "DLA-SRAM-XAVIER"
-                   and target.generation in r.generations), None)
-    if shared is not None and sum(sizes) > budget:
+    if catalog.sram_is_shared(target) and sum(sizes) > budget:
         raise BadInputError(f"DLA-SRAM-XAVIER: loadable SRAM pools sum to {sum(sizes)} bytes; the {budget} bytes "
                             f"of {target.id} are shared by every loadable")
 

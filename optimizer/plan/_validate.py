@@ -117,9 +117,8 @@ def _check_subgraphs(plan, graph: Graph, catalog: Catalog, target, device_of) ->
                 sram = target.figure("dla_sram_bytes")
                 if pools.get("dla_sram_bytes", 0) > sram:
                     problems.append(f"subgraph {sub['id']}: SRAM pool {pools['dla_sram_bytes']} exceeds {int(sram)}")
-    shared = any(r.id == "DLA-SRAM-XAVIER" and target.generation in r.generations for r in catalog.all_rules())
     pooled = sum(sub.get("memory_pools", {}).get("dla_sram_bytes", 0) for sub in dla)
-    if shared and pooled > target.figure("dla_sram_bytes"):
+    if catalog.sram_is_shared(target) and pooled > target.figure("dla_sram_bytes"):
         problems.append(f"DLA-SRAM-XAVIER: the loadables' SRAM pools sum to {pooled} bytes, more than the "
                         f"{int(target.figure('dla_sram_bytes'))} shared")
     missing = compute - set(seen)

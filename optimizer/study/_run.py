@@ -97,8 +97,6 @@ class _Space:
         self.default_sram = self._default_sram()
         self.loadables = int(self.catalog.rule("DLA-LOADABLES").params["max"]) if self.target.accelerator == "dla" \
             else 0
-        self.shared_sram = any(r.id == "DLA-SRAM-XAVIER" and self.target.generation in r.generations
-                               for r in self.catalog.all_rules())
 
     def _default_sram(self) -> int:
         target = self.target
@@ -123,7 +121,7 @@ class _Space:
         sram, per_loadable = None, ()
         if cfg.search_sram and len(self.sram) > 1 and self.loadables:  # DLA-SRAM-PER-LOADABLE
             sizes = [trial.suggest_categorical(f"sram_loadable_{k}", self.sram) for k in range(self.loadables)]
-            if self.shared_sram:
+            if self.catalog.sram_is_shared(self.target):
                 sizes = list(fit_shared_sram(sizes, int(self.target.figure("dla_sram_bytes")), self.sram[0]))
             per_loadable = tuple(sizes)
             trial.set_user_attr("sram_per_loadable", list(per_loadable))
