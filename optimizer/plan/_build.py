@@ -113,24 +113,7 @@ def optimize(model_path: str, target_id: str, request: PlanRequest, *,
     base = baselines(model, limit, request.allowed_precisions)
     hint = min(base.values(), key=lambda pb: pb[1].total_ns)[0]
     solve_started = time.monotonic()
-    notes = []
-    try:
-        if len(groups.groups) > MAX_EXACT_GROUPS and _unconstrained(request):
-            notes.append(f"{len(groups.groups)} layer groups exceed the exact solver's {MAX_EXACT_GROUPS}: the plan is "
-                         "the best baseline, not proven (gap 100%)")
-            raise InfeasibleError("time-limit: too large for the exact model")
-        result = PlanModel(model, report, catalog, request).solve(hint)
-    except InfeasibleError as exc:
-        timed_out = "time-limit" in exc.message
-        if not (timed_out and _unconstrained(request)):
-            names = []
-            if not timed_out and request.explain_infeasible:
-                names = PlanModel(model, report, catalog, request, explain=True).conflict()
-            detail = f"; constraints in conflict: {', '.join(names)}" if names else ""
-            raise InfeasibleError(f"{exc.message}{detail}", file=graph.path, node=exc.node) from None
-        result = _baseline_result(model, hint)  # a valid plan exists: hand it over with its gap
-        notes = notes or [f"no plan found within --time-limit {request.time_limit_s:g} s: the plan is the best "
-                          "baseline, not proven (gap 100%)"]
+    result, notes = _solve(model, report, catalog, request, hint)
     timings["solve_s"] = time.monotonic() - solve_started
     breakdown = evaluate(model, result.placements)
     subgraphs = build_subgraphs(groups, result.placements)
@@ -152,6 +135,28 @@ def optimize(model_path: str, target_id: str, request: PlanRequest, *,
     }
     return Planned(plan=plan, run=run, report=report, groups=groups, model=model, placements=result.placements,
                    breakdown=breakdown, subgraphs=subgraphs, baselines=base)
+
+
+def _solve(model: LatencyModel, report: CheckReport, catalog: Catalog, request: PlanRequest,
+           hint: tuple[Placement, ...]) -> tuple[SolveResult, list[str]]:
+    """The exact plan, or, for a request the baselines satisfy, the best baseline with its gap when the exact
+    model is too large or finds nothing in time; the notes say which."""
+    groups = len(model.groups.groups)
+    if groups > MAX_EXACT_GROUPS and _unconstrained(request):
+        return _baseline_result(model, hint), [f"{groups} layer groups exceed the exact solver's {MAX_EXACT_GROUPS}: "
+                                               "the plan is the best baseline, not proven (gap 100%)"]
+    try:
+        return PlanModel(model, report, catalog, request).solve(hint), []
+    except InfeasibleError as exc:
+        timed_out = "time-limit" in exc.message
+        if timed_out and _unconstrained(request):
+            return _baseline_result(model, hint), [f"no plan found within --time-limit {request.time_limit_s:g} s: "
+                                                   "the plan is the best baseline, not proven (gap 100%)"]
+        names = []
+        if not timed_out and request.explain_infeasible:
+            names = PlanModel(model, report, catalog, request, explain=True).conflict()
+        detail = f"; constraints in conflict: {', '.join(names)}" if names else ""
+        raise InfeasibleError(f"{exc.message}{detail}", file=model.graph.path, node=exc.node) from None
 
 
 def _unconstrained(request: PlanRequest) -> bool:
