@@ -71,7 +71,8 @@ def export_plan(plan_path: str | Path, out_dir: str | Path, model_path: str | No
     model_file = Path(model_path or plan["model"]["path"])
     if not model_file.is_absolute() and not model_file.exists():
         model_file = plan_path.parent / model_file
-    graph = load_model(model_file, {k: tuple(v) for k, v in plan.get("input_shapes", {}).items()} or None)
+    shapes = {k: tuple(v) for k, v in plan.get("input_shapes", {}).items()} or None
+    graph = load_model(model_file, shapes)
     if graph.sha256 != plan["model"]["sha256"]:
         raise BadInputError("the model's sha256 differs from the plan's (re-plan or pass --model)",
                             file=str(model_file))
@@ -80,8 +81,7 @@ def export_plan(plan_path: str | Path, out_dir: str | Path, model_path: str | No
         raise BadInputError(f"unknown target '{plan['target']}' in the plan", file=str(plan_path))
     target = catalog.target(plan["target"])
     try:
-        problems = validate_plan(plan, catalog, str(model_file),
-                                 {k: tuple(v) for k, v in plan.get("input_shapes", {}).items()} or None)
+        problems = validate_plan(plan, catalog, str(model_file), shapes, graph=graph)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         raise BadInputError(f"malformed plan: {type(exc).__name__}: {exc}", file=str(plan_path)) from None
     if problems:

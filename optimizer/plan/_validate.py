@@ -30,12 +30,13 @@ def _reachable(graph: Graph, start: set[str], blocked: set[str] | None = None) -
 
 
 def validate_plan(plan: Mapping[str, Any], catalog: Catalog, model_path: str | None = None,
-                  input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> list[str]:
+                  input_shapes: Mapping[str, tuple[int, ...]] | None = None, graph: Graph | None = None) -> list[str]:
+    """Problems of a plan against its model; `graph` is the model already loaded by the caller."""
     problems: list[str] = []
     if plan.get("schema") != PLAN_SCHEMA:
         return [f"schema is {plan.get('schema')!r}, expected {PLAN_SCHEMA!r}"]
     target = catalog.target(plan["target"])
-    graph = load_model(model_path or plan["model"]["path"], input_shapes)
+    graph = graph or load_model(model_path or plan["model"]["path"], input_shapes)
     if graph.sha256 != plan["model"]["sha256"]:
         problems.append("model sha256 differs from the plan's")
     report = check_graph(graph, catalog, target.id)
