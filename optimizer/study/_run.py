@@ -63,7 +63,7 @@ def _sram_choices(catalog: Catalog, target: Target) -> list[int]:
     return [0, sram] if sram else [0]
 
 
-def fit_shared_sram(sizes: list[int], budget: int, minimum: int) -> tuple[int, ...]:
+def fit_shared_sram(sizes: Sequence[int], budget: int, minimum: int) -> tuple[int, ...]:
     """DLA-SRAM-XAVIER: halve the largest pool (the later slot on ties) until the pools fit the shared SRAM,
     so every sampled point is a buildable one and the same sample always maps to the same pools."""
     sizes = list(sizes)
@@ -120,10 +120,10 @@ class _Space:
         cfg = self.config
         sram, per_loadable = None, ()
         if cfg.search_sram and len(self.sram) > 1 and self.loadables:  # DLA-SRAM-PER-LOADABLE
-            sizes = [trial.suggest_categorical(f"sram_loadable_{k}", self.sram) for k in range(self.loadables)]
+            per_loadable = tuple(trial.suggest_categorical(f"sram_loadable_{k}", self.sram)
+                                 for k in range(self.loadables))
             if self.catalog.sram_is_shared(self.target):
-                sizes = list(fit_shared_sram(sizes, int(self.target.figure("dla_sram_bytes")), self.sram[0]))
-            per_loadable = tuple(sizes)
+                per_loadable = fit_shared_sram(per_loadable, int(self.target.figure("dla_sram_bytes")), self.sram[0])
             trial.set_user_attr("sram_per_loadable", list(per_loadable))
         elif cfg.search_sram and len(self.sram) > 1:
             sram = trial.suggest_categorical("sram_bytes", self.sram)
