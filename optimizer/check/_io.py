@@ -100,7 +100,7 @@ def rknn_io(graph: Graph, catalog: Catalog, target: Target) -> dict[str, Any]:
             "user_types": {p: list(layout["input_user_types"].get(t, [t])) for p, t in types.items()},
             "conversion": None}
         if native == "NHWC":
-            row = shape[3] * shape[1] if static else 0
+            row = int(shape[3]) * int(shape[1]) if static else 0
             entry.update(zero_copy=static and row % align == 0, row_bytes_uint8=row,
                          rule="RKNN-ZC-ALIGN" if not static or row % align else "")
         elif native == "NC1HWC2":

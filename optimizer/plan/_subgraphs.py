@@ -101,9 +101,9 @@ def build_subgraphs(groups: GroupGraph, placements: tuple[Placement, ...]) -> tu
     n = len(placements)
     c = Contraction(n, groups.group_edges())
     for slot in sorted({p.loadable for p in placements if p.loadable >= 0}):
-        members = [g for g, p in enumerate(placements) if p.loadable == slot]
-        for g in members[1:]:  # the solver made each loadable convex and connected
-            c.merge(members[0], g)
+        slot_members = [g for g, p in enumerate(placements) if p.loadable == slot]
+        for g in slot_members[1:]:  # the solver made each loadable convex and connected
+            c.merge(slot_members[0], g)
     mergeable = [p.loadable < 0 for p in placements]
     device = [p.device for p in placements]
     pos = _positions(c, [g for g in range(n) if c.find(g) == g])
