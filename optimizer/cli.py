@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
@@ -89,7 +90,7 @@ def _optimize(args: argparse.Namespace) -> int:
         with_edits=args.with_edits, sram_per_loadable=_byte_list(args.loadable_sram, "--loadable-sram"),
     )
     planned = optimize(args.model, args.target, request, input_shapes=shapes, profile_path=args.profile,
-                       explain=args.explain)
+                       explain=args.explain, started=args.started)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise BadInputError("--out exists and is not a directory", file=str(out))
@@ -394,8 +395,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    started = time.monotonic()  # --time-limit counts from here: the whole command, not only the solver
     try:
         args = build_parser().parse_args(argv)
+        args.started = started
         return int(args.run(args))
     except EdgeplanError as exc:
         print(f"edgeplan: error: {exc.one_line()}", file=sys.stderr)
