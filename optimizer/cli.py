@@ -83,6 +83,7 @@ def _optimize(args: argparse.Namespace) -> int:
         sensitivity = load_sensitivity(args.sensitivity, load_model(args.model, shapes))
     request = PlanRequest(
         objective=args.objective, time_limit_s=args.time_limit, seed=args.seed, workers=args.workers,
+        deterministic_limit_s=args.deterministic_limit,
         allowed_precisions=allowed, pins=parse_assignments(args.pin, "--pin"),
         precision_pins=parse_assignments(args.precision, "--precision"), sensitivity=sensitivity,
         int8_budget=args.int8_budget, latency_cap_ms=args.latency_cap, dla_standalone=args.dla_standalone,
@@ -284,7 +285,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", required=True, help="target ID (see 'edgeplan targets')")
     p.add_argument("--out", required=True, metavar="DIR", help="folder for plan.json, run.json, report.md")
     p.add_argument("--objective", default="latency", choices=OBJECTIVES)
-    p.add_argument("--time-limit", type=float, default=60.0, metavar="S", help="solver time limit (s)")
+    p.add_argument("--time-limit", type=float, default=60.0, metavar="S",
+                   help="wall-clock seconds for the whole command; past it the best plan found (or the best "
+                        "baseline) is written")
+    p.add_argument("--deterministic-limit", type=float, metavar="D",
+                   help="CP-SAT deterministic seconds (work, not time: the same plan under any load); default: "
+                        "derived from --time-limit")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=1, help="CP-SAT workers (1 is deterministic and fastest here)")
     p.add_argument("--pin", action="append", metavar="NODE=DEVICE", help="force a node onto gpu/dla/dla0/dla1/npu/cpu")

@@ -82,7 +82,6 @@ def optimize(model_path: str, target_id: str, request: PlanRequest, *,
     `request.time_limit_s` (wall-clock seconds from `started`, default now, for the whole call), or the
     best baseline when nothing is found in time; `Planned.plan` is plan.json."""
     started = time.monotonic() if started is None else started
-    budget = Budget(request.time_limit_s, started)
     timings: dict[str, float] = {}
     catalog = catalog or load_catalog()
     target = catalog.target(target_id)
@@ -102,6 +101,7 @@ def optimize(model_path: str, target_id: str, request: PlanRequest, *,
     report = check_graph(graph, catalog, target_id)
     groups = build_groups(report)
     timings["check_and_group_s"] = time.monotonic() - started - timings["load_s"]
+    budget = Budget(request.time_limit_s, started, len(groups.groups), request.deterministic_limit_s)
     if request.dla_standalone:
         blockers = _standalone_blockers(report, groups)
         if blockers:
@@ -119,11 +119,13 @@ def optimize(model_path: str, target_id: str, request: PlanRequest, *,
     hint = min(base.values(), key=lambda pb: objective_ns(request.objective, pb[1]))[0]
     solve_started = time.monotonic()
     result, notes = _solve(model, report, catalog, request, hint, budget)
+    deterministic_s = budget.deterministic_s
     timings["solve_s"] = time.monotonic() - solve_started
     breakdown = evaluate(model, result.placements)
     subgraphs = build_subgraphs(groups, result.placements)
     plan = _plan_json(graph_path=model_path, report=report, groups=groups, model=model, request=request,
-                      result=result, breakdown=breakdown, subgraphs=subgraphs, base=base, explain=explain)
+                      result=result, breakdown=breakdown, subgraphs=subgraphs, base=base, explain=explain,
+                      deterministic_s=deterministic_s)
     if budget.wall_fired:
         notes.append(f"the wall-clock limit (--time-limit {request.time_limit_s:g} s) stopped the solver before its "
                      f"deterministic budget ({budget.deterministic_s:g}): this plan may differ between runs; "
@@ -222,7 +224,7 @@ def _predicted(request: PlanRequest, breakdown: Breakdown) -> dict[str, float]:
 
 def _plan_json(*, graph_path: str, report: CheckReport, groups: GroupGraph, model: LatencyModel,
                request: PlanRequest, result: SolveResult, breakdown: Breakdown, subgraphs: tuple[Subgraph, ...],
-               base: Mapping[str, tuple], explain: bool) -> dict[str, Any]:
+               base: Mapping[str, tuple], explain: bool, deterministic_s: float = 0.0) -> dict[str, Any]:
     graph = report.graph
     target = report.target
     placements = result.placements
@@ -263,6 +265,7 @@ def _plan_json(*, graph_path: str, report: CheckReport, groups: GroupGraph, mode
             "gap": round((objective - bound) / objective, 6) if objective else 0.0,
             "seed": request.seed,
             "workers": request.workers,
+            "deterministic_budget_s": deterministic_s,
             "groups": len(groups.groups),
         },
         "predicted": _predicted(request, breakdown),

@@ -563,7 +563,8 @@ class PlanModel:
         """Solve, add connectivity cuts for split loadables, solve again; EXACT only when proven. Nothing
         found within the budget is Outcome.NOT_FOUND (no placements), proven infeasibility raises."""
         started = time.monotonic()
-        budget = budget or Budget(self.request.time_limit_s)
+        budget = budget or Budget(self.request.time_limit_s, groups=len(self.groups),
+                                 deterministic_s=self.request.deterministic_limit_s)
         if hint is not None:
             self.hint(hint)
         rounds = 0
@@ -634,7 +635,8 @@ class PlanModel:
     def conflict(self, budget: Budget | None = None) -> list[str] | None:
         """Names of the assumptions in a sufficient infeasible core (explain mode); None when the budget
         left no time to find them."""
-        budget = budget or Budget(self.request.time_limit_s)
+        budget = budget or Budget(self.request.time_limit_s, groups=len(self.groups),
+                                 deterministic_s=self.request.deterministic_limit_s)
         if budget.exhausted():
             return None
         solver = self._solver(budget)
