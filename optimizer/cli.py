@@ -229,7 +229,8 @@ def _study(args: argparse.Namespace) -> int:
     else:
         if args.folder:
             raise BadInputError("usage: edgeplan study CONFIG.toml [--out DIR] [--storage URL]")
-        outcome = run_study(args.action, args.out, args.storage, command=["edgeplan", *sys.argv[1:]])
+        outcome = run_study(args.action, args.out, args.storage, command=["edgeplan", *sys.argv[1:]],
+                            new_study=args.new_study)
     gain = (outcome.baseline_value - outcome.best_value) / outcome.baseline_value if outcome.baseline_value else 0.0
     print(f"study {outcome.folder}: {outcome.trials} trials, best trial {outcome.best_trial} "
           f"{outcome.best_value:.4f} ms vs planner alone {outcome.baseline_value:.4f} ms ({gain:.1%} better)")
@@ -332,6 +333,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("folder", nargs="?", metavar="DIR")
     p.add_argument("--out", metavar="DIR", help="study folder (default: studies/<name>/ beside the config)")
     p.add_argument("--storage", metavar="URL", help="shared storage, e.g. postgresql+psycopg://user@host/db")
+    p.add_argument("--new-study", action="store_true",
+                   help="replace a stored study of the same name that ran with another config (else refused)")
     p.set_defaults(run=_study)
 
     p = sub.add_parser("batch", help="many models x targets in one job, with a summary")
