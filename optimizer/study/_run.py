@@ -43,6 +43,7 @@ from optimizer.ir import load_model
 from optimizer.latency import load_profile
 from optimizer.plan import optimize
 from optimizer.solver import PlanRequest
+from optimizer.solver._outcome import deterministic_budget
 from optimizer.study._config import StudyConfig, load_config
 from optimizer.study._report import study_report_html
 
@@ -54,6 +55,9 @@ STATES_TAKEN = (*STATES_DONE, optuna.trial.TrialState.RUNNING)
 HEARTBEAT_S = 2
 GRACE_S = 10
 MAX_RETRY = 3
+# A trial gets the deterministic budget `optimize --time-limit` would get, and the wall clock stops it only
+# at this multiple: a study is only worth its `reproduce`, and a load-cut trial would not reproduce.
+TRIAL_WALL_FACTOR = 4
 METRICS = {"latency": "latency_ms", "throughput": "busiest_engine_ms", "dual-stream": "busiest_engine_ms"}
 log = logging.getLogger(__name__)
 
@@ -157,7 +161,9 @@ class _Space:
                 for group in self.groups.groups[bounds[stage]:bounds[stage + 1]]:
                     if any(acc == kind for acc, _ in group.support):
                         pins[group.anchor] = engine
-        return PlanRequest(objective=cfg.objective, time_limit_s=cfg.time_limit_s, seed=cfg.seed, pins=pins,
+        return PlanRequest(objective=cfg.objective, time_limit_s=cfg.time_limit_s * TRIAL_WALL_FACTOR,
+                           deterministic_limit_s=deterministic_budget(cfg.time_limit_s, len(self.groups.groups)),
+                           seed=cfg.seed, pins=pins,
                            sram_bytes=sram, sram_per_loadable=per_loadable, explain_infeasible=False)
 
 
@@ -294,6 +300,7 @@ def _count(study: optuna.Study, states: Sequence[optuna.trial.TrialState]) -> in
 def _open(space: _Space, storage_url: str, new_study: bool) -> tuple[optuna.storages.RDBStorage, optuna.Study]:
     """Creates or loads the study; refuses one stored with another identity unless a new study is asked for."""
     cfg = space.config
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
     wanted = identity(space)
     with _lock(storage_url):  # also serialises creating the storage's schema on a fresh database
         storage = _storage(storage_url)
