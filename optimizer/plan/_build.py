@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import platform
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -20,7 +21,9 @@ from optimizer.plan._baselines import baselines
 from optimizer.plan._subgraphs import Subgraph, build_subgraphs
 from optimizer.solver import Budget, Outcome, PlanModel, PlanRequest, SolveResult, Stop
 
+log = logging.getLogger(__name__)
 PLAN_SCHEMA = "edgeplan.plan/v1"
+PHASES = ("load", "check", "latency model and baselines", "solve", "plan")
 TRANSFER_WARNING_SHARE = 0.20  # seed 004 §七.4: DMA copies above 20% of the total mean a poor partition
 # Above this many layer groups the exact CP-SAT model takes longer to build and solve than any time limit
 # here allows (1,000 groups: 6.6 s of solving; 5,000: 105 s in all, on this 2-core machine); the best baseline
@@ -77,11 +80,21 @@ def _standalone_blockers(report: CheckReport, groups: GroupGraph) -> list[str]:
 
 def optimize(model_path: str, target_id: str, request: PlanRequest, *,
              input_shapes: Mapping[str, tuple[int, ...]] | None = None, profile_path: str | None = None,
-             explain: bool = False, catalog: Catalog | None = None, started: float | None = None) -> Planned:
+             explain: bool = False, catalog: Catalog | None = None, started: float | None = None,
+             progress: Callable[[int, int, str], None] | None = None) -> Planned:
     """Plans one model on one target: the exact CP-SAT plan, or the best one found within
     `request.time_limit_s` (wall-clock seconds from `started`, default now, for the whole call), or the
-    best baseline when nothing is found in time; `Planned.plan` is plan.json."""
+    best baseline when nothing is found in time; `Planned.plan` is plan.json, `Planned.run` run.json.
+    `progress(step, steps, phase)` is called as each of PHASES begins (and once at the end)."""
     started = time.monotonic() if started is None else started
+
+    def phase(step: int) -> None:
+        if step:
+            log.debug("%s done after %.2f s", PHASES[step - 1], time.monotonic() - started)
+        if progress:
+            progress(step, len(PHASES), PHASES[step] if step < len(PHASES) else "done")
+
+    phase(0)
     timings: dict[str, float] = {}
     catalog = catalog or load_catalog()
     target = catalog.target(target_id)
@@ -98,10 +111,12 @@ def optimize(model_path: str, target_id: str, request: PlanRequest, *,
         check_loadable_sram(request.sram_per_loadable, catalog, target)
     graph = load_model(model_path, input_shapes)
     timings["load_s"] = time.monotonic() - started
+    phase(1)
     report = check_graph(graph, catalog, target_id)
     groups = build_groups(report)
     timings["check_and_group_s"] = time.monotonic() - started - timings["load_s"]
     budget = Budget(request.time_limit_s, started, len(groups.groups), request.deterministic_limit_s)
+    phase(2)
     if request.dla_standalone:
         blockers = _standalone_blockers(report, groups)
         if blockers:
@@ -117,8 +132,14 @@ def optimize(model_path: str, target_id: str, request: PlanRequest, *,
     limit = request.max_loadables or int(catalog.rule("DLA-LOADABLES").params["max"])
     base = baselines(model, limit, request.allowed_precisions)
     hint = min(base.values(), key=lambda pb: objective_ns(request.objective, pb[1]))[0]
+    phase(3)
+    log.debug("%d layer groups; deterministic budget %.2f s, wall deadline in %.2f s", len(groups.groups),
+              budget.deterministic_s, budget.wall_left())
     solve_started = time.monotonic()
     result, notes = _solve(model, report, catalog, request, hint, budget)
+    log.debug("solver: %s, stopped by %s, %.2f deterministic s", result.outcome.value, result.stop.value,
+              result.deterministic_s)
+    phase(4)
     deterministic_s = budget.deterministic_s
     timings["solve_s"] = time.monotonic() - solve_started
     breakdown = evaluate(model, result.placements)
@@ -132,6 +153,7 @@ def optimize(model_path: str, target_id: str, request: PlanRequest, *,
                      "raise --time-limit for a reproducible one")
     plan["warnings"] = notes + plan["warnings"]
     timings["total_s"] = time.monotonic() - started
+    phase(5)
     run = {
         "schema": "edgeplan.run/v1",
         "tool_version": __version__,

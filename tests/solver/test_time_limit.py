@@ -13,7 +13,7 @@ from onnx import helper
 
 from optimizer.plan import optimize
 from optimizer.solver import Budget, Outcome, PlanRequest, Stop
-from optimizer.solver._outcome import deterministic_budget
+from optimizer.solver._outcome import DETERMINISTIC_PER_SECOND, deterministic_budget
 from tests.conftest import EXAMPLES, save_model, value, weight
 from tests.test_cli import EDGEPLAN
 
@@ -104,8 +104,8 @@ def test_the_whole_call_counts_against_the_limit(tmp_path):
 
 
 def test_budget_arithmetic():
-    assert deterministic_budget(60, 0) == pytest.approx(0.5 * 59.5)
-    assert deterministic_budget(1, 1000) == pytest.approx(0.05)  # never below a tenth of the limit
+    assert deterministic_budget(60, 0) == pytest.approx(DETERMINISTIC_PER_SECOND * 59.5)
+    assert deterministic_budget(1, 1000) == pytest.approx(DETERMINISTIC_PER_SECOND * 0.1)  # >= a tenth of it
     budget = Budget(10, groups=0)
     assert budget.charge(2.0, 4.75, finished=True) is Stop.PROVEN
     assert budget.charge(2.75, 2.75, finished=False) is Stop.DETERMINISTIC_LIMIT and not budget.wall_fired
