@@ -153,6 +153,9 @@ def run_batch(models: Sequence[str], targets: Sequence[str], out: str, *, worker
               dask_address: str | None = None, time_limit_s: float = 60.0, objective: str = "latency",
               profiles: Sequence[str] = (), progress: Callable[[int, int, dict[str, Any]], None] | None = None
               ) -> list[dict[str, Any]]:
+    """Plans every model on every target into `out`/<stem>/<target>/ and writes summary.csv and
+    summary.html; returns the summary rows in job order. Jobs finished earlier (same content hash) are
+    skipped; a failing job is a row with its error, never an exception; `progress(done, total, row)`."""
     if workers < 1:
         raise BadInputError(f"--workers must be >= 1, got {workers}")
     out_dir = Path(out)
