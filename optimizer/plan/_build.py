@@ -182,7 +182,11 @@ def _solve(model: LatencyModel, report: CheckReport, catalog: Catalog, request: 
         return _baseline_result(model, hint), [f"{groups} layer groups exceed the exact solver's {MAX_EXACT_GROUPS}: "
                                                "the plan is the best baseline, not proven (gap 100%)"]
     try:
-        result = PlanModel(model, report, catalog, request).solve(hint, budget)
+        if budget.wall_left() <= 0:  # loading and checking took the whole limit: do not even build the model
+            budget.wall_fired = True
+            result = replace(_baseline_result(model, hint), outcome=Outcome.NOT_FOUND, stop=Stop.WALL_LIMIT)
+        else:
+            result = PlanModel(model, report, catalog, request).solve(hint, budget)
     except InfeasibleError as exc:
         detail = ""
         if request.explain_infeasible:
