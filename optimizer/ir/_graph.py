@@ -62,6 +62,9 @@ class Graph:
     outputs: tuple[str, ...]
     constants: Mapping[str, np.ndarray]  # values known at build time (small ones only)
     dynamic_dims: tuple[tuple[str, int, str], ...]  # (tensor, axis, symbol) of graph inputs
+    # tensor -> why its shape is not concrete: "dynamic" (follows from a symbolic input dim),
+    # "data-dependent" (NonZero, NMS, a size computed from run-time values) or "unresolved"
+    shape_causes: Mapping[str, str] = field(default_factory=dict)
     _producer: Mapping[str, int] = field(repr=False, compare=False, default_factory=dict)
     _consumers: Mapping[str, tuple[int, ...]] = field(repr=False, compare=False, default_factory=dict)
     _by_name: Mapping[str, int] = field(repr=False, compare=False, default_factory=dict)
@@ -70,7 +73,8 @@ class Graph:
     def build(path: str, sha256: str, opset: int, nodes: tuple[Node, ...],
               tensors: Mapping[str, TensorInfo], inputs: tuple[str, ...], outputs: tuple[str, ...],
               constants: Mapping[str, np.ndarray],
-              dynamic_dims: tuple[tuple[str, int, str], ...]) -> Graph:
+              dynamic_dims: tuple[tuple[str, int, str], ...],
+              shape_causes: Mapping[str, str] | None = None) -> Graph:
         producer = {out: n.index for n in nodes for out in n.outputs if out}
         consumers: dict[str, list[int]] = {}
         for n in nodes:
@@ -81,6 +85,7 @@ class Graph:
             path=path, sha256=sha256, opset=opset, nodes=nodes,
             tensors=MappingProxyType(dict(tensors)), inputs=inputs, outputs=outputs,
             constants=MappingProxyType(dict(constants)), dynamic_dims=dynamic_dims,
+            shape_causes=MappingProxyType(dict(shape_causes or {})),
             _producer=MappingProxyType(producer),
             _consumers=MappingProxyType({k: tuple(v) for k, v in consumers.items()}),
             _by_name=MappingProxyType({n.name: n.index for n in nodes}),

@@ -13,7 +13,7 @@ from onnx import numpy_helper, shape_inference
 
 from optimizer.errors import BadInputError
 from optimizer.ir._cost import node_work
-from optimizer.ir._fold import constant_node_value, fold_node
+from optimizer.ir._fold import constant_node_value
 from optimizer.ir._graph import Graph, Node, TensorInfo
 from optimizer.ir._normalize import NodeContext, normalise
 from optimizer.ir._safety import (
@@ -24,6 +24,7 @@ from optimizer.ir._safety import (
     parse_model,
     read_model_bytes,
 )
+from optimizer.ir._shapes import resolve
 
 CONTROL_FLOW = frozenset({"If", "Loop", "Scan", "SequenceMap"})
 INLINE_CONSTANT_LIMIT = 1 << 16  # initializers up to this many elements are kept as values
@@ -245,27 +246,11 @@ def _infer(model: onnx.ModelProto, shown: str, strict: bool = False) -> onnx.Mod
         raise BadInputError(f"shape inference failed: {first[:300]}", file=shown) from None
 
 
-def _shapes_of(model: onnx.ModelProto) -> dict[str, tuple | None]:
-    graph = model.graph
-    shapes: dict[str, tuple | None] = {}
-    for value in (*graph.input, *graph.value_info, *graph.output):
-        shape = _value_shape(value)
-        if shape is not None or value.name not in shapes:
-            shapes[value.name] = shape
-    for tensor in graph.initializer:
-        shapes[tensor.name] = tuple(int(d) for d in tensor.dims)
-    return shapes
-
-
-def _dtypes_of(model: onnx.ModelProto) -> dict[str, str]:
-    graph = model.graph
-    out = {}
-    for value in (*graph.input, *graph.value_info, *graph.output):
-        if value.type.HasField("tensor_type"):
-            out[value.name] = _DTYPES.get(value.type.tensor_type.elem_type, "unknown")
-    for tensor in graph.initializer:
-        out[tensor.name] = _DTYPES.get(tensor.data_type, "unknown")
-    return out
+def _reinfer(working: onnx.ModelProto, shown: str) -> onnx.ModelProto | None:
+    try:
+        return _infer(working, shown)
+    except BadInputError:
+        return None
 
 
 def _inline_initializers(model: onnx.ModelProto) -> dict[str, np.ndarray]:
@@ -280,47 +265,6 @@ def _inline_initializers(model: onnx.ModelProto) -> dict[str, np.ndarray]:
             except Exception:  # a malformed raw_data length: the value stays unknown
                 continue
     return values
-
-
-def _fold_and_infer(model: onnx.ModelProto, order: list[int], opset: int, shown: str
-                    ) -> tuple[onnx.ModelProto, dict[str, np.ndarray], set[int]]:
-    """Alternates shape inference and constant folding until nothing new folds (at most 4 rounds)."""
-    known = _inline_initializers(model)
-    folded: set[int] = set()
-    inferred = _infer(model, shown, strict=True)
-    for _ in range(4):
-        shapes = _shapes_of(inferred)
-        progress = False
-        for index in order:
-            if index in folded:
-                continue
-            node = model.graph.node[index]
-            values = fold_node(node, opset, known, shapes)
-            if values is None or len(values) < len([o for o in node.output if o]):
-                continue
-            for name, value in zip(node.output, values):
-                if name:
-                    known[name] = value
-            folded.add(index)
-            progress = True
-        if not progress:
-            break
-        working = onnx.ModelProto()
-        working.CopyFrom(model)
-        for index in sorted(folded):
-            node = working.graph.node[index]
-            if node.op_type == "Constant" or len(node.output) != 1:
-                continue
-            replacement = onnx.helper.make_node("Constant", [], [node.output[0]], name=node.name,
-                                                value=numpy_helper.from_array(known[node.output[0]]))
-            node.CopyFrom(replacement)
-        inferred = _infer(working, shown)
-        for value in list(inferred.graph.value_info):
-            if value.name in known:
-                continue
-        inferred.graph.ClearField("node")
-        inferred.graph.node.extend(model.graph.node)
-    return inferred, known, folded
 
 
 def load_model(path: str | Path, input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> Graph:
@@ -343,9 +287,10 @@ def load_model(path: str | Path, input_shapes: Mapping[str, tuple[int, ...]] | N
     if input_shapes:
         _apply_input_shapes(model, input_shapes, shown)
     _check_input_dims(model, shown)
-    inferred, known, folded = _fold_and_infer(model, order, opset, shown)
-    shapes = _shapes_of(inferred)
-    dtypes = _dtypes_of(inferred)
+    resolved = resolve(model, _infer(model, shown, strict=True), order, _inline_initializers(model),
+                       lambda working: _reinfer(working, shown))
+    shapes, known, folded = resolved.shapes, resolved.values, resolved.folded
+    dtypes = {name: _DTYPES.get(elem, "unknown") for name, elem in resolved.elem_types.items()}
     initializers = {t.name for t in model.graph.initializer}
     constant_outputs = {o for i in folded for o in model.graph.node[i].output if o}
     for index in order:
@@ -395,5 +340,5 @@ def load_model(path: str | Path, input_shapes: Mapping[str, tuple[int, ...]] | N
     return Graph.build(
         path=shown, sha256=hashlib.sha256(data).hexdigest(), opset=opset, nodes=tuple(nodes),
         tensors=tensors, inputs=inputs, outputs=tuple(v.name for v in model.graph.output),
-        constants=known, dynamic_dims=dynamic,
+        constants=known, dynamic_dims=dynamic, shape_causes=resolved.causes,
     )
