@@ -65,6 +65,7 @@ class Graph:
     # tensor -> why its shape is not concrete: "dynamic" (follows from a symbolic input dim),
     # "data-dependent" (NonZero, NMS, a size computed from run-time values) or "unresolved"
     shape_causes: Mapping[str, str] = field(default_factory=dict)
+    shape_origins: Mapping[str, str] = field(default_factory=dict)  # tensor -> node (or input) the cause starts at
     _producer: Mapping[str, int] = field(repr=False, compare=False, default_factory=dict)
     _consumers: Mapping[str, tuple[int, ...]] = field(repr=False, compare=False, default_factory=dict)
     _by_name: Mapping[str, int] = field(repr=False, compare=False, default_factory=dict)
@@ -74,7 +75,8 @@ class Graph:
               tensors: Mapping[str, TensorInfo], inputs: tuple[str, ...], outputs: tuple[str, ...],
               constants: Mapping[str, np.ndarray],
               dynamic_dims: tuple[tuple[str, int, str], ...],
-              shape_causes: Mapping[str, str] | None = None) -> Graph:
+              shape_causes: Mapping[str, str] | None = None,
+              shape_origins: Mapping[str, str] | None = None) -> Graph:
         producer = {out: n.index for n in nodes for out in n.outputs if out}
         consumers: dict[str, list[int]] = {}
         for n in nodes:
@@ -86,6 +88,7 @@ class Graph:
             tensors=MappingProxyType(dict(tensors)), inputs=inputs, outputs=outputs,
             constants=MappingProxyType(dict(constants)), dynamic_dims=dynamic_dims,
             shape_causes=MappingProxyType(dict(shape_causes or {})),
+            shape_origins=MappingProxyType(dict(shape_origins or {})),
             _producer=MappingProxyType(producer),
             _consumers=MappingProxyType({k: tuple(v) for k, v in consumers.items()}),
             _by_name=MappingProxyType({n.name: n.index for n in nodes}),

@@ -287,7 +287,7 @@ def load_model(path: str | Path, input_shapes: Mapping[str, tuple[int, ...]] | N
     if input_shapes:
         _apply_input_shapes(model, input_shapes, shown)
     _check_input_dims(model, shown)
-    resolved = resolve(model, _infer(model, shown, strict=True), order, _inline_initializers(model),
+    resolved = resolve(model, _infer(model, shown, strict=True), order, names, _inline_initializers(model),
                        lambda working: _reinfer(working, shown))
     shapes, known, folded = resolved.shapes, resolved.values, resolved.folded
     dtypes = {name: _DTYPES.get(elem, "unknown") for name, elem in resolved.elem_types.items()}
@@ -341,4 +341,5 @@ def load_model(path: str | Path, input_shapes: Mapping[str, tuple[int, ...]] | N
         path=shown, sha256=hashlib.sha256(data).hexdigest(), opset=opset, nodes=tuple(nodes),
         tensors=tensors, inputs=inputs, outputs=tuple(v.name for v in model.graph.output),
         constants=known, dynamic_dims=dynamic, shape_causes=resolved.causes,
+        shape_origins=resolved.origins,
     )

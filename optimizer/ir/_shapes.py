@@ -53,6 +53,7 @@ class Resolved:
     values: dict[str, np.ndarray]
     folded: frozenset[int]  # indices of top-level nodes whose outputs are all build-time values
     causes: dict[str, str]  # tensor -> DYNAMIC | DATA_DEPENDENT | UNRESOLVED, for every non-concrete shape
+    origins: dict[str, str]  # tensor -> the node where its size became unknown (or the symbolic input)
 
 
 def _shape_of(tp: onnx.TypeProto, name: str) -> tuple | None:
@@ -104,12 +105,15 @@ class _Env:
         self.values = values
         self.vsource: dict[str, str] = {}  # why a tensor's value is unknown (tensors without a known value)
         self.causes: dict[str, str] = {}
+        self.origins: dict[str, str] = {}  # where the unknown size of a tensor comes from
+        self.vorigins: dict[str, str] = {}  # where the unknown value of a tensor comes from
         self.schemas: dict[tuple[str, str], onnx.defs.OpSchema | None] = {}
         initializers = {t.name for t in model.graph.initializer}
         for value in model.graph.input:
             if value.name not in initializers:
                 self.vsource[value.name] = _DATA
                 shape = self.shapes.get(value.name)
+                self.origins[value.name] = self.vorigins[value.name] = value.name
                 if not concrete(shape):
                     self.causes[value.name] = DYNAMIC
         for name in initializers - set(values):
@@ -203,8 +207,8 @@ def _run_if(node: onnx.NodeProto, env: _Env) -> bool:
                 env.set_value(tensor.name, numpy_helper.to_array(tensor))
             except Exception:  # a malformed payload: the value stays unknown
                 env.vsource[tensor.name] = UNRESOLVED
-    for inner in branch.node:
-        _visit(inner, env)
+    for index, inner in enumerate(branch.node):
+        _visit(inner, inner.name or f"{inner.op_type}_{index}", env)
     for outer, result in zip(node.output, branch.output):
         if not outer:
             continue
@@ -218,6 +222,7 @@ def _run_if(node: onnx.NodeProto, env: _Env) -> bool:
             env.vsource[outer] = env.vsource.get(name, UNRESOLVED)
             if name in env.causes:
                 env.causes[outer] = env.causes[name]
+                env.origins[outer] = env.origins.get(name, node.name)
     return all(o in env.values for o in node.output if o)
 
 
@@ -233,35 +238,46 @@ def _input_cause(env: _Env, name: str) -> str | None:
     return DATA_DEPENDENT if source == _DATA else source
 
 
-def _explain(node: onnx.NodeProto, env: _Env) -> None:
+def _explain(node: onnx.NodeProto, name: str, env: _Env) -> None:
     """Causes for the outputs left non-concrete, and the value source of outputs without a value."""
     inputs = [i for i in node.input if i]
-    shape_causes = [env.causes.get(i, UNRESOLVED) for i in inputs if not concrete(env.shapes.get(i))]
+    unknown_shapes = [i for i in inputs if not concrete(env.shapes.get(i))]
+    shape_causes = [env.causes.get(i, UNRESOLVED) for i in unknown_shapes]
     if node.op_type in ("Shape", "Size"):
         value_source = _worst(shape_causes) or UNRESOLVED
+        value_origin = env.origins.get(unknown_shapes[0], name) if unknown_shapes else name
     elif node.op_type in DATA_DEPENDENT_OPS:
-        value_source = _DATA
+        value_source, value_origin = _DATA, name
     else:
-        sources = [env.vsource.get(i, UNRESOLVED) for i in inputs if i not in env.values]
+        unknown = [i for i in inputs if i not in env.values]
+        sources = [env.vsource.get(i, UNRESOLVED) for i in unknown]
         value_source = _DATA if _DATA in sources else (_worst(sources) or UNRESOLVED)
-    outputs = [o for o in node.output if o]
-    for out in outputs:
+        value_origin = next((env.vorigins.get(i, name) for i, s in zip(unknown, sources) if s == value_source),
+                            name)
+    for out in (o for o in node.output if o):
         if out not in env.values:
             env.vsource[out] = value_source
+            env.vorigins[out] = value_origin
         if concrete(env.shapes.get(out)):
             continue
         cause = _worst(shape_causes)
-        if cause is None:
-            if node.op_type in DATA_DEPENDENT_OPS:
-                cause = DATA_DEPENDENT
-            else:
-                positions = SHAPE_INPUTS.get(node.op_type, ())
-                found = [_input_cause(env, node.input[p]) for p in positions if p < len(node.input)]
-                cause = _worst([c for c in found if c]) or UNRESOLVED
+        origin = name
+        if cause is not None:
+            origin = next(env.origins.get(i, name) for i, c in zip(unknown_shapes, shape_causes) if c == cause)
+        elif node.op_type in DATA_DEPENDENT_OPS:
+            cause = DATA_DEPENDENT
+        else:
+            positions = [p for p in SHAPE_INPUTS.get(node.op_type, ()) if p < len(node.input)]
+            found = [(c, node.input[p]) for p in positions if (c := _input_cause(env, node.input[p]))]
+            cause = _worst([c for c, _ in found]) or UNRESOLVED
+            if cause != UNRESOLVED:
+                source = next(t for c, t in found if c == cause)
+                origin = name if env.vsource.get(source) == _DATA else env.vorigins.get(source, name)
         env.causes[out] = cause
+        env.origins[out] = origin
 
 
-def _visit(node: onnx.NodeProto, env: _Env) -> bool:
+def _visit(node: onnx.NodeProto, name: str, env: _Env) -> bool:
     """One node: fold it, or refine its output shapes; True when all its outputs are build-time values."""
     outputs = [o for o in node.output if o]
     if node.op_type == "Constant":
@@ -279,7 +295,7 @@ def _visit(node: onnx.NodeProto, env: _Env) -> bool:
         return True
     if any(not concrete(env.shapes.get(o)) for o in outputs) and node.domain in ("", "ai.onnx", "ai.onnx.ml"):
         _infer_one(env, node)
-    _explain(node, env)
+    _explain(node, name, env)
     return False
 
 
@@ -297,10 +313,11 @@ def _with_constants(model: onnx.ModelProto, folded: set[int], values: Mapping[st
     return working
 
 
-def resolve(model: onnx.ModelProto, inferred: onnx.ModelProto, order: list[int],
+def resolve(model: onnx.ModelProto, inferred: onnx.ModelProto, order: list[int], names: list[str],
             values: MutableMapping[str, np.ndarray],
             reinfer: Callable[[onnx.ModelProto], onnx.ModelProto | None], rounds: int = 4) -> Resolved:
-    """`inferred` is `model` after onnx's whole-model inference; `values` holds the inline initializers.
+    """`inferred` is `model` after onnx's whole-model inference; `names` are the IR's node names;
+    `values` holds the inline initializers.
 
     While dims stay unknown for a reason other than data (symbolic inputs carry named dims through
     onnx's data propagation, which the per-node pass cannot), the whole-model inference is rerun on
@@ -309,7 +326,7 @@ def resolve(model: onnx.ModelProto, inferred: onnx.ModelProto, order: list[int],
     folded: set[int] = set()
     for _ in range(rounds):
         for index in order:
-            if index not in folded and _visit(model.graph.node[index], env):
+            if index not in folded and _visit(model.graph.node[index], names[index], env):
                 folded.add(index)
         if not any(c != DATA_DEPENDENT and not concrete(env.shapes.get(n)) for n, c in env.causes.items()):
             break
@@ -325,4 +342,4 @@ def resolve(model: onnx.ModelProto, inferred: onnx.ModelProto, order: list[int],
     elem = {n: t.tensor_type.elem_type for n, t in env.types.items() if t.HasField("tensor_type")}
     causes = {n: c for n, c in env.causes.items() if not concrete(env.shapes.get(n))}
     return Resolved(shapes=env.shapes, elem_types=elem, values=dict(env.values), folded=frozenset(folded),
-                    causes=causes)
+                    causes=causes, origins={n: env.origins[n] for n in causes if n in env.origins})
