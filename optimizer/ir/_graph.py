@@ -62,6 +62,7 @@ class Graph:
     outputs: tuple[str, ...]
     constants: Mapping[str, np.ndarray]  # values known at build time (small ones only)
     dynamic_dims: tuple[tuple[str, int, str], ...]  # (tensor, axis, symbol) of graph inputs
+    fixed_dims: tuple[tuple[str, int, str], ...] = ()  # symbolic input dims of the file that --input-shape set
     # tensor -> why its shape is not concrete: "dynamic" (follows from a symbolic input dim),
     # "data-dependent" (NonZero, NMS, a size computed from run-time values) or "unresolved"
     shape_causes: Mapping[str, str] = field(default_factory=dict)
@@ -75,6 +76,7 @@ class Graph:
               tensors: Mapping[str, TensorInfo], inputs: tuple[str, ...], outputs: tuple[str, ...],
               constants: Mapping[str, np.ndarray],
               dynamic_dims: tuple[tuple[str, int, str], ...],
+              fixed_dims: tuple[tuple[str, int, str], ...] = (),
               shape_causes: Mapping[str, str] | None = None,
               shape_origins: Mapping[str, str] | None = None) -> Graph:
         producer = {out: n.index for n in nodes for out in n.outputs if out}
@@ -86,7 +88,7 @@ class Graph:
         return Graph(
             path=path, sha256=sha256, opset=opset, nodes=nodes,
             tensors=MappingProxyType(dict(tensors)), inputs=inputs, outputs=outputs,
-            constants=MappingProxyType(dict(constants)), dynamic_dims=dynamic_dims,
+            constants=MappingProxyType(dict(constants)), dynamic_dims=dynamic_dims, fixed_dims=fixed_dims,
             shape_causes=MappingProxyType(dict(shape_causes or {})),
             shape_origins=MappingProxyType(dict(shape_origins or {})),
             _producer=MappingProxyType(producer),

@@ -90,6 +90,17 @@ def _apply_input_shapes(model: onnx.ModelProto, overrides: Mapping[str, tuple[in
             shape.dim.add().dim_value = d
 
 
+def _symbolic_dims(model: onnx.ModelProto, names: set[str]) -> tuple[tuple[str, int, str], ...]:
+    """The file's own symbolic dims of these inputs (before --input-shape fixes them)."""
+    out = []
+    for value in model.graph.input:
+        if value.name in names:
+            for axis, d in enumerate(_value_shape(value) or ()):
+                if not isinstance(d, int):
+                    out.append((value.name, axis, str(d)))
+    return tuple(out)
+
+
 def _check_input_dims(model: onnx.ModelProto, shown: str) -> None:
     for value in model.graph.input:
         shape = _value_shape(value)
@@ -284,7 +295,9 @@ def load_model(path: str | Path, input_shapes: Mapping[str, tuple[int, ...]] | N
     except BadInputError as exc:
         raise BadInputError(exc.message, file=shown, node=exc.node) from None
     order = _validate_structure(model, names, opset, shown)
+    fixed: tuple[tuple[str, int, str], ...] = ()
     if input_shapes:
+        fixed = _symbolic_dims(model, set(input_shapes))
         _apply_input_shapes(model, input_shapes, shown)
     _check_input_dims(model, shown)
     resolved = resolve(model, _infer(model, shown, strict=True), order, names, _inline_initializers(model),
@@ -340,6 +353,6 @@ def load_model(path: str | Path, input_shapes: Mapping[str, tuple[int, ...]] | N
     return Graph.build(
         path=shown, sha256=hashlib.sha256(data).hexdigest(), opset=opset, nodes=tuple(nodes),
         tensors=tensors, inputs=inputs, outputs=tuple(v.name for v in model.graph.output),
-        constants=known, dynamic_dims=dynamic, shape_causes=resolved.causes,
+        constants=known, dynamic_dims=dynamic, fixed_dims=fixed, shape_causes=resolved.causes,
         shape_origins=resolved.origins,
     )
