@@ -62,6 +62,7 @@ class Graph:
     outputs: tuple[str, ...]
     constants: Mapping[str, np.ndarray]  # values known at build time (small ones only)
     dynamic_dims: tuple[tuple[str, int, str], ...]  # (tensor, axis, symbol) of graph inputs
+    converted_from_opset: int | None = None  # the file's opset when onnx.version_converter raised it to 7
     fixed_dims: tuple[tuple[str, int, str], ...] = ()  # symbolic input dims of the file that --input-shape set
     # tensor -> why its shape is not concrete: "dynamic" (follows from a symbolic input dim),
     # "data-dependent" (NonZero, NMS, a size computed from run-time values) or "unresolved"
@@ -77,6 +78,7 @@ class Graph:
               constants: Mapping[str, np.ndarray],
               dynamic_dims: tuple[tuple[str, int, str], ...],
               fixed_dims: tuple[tuple[str, int, str], ...] = (),
+              converted_from_opset: int | None = None,
               shape_causes: Mapping[str, str] | None = None,
               shape_origins: Mapping[str, str] | None = None) -> Graph:
         producer = {out: n.index for n in nodes for out in n.outputs if out}
@@ -89,6 +91,7 @@ class Graph:
             path=path, sha256=sha256, opset=opset, nodes=nodes,
             tensors=MappingProxyType(dict(tensors)), inputs=inputs, outputs=outputs,
             constants=MappingProxyType(dict(constants)), dynamic_dims=dynamic_dims, fixed_dims=fixed_dims,
+            converted_from_opset=converted_from_opset,
             shape_causes=MappingProxyType(dict(shape_causes or {})),
             shape_origins=MappingProxyType(dict(shape_origins or {})),
             _producer=MappingProxyType(producer),

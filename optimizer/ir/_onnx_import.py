@@ -9,7 +9,7 @@ from types import MappingProxyType
 
 import numpy as np
 import onnx
-from onnx import numpy_helper, shape_inference
+from onnx import numpy_helper, shape_inference, version_converter
 
 from optimizer.errors import BadInputError
 from optimizer.ir._cost import node_work
@@ -18,6 +18,7 @@ from optimizer.ir._graph import Graph, Node, TensorInfo
 from optimizer.ir._normalize import NodeContext, normalise
 from optimizer.ir._safety import (
     MAX_TENSOR_ELEMENTS,
+    MIN_OPSET,
     check_tensors,
     default_opset,
     iter_graphs,
@@ -88,6 +89,37 @@ def _apply_input_shapes(model: onnx.ModelProto, overrides: Mapping[str, tuple[in
         shape.ClearField("dim")
         for d in dims:
             shape.dim.add().dim_value = d
+
+
+def _convert_old_opset(model: onnx.ModelProto, shown: str) -> tuple[onnx.ModelProto, int | None]:
+    """Opsets below 7 go through onnx.version_converter (their vendor parsers and onnx's inference start at 7);
+    returns the model to use and the opset it was converted from (None when it was not)."""
+    versions = {imp.domain: imp.version for imp in model.opset_import}
+    version = versions.get("", versions.get("ai.onnx"))
+    if version is None or not 1 <= version < MIN_OPSET:
+        return model, None
+    working = onnx.ModelProto()
+    working.CopyFrom(model)
+    listed = {v.name for v in working.graph.input}
+    added = []  # before IR 4 initializers were graph inputs, and the converter's adapters still expect that
+    for tensor in working.graph.initializer:
+        if tensor.name not in listed:
+            working.graph.input.append(onnx.helper.make_tensor_value_info(tensor.name, tensor.data_type,
+                                                                          list(tensor.dims)))
+            added.append(tensor.name)
+    try:
+        converted = version_converter.convert_version(working, MIN_OPSET)
+    except Exception as exc:  # the converter raises its own ConvertError, RuntimeError or IndexError
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        first = first.rpartition("failed: ")[2] or first  # drop the C++ assertion's file and line
+        first = first.rpartition(": ")[2] if first.startswith("/") else first
+        raise BadInputError(f"opset {version} is below {MIN_OPSET} and onnx.version_converter could not convert it "
+                            f"to opset {MIN_OPSET} ({first[:200]}); convert the model with a newer exporter",
+                            file=shown) from None
+    kept = [v for v in converted.graph.input if v.name not in set(added)]
+    del converted.graph.input[:]
+    converted.graph.input.extend(kept)
+    return converted, version
 
 
 def _symbolic_dims(model: onnx.ModelProto, names: set[str]) -> tuple[tuple[str, int, str], ...]:
@@ -288,6 +320,7 @@ def load_model(path: str | Path, input_shapes: Mapping[str, tuple[int, ...]] | N
     shown = str(path)
     data = read_model_bytes(path)
     model = parse_model(data, shown)
+    model, converted_from = _convert_old_opset(model, shown)
     opset = default_opset(model, shown)
     check_tensors(model, path)
     try:
@@ -354,5 +387,6 @@ def load_model(path: str | Path, input_shapes: Mapping[str, tuple[int, ...]] | N
         path=shown, sha256=hashlib.sha256(data).hexdigest(), opset=opset, nodes=tuple(nodes),
         tensors=tensors, inputs=inputs, outputs=tuple(v.name for v in model.graph.output),
         constants=known, dynamic_dims=dynamic, fixed_dims=fixed, shape_causes=resolved.causes,
+        converted_from_opset=converted_from,
         shape_origins=resolved.origins,
     )
