@@ -75,7 +75,10 @@ def tf_same_padding(path: Path, stages: int = 6, size: int = 57) -> Path:
             total = net.op("Sub", net.op("Add", net.op("Mul", net.op("Sub", out, net.const(1.0, np.float32)),
                                                        net.const(2.0, np.float32)), net.const(3.0, np.float32)),
                            size_t)
-            total = net.op("Cast", net.op("Max", total, net.const(0.0, np.float32)), to=TensorProto.INT64)
+            # timm clips at zero (Clip with an empty max), tf2onnx takes Max(., 0)
+            floor = (net.op("Clip", total, net.const(0.0, np.float32), "") if axis == 2
+                     else net.op("Max", total, net.const(0.0, np.float32)))
+            total = net.op("Cast", floor, to=TensorProto.INT64)
             begin = net.op("Div", total, net.const(2))
             pads.append((begin, net.op("Sub", total, begin)))
         zero = net.const(0)
