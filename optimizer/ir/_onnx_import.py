@@ -30,7 +30,7 @@ from optimizer.ir._shapes import resolve
 CONTROL_FLOW = frozenset({"If", "Loop", "Scan", "SequenceMap"})
 INLINE_CONSTANT_LIMIT = 1 << 16  # initializers up to this many elements are kept as values
 _KNOWN_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training"})
-_DTYPES = {
+_DTYPES: dict[int, str] = {
     onnx.TensorProto.FLOAT: "float32", onnx.TensorProto.FLOAT16: "float16",
     onnx.TensorProto.BFLOAT16: "bfloat16", onnx.TensorProto.DOUBLE: "float64",
     onnx.TensorProto.INT8: "int8", onnx.TensorProto.UINT8: "uint8", onnx.TensorProto.INT16: "int16",
