@@ -203,3 +203,16 @@ def dynamic_reshape(path: Path) -> Path:
 PATTERNS = {"tf_same_padding": tf_same_padding, "window_attention": window_attention, "range_positions": range_positions,
             "expand_where": expand_where, "constant_if": constant_if, "topk_static_k": topk_static_k}
 DATA_DEPENDENT = {"nonzero_gather": nonzero_gather, "topk_computed_k": topk_computed_k}
+
+
+def shape_from_missing_weights(path: Path) -> Path:
+    """A Reshape target read from an int64 initializer whose bytes are not in the file (structure only):
+    nothing can resolve it, and it is neither a dynamic input nor data."""
+    net = Net()
+    target = TensorProto(name="target", data_type=TensorProto.INT64, dims=[2], data_location=TensorProto.EXTERNAL)
+    for key, val in (("location", "weights.bin"), ("offset", "0"), ("length", "16")):
+        entry = target.external_data.add()
+        entry.key, entry.value = key, val
+    net.inits.append(target)
+    out = net.op("Reshape", "x", "target")
+    return net.save(path, [value("x", [1, 4, 8])], net.op("Relu", out))
