@@ -18,7 +18,7 @@ from optimizer.ir import BYTES_PER_ELEMENT, load_model
 from optimizer.latency import Breakdown, LatencyModel, Placement, evaluate, load_profile, tensor_routes
 from optimizer.plan._baselines import baselines
 from optimizer.plan._subgraphs import Subgraph, build_subgraphs
-from optimizer.solver import Budget, Outcome, PlanModel, PlanRequest, SolveResult, Stop
+from optimizer.solver import Budget, Outcome, PlanModel, PlanRequest, SolveResult, Stop, cheapest_bound_ns
 
 PLAN_SCHEMA = "edgeplan.plan/v1"
 TRANSFER_WARNING_SHARE = 0.20  # seed 004 §七.4: DMA copies above 20% of the total mean a poor partition
@@ -156,9 +156,16 @@ def _solve(model: LatencyModel, report: CheckReport, catalog: Catalog, request: 
     """The exact plan, or the best found in time, or, for a request the baselines satisfy, the best baseline
     when the exact model is too large or finds nothing in time; the notes say which."""
     groups = len(model.groups.groups)
+    bound = cheapest_bound_ns(model, request)
+    baseline = objective_ns(request.objective, evaluate(model, hint))
+    if _unconstrained(request) and baseline <= bound:
+        return replace(_baseline_result(model, hint, request.objective, bound), status="OPTIMAL",
+                       outcome=Outcome.EXACT, stop=Stop.PROVEN), []
     if groups > MAX_EXACT_GROUPS and _unconstrained(request):
-        return _baseline_result(model, hint), [f"{groups} layer groups exceed the exact solver's {MAX_EXACT_GROUPS}: "
-                                               "the plan is the best baseline, not proven (gap 100%)"]
+        gap = (baseline - bound) / baseline if baseline else 0.0
+        return _baseline_result(model, hint, request.objective, bound), [
+            f"{groups} layer groups exceed the exact solver's {MAX_EXACT_GROUPS}: the plan is the best baseline, "
+            f"within {gap:.1%} of the cheapest-option bound"]
     try:
         result = PlanModel(model, report, catalog, request).solve(hint, budget)
     except InfeasibleError as exc:
@@ -169,14 +176,15 @@ def _solve(model: LatencyModel, report: CheckReport, catalog: Catalog, request: 
                       else f"; constraints in conflict: {', '.join(names)}" if names else "")
         raise InfeasibleError(f"{exc.message}{detail}", file=model.graph.path, node=exc.node) from None
     if result.outcome is not Outcome.NOT_FOUND:
-        return result, []
+        return replace(result, bound_ns=max(result.bound_ns, min(bound, result.objective_ns))), []
     if not _unconstrained(request):
         raise InfeasibleError(f"no plan found within --time-limit {request.time_limit_s:g} s; raise the limit "
                               "(the request has constraints the baselines do not honour)", file=model.graph.path)
-    fallback = _baseline_result(model, hint)
+    fallback = _baseline_result(model, hint, request.objective, bound)
+    gap = (fallback.objective_ns - bound) / fallback.objective_ns if fallback.objective_ns else 0.0
     return (replace(fallback, stop=result.stop, deterministic_s=result.deterministic_s),
             [f"no plan found within --time-limit {request.time_limit_s:g} s: the plan is the best baseline for "
-             f"{request.objective}, not proven (gap 100%)"])
+             f"{request.objective}, within {gap:.1%} of the cheapest-option bound"])
 
 
 def _unconstrained(request: PlanRequest) -> bool:
@@ -195,10 +203,13 @@ def objective_ns(objective: str, breakdown: Breakdown) -> int:
     return max(busy.values())
 
 
-def _baseline_result(model: LatencyModel, hint: tuple[Placement, ...]) -> SolveResult:
-    """The solver found no plan in time: the best baseline, FEASIBLE, with no proven bound (gap 100%)."""
-    total = evaluate(model, hint).total_ns
-    return SolveResult(placements=hint, status="FEASIBLE", objective_ns=total, bound_ns=0, total_ns=total,
+def _baseline_result(model: LatencyModel, hint: tuple[Placement, ...], objective: str, bound: int) -> SolveResult:
+    """The best baseline handed over as the plan, FEASIBLE, with the cheapest-option bound as its proof."""
+    breakdown = evaluate(model, hint)
+    score = objective_ns(objective, breakdown)
+    total = breakdown.total_ns
+    return SolveResult(placements=hint, status="FEASIBLE", objective_ns=score, bound_ns=min(bound, score),
+                       total_ns=total,
                        wall_s=0.0, iterations=0, num_variables=0, num_constraints=0,
                        choices=tuple(() for _ in hint), outcome=Outcome.BASELINE, stop=Stop.NOT_RUN)
 
