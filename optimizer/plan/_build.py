@@ -18,7 +18,16 @@ from optimizer.ir import BYTES_PER_ELEMENT, load_model
 from optimizer.latency import Breakdown, LatencyModel, Placement, evaluate, load_profile, tensor_routes
 from optimizer.plan._baselines import baselines
 from optimizer.plan._subgraphs import Subgraph, build_subgraphs
-from optimizer.solver import Budget, Outcome, PlanModel, PlanRequest, SolveResult, Stop, cheapest_bound_ns
+from optimizer.solver import (
+    Budget,
+    Outcome,
+    PlanModel,
+    PlanRequest,
+    SolveResult,
+    Stop,
+    balanced_hint,
+    cheapest_bound_ns,
+)
 
 PLAN_SCHEMA = "edgeplan.plan/v1"
 TRANSFER_WARNING_SHARE = 0.20  # seed 004 §七.4: DMA copies above 20% of the total mean a poor partition
@@ -116,7 +125,7 @@ def optimize(model_path: str, target_id: str, request: PlanRequest, *,
         add_edit_options(model, report, catalog, str(model_path))
     limit = request.max_loadables or int(catalog.rule("DLA-LOADABLES").params["max"])
     base = baselines(model, limit, request.allowed_precisions)
-    hint = min(base.values(), key=lambda pb: objective_ns(request.objective, pb[1]))[0]
+    hint = _hint(model, base, request)
     solve_started = time.monotonic()
     result, notes = _solve(model, report, catalog, request, hint, budget)
     deterministic_s = budget.deterministic_s
@@ -185,6 +194,21 @@ def _solve(model: LatencyModel, report: CheckReport, catalog: Catalog, request: 
     return (replace(fallback, stop=result.stop, deterministic_s=result.deterministic_s),
             [f"no plan found within --time-limit {request.time_limit_s:g} s: the plan is the best baseline for "
              f"{request.objective}, within {gap:.1%} of the cheapest-option bound"])
+
+
+def _hint(model: LatencyModel, base: Mapping[str, tuple], request: PlanRequest) -> tuple[Placement, ...]:
+    """The best baseline for the objective; for the pipelined objectives also TensorRT's loadables spread over
+    the DLA cores and the GPU (a balanced pipeline is a far better start than everything on one engine)."""
+    def score(b: Breakdown) -> int:
+        return objective_ns(request.objective, b)
+
+    candidates = [(score(b), k, p) for k, (p, b) in enumerate(base.values())]
+    if request.objective != "latency" and "trt_default" in base:
+        cores = 1 if request.objective == "dual-stream" else \
+            sum(d.startswith("dla") for d in model.target.devices)
+        spread = balanced_hint(model, base["trt_default"][0], request.allowed_precisions, score, cores)
+        candidates.append((score(evaluate(model, spread)), len(candidates), spread))
+    return min(candidates)[2]
 
 
 def _unconstrained(request: PlanRequest) -> bool:
