@@ -387,12 +387,15 @@ def npu_op(rule: Rule, view: LayerView) -> str | None:
         return f"{view.node.op_type} has no NPU kernel on {view.target.id}; it runs on the CPU"
     if support.precisions and view.precision not in support.precisions:
         return f"{view.node.op_type} runs on the NPU in {'/'.join(support.precisions)} only"
-    if support.condition is not None:
-        return CONDITIONS[support.condition](view)
+    for condition in support.all_conditions:
+        if condition.applies(view.target.rules_id, view.precision):
+            message = CONDITIONS[condition.check](view, condition.params or {})
+            if message is not None:
+                return message
     return None
 
 
-def _avgpool_count_include_pad(view: LayerView) -> str | None:
+def _avgpool_count_include_pad(view: LayerView, params: Mapping[str, Any]) -> str | None:
     pads = view.attr("pads") or ()
     if any(pads) and not view.attr("count_include_pad"):
         return ("AveragePool with padding and count_include_pad=0 runs on the CPU "
@@ -418,14 +421,31 @@ def matmul_k(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
+def data_dtypes(rule: Rule, view: LayerView) -> str | None:
+    return _data_dtypes(view, rule.params)
+
+
 def norm_axes(rule: Rule, view: LayerView) -> str | None:
+    """exNorm normalises NCHW axes [1] or [1,2,3]: a 4-D tensor only from axis 1 on (a W-only or H,W
+    LayerNorm is neither); a 2-D/3-D token tensor only over its last axis, which becomes the channel."""
     shape = view.in_shape()
     axis = view.attr("axis")
     if shape is None or axis is None:
         return None
-    if axis in (1, len(shape) - 1):
+    rank = len(shape)
+    axis = axis + rank if axis < 0 else axis
+    allowed = 1 if rank == 4 else rank - 1
+    if axis == allowed and rank <= 4:
         return None
-    return f"normalises axes {list(range(axis, len(shape)))} of {list(shape)}; only [1] or [1,2,3] supported"
+    return f"normalises axes {list(range(axis, rank))} of {list(shape)}; only [1] or [1,2,3] supported"
+
+
+def norm_limits(rule: Rule, view: LayerView) -> str | None:
+    precisions = rule.params.get("precisions", ())
+    if precisions and view.precision not in precisions:
+        return (f"{view.node.op_type} (exNorm) runs on the NPU in {'/'.join(precisions)} only, "
+                f"not {view.precision}")
+    return norm_axes(rule, view)
 
 
 
@@ -441,10 +461,11 @@ CHECKS: Mapping[str, Check] = {
     "generation_only": generation_only, "softmax_shape": softmax_shape,
     "layout_transparent": layout_transparent, "never": never, "npu_op": npu_op,
     "precision_only": precision_only, "matmul_k": matmul_k, "norm_axes": norm_axes,
+    "data_dtypes": data_dtypes, "norm_limits": norm_limits,
 }
 
 
-def _erf_in_gelu(view: LayerView) -> str | None:
+def _erf_in_gelu(view: LayerView, params: Mapping[str, Any]) -> str | None:
     """x*0.5*(1+erf(x/sqrt2)): the toolkit fuses the pattern into exGelu on the NPU."""
     graph, node = view.graph, view.node
     producer = graph.producer(node.inputs[0]) if node.inputs else None
@@ -456,7 +477,76 @@ def _erf_in_gelu(view: LayerView) -> str | None:
     return "a lone Erf has no NPU kernel; only the GELU pattern x*0.5*(1+erf(x/sqrt2)) fuses into exGelu"
 
 
-CONDITIONS: Mapping[str, Callable[[LayerView], str | None]] = {
+def _exponent_constant(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """Pow with a build-time exponent is an NPU layer (or fuses into exGelu/exNorm); a run-time one is not."""
+    inputs = view.node.inputs
+    if len(inputs) > 1 and view.graph.is_constant(inputs[1]):
+        return None
+    return f"{view.node.op_type} exponent is computed at run time; only a constant exponent has an NPU kernel"
+
+
+def _data_dtypes(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """The element type of the data inputs (unknown types pass: the toolkit converts float graphs)."""
+    allowed = params["dtypes"]
+    for index in params["inputs"]:
+        if index >= len(view.node.inputs) or not view.node.inputs[index]:
+            continue
+        info = view.graph.tensors.get(view.node.inputs[index])
+        dtype = info.dtype if info is not None else "unknown"
+        if dtype != "unknown" and dtype not in allowed:
+            return (f"{view.node.op_type} data input {index} is {dtype}; the NPU kernel takes "
+                    f"{'/'.join(allowed)} only")
+    return None
+
+
+def _is_norm_sqrt(graph: Graph, node: Node | None) -> bool:
+    """Sqrt(ReduceMean(d*d or Pow(d, 2)) [+ eps]): the denominator of a written-out LayerNorm or RMSNorm."""
+    if node is None or node.op_type != "Sqrt":
+        return False
+    inner = graph.producer(node.inputs[0])
+    if inner is not None and inner.op_type == "Add" and any(graph.is_constant(i) for i in inner.inputs):
+        inner = next((graph.producer(i) for i in inner.inputs if not graph.is_constant(i)), None)
+    if inner is None or inner.op_type != "ReduceMean":
+        return False
+    square = graph.producer(inner.inputs[0])
+    if square is None:
+        return False
+    if square.op_type == "Pow":
+        exponent = graph.constants.get(square.inputs[1]) if len(square.inputs) > 1 else None
+        return exponent is not None and float(exponent.reshape(-1)[0]) == 2.0
+    return square.op_type == "Mul" and len(square.inputs) == 2 and square.inputs[0] == square.inputs[1]
+
+
+def _in_norm(graph: Graph, node: Node) -> bool:
+    if node.op_type == "Sqrt":
+        return _is_norm_sqrt(graph, node)
+    if node.op_type == "Div" and len(node.inputs) > 1:
+        return _is_norm_sqrt(graph, graph.producer(node.inputs[1]))
+    return False
+
+
+PATTERNS: Mapping[str, Callable[[Graph, Node], bool]] = {"norm": _in_norm}
+
+
+def _fused_or_constant(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """An op the NPU lacks in this precision still runs there when the toolkit fuses it into a pattern
+    layer (exNorm for a written-out LayerNorm/RMSNorm) or, with `constant_operand`, folds a constant
+    second operand into the neighbouring convolution (x / 3 becomes a scale)."""
+    node, graph = view.node, view.graph
+    if any(PATTERNS[name](graph, node) for name in params.get("patterns", ())):
+        return None
+    if params.get("constant_operand") and len(node.inputs) > 1 and graph.is_constant(node.inputs[1]):
+        return None
+    return (f"{node.op_type} has no {view.precision.upper()} NPU kernel; only "
+            f"{params['what']} run on the NPU in {view.precision.upper()}")
+
+
+Condition = Callable[[LayerView, Mapping[str, Any]], "str | None"]
+
+CONDITIONS: Mapping[str, Condition] = {
     "avgpool_count_include_pad": _avgpool_count_include_pad,
     "erf_in_gelu": _erf_in_gelu,
+    "exponent_constant": _exponent_constant,
+    "data_dtypes": _data_dtypes,
+    "fused_or_constant": _fused_or_constant,
 }

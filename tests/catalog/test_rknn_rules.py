@@ -86,20 +86,30 @@ def test_matmul_k(catalog, build, k, fails):
     assert "RKNN-MATMUL-K" not in violations(catalog, path, "rk3588", "fp16")
 
 
-@pytest.mark.parametrize(("axis", "fails"), [(-1, False), (1, False), (2, True)])
-def test_norm_axes(catalog, build, axis, fails):
-    shape = [1, 4, 8, 8]
-    d = shape[axis:] if axis >= 0 else shape[-1:]
+# exNorm axes [1] or [1,2,3]: a 4-D LayerNorm from axis 1 on; W-only (axis 3 / -1) or H,W (axis 2) is not NPU;
+# a token tensor [B,N,C] only over its last axis (it becomes the channel).
+@pytest.mark.parametrize("target", ["rk3588", "rk3576", "rk3566", "rv1126b"])
+@pytest.mark.parametrize(("shape", "axis", "fails"), [([1, 4, 8, 8], 1, False), ([1, 4, 8, 8], 2, True),
+                                                      ([1, 4, 8, 8], 3, True), ([1, 4, 8, 8], -1, True),
+                                                      ([1, 16, 8], -1, False), ([1, 16, 8], 2, False),
+                                                      ([1, 16, 8], 1, True)])
+def test_norm_axes(catalog, build, target, shape, axis, fails):
+    d = shape[axis:]
     inits = [const("s", np.ones(d, np.float32)), const("b", np.zeros(d, np.float32))]
     path = build.op("LayerNormalization", shape, inputs=["x", "s", "b"], inits=inits, axis=axis)
-    assert ("RKNN-NORM" in violations(catalog, path, "rk3576", "fp16")) is fails
+    assert ("RKNN-NORM" in violations(catalog, path, target, "fp16")) is fails
+    assert npu(catalog, path, target, "fp16") is not fails
 
 
-def test_layernorm_fp16_only(catalog, build):
+@pytest.mark.parametrize("op", ["LayerNormalization", "RMSNormalization"])
+def test_norm_op_fp16_only_under_the_norm_rule(catalog, build, op):
     inits = [const("s", np.ones(8, np.float32)), const("b", np.zeros(8, np.float32))]
-    path = build.op("LayerNormalization", [1, 4, 8], inputs=["x", "s", "b"], inits=inits, axis=-1)
+    inputs = ["x", "s", "b"] if op == "LayerNormalization" else ["x", "s"]
+    path = build.op(op, [1, 4, 8], inputs=inputs, inits=inits[:len(inputs) - 1], axis=-1,
+                    opset=17 if op == "LayerNormalization" else 23)
     assert npu(catalog, path, "rk3576", "fp16")
     assert not npu(catalog, path, "rk3576", "int8")
+    assert violations(catalog, path, "rk3576", "int8") == {"RKNN-NORM"}  # the norm rule's ID, not RKNN-OP-NPU
 
 
 def test_rv110x_offer_int8_only(catalog):
