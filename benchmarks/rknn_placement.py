@@ -4,7 +4,8 @@ One command (no toolkit needed; it reads the committed tables):
     python benchmarks/rknn_placement.py [--corpus corpus] [--details] [--json out.json]
 
 The truth is corpus/rknn/layers.csv.gz (one row per compiled layer: Target NPU/CPU and the ONNX node it
-was mapped to) for every run with status "ok" in corpus/rknn/runs.csv. edgeplan runs `check` on the
+was mapped to) for every run whose status in corpus/rknn/runs.csv starts with "ok" ("ok-with-disable_rules": the
+toolkit built after disabling the graph rewrite it named itself; its table is still the real placement). edgeplan runs `check` on the
 structure-only model corpus/models/M.onnx for the same SoC and reads each node's NPU verdict in the
 same precision.
 
@@ -110,13 +111,13 @@ def read_corpus(corpus: Path) -> tuple[dict[str, str], list[Run], list[dict[str,
         statuses = list(csv.DictReader(handle))
     runs = {(r["model"], r["soc"], r["precision"]): Run(r["model"], families.get(r["model"], r["family"]),
                                                           r["soc"], r["precision"])
-            for r in statuses if r["status"] == "ok"}
+            for r in statuses if r["status"].startswith("ok")}
     with gzip.open(corpus / "rknn" / "layers.csv.gz", "rt", newline="") as handle:
         for row in csv.DictReader(handle):
             run = runs.get((row["model"], row["soc"], row["precision"]))
             if run is not None:
                 run.layers.append(row)
-    failed = [r for r in statuses if r["status"] != "ok"]
+    failed = [r for r in statuses if not r["status"].startswith("ok")]
     return families, sorted(runs.values(), key=lambda r: (r.model, r.soc, r.precision)), failed
 
 

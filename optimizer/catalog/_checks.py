@@ -421,6 +421,12 @@ def matmul_k(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
+def output_relayout(rule: Rule, view: LayerView) -> str | None:
+    if rule.params.get("ops") and view.node.op_type not in rule.params["ops"]:
+        return None
+    return _output_relayout(view, rule.params)
+
+
 def data_dtypes(rule: Rule, view: LayerView) -> str | None:
     return _data_dtypes(view, rule.params)
 
@@ -461,7 +467,7 @@ CHECKS: Mapping[str, Check] = {
     "generation_only": generation_only, "softmax_shape": softmax_shape,
     "layout_transparent": layout_transparent, "never": never, "npu_op": npu_op,
     "precision_only": precision_only, "matmul_k": matmul_k, "norm_axes": norm_axes,
-    "data_dtypes": data_dtypes, "norm_limits": norm_limits,
+    "data_dtypes": data_dtypes, "norm_limits": norm_limits, "output_relayout": output_relayout,
 }
 
 
@@ -541,6 +547,78 @@ def _fused_or_constant(view: LayerView, params: Mapping[str, Any]) -> str | None
             f"{params['what']} run on the NPU in {view.precision.upper()}")
 
 
+def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """A 4-D Transpose or Reshape whose data crosses the channel axis (the NPU's NC1HWC2 layout keeps C
+    innermost, so such a move is a real gather); every other layout op is folded into its neighbours."""
+    src, dst = view.in_shape(), view.out_shape()
+    if not _static(src) or not _static(dst) or len(src) != 4:
+        return None
+    op = view.node.op_type
+    if op == "Transpose":
+        perm = view.attr("perm") or tuple(reversed(range(len(src))))
+        moved = [axis for axis in perm if src[axis] != 1]
+        if moved == sorted(moved):
+            return None
+        return f"Transpose perm {list(perm)} of {list(src)} moves data (a gather in the NC1HWC2 layout)"
+    if len(dst) != 4 or _unit_stripped(src) == _unit_stripped(dst) or src[1] == dst[1]:
+        return None
+    return f"{op} {list(src)} -> {list(dst)} moves data across the channel axis"
+
+
+_LAYOUT_NEUTRAL = frozenset({"Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Erf", "Gelu", "HardSwish",
+                             "HardSigmoid", "Clip", "LeakyRelu", "Pow", "Sqrt", "Identity", "Dropout", "Softplus"})
+
+
+def _token_layout_end(graph: Graph, tensor: str, upstream: bool, depth: int = 8) -> bool:
+    """True when walking through element-wise ops from `tensor` reaches a node that already holds tokens in
+    the convolution layout: a Transpose (0,2,1) or another token MatMul with constant weights."""
+    for _ in range(depth):
+        nodes = (graph.producer(tensor),) if upstream else graph.consumers(tensor)
+        if len(nodes) != 1 or nodes[0] is None:
+            return False
+        node = nodes[0]
+        if node.op_type == "Transpose" and tuple(node.attrs.get("perm") or ()) == (0, 2, 1):
+            return True
+        if node.op_type in ("MatMul", "Gemm") and len(node.inputs) > 1 and graph.is_constant(node.inputs[1]):
+            return True
+        if node.op_type not in _LAYOUT_NEUTRAL:
+            return False
+        tensor = next((i for i in node.inputs if i and not graph.is_constant(i)), "") if upstream \
+            else node.outputs[0]
+        if not tensor:
+            return False
+    return False
+
+
+def _token_matmul_transposes(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """A MatMul with constant weights on a [B, N, C] token tensor: the toolkit holds tokens as [B, N, 1, C]
+    and runs the product as a 1x1 convolution on [B, C, 1, N], transposing in front and behind unless a
+    neighbour already holds that layout. Those transposes move data across the channel axis."""
+    node, graph = view.node, view.graph
+    src = view.input_shape(0)
+    if (len(node.inputs) < 2 or not graph.is_constant(node.inputs[1]) or not _static(src) or len(src) != 3
+            or src[1] == 1):
+        return None
+    before = _token_layout_end(graph, node.inputs[0], upstream=True)
+    after = _token_layout_end(graph, node.outputs[0], upstream=False)
+    if before and after:
+        return None
+    side = "in front" if not before else "behind"
+    return (f"{node.op_type} on tokens {list(src)} runs as a convolution on [B, C, 1, N]; the transpose "
+            f"{side} of it moves data across the channel axis")
+
+
+def _output_relayout(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """A graph output of rank below 4 made from a 4-D NPU layout: the toolkit appends a Reshape layer."""
+    graph, node = view.graph, view.node
+    for name in node.outputs:
+        shape = graph.shape(name)
+        if name in graph.outputs and shape is not None and len(shape) in params["ranks"]:
+            return (f"produces the rank-{len(shape)} graph output '{name}'; the Reshape out of the NPU "
+                    f"layout that the toolkit appends runs on the CPU ('Unkown op target: 0')")
+    return None
+
+
 Condition = Callable[[LayerView, Mapping[str, Any]], "str | None"]
 
 CONDITIONS: Mapping[str, Condition] = {
@@ -549,4 +627,6 @@ CONDITIONS: Mapping[str, Condition] = {
     "exponent_constant": _exponent_constant,
     "data_dtypes": _data_dtypes,
     "fused_or_constant": _fused_or_constant,
+    "moves_across_channel": _moves_across_channel,
+    "token_matmul_transposes": _token_matmul_transposes,
 }
