@@ -24,8 +24,8 @@ from optimizer import __version__
 from optimizer.errors import BadInputError, EdgeplanError, InfeasibleError
 from optimizer.fileio import atomic_write_text, sha256_file, write_json
 
-SUMMARY_FIELDS = ("model", "target", "status", "error", "nodes", "groups", "accelerator_coverage", "latency_ms",
-                  "baseline", "baseline_ms", "speedup", "solver_status", "solve_s", "wall_s", "plan")
+SUMMARY_FIELDS = ("model", "target", "status", "error", "unknown_sizes", "nodes", "groups", "accelerator_coverage",
+                  "latency_ms", "baseline", "baseline_ms", "speedup", "solver_status", "solve_s", "wall_s", "plan")
 
 
 @dataclass(frozen=True)
@@ -118,6 +118,7 @@ def run_job(job: Job) -> dict[str, Any]:
                    latency_ms=plan["predicted"]["latency_ms"], baseline=name, baseline_ms=base["latency_ms"],
                    speedup=base["speedup"], solver_status=plan["solver"]["status"],
                    solve_s=round(planned.run["timings"]["solve_s"], 3), plan=str(folder / "plan.json"))
+        row.update(_size_status(plan))
     except InfeasibleError as exc:
         row.update(status="infeasible", error=exc.one_line())
     except EdgeplanError as exc:
@@ -127,6 +128,19 @@ def run_job(job: Job) -> dict[str, Any]:
     row["wall_s"] = round(time.monotonic() - started, 3)
     write_json(folder / "job.json", {"key": job.key, "row": row})
     return row
+
+
+def _size_status(plan: dict[str, Any]) -> dict[str, str]:
+    """A plan that rests on dynamic or unresolved dims is not plainly ok: its status is needs-shapes."""
+    from optimizer.check import size_note
+
+    sizes = plan.get("unknown_sizes")
+    if not sizes:
+        return {}
+    out = {"unknown_sizes": size_note(sizes)}
+    if sizes["needs_shapes"]:
+        out["status"] = "needs-shapes"
+    return out
 
 
 def _finished(job: Job) -> dict[str, Any] | None:
@@ -195,7 +209,8 @@ def write_summaries(out: Path, rows: Sequence[dict[str, Any]]) -> None:
     head = "".join(f"<th>{html.escape(f)}</th>" for f in SUMMARY_FIELDS if f != "plan")
     body = []
     for row in rows:
-        colour = {"ok": "#e8f5e9", "infeasible": "#fff8e1"}.get(row.get("status"), "#ffebee")
+        colour = {"ok": "#e8f5e9", "infeasible": "#fff8e1", "needs-shapes": "#fff3e0"}.get(row.get("status"),
+                                                                                          "#ffebee")
         cells = "".join(f"<td>{html.escape(str(row.get(f, '')))}</td>" for f in SUMMARY_FIELDS if f != "plan")
         body.append(f'<tr style="background:{colour}">{cells}</tr>')
     ok = sum(r.get("status") == "ok" for r in rows)
