@@ -572,22 +572,46 @@ def _fused_or_constant(view: LayerView, params: Mapping[str, Any]) -> str | None
             f"{params['what']} run on the NPU in {view.precision.upper()}")
 
 
+def _as_npu_4d(shape: tuple) -> tuple | None:
+    """The 4-D form the toolkit holds a tensor in: NCHW as is, a 3-D [A, B, C] as (A, B, 1, C)."""
+    if len(shape) == 4:
+        return tuple(shape)
+    if len(shape) == 3:
+        return (shape[0], shape[1], 1, shape[2])
+    return None
+
+
+def _moving_transpose(graph: Graph, node: Node) -> bool:
+    src = graph.shape(node.inputs[0]) if node.inputs else None
+    if node.op_type != "Transpose" or not _static(src) or len(src) != 4:
+        return False
+    perm = node.attrs.get("perm") or tuple(reversed(range(4)))
+    moved = [axis for axis in perm if src[axis] != 1]
+    return moved != sorted(moved)
+
+
 def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | None:
-    """A 4-D Transpose or Reshape whose data crosses the channel axis (the NPU's NC1HWC2 layout keeps C
-    innermost, so such a move is a real gather); every other layout op is folded into its neighbours."""
+    """A layout op that really moves data in the NPU's NC1HWC2 layout (C innermost): a 4-D Transpose that
+    reorders non-unit axes, or a Reshape that changes the channel of the 4-D form. A Transpose right after
+    a Reshape is merged into it (the Reshape then carries the move); other layout ops fold away."""
+    graph, node = view.graph, view.node
     src, dst = view.in_shape(), view.out_shape()
-    if not _static(src) or not _static(dst) or len(src) != 4:
+    if not _static(src) or not _static(dst):
         return None
-    op = view.node.op_type
-    if op == "Transpose":
-        perm = view.attr("perm") or tuple(reversed(range(len(src))))
-        moved = [axis for axis in perm if src[axis] != 1]
-        if moved == sorted(moved):
+    if node.op_type == "Transpose":
+        producer = graph.producer(node.inputs[0])
+        if producer is not None and producer.op_type == "Reshape" and len(graph.consumers(node.inputs[0])) == 1:
             return None
-        return f"Transpose perm {list(perm)} of {list(src)} moves data (a gather in the NC1HWC2 layout)"
-    if len(dst) != 4 or _unit_stripped(src) == _unit_stripped(dst) or src[1] == dst[1]:
+        if _moving_transpose(graph, node):
+            return f"Transpose perm {list(view.attr('perm'))} of {list(src)} moves data (a gather in the NC1HWC2 layout)"
         return None
-    return f"{op} {list(src)} -> {list(dst)} moves data across the channel axis"
+    users = graph.consumers(node.outputs[0])
+    if len(users) == 1 and _moving_transpose(graph, users[0]):
+        return f"{node.op_type} {list(src)} -> {list(dst)} with the Transpose after it moves data across the channel axis"
+    a, b = _as_npu_4d(src), _as_npu_4d(dst)
+    if a is None or b is None or a[1] == b[1] or _unit_stripped(src) == _unit_stripped(dst):
+        return None
+    return f"{node.op_type} {list(src)} -> {list(dst)} moves data across the channel axis"
 
 
 _LAYOUT_NEUTRAL = frozenset({"Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Erf", "Gelu", "HardSwish",
@@ -636,9 +660,10 @@ def _token_matmul_transposes(view: LayerView, params: Mapping[str, Any]) -> str 
 def _output_relayout(view: LayerView, params: Mapping[str, Any]) -> str | None:
     """A graph output of rank below 4 made from a 4-D NPU layout: the toolkit appends a Reshape layer."""
     graph, node = view.graph, view.node
+    ranks = params["ranks"][view.precision] if isinstance(params["ranks"], Mapping) else params["ranks"]
     for name in node.outputs:
         shape = graph.shape(name)
-        if name in graph.outputs and shape is not None and len(shape) in params["ranks"]:
+        if name in graph.outputs and shape is not None and len(shape) in ranks:
             return (f"produces the rank-{len(shape)} graph output '{name}'; the Reshape out of the NPU "
                     f"layout that the toolkit appends runs on the CPU ('Unkown op target: 0')")
     return None

@@ -115,7 +115,8 @@ def _written_out_norm(tmp_path, rms=False, square="pow", eps=True):
     nodes.append(helper.make_node("Add", ["var", "eps"], ["ve"], name="addeps") if eps
                  else helper.make_node("Identity", ["var"], ["ve"], name="addeps"))
     nodes += [helper.make_node("Sqrt", ["ve"], ["sd"], name="sqrt"),
-              helper.make_node("Div", [d, "sd"], ["y"], name="div")]
+              helper.make_node("Div", [d, "sd"], ["nrm"], name="div"),
+              helper.make_node("Relu", ["nrm"], ["y"], name="tail")]  # the graph output is not the norm's
     inits = [const("two", np.float32(2)), const("eps", np.float32(1e-5))]
     return save_model(tmp_path / f"norm{rms}{square}.onnx", nodes, [value("x", [1, 16, 32])], [value("y", None)],
                       inits, opset=13)
@@ -134,7 +135,8 @@ def test_a_division_by_a_runtime_value_outside_a_norm_is_cpu_in_int8(catalog, tm
     nodes = [helper.make_node("Pow", ["x", "three"], ["q"], name="sq"),
              helper.make_node("ReduceMean", ["q"], ["m"], name="mean", axes=[-1]),
              helper.make_node("Sqrt", ["m"], ["sd"], name="sqrt"),
-             helper.make_node("Div", ["x", "sd"], ["y"], name="div")]
+             helper.make_node("Div", ["x", "sd"], ["q2"], name="div"),
+             helper.make_node("Relu", ["q2"], ["y"], name="tail")]
     path = save_model(tmp_path / "notnorm.onnx", nodes, [value("x", [1, 16, 32])], [value("y", None)],
                       [const("three", np.float32(3))], opset=13)
     report = verdicts(catalog, path, "rk3588")

@@ -1,0 +1,94 @@
+"""RKNN placement that depends on shapes and neighbours (measured with rknn-toolkit2 2.5.0): layout ops on
+RK3566/RK3568, token MatMuls there, and the output relayout on RK3588."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import helper
+
+from optimizer.check import check_graph
+from optimizer.ir import load_model
+from tests.conftest import const, save_model, value, violations, weight
+
+
+def on_npu(catalog, path, target, precision="fp16", node="n"):
+    return check_graph(load_model(path), catalog, target).verdict(node).runs_on("npu", precision)
+
+
+def _inner(tmp_path, nodes, x_shape, inits=(), name="m"):
+    """x -> Relu -> nodes (reading 'a', writing 'b') -> Relu -> y: the ops under test are not graph outputs."""
+    body = [helper.make_node("Relu", ["x"], ["a"], name="head"), *nodes,
+            helper.make_node("Relu", ["b"], ["c"], name="tail")]
+    return save_model(tmp_path / f"{name}.onnx", body, [value("x", x_shape)], [value("c", None)], list(inits))
+
+
+@pytest.mark.parametrize(("shape", "perm", "cpu"), [([1, 8, 4, 4], [0, 1, 3, 2], True),
+                                                    ([1, 8, 4, 4], [0, 2, 3, 1], True),
+                                                    ([1, 8, 1, 4], [0, 1, 3, 2], False),  # moves a unit axis only
+                                                    ([1, 16, 8], [0, 2, 1], False)])  # token transpose folds
+def test_transpose_on_rk3566_is_cpu_only_when_it_moves_4d_data(catalog, tmp_path, shape, perm, cpu):
+    path = _inner(tmp_path, [helper.make_node("Transpose", ["a"], ["b"], name="n", perm=perm)], shape)
+    for target in ("rk3566", "rk3568"):
+        assert on_npu(catalog, path, target) is not cpu
+    assert on_npu(catalog, path, "rk3588")
+
+
+@pytest.mark.parametrize(("shape", "to", "cpu"), [([1, 16, 8, 8], [1, 32, 4, 8], True),
+                                                  ([1, 16, 8, 8], [1, 16, 64], False),
+                                                  ([1, 16, 8, 8], [1, 16, 64, 1], False),
+                                                  ([1, 64, 30], [1, 4, 16, 30], True)])
+def test_reshape_on_rk3566_is_cpu_only_when_it_changes_the_channel(catalog, tmp_path, shape, to, cpu):
+    path = _inner(tmp_path, [helper.make_node("Reshape", ["a", "s"], ["b"], name="n")], shape,
+                  [const("s", np.array(to, np.int64))])
+    assert on_npu(catalog, path, "rk3566", "int8") is not cpu
+    assert on_npu(catalog, path, "rk3562", "int8")
+
+
+def test_a_transpose_after_a_reshape_is_merged_into_it(catalog, tmp_path):
+    # yolov8 DFL: Reshape [1,64,30] -> [1,4,16,30], Transpose (0,2,1,3): one CPU Reshape layer on rk3566
+    nodes = [helper.make_node("Reshape", ["a", "s"], ["r"], name="n"),
+             helper.make_node("Transpose", ["r"], ["b"], name="t", perm=[0, 2, 1, 3])]
+    path = _inner(tmp_path, nodes, [1, 64, 30], [const("s", np.array([1, 4, 16, 30], np.int64))])
+    assert not on_npu(catalog, path, "rk3566", node="n")
+    assert on_npu(catalog, path, "rk3566", node="t")
+
+
+def _token_matmul(tmp_path, wrapped):
+    if wrapped:  # [B,C,N] -> Transpose -> MatMul -> Transpose: the layout the toolkit wants already
+        nodes = [helper.make_node("Transpose", ["a"], ["t"], name="t_in", perm=[0, 2, 1]),
+                 helper.make_node("MatMul", ["t", "w"], ["m"], name="n"),
+                 helper.make_node("Transpose", ["m"], ["b"], name="t_out", perm=[0, 2, 1])]
+    else:
+        nodes = [helper.make_node("MatMul", ["a", "w"], ["b"], name="n")]
+    width = 16 if wrapped else 32
+    return _inner(tmp_path, nodes, [1, 16, 32], [weight("w", [width, width])], name=f"tm{wrapped}")
+
+
+@pytest.mark.parametrize(("wrapped", "cpu"), [(False, True), (True, False)])
+def test_token_matmul_on_rk3566(catalog, tmp_path, wrapped, cpu):
+    path = _token_matmul(tmp_path, wrapped)
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision) is not cpu
+        assert on_npu(catalog, path, "rk3588", precision)
+
+
+def test_a_2d_gemm_has_no_transpose(catalog, tmp_path):
+    path = _inner(tmp_path, [helper.make_node("Gemm", ["a", "w"], ["b"], name="n", transB=1)], [1, 32],
+                  [weight("w", [10, 32])])
+    assert on_npu(catalog, path, "rk3566", "int8")
+
+
+def _output_maker(tmp_path, shape):
+    node = helper.make_node("Relu", ["x"], ["y"], name="n")
+    return save_model(tmp_path / f"out{len(shape)}.onnx", [node], [value("x", shape)], [value("y", shape)])
+
+
+@pytest.mark.parametrize(("shape", "cpu_in"), [([1, 10], {"int8"}), ([1, 8, 10], {"int8", "fp16"}),
+                                               ([1, 8, 2, 5], set())])
+def test_output_relayout_on_rk3588(catalog, tmp_path, shape, cpu_in):
+    path = _output_maker(tmp_path, shape)
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3588", precision) is (precision not in cpu_in)
+        assert ("RKNN-OUTPUT-RELAYOUT" in violations(catalog, path, "rk3588", precision)) is (precision in cpu_in)
+        assert on_npu(catalog, path, "rk3576", precision)
