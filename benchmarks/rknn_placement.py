@@ -4,10 +4,10 @@ One command (no toolkit needed; it reads the committed tables):
     python benchmarks/rknn_placement.py [--corpus corpus] [--details] [--json out.json]
 
 The truth is corpus/rknn/layers.csv.gz (one row per compiled layer: Target NPU/CPU and the ONNX node it
-was mapped to) for every run whose status in corpus/rknn/runs.csv starts with "ok" ("ok-with-disable_rules": the
-toolkit built after disabling the graph rewrite it named itself; its table is still the real placement). edgeplan runs `check` on the
-structure-only model corpus/models/M.onnx for the same SoC and reads each node's NPU verdict in the
-same precision.
+was mapped to) for every run whose status in corpus/rknn/runs.csv starts with "ok" ("ok-with-disable_rules":
+the toolkit built after disabling the graph rewrite it named itself; its table is still the real placement).
+edgeplan runs `check` on the structure-only model corpus/models/M.onnx for the same SoC and reads each
+node's NPU verdict in the same precision.
 
 How toolkit layers map to ONNX nodes (one verdict per ONNX node, never per layer):
 - a layer's `onnx_nodes` column names the node it came from (exact name, output tensor, or the longest

@@ -603,11 +603,13 @@ def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
         if producer is not None and producer.op_type == "Reshape" and len(graph.consumers(node.inputs[0])) == 1:
             return None
         if _moving_transpose(graph, node):
-            return f"Transpose perm {list(view.attr('perm'))} of {list(src)} moves data (a gather in the NC1HWC2 layout)"
+            perm = list(view.attr("perm") or ())
+            return f"Transpose perm {perm} of {list(src)} moves data (a gather in the NC1HWC2 layout)"
         return None
     users = graph.consumers(node.outputs[0])
     if len(users) == 1 and _moving_transpose(graph, users[0]):
-        return f"{node.op_type} {list(src)} -> {list(dst)} with the Transpose after it moves data across the channel axis"
+        return (f"{node.op_type} {list(src)} -> {list(dst)} with the Transpose after it moves data across the "
+                "channel axis")
     a, b = _as_npu_4d(src), _as_npu_4d(dst)
     if a is None or b is None or a[1] == b[1] or _unit_stripped(src) == _unit_stripped(dst):
         return None
