@@ -479,6 +479,23 @@ def norm_limits(rule: Rule, view: LayerView) -> str | None:
 
 
 
+def _feeds_exmatmul_b(graph: Graph, node: Node) -> bool:
+    """The node makes the second operand of a MatMul of two activations (exMatMul, e.g. attention's V)."""
+    for user in graph.consumers(node.outputs[0]) if node.outputs else ():
+        if (user.op_type == "MatMul" and len(user.inputs) > 1 and user.inputs[1] == node.outputs[0]
+                and not graph.is_constant(user.inputs[1])):
+            return True
+    return False
+
+
+def exmatmul_operand(rule: Rule, view: LayerView) -> str | None:
+    node = view.node
+    if node.op_type in rule.params.get("except", ()) or not _feeds_exmatmul_b(view.graph, node):
+        return None
+    return (f"{node.op_type} makes the second operand of a MatMul of two activations; the transpose into "
+            "exMatMul's [b, k, 1, m] form runs on the CPU")
+
+
 CHECKS: Mapping[str, Check] = {
     "static_shapes": static_shapes, "dla_batch": dla_batch, "rank4": rank4, "spatial_2d": spatial_2d,
     "fc_weights": fc_weights, "each_in_range": each_in_range, "in_range": in_range, "in_set": in_set,
@@ -493,6 +510,7 @@ CHECKS: Mapping[str, Check] = {
     "precision_only": precision_only, "matmul_k": matmul_k, "norm_axes": norm_axes,
     "data_dependent_shapes": data_dependent_shapes,
     "data_dtypes": data_dtypes, "norm_limits": norm_limits, "output_relayout": output_relayout,
+    "exmatmul_operand": exmatmul_operand,
 }
 
 
@@ -602,6 +620,10 @@ def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
         producer = graph.producer(node.inputs[0])
         if producer is not None and producer.op_type == "Reshape" and len(graph.consumers(node.inputs[0])) == 1:
             return None
+        users = graph.consumers(node.outputs[0])
+        if (producer is not None and producer.op_type == "MatMul") or \
+                (len(users) == 1 and users[0].op_type == "MatMul"):
+            return None  # folded into exMatMul's operand or result layout
         if _moving_transpose(graph, node):
             perm = list(view.attr("perm") or ())
             return f"Transpose perm {perm} of {list(src)} moves data (a gather in the NC1HWC2 layout)"
@@ -641,22 +663,31 @@ def _token_layout_end(graph: Graph, tensor: str, upstream: bool, depth: int = 8)
     return False
 
 
+def _reaches_output(graph: Graph, tensor: str, depth: int = 8) -> bool:
+    """True when `tensor` flows through element-wise ops only into a graph output."""
+    for _ in range(depth):
+        if tensor in graph.outputs:
+            return True
+        users = graph.consumers(tensor)
+        if len(users) != 1 or users[0].op_type not in _LAYOUT_NEUTRAL:
+            return False
+        tensor = users[0].outputs[0]
+    return False
+
+
 def _token_matmul_transposes(view: LayerView, params: Mapping[str, Any]) -> str | None:
-    """A MatMul with constant weights on a [B, N, C] token tensor: the toolkit holds tokens as [B, N, 1, C]
-    and runs the product as a 1x1 convolution on [B, C, 1, N], transposing in front and behind unless a
-    neighbour already holds that layout. Those transposes move data across the channel axis."""
+    """A MatMul with constant weights on a [B, N, C] token tensor runs as a 1x1 convolution on the
+    toolkit's [B, C, 1, N] form; token tensors stay in that form inside the graph (through LayerNorm, GELU,
+    residual adds), but the one that leaves as a graph output is transposed back to [B, N, C]."""
     node, graph = view.node, view.graph
     src = view.input_shape(0)
     if (len(node.inputs) < 2 or not graph.is_constant(node.inputs[1]) or not _static(src) or len(src) != 3
             or src[1] == 1):
         return None
-    before = _token_layout_end(graph, node.inputs[0], upstream=True)
-    after = _token_layout_end(graph, node.outputs[0], upstream=False)
-    if before and after:
+    if not _reaches_output(graph, node.outputs[0]):
         return None
-    side = "in front" if not before else "behind"
-    return (f"{node.op_type} on tokens {list(src)} runs as a convolution on [B, C, 1, N]; the transpose "
-            f"{side} of it moves data across the channel axis")
+    return (f"{node.op_type} on tokens {list(src)} makes a graph output; the transpose from the toolkit's "
+            "[B, C, 1, N] form back to [B, N, C] moves data across the channel axis")
 
 
 def _output_relayout(view: LayerView, params: Mapping[str, Any]) -> str | None:

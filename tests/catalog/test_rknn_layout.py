@@ -54,23 +54,31 @@ def test_a_transpose_after_a_reshape_is_merged_into_it(catalog, tmp_path):
     assert on_npu(catalog, path, "rk3566", node="t")
 
 
-def _token_matmul(tmp_path, wrapped):
-    if wrapped:  # [B,C,N] -> Transpose -> MatMul -> Transpose: the layout the toolkit wants already
-        nodes = [helper.make_node("Transpose", ["a"], ["t"], name="t_in", perm=[0, 2, 1]),
-                 helper.make_node("MatMul", ["t", "w"], ["m"], name="n"),
-                 helper.make_node("Transpose", ["m"], ["b"], name="t_out", perm=[0, 2, 1])]
-    else:
-        nodes = [helper.make_node("MatMul", ["a", "w"], ["b"], name="n")]
-    width = 16 if wrapped else 32
-    return _inner(tmp_path, nodes, [1, 16, 32], [weight("w", [width, width])], name=f"tm{wrapped}")
-
-
-@pytest.mark.parametrize(("wrapped", "cpu"), [(False, True), (True, False)])
-def test_token_matmul_on_rk3566(catalog, tmp_path, wrapped, cpu):
-    path = _token_matmul(tmp_path, wrapped)
+def test_token_matmul_on_rk3566_is_cpu_only_when_its_result_leaves_the_graph(catalog, tmp_path):
+    # tokens stay in the toolkit's [B,C,1,N] form between MatMuls; the one feeding the output is transposed back
+    nodes = [helper.make_node("MatMul", ["a", "w1"], ["m"], name="inner"),
+             helper.make_node("MatMul", ["m", "w2"], ["b"], name="last")]
+    path = _inner(tmp_path, nodes, [1, 16, 32], [weight("w1", [32, 32]), weight("w2", [32, 32])])
     for precision in ("fp16", "int8"):
-        assert on_npu(catalog, path, "rk3566", precision) is not cpu
-        assert on_npu(catalog, path, "rk3588", precision)
+        assert on_npu(catalog, path, "rk3566", precision, node="inner")
+        assert not on_npu(catalog, path, "rk3566", precision, node="last")
+        assert on_npu(catalog, path, "rk3562", precision, node="last")
+
+
+def test_the_second_operand_of_an_activation_matmul_is_cpu_on_rk3566(catalog, tmp_path):
+    nodes = [helper.make_node("Transpose", ["k"], ["kt"], name="kt", perm=[0, 1, 3, 2]),
+             helper.make_node("MatMul", ["q", "kt"], ["s"], name="qk"),
+             helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1),
+             helper.make_node("Relu", ["v"], ["vr"], name="v_op"),
+             helper.make_node("MatMul", ["p", "vr"], ["o"], name="pv"),
+             helper.make_node("Relu", ["o"], ["y"], name="tail")]
+    shape = [1, 2, 16, 8]
+    path = save_model(tmp_path / "attn.onnx", nodes, [value(n, shape) for n in "qkv"], [value("y", None)])
+    report = check_graph(load_model(path), catalog, "rk3566")
+    assert report.verdict("kt").runs_on("npu", "fp16")  # a Transpose operand folds into exMatMul
+    assert not report.verdict("v_op").runs_on("npu", "fp16")
+    assert "RKNN-EXMATMUL-B" in {v.rule for v in report.verdict("v_op").violations}
+    assert check_graph(load_model(path), catalog, "rk3588").verdict("v_op").runs_on("npu", "fp16")
 
 
 def test_a_2d_gemm_has_no_transpose(catalog, tmp_path):

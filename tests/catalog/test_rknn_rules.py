@@ -103,14 +103,32 @@ def test_norm_axes(catalog, build, target, shape, axis, fails):
 
 
 @pytest.mark.parametrize("op", ["LayerNormalization", "RMSNormalization"])
-def test_norm_op_fp16_only_under_the_norm_rule(catalog, build, op):
-    inits = [const("s", np.ones(8, np.float32)), const("b", np.zeros(8, np.float32))]
+@pytest.mark.parametrize(("shape", "axis", "ok"), [([1, 4, 8], -1, True), ([1, 4, 8, 8], -1, False)])
+def test_norm_op_in_int8_and_its_violations_carry_the_norm_rule(catalog, build, op, shape, axis, ok):
+    # seed002 says float16 only; the toolkit 2.5.0 builds exNorm in INT8 on the NPU (measurement wins)
+    d = shape[axis:]
+    inits = [const("s", np.ones(d, np.float32)), const("b", np.zeros(d, np.float32))]
     inputs = ["x", "s", "b"] if op == "LayerNormalization" else ["x", "s"]
-    path = build.op(op, [1, 4, 8], inputs=inputs, inits=inits[:len(inputs) - 1], axis=-1,
+    path = build.op(op, shape, inputs=inputs, inits=inits[:len(inputs) - 1], axis=axis,
                     opset=17 if op == "LayerNormalization" else 23)
-    assert npu(catalog, path, "rk3576", "fp16")
-    assert not npu(catalog, path, "rk3576", "int8")
-    assert violations(catalog, path, "rk3576", "int8") == {"RKNN-NORM"}  # the norm rule's ID, not RKNN-OP-NPU
+    for precision in ("fp16", "int8"):
+        assert npu(catalog, path, "rk3576", precision) is ok
+        assert violations(catalog, path, "rk3576", precision) == (set() if ok else {"RKNN-NORM"})
+
+
+def test_norm_rule_enforces_a_precision_list_when_given(catalog, build):
+    from dataclasses import replace
+
+    from optimizer.catalog._checks import LayerView, norm_limits
+
+    rule = replace(catalog.rule("RKNN-NORM"), params={"precisions": ("fp16",)})
+    inits = [const("s", np.ones(8, np.float32)), const("b", np.zeros(8, np.float32))]
+    graph = load_model(build.op("LayerNormalization", [1, 4, 8], inputs=["x", "s", "b"], inits=inits, axis=-1))
+    target = catalog.target("rk3576")
+    family = catalog.family_of(target)
+    view = lambda p: LayerView(graph, graph.node("n"), family, target, p, "norm")  # noqa: E731
+    assert norm_limits(rule, view("fp16")) is None
+    assert "float16" not in (norm_limits(rule, view("int8")) or "") and "fp16 only" in norm_limits(rule, view("int8"))
 
 
 def test_rv110x_offer_int8_only(catalog):
