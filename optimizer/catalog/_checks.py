@@ -445,6 +445,16 @@ def matmul_k(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
+def conv_stride(rule: Rule, view: LayerView) -> str | None:
+    """Strides beyond the register field are refused, except a patch embedding (kernel == stride, no
+    padding), which the toolkit rewrites into a split and a select convolution."""
+    kernel, strides, pads = view.attr("kernel_shape"), view.attr("strides"), view.attr("pads")
+    if (rule.params.get("patchify") and kernel is not None and strides is not None
+            and tuple(kernel) == tuple(strides) and not any(pads or ())):
+        return None
+    return each_in_range(rule, view)
+
+
 def output_relayout(rule: Rule, view: LayerView) -> str | None:
     if rule.params.get("ops") and view.node.op_type not in rule.params["ops"]:
         return None
@@ -479,18 +489,43 @@ def norm_limits(rule: Rule, view: LayerView) -> str | None:
 
 
 
-def _feeds_exmatmul_b(graph: Graph, node: Node) -> bool:
-    """The node makes the second operand of a MatMul of two activations (exMatMul, e.g. attention's V)."""
-    for user in graph.consumers(node.outputs[0]) if node.outputs else ():
-        if (user.op_type == "MatMul" and len(user.inputs) > 1 and user.inputs[1] == node.outputs[0]
-                and not graph.is_constant(user.inputs[1])):
+def _activation_matmul_operand(graph: Graph, tensor: str, depth: int = 4) -> tuple[int, Node] | None:
+    """(operand index, MatMul) when `tensor` flows through element-wise ops only into a MatMul of two
+    activations (exMatMul: attention's Q.K^T and P.V)."""
+    for _ in range(depth):
+        users = graph.consumers(tensor)
+        if len(users) != 1:
+            return None
+        user = users[0]
+        if user.op_type == "MatMul" and len(user.inputs) > 1 and not graph.is_constant(user.inputs[1]):
+            return user.inputs.index(tensor), user
+        if user.op_type not in _LAYOUT_NEUTRAL:
+            return None
+        tensor = user.outputs[0]
+    return None
+
+
+def _behind_transpose(graph: Graph, tensor: str, depth: int = 4) -> bool:
+    for _ in range(depth):
+        node = graph.producer(tensor)
+        if node is None:
+            return False
+        if node.op_type == "Transpose":
             return True
+        if node.op_type not in _LAYOUT_NEUTRAL:
+            return False
+        tensor = next((i for i in node.inputs if i and not graph.is_constant(i)), "")
     return False
 
 
 def exmatmul_operand(rule: Rule, view: LayerView) -> str | None:
-    node = view.node
-    if node.op_type in rule.params.get("except", ()) or not _feeds_exmatmul_b(view.graph, node):
+    """The second operand of exMatMul goes into [b, k, 1, m] through a Transpose layer unless a Transpose
+    already makes it (K^T, possibly scaled); the layer carries the name of the operand's producer."""
+    node, graph = view.node, view.graph
+    if node.op_type in rule.params.get("except", ()) or not node.outputs:
+        return None
+    found = _activation_matmul_operand(graph, node.outputs[0], depth=1)
+    if found is None or found[0] != 1 or _behind_transpose(graph, node.outputs[0]):
         return None
     return (f"{node.op_type} makes the second operand of a MatMul of two activations; the transpose into "
             "exMatMul's [b, k, 1, m] form runs on the CPU")
@@ -510,7 +545,7 @@ CHECKS: Mapping[str, Check] = {
     "precision_only": precision_only, "matmul_k": matmul_k, "norm_axes": norm_axes,
     "data_dependent_shapes": data_dependent_shapes,
     "data_dtypes": data_dtypes, "norm_limits": norm_limits, "output_relayout": output_relayout,
-    "exmatmul_operand": exmatmul_operand,
+    "exmatmul_operand": exmatmul_operand, "conv_stride": conv_stride,
 }
 
 
@@ -620,9 +655,8 @@ def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
         producer = graph.producer(node.inputs[0])
         if producer is not None and producer.op_type == "Reshape" and len(graph.consumers(node.inputs[0])) == 1:
             return None
-        users = graph.consumers(node.outputs[0])
         if (producer is not None and producer.op_type == "MatMul") or \
-                (len(users) == 1 and users[0].op_type == "MatMul"):
+                _activation_matmul_operand(graph, node.outputs[0]) is not None:
             return None  # folded into exMatMul's operand or result layout
         if _moving_transpose(graph, node):
             perm = list(view.attr("perm") or ())

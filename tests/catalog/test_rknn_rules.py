@@ -175,3 +175,12 @@ def test_zero_copy_output_types(catalog, build):
     path = build.conv()
     assert check_graph(load_model(path), catalog, "rv1106").io["outputs"][0]["int8_model_types"] == ["int8", "fp16"]
     assert "fp32" in check_graph(load_model(path), catalog, "rk3588").io["outputs"][0]["int8_model_types"]
+
+
+@pytest.mark.parametrize(("kernel", "stride", "pads", "fails"), [((16, 16), 16, (0, 0, 0, 0), False),
+                                                                 ((16, 16), 16, (1, 1, 1, 1), True),
+                                                                 ((15, 15), 16, (0, 0, 0, 0), True),
+                                                                 ((1, 1), 9, (0, 0, 0, 0), True)])
+def test_patch_embedding_stride_is_rewritten(catalog, build, kernel, stride, pads, fails):
+    path = build.conv(c_in=3, c_out=8, kernel=kernel, pads=pads, strides=(stride, stride), h=32, w=32)
+    assert ("RKNN-CONV-STRIDE" in violations(catalog, path, "rk3566")) is fails
