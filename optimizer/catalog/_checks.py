@@ -727,12 +727,14 @@ def _token_matmul_transposes(view: LayerView, params: Mapping[str, Any]) -> str 
 def _output_relayout(view: LayerView, params: Mapping[str, Any]) -> str | None:
     """A graph output of rank below 4 made from a 4-D NPU layout: the toolkit appends a Reshape layer."""
     graph, node = view.graph, view.node
-    ranks = params["ranks"][view.precision] if isinstance(params["ranks"], Mapping) else params["ranks"]
+    align = params["align"][view.precision]
     for name in node.outputs:
         shape = graph.shape(name)
-        if name in graph.outputs and shape is not None and len(shape) in ranks:
-            return (f"produces the rank-{len(shape)} graph output '{name}'; the Reshape out of the NPU "
-                    f"layout that the toolkit appends runs on the CPU ('Unkown op target: 0')")
+        if (name in graph.outputs and _static(shape) and len(shape) in params["ranks"]
+                and shape[-1] % align):
+            return (f"produces the rank-{len(shape)} graph output '{name}' {list(shape)}, last dim not a "
+                    f"multiple of {align} ({view.precision} channel group); the Reshape out of the NPU layout "
+                    "that the toolkit appends runs on the CPU ('Unkown op target: 0')")
     return None
 
 

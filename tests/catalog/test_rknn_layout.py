@@ -92,7 +92,8 @@ def _output_maker(tmp_path, shape):
     return save_model(tmp_path / f"out{len(shape)}.onnx", [node], [value("x", shape)], [value("y", shape)])
 
 
-@pytest.mark.parametrize(("shape", "cpu_in"), [([1, 10], {"int8"}), ([1, 8, 10], {"int8", "fp16"}),
+@pytest.mark.parametrize(("shape", "cpu_in"), [([1, 1000], {"int8"}), ([1, 1008], set()), ([1, 8, 10], {"int8", "fp16"}),
+                                               ([1, 8, 192], set()), ([1, 8, 200], {"int8"}),
                                                ([1, 8, 2, 5], set())])
 def test_output_relayout_on_rk3588(catalog, tmp_path, shape, cpu_in):
     path = _output_maker(tmp_path, shape)
