@@ -232,13 +232,18 @@ def main() -> int:
                         help="with --details: only this split's disagreements")
     parser.add_argument("--json", type=Path, help="write the figures and disagreements here")
     args = parser.parse_args()
+    missing = [p for p in ("MANIFEST.csv", "rknn/runs.csv", "rknn/layers.csv.gz") if not (args.corpus / p).exists()]
+    if missing:
+        print(f"rknn_placement: {args.corpus}: no corpus tables ({', '.join(missing)} missing; "
+              "tools/run_rknn_corpus.py --collect writes them)", file=sys.stderr)
+        return 2
     result = evaluate(args.corpus)
     cells = result["cells"]
     print(f"derive families: {', '.join(sorted(DERIVE))}")
     print(f"models: {len(result['models']['derive'])} derive, {len(result['models']['held-out'])} held out; "
           f"toolkit failures (not scored): {len(result['failed'])}; edgeplan load errors: "
           f"{len(result['load_errors'])}")
-    for split in ("held-out", "all"):
+    for split in ("held-out", "derive", "all"):
         print("\n".join(table(cells, split)))
     lost = sum(result["lost"].values())
     print(f"CPU layers mapped to no ONNX node (not scored): {lost}")

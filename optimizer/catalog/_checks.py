@@ -531,6 +531,41 @@ def exmatmul_operand(rule: Rule, view: LayerView) -> str | None:
             "exMatMul's [b, k, 1, m] form runs on the CPU")
 
 
+def _output_token_concat(graph: Graph, node: Node) -> bool:
+    """A Concat on axis 1 of rank-3 tensors that makes a graph output (detector heads: [1, 4+classes, N]):
+    the toolkit concatenates it in the (C, 1, 1, N) batch form."""
+    shape = graph.shape(node.outputs[0]) if node.outputs else None
+    axis = node.attrs.get("axis")
+    return (node.op_type == "Concat" and shape is not None and len(shape) == 3 and axis in (1, -2)
+            and node.outputs[0] in graph.outputs)
+
+
+def _from_map_concat(graph: Graph, tensor: str, depth: int = 6) -> bool:
+    """The tensor comes, through element-wise ops and slicing, from a last-axis Concat of rank-3 tensors
+    (feature maps flattened and joined: the toolkit keeps that in its 4-D map form)."""
+    for _ in range(depth):
+        node = graph.producer(tensor)
+        if node is None:
+            return False
+        if node.op_type == "Concat":
+            shape = graph.shape(node.outputs[0])
+            return shape is not None and len(shape) == 3 and node.attrs.get("axis") in (2, -1)
+        if node.op_type not in _LAYOUT_NEUTRAL and node.op_type not in ("Split", "Slice"):
+            return False
+        tensor = next((i for i in node.inputs if i and not graph.is_constant(i)), "")
+    return False
+
+
+def head_relayout(rule: Rule, view: LayerView) -> str | None:
+    node, graph = view.node, view.graph
+    if not node.outputs or not any(_output_token_concat(graph, user) for user in graph.consumers(node.outputs[0])):
+        return None
+    if not _from_map_concat(graph, node.outputs[0]):
+        return None
+    return (f"{node.op_type} feeds the output Concat in feature-map form; its relayout into the Concat's "
+            "(C, 1, 1, N) batch form moves data across the channel axis and runs on the CPU")
+
+
 CHECKS: Mapping[str, Check] = {
     "static_shapes": static_shapes, "dla_batch": dla_batch, "rank4": rank4, "spatial_2d": spatial_2d,
     "fc_weights": fc_weights, "each_in_range": each_in_range, "in_range": in_range, "in_set": in_set,
@@ -545,7 +580,7 @@ CHECKS: Mapping[str, Check] = {
     "precision_only": precision_only, "matmul_k": matmul_k, "norm_axes": norm_axes,
     "data_dependent_shapes": data_dependent_shapes,
     "data_dtypes": data_dtypes, "norm_limits": norm_limits, "output_relayout": output_relayout,
-    "exmatmul_operand": exmatmul_operand, "conv_stride": conv_stride,
+    "exmatmul_operand": exmatmul_operand, "conv_stride": conv_stride, "head_relayout": head_relayout,
 }
 
 
@@ -738,6 +773,25 @@ def _output_relayout(view: LayerView, params: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _batch_major_transpose(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """A rank-3 Transpose of a [N, B, C] tensor with N > 1 (an RNN's sequence-first output): the toolkit
+    holds it as (N, B, 1, C), so bringing N out of the batch axis is a gather."""
+    src = view.in_shape()
+    if view.node.op_type != "Transpose" or not _static(src) or len(src) != 3 or src[0] == 1:
+        return None
+    perm = tuple(view.attr("perm") or (2, 1, 0))
+    if perm[0] == 0:
+        return None
+    return f"Transpose perm {list(perm)} of {list(src)} moves the non-unit leading axis out of the batch axis"
+
+
+def _output_concat_relayout(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    if not _output_token_concat(view.graph, view.node):
+        return None
+    return ("Concat on axis 1 of rank-3 tensors into a graph output: the toolkit joins them in (C, 1, 1, N) form "
+            "and the Reshape back to [1, C, N] moves data across the channel axis")
+
+
 Condition = Callable[[LayerView, Mapping[str, Any]], "str | None"]
 
 CONDITIONS: Mapping[str, Condition] = {
@@ -748,4 +802,6 @@ CONDITIONS: Mapping[str, Condition] = {
     "fused_or_constant": _fused_or_constant,
     "moves_across_channel": _moves_across_channel,
     "token_matmul_transposes": _token_matmul_transposes,
+    "batch_major_transpose": _batch_major_transpose,
+    "output_concat_relayout": _output_concat_relayout,
 }
