@@ -566,6 +566,25 @@ def head_relayout(rule: Rule, view: LayerView) -> str | None:
             "(C, 1, 1, N) batch form moves data across the channel axis and runs on the CPU")
 
 
+def sdpa_channels(graph: Graph, node: Node) -> tuple[int, int] | None:
+    """(query channel, value channel) when `node` is the P.V MatMul of an attention, softmax(Q.K^T [* s]).V,
+    the pattern the toolkit fuses into exSDPAttention; the channel is the last (per-head) dim of Q and V."""
+    if node.op_type != "MatMul" or len(node.inputs) < 2 or graph.is_constant(node.inputs[1]):
+        return None
+    softmax = graph.producer(node.inputs[0])
+    if softmax is None or softmax.op_type != "Softmax":
+        return None
+    scores = graph.producer(softmax.inputs[0])
+    while scores is not None and scores.op_type in ("Mul", "Div", "Add"):
+        scores = next((graph.producer(i) for i in scores.inputs if i and not graph.is_constant(i)), None)
+    if scores is None or scores.op_type != "MatMul":
+        return None
+    query, value = graph.shape(scores.inputs[0]), graph.shape(node.inputs[1])
+    if not _static(query) or not _static(value) or not query or not value:
+        return None
+    return int(query[-1]), int(value[-1])
+
+
 CHECKS: Mapping[str, Check] = {
     "static_shapes": static_shapes, "dla_batch": dla_batch, "rank4": rank4, "spatial_2d": spatial_2d,
     "fc_weights": fc_weights, "each_in_range": each_in_range, "in_range": in_range, "in_set": in_set,

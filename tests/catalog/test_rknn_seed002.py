@@ -160,3 +160,28 @@ def test_mean_variance_normalization_op_is_cpu(catalog, build, axes):
     path = build.op("MeanVarianceNormalization", [1, 8, 4, 4], axes=axes)
     for target in MEASURED:
         assert not on_npu(catalog, path, target, "fp16", "n")
+
+
+def _attention(tmp_path, d):
+    nodes = [helper.make_node("Transpose", ["k"], ["kt"], name="kt", perm=[0, 1, 3, 2]),
+             helper.make_node("MatMul", ["q", "kt"], ["s"], name="qk"),
+             helper.make_node("Mul", ["s", "scale"], ["ss"], name="scale"),
+             helper.make_node("Softmax", ["ss"], ["p"], name="softmax", axis=-1),
+             helper.make_node("MatMul", ["p", "v"], ["o"], name="pv"),
+             helper.make_node("Relu", ["o"], ["y"], name="tail")]
+    shape = [1, 2, 8, d]
+    return save_model(tmp_path / f"attn{d}.onnx", nodes, [value(n, shape) for n in "qkv"], [value("y", None)],
+                      [const("scale", np.float32(d ** -0.5))])
+
+
+@pytest.mark.parametrize(("d", "fused"), [(8192, True), (8193, False)])
+@pytest.mark.parametrize(("target", "multicore"), [("rk3576", True), ("rv1126b", False), ("rk3588", False)])
+def test_sdpa_channel_limit_and_multicore(catalog, tmp_path, d, fused, target, multicore):
+    extra = verdicts(catalog, _attention(tmp_path, d), target).verdict("pv").extra
+    assert extra["sdpa"]["fused"] is fused
+    assert extra["sdpa"]["query_channel"] == d
+    assert extra["multicore"] is (multicore and fused)  # RK3588: not extrapolated from the seed's RK3576 note
+
+
+def test_no_fused_attention_on_rk3566(catalog, tmp_path):
+    assert "sdpa" not in verdicts(catalog, _attention(tmp_path, 64), "rk3566").verdict("pv").extra
