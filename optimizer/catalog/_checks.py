@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 if TYPE_CHECKING:
     from optimizer.catalog._schema import Family, Rule, Target
@@ -46,7 +46,7 @@ def _dims(values: Sequence[Any]) -> str:
     return "x".join(str(v) for v in values)
 
 
-def _static(shape: tuple | None) -> bool:
+def _static(shape: tuple | None) -> TypeGuard[tuple]:
     return shape is not None and all(isinstance(d, int) for d in shape)
 
 

@@ -112,7 +112,7 @@ def _op_support(raw: Mapping[str, Any], socs: tuple[str, ...], path: str) -> dic
 
 
 def _op_condition(op: str, raw: Mapping[str, Any], socs: tuple[str, ...], path: str) -> OpCondition:
-    check = raw.get("condition")
+    check = str(raw.get("condition"))
     if check not in CONDITIONS:
         raise _fail(path, f"op {op} names condition '{check}', which is not registered")
     if not raw.get("source"):
