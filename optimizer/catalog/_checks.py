@@ -720,10 +720,37 @@ def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
     if len(users) == 1 and _moving_transpose(graph, users[0]):
         return (f"{node.op_type} {list(src)} -> {list(dst)} with the Transpose after it moves data across the "
                 "channel axis")
+    if src[-1] == dst[-1] and len(src) in (3, 4) and _token_form(graph, node.inputs[0]):
+        return None  # regroups the token axis of a [B, C, 1, N] tensor (e.g. LeViT's subsample)
     a, b = _as_npu_4d(src), _as_npu_4d(dst)
     if a is None or b is None or a[1] == b[1] or _unit_stripped(src) == _unit_stripped(dst):
         return None
     return f"{node.op_type} {list(src)} -> {list(dst)} moves data across the channel axis"
+
+
+def _token_form(graph: Graph, tensor: str, depth: int = 32) -> bool:
+    """The tensor holds tokens with the channel last, made by a token MatMul, a (0, 2, 1) Transpose or a
+    LayerNorm, possibly through element-wise ops and reshapes/slices that keep the last axis: the toolkit
+    holds it as [B, C, 1, N], so the token axes can be regrouped without crossing the channel."""
+    last = graph.shape(tensor)
+    for _ in range(depth):
+        node = graph.producer(tensor)
+        if node is None or last is None:
+            return False
+        if node.op_type in ("MatMul", "Gemm") and len(node.inputs) > 1 and graph.is_constant(node.inputs[1]):
+            return True
+        if node.op_type in ("LayerNormalization", "RMSNormalization"):
+            return True
+        if node.op_type == "Transpose":
+            return tuple(node.attrs.get("perm") or ()) == (0, 2, 1)
+        if node.op_type in ("Reshape", "Slice"):
+            before = graph.shape(node.inputs[0])
+            if before is None or not before or before[-1] != last[-1]:
+                return False
+        elif node.op_type not in _LAYOUT_NEUTRAL:
+            return False
+        tensor = next((i for i in node.inputs if i and not graph.is_constant(i)), "")
+    return False
 
 
 _LAYOUT_NEUTRAL = frozenset({"Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Erf", "Gelu", "HardSwish",

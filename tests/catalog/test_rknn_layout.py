@@ -101,3 +101,15 @@ def test_output_relayout_on_rk3588(catalog, tmp_path, shape, cpu_in):
         assert on_npu(catalog, path, "rk3588", precision) is (precision not in cpu_in)
         assert ("RKNN-OUTPUT-RELAYOUT" in violations(catalog, path, "rk3588", precision)) is (precision in cpu_in)
         assert on_npu(catalog, path, "rk3576", precision)
+
+
+def test_regrouping_the_tokens_of_a_token_tensor_folds_on_rk3566(catalog, tmp_path):
+    # LeViT subsample: tokens from a MatMul, [1,196,32] -> [1,14,14,32] keeps the channel last
+    nodes = [helper.make_node("MatMul", ["a", "w"], ["t"], name="mm"),
+             helper.make_node("Reshape", ["t", "s"], ["b"], name="n")]
+    path = _inner(tmp_path, nodes, [1, 196, 32], [weight("w", [32, 32]), const("s", np.array([1, 14, 14, 32], np.int64))])
+    assert on_npu(catalog, path, "rk3566", "int8")
+    # the same reshape of a feature-map tensor (channel in the middle) crosses the channel
+    maps = _inner(tmp_path, [helper.make_node("Reshape", ["a", "s"], ["b"], name="n")], [1, 196, 32],
+                  [const("s", np.array([1, 14, 14, 32], np.int64))], name="maps")
+    assert not on_npu(catalog, maps, "rk3566", "int8")
