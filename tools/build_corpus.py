@@ -788,13 +788,39 @@ def _conv3d():
 
 # ---- export and strip ---------------------------------------------------------------------------------------
 
-def _export(spec: Spec, path: Path) -> None:
+def _revive_zero_init(model) -> int:
+    """Give all-zero weights random values; returns how many parameters were changed.
+
+    Architectures that zero-initialise the last norm of each residual branch (timm's `zero_init_last`,
+    skip-init gains) export convolutions whose folded weights are all zero, and rknn-toolkit2 then prunes
+    the whole branch: the layer table would describe a different network. Biases stay zero.
+    """
+    import torch
+
+    generator = torch.Generator().manual_seed(2)
+    count = 0
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if not param.is_floating_point() or param.numel() == 0 or bool(param.any()):
+                continue
+            if name.endswith("bias"):
+                continue
+            if param.dim() >= 2:
+                param.copy_(torch.randn(param.shape, generator=generator) * 0.02)
+            else:
+                param.fill_(1.0)
+            count += 1
+    return count
+
+
+def _export(spec: Spec, path: Path) -> int:
     import torch
 
     torch.backends.mha.set_fastpath_enabled(False)  # the fused fast path has no ONNX export
     torch.manual_seed(0)
     model = spec.make()
     model.eval()
+    revived = _revive_zero_init(model)
     torch.manual_seed(1)
     args = tuple(torch.randn(*shape) for shape in spec.inputs)
     names = [f"input{i}" if len(spec.inputs) > 1 else "input" for i in range(len(spec.inputs))]
@@ -807,6 +833,7 @@ def _export(spec: Spec, path: Path) -> None:
         else:
             torch.onnx.export(model, args, str(path), dynamo=False, opset_version=spec.opset, input_names=names,
                               do_constant_folding=True)
+    return revived
 
 
 def _is_float(data_type: int) -> bool:
@@ -916,9 +943,11 @@ def build(build_dir: Path, only: set[str] | None, failures: Path) -> int:
         weighted.parent.mkdir(parents=True, exist_ok=True)
         start = time.monotonic()
         try:
-            _export(spec, weighted)
+            revived = _export(spec, weighted)
             onnx.checker.check_model(str(weighted))
             nodes, note = strip(weighted, structure)
+            if revived:
+                note += f"; {revived} all-zero initialised weights given random values (zero-init residuals)"
         except Exception as exc:  # an architecture that does not export is recorded, not fatal
             failed.append(f"{spec.name}\t{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}")
             print(f"FAILED {spec.name}: {failed[-1]}", file=sys.stderr, flush=True)
