@@ -18,7 +18,6 @@ import argparse
 import csv
 import hashlib
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -979,20 +978,25 @@ def build(build_dir: Path, only: set[str] | None, failures: Path) -> int:
 
 
 def verify(target: str, only: set[str] | None = None) -> int:
-    """Run `edgeplan check` on every committed model; a load error is recorded, not hidden."""
+    """Run `edgeplan check` (its CLI entry point, in this process: one import for all models) on every
+    committed model not yet verified; a load error is recorded, not hidden."""
+    import contextlib
+    import io
+
+    from optimizer.cli import main as edgeplan
+
     rows = read_manifest()
-    edgeplan = Path(sys.executable).parent / "edgeplan"
     for name, row in sorted(rows.items()):
         if (only and name not in only) or (not only and row.get("edgeplan_load")):
             continue
         path = CORPUS / "models" / f"{name}.onnx"
-        out = subprocess.run([str(edgeplan), "check", str(path), "--target", target], capture_output=True,
-                             text=True, timeout=600)
-        lines = out.stderr.strip().splitlines()
-        if out.returncode == 0:
-            row["edgeplan_load"] = "ok"
-        else:
-            row["edgeplan_load"] = f"exit {out.returncode}: " + (lines[-1] if lines else "")[:300]
+        if not path.exists():
+            continue
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = edgeplan(["check", str(path), "--target", target])
+        lines = err.getvalue().strip().splitlines()
+        row["edgeplan_load"] = "ok" if code == 0 else f"exit {code}: " + (lines[-1] if lines else "")[:300]
         print(name, row["edgeplan_load"], file=sys.stderr, flush=True)
         current = read_manifest()
         if name in current:

@@ -141,12 +141,14 @@ def worker() -> int:
 # ---- driver side ------------------------------------------------------------------------------------------
 
 class Worker:
-    def __init__(self) -> None:
+    def __init__(self, scratch: str) -> None:
         self.proc: subprocess.Popen | None = None
+        self.scratch = scratch
 
     def start(self) -> None:
         self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--worker"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1,
+                                     cwd=self.scratch)  # the toolkit drops check*.onnx files in its cwd
 
     def run(self, task: dict, timeout: float) -> dict:
         if self.proc is None or self.proc.poll() is not None:
@@ -230,9 +232,11 @@ def drive(build: Path, models: list[dict[str, str]], socs: list[str], precisions
     done = [0]
     lock = threading.Lock()
     known = _known_rules(build, [row["name"] for row in models])
+    scratch = build / "scratch"
+    scratch.mkdir(parents=True, exist_ok=True)
 
     def loop() -> None:
-        me = Worker()
+        me = Worker(str(scratch))
         while True:
             try:
                 task = tasks.get_nowait()
