@@ -18,7 +18,6 @@ import argparse
 import csv
 import hashlib
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -788,13 +787,39 @@ def _conv3d():
 
 # ---- export and strip ---------------------------------------------------------------------------------------
 
-def _export(spec: Spec, path: Path) -> None:
+def _revive_zero_init(model) -> int:
+    """Give all-zero weights random values; returns how many parameters were changed.
+
+    Architectures that zero-initialise the last norm of each residual branch (timm's `zero_init_last`,
+    skip-init gains) export convolutions whose folded weights are all zero, and rknn-toolkit2 then prunes
+    the whole branch: the layer table would describe a different network. Biases stay zero.
+    """
+    import torch
+
+    generator = torch.Generator().manual_seed(2)
+    count = 0
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if not param.is_floating_point() or param.numel() == 0 or bool(param.any()):
+                continue
+            if name.endswith("bias"):
+                continue
+            if param.dim() >= 2:
+                param.copy_(torch.randn(param.shape, generator=generator) * 0.02)
+            else:
+                param.fill_(1.0)
+            count += 1
+    return count
+
+
+def _export(spec: Spec, path: Path) -> int:
     import torch
 
     torch.backends.mha.set_fastpath_enabled(False)  # the fused fast path has no ONNX export
     torch.manual_seed(0)
     model = spec.make()
     model.eval()
+    revived = _revive_zero_init(model)
     torch.manual_seed(1)
     args = tuple(torch.randn(*shape) for shape in spec.inputs)
     names = [f"input{i}" if len(spec.inputs) > 1 else "input" for i in range(len(spec.inputs))]
@@ -807,6 +832,7 @@ def _export(spec: Spec, path: Path) -> None:
         else:
             torch.onnx.export(model, args, str(path), dynamo=False, opset_version=spec.opset, input_names=names,
                               do_constant_folding=True)
+    return revived
 
 
 def _is_float(data_type: int) -> bool:
@@ -916,9 +942,11 @@ def build(build_dir: Path, only: set[str] | None, failures: Path) -> int:
         weighted.parent.mkdir(parents=True, exist_ok=True)
         start = time.monotonic()
         try:
-            _export(spec, weighted)
+            revived = _export(spec, weighted)
             onnx.checker.check_model(str(weighted))
             nodes, note = strip(weighted, structure)
+            if revived:
+                note += f"; {revived} all-zero initialised weights given random values (zero-init residuals)"
         except Exception as exc:  # an architecture that does not export is recorded, not fatal
             failed.append(f"{spec.name}\t{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}")
             print(f"FAILED {spec.name}: {failed[-1]}", file=sys.stderr, flush=True)
@@ -950,20 +978,25 @@ def build(build_dir: Path, only: set[str] | None, failures: Path) -> int:
 
 
 def verify(target: str, only: set[str] | None = None) -> int:
-    """Run `edgeplan check` on every committed model; a load error is recorded, not hidden."""
+    """Run `edgeplan check` (its CLI entry point, in this process: one import for all models) on every
+    committed model not yet verified; a load error is recorded, not hidden."""
+    import contextlib
+    import io
+
+    from optimizer.cli import main as edgeplan
+
     rows = read_manifest()
-    edgeplan = Path(sys.executable).parent / "edgeplan"
     for name, row in sorted(rows.items()):
         if (only and name not in only) or (not only and row.get("edgeplan_load")):
             continue
         path = CORPUS / "models" / f"{name}.onnx"
-        out = subprocess.run([str(edgeplan), "check", str(path), "--target", target], capture_output=True,
-                             text=True, timeout=600)
-        lines = out.stderr.strip().splitlines()
-        if out.returncode == 0:
-            row["edgeplan_load"] = "ok"
-        else:
-            row["edgeplan_load"] = f"exit {out.returncode}: " + (lines[-1] if lines else "")[:300]
+        if not path.exists():
+            continue
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = edgeplan(["check", str(path), "--target", target])
+        lines = err.getvalue().strip().splitlines()
+        row["edgeplan_load"] = "ok" if code == 0 else f"exit {code}: " + (lines[-1] if lines else "")[:300]
         print(name, row["edgeplan_load"], file=sys.stderr, flush=True)
         current = read_manifest()
         if name in current:

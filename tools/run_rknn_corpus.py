@@ -16,7 +16,6 @@ writes the committed tables deterministically.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import csv
 import gzip
 import io
@@ -97,24 +96,23 @@ def _convert(task: dict, work: Path) -> dict:
         saved = os.dup(1), os.dup(2)
         os.dup2(log.fileno(), 1)
         os.dup2(log.fileno(), 2)
-        try:
-            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
-                while True:
-                    offset = log.tell()
-                    status, error = _build_once(task, work, disabled)
-                    sys.stdout.flush()
-                    log.flush()
-                    if status == "ok" or len(disabled) >= 3:
-                        break
-                    with open(log_path, errors="replace") as reread:
-                        reread.seek(offset)
-                        attempt = reread.read()
-                    advice = rknn_log.disable_rule_advice(attempt)
-                    if not advice or advice in disabled:
-                        break
-                    first_error = first_error or rknn_log.error_summary(attempt) or error
-                    disabled.append(advice)
-                    print(f"\n=== retry with disable_rules={disabled} ===\n", flush=True)
+        try:  # fd-level only: the toolkit's log handlers keep sys.stdout, which must stay one open object
+            while True:
+                offset = log.tell()
+                status, error = _build_once(task, work, disabled)
+                sys.stdout.flush()
+                log.flush()
+                if status == "ok" or len(disabled) >= 3:
+                    break
+                with open(log_path, errors="replace") as reread:
+                    reread.seek(offset)
+                    attempt = reread.read()
+                advice = rknn_log.disable_rule_advice(attempt)
+                if not advice or advice in disabled:
+                    break
+                first_error = first_error or rknn_log.error_summary(attempt) or error
+                disabled.append(advice)
+                print(f"\n=== retry with disable_rules={disabled} ===\n", flush=True)
         finally:
             sys.stdout.flush()
             sys.stderr.flush()
@@ -143,12 +141,14 @@ def worker() -> int:
 # ---- driver side ------------------------------------------------------------------------------------------
 
 class Worker:
-    def __init__(self) -> None:
+    def __init__(self, scratch: str) -> None:
         self.proc: subprocess.Popen | None = None
+        self.scratch = scratch
 
     def start(self) -> None:
         self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--worker"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1,
+                                     cwd=self.scratch)  # the toolkit drops check*.onnx files in its cwd
 
     def run(self, task: dict, timeout: float) -> dict:
         if self.proc is None or self.proc.poll() is not None:
@@ -232,9 +232,11 @@ def drive(build: Path, models: list[dict[str, str]], socs: list[str], precisions
     done = [0]
     lock = threading.Lock()
     known = _known_rules(build, [row["name"] for row in models])
+    scratch = build / "scratch"
+    scratch.mkdir(parents=True, exist_ok=True)
 
     def loop() -> None:
-        me = Worker()
+        me = Worker(str(scratch))
         while True:
             try:
                 task = tasks.get_nowait()
@@ -295,6 +297,29 @@ def _onnx_names(path: Path) -> tuple[dict[str, str], dict[str, str]]:
     return nodes, outputs
 
 
+_LOST = "I/O operation on closed file"
+
+
+def _repair_default_errors(records: dict[tuple[str, str], dict]) -> None:
+    """Early runs lost the default build's error text to a log-capture fault (the toolkit's log handler
+    wrote to a closed file; the layer tables, printed by its C library, were unaffected). Say so, and
+    point skipped default builds at the model's first real failure."""
+    real = next(((key, r["default_build_error"]) for key, r in records.items()
+                 if r.get("default_build_error") and _LOST not in r["default_build_error"]
+                 and not r["default_build_error"].startswith("default build not retried")), None)
+    for record in records.values():
+        text = record.get("default_build_error", "")
+        if _LOST not in text:
+            continue
+        if text.startswith("default build not retried") and real:
+            record["default_build_error"] = f"default build not retried: failed on {real[0][0]} {real[0][1]} " \
+                                            f"with {real[1]}"
+        else:
+            rules = ";".join(record.get("disabled_rules", []))
+            record["default_build_error"] = (f"default build failed and the toolkit advised disabling {rules}; "
+                                             "its error text was lost to a log-capture fault of an early runner")
+
+
 def collect(build: Path) -> int:
     rows = _manifest()
     families = {r["name"]: r["family"] for r in rows}
@@ -307,12 +332,16 @@ def collect(build: Path) -> int:
     for row in sorted(rows, key=lambda r: r["name"]):
         name = row["name"]
         nodes, outputs = _onnx_names(CORPUS / "models" / f"{name}.onnx")
+        records = {(soc, precision): json.loads(_result_path(build, name, soc, precision).read_text())
+                   for soc in SOCS for precision in PRECISIONS
+                   if _result_path(build, name, soc, precision).exists()}
+        _repair_default_errors(records)
         for soc in SOCS:
             for precision in PRECISIONS:
                 path = _result_path(build, name, soc, precision)
-                if not path.exists():
+                if (soc, precision) not in records:
                     continue
-                record = json.loads(path.read_text())
+                record = records[(soc, precision)]
                 log = path.with_suffix(".log.gz")
                 if log.exists():  # re-parse, so parser fixes reach every run without reconverting
                     with gzip.open(log, "rt", errors="replace") as handle:
