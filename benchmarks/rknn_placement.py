@@ -243,6 +243,7 @@ def main() -> int:
     print(f"models: {len(result['models']['derive'])} derive, {len(result['models']['held-out'])} held out; "
           f"toolkit failures (not scored): {len(result['failed'])}; edgeplan load errors: "
           f"{len(result['load_errors'])}")
+    print(f"held-out models: {', '.join(result['models']['held-out']) or 'none'}")
     for split in ("held-out", "derive", "all"):
         print("\n".join(table(cells, split)))
     lost = sum(result["lost"].values())
