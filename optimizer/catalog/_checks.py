@@ -838,6 +838,17 @@ def _output_concat_relayout(view: LayerView, params: Mapping[str, Any]) -> str |
             "and the Reshape back to [1, C, N] moves data across the channel axis")
 
 
+def _spatial_into_channel(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """Flattening a 4-D map with H*W > 1 into a vector (AlexNet's 256x6x6 -> 9216): every pixel moves into the
+    channel axis of the NC1HWC2 layout, a gather."""
+    src, dst = view.in_shape(), view.out_shape()
+    if not _static(src) or not _static(dst) or len(src) != 4 or src[2] * src[3] == 1:
+        return None
+    if len(_unit_stripped(dst)) > 1 or math.prod(src[1:]) != math.prod(dst[1:]):
+        return None
+    return f"{view.node.op_type} {list(src)} -> {list(dst)} folds {src[2]}x{src[3]} pixels into the channel axis"
+
+
 Condition = Callable[[LayerView, Mapping[str, Any]], "str | None"]
 
 CONDITIONS: Mapping[str, Condition] = {
@@ -850,4 +861,5 @@ CONDITIONS: Mapping[str, Condition] = {
     "token_matmul_transposes": _token_matmul_transposes,
     "batch_major_transpose": _batch_major_transpose,
     "output_concat_relayout": _output_concat_relayout,
+    "spatial_into_channel": _spatial_into_channel,
 }

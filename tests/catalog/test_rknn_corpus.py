@@ -38,6 +38,8 @@ CITED = [
     ("timm_deit_tiny_patch16_224", "rk3566", "fp16", "/blocks/blocks.0/attn/Squeeze_2", True),
     ("timm_deit_tiny_patch16_224", "rk3566", "fp16", "/patch_embed/proj/Conv", False),  # stride 16 rewritten
     ("timm_deit_tiny_patch16_224", "rk3588", "int8", "/blocks/blocks.0/norm1/LayerNormalization", False),
+    ("tv_alexnet", "rk3588", "fp16", "/Flatten", True),  # 256x6x6 pixels folded into the channel axis
+    ("timm_levit_128s", "rk3566", "int8", "/stages/stages.1/downsample/attn_downsample/q/down/Reshape", False),
     ("timm_deit_tiny_patch16_224", "rk3576", "int8", "/blocks/blocks.0/norm2/LayerNormalization", False),
 ]
 

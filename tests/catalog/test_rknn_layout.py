@@ -113,3 +113,10 @@ def test_regrouping_the_tokens_of_a_token_tensor_folds_on_rk3566(catalog, tmp_pa
     maps = _inner(tmp_path, [helper.make_node("Reshape", ["a", "s"], ["b"], name="n")], [1, 196, 32],
                   [const("s", np.array([1, 14, 14, 32], np.int64))], name="maps")
     assert not on_npu(catalog, maps, "rk3566", "int8")
+
+
+@pytest.mark.parametrize(("shape", "cpu"), [([1, 16, 6, 6], True), ([1, 16, 1, 1], False)])
+def test_flattening_pixels_into_channels_on_rk3588_fp16(catalog, tmp_path, shape, cpu):
+    path = _inner(tmp_path, [helper.make_node("Flatten", ["a"], ["b"], name="n", axis=1)], shape)
+    assert on_npu(catalog, path, "rk3588", "fp16") is not cpu
+    assert on_npu(catalog, path, "rk3576", "fp16")  # measured on rk3588 only: not extrapolated
