@@ -519,16 +519,24 @@ def _behind_transpose(graph: Graph, tensor: str, depth: int = 4) -> bool:
 
 
 def exmatmul_operand(rule: Rule, view: LayerView) -> str | None:
-    """The second operand of exMatMul goes into [b, k, 1, m] through a Transpose layer unless a Transpose
-    already makes it (K^T, possibly scaled); the layer carries the name of the operand's producer."""
+    """The V operand of attention's P.V (a MatMul of two activations whose first operand is a Softmax) goes
+    into exMatMul's [b, k, 1, m] form through a Transpose layer named after V's producer; K^T of Q.K^T needs
+    none."""
     node, graph = view.node, view.graph
-    if node.op_type in rule.params.get("except", ()) or not node.outputs:
+    if not node.outputs:
         return None
     found = _activation_matmul_operand(graph, node.outputs[0], depth=1)
-    if found is None or found[0] != 1 or _behind_transpose(graph, node.outputs[0]):
+    if found is None or found[0] != 1:
         return None
-    return (f"{node.op_type} makes the second operand of a MatMul of two activations; the transpose into "
-            "exMatMul's [b, k, 1, m] form runs on the CPU")
+    scores = graph.producer(found[1].inputs[0])
+    if scores is None or scores.op_type != "Softmax":
+        return None
+    shape = graph.shape(node.outputs[0])
+    align = rule.params.get("align", 1)
+    if _static(shape) and len(shape) >= 2 and shape[-1] % align == 0 and shape[-2] % align == 0:
+        return None  # tokens and head dim both aligned: the transpose runs on the NPU
+    return (f"{node.op_type} makes the V operand {list(shape or ())} of softmax(.).V; with tokens or head dim not "
+            f"a multiple of {align} the transpose into exMatMul's [b, k, 1, m] form runs on the CPU")
 
 
 def _output_token_concat(graph: Graph, node: Node) -> bool:

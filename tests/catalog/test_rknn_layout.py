@@ -72,7 +72,7 @@ def test_the_second_operand_of_an_activation_matmul_is_cpu_on_rk3566(catalog, tm
              helper.make_node("Relu", ["v"], ["vr"], name="v_op"),
              helper.make_node("MatMul", ["p", "vr"], ["o"], name="pv"),
              helper.make_node("Relu", ["o"], ["y"], name="tail")]
-    shape = [1, 2, 16, 8]
+    shape = [1, 2, 17, 8]  # 17 tokens: not a multiple of 4
     path = save_model(tmp_path / "attn.onnx", nodes, [value(n, shape) for n in "qkv"], [value("y", None)])
     report = check_graph(load_model(path), catalog, "rk3566")
     assert report.verdict("kt").runs_on("npu", "fp16")  # a Transpose operand folds into exMatMul
@@ -120,3 +120,15 @@ def test_flattening_pixels_into_channels_on_rk3588_fp16(catalog, tmp_path, shape
     path = _inner(tmp_path, [helper.make_node("Flatten", ["a"], ["b"], name="n", axis=1)], shape)
     assert on_npu(catalog, path, "rk3588", "fp16") is not cpu
     assert on_npu(catalog, path, "rk3576", "fp16")  # measured on rk3588 only: not extrapolated
+
+
+@pytest.mark.parametrize(("tokens", "dim", "cpu"), [(196, 64, False), (49, 64, True), (196, 62, True), (16, 16, False)])
+def test_attention_v_transpose_alignment_on_rk3566(catalog, tmp_path, tokens, dim, cpu):
+    nodes = [helper.make_node("MatMul", ["q", "k"], ["s"], name="qk"),
+             helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1),
+             helper.make_node("Relu", ["v"], ["vr"], name="v_op"),
+             helper.make_node("MatMul", ["p", "vr"], ["o"], name="pv"),
+             helper.make_node("Relu", ["o"], ["y"], name="tail")]
+    inputs = [value("q", [1, 2, tokens, dim]), value("k", [1, 2, dim, tokens]), value("v", [1, 2, tokens, dim])]
+    path = save_model(tmp_path / f"v{tokens}_{dim}.onnx", nodes, inputs, [value("y", None)])
+    assert on_npu(catalog, path, "rk3566", "fp16", node="v_op") is not cpu
