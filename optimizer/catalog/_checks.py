@@ -725,7 +725,7 @@ def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
             return f"Transpose perm {perm} of {list(src)} moves data (a gather in the NC1HWC2 layout)"
         return None
     users = graph.consumers(node.outputs[0])
-    if len(users) == 1 and _moving_transpose(graph, users[0]):
+    if len(users) == 1 and _moving_transpose(graph, users[0]) and not _token_form(graph, node.inputs[0]):
         return (f"{node.op_type} {list(src)} -> {list(dst)} with the Transpose after it moves data across the "
                 "channel axis")
     if src[-1] == dst[-1] and len(src) in (3, 4) and _token_form(graph, node.inputs[0]):
@@ -751,11 +751,11 @@ def _token_form(graph: Graph, tensor: str, depth: int = 32) -> bool:
             return True
         if node.op_type == "Transpose":
             return tuple(node.attrs.get("perm") or ()) == (0, 2, 1)
-        if node.op_type in ("Reshape", "Slice"):
+        if node.op_type in ("Reshape", "Slice", "Flatten"):
             before = graph.shape(node.inputs[0])
             if before is None or not before or before[-1] != last[-1]:
                 return False
-        elif node.op_type not in _LAYOUT_NEUTRAL:
+        elif node.op_type not in _LAYOUT_NEUTRAL and node.op_type != "BatchNormalization":
             return False
         tensor = next((i for i in node.inputs if i and not graph.is_constant(i)), "")
     return False

@@ -132,3 +132,12 @@ def test_attention_v_transpose_alignment_on_rk3566(catalog, tmp_path, tokens, di
     inputs = [value("q", [1, 2, tokens, dim]), value("k", [1, 2, dim, tokens]), value("v", [1, 2, tokens, dim])]
     path = save_model(tmp_path / f"v{tokens}_{dim}.onnx", nodes, inputs, [value("y", None)])
     assert on_npu(catalog, path, "rk3566", "fp16", node="v_op") is not cpu
+
+
+def test_a_head_split_of_tokens_folds_on_rk3566(catalog, tmp_path):
+    # [1,49,128] from a MatMul -> [1,49,8,16] -> Transpose (0,2,1,3): the toolkit reshapes to (8,16,1,49) on the NPU
+    nodes = [helper.make_node("MatMul", ["a", "w"], ["t"], name="mm"),
+             helper.make_node("Reshape", ["t", "s"], ["r"], name="n"),
+             helper.make_node("Transpose", ["r"], ["b"], name="t", perm=[0, 2, 1, 3])]
+    path = _inner(tmp_path, nodes, [1, 49, 128], [weight("w", [128, 128]), const("s", np.array([1, 49, 8, 16], np.int64))])
+    assert on_npu(catalog, path, "rk3566", node="n") and on_npu(catalog, path, "rk3566", node="t")
