@@ -184,3 +184,26 @@ def test_zero_copy_output_types(catalog, build):
 def test_patch_embedding_stride_is_rewritten(catalog, build, kernel, stride, pads, fails):
     path = build.conv(c_in=3, c_out=8, kernel=kernel, pads=pads, strides=(stride, stride), h=32, w=32)
     assert ("RKNN-CONV-STRIDE" in violations(catalog, path, "rk3566")) is fails
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    ('condition = "moves_across_channel"\nsocs = ["rk3566", "rk3568"]', None),
+    ('condition = "no_such_check"\nsocs = ["rk3566", "rk3568"]', "names condition 'no_such_check'"),
+    ('condition = "moves_across_channel"\nsocs = ["rk9999"]', "names unknown SoCs"),
+])
+def test_op_conditions_are_validated_at_load(edit, message):
+    from pathlib import Path
+
+    from optimizer.catalog._load import load_family
+    from optimizer.errors import BadInputError
+
+    text = (Path(__file__).parents[2] / "constraints" / "rockchip_rknn.toml").read_text()
+    old = 'condition = "moves_across_channel"\nsocs = ["rk3566", "rk3568"]'
+    assert old in text
+    text = text.replace(old, edit, 1)
+    if message is None:
+        family, _ = load_family(text, "rockchip_rknn.toml")
+        assert family.op_support["Transpose"].conditions[0].socs == ("rk3566", "rk3568")
+    else:
+        with pytest.raises(BadInputError, match=message):
+            load_family(text, "rockchip_rknn.toml")
