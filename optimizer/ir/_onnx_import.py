@@ -25,12 +25,12 @@ from optimizer.ir._safety import (
     parse_model,
     read_model_bytes,
 )
-from optimizer.ir._shapes import resolve
+from optimizer.ir._shapes import SHAPE_INPUTS, resolve
 
 CONTROL_FLOW = frozenset({"If", "Loop", "Scan", "SequenceMap"})
 INLINE_CONSTANT_LIMIT = 1 << 16  # initializers up to this many elements are kept as values
 _KNOWN_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training"})
-_DTYPES = {
+_DTYPES: dict[int, str] = {
     onnx.TensorProto.FLOAT: "float32", onnx.TensorProto.FLOAT16: "float16",
     onnx.TensorProto.BFLOAT16: "bfloat16", onnx.TensorProto.DOUBLE: "float64",
     onnx.TensorProto.INT8: "int8", onnx.TensorProto.UINT8: "uint8", onnx.TensorProto.INT16: "int16",
@@ -279,11 +279,36 @@ def _topological(deps: list[set[int]], names: list[str], shown: str) -> list[int
     return order
 
 
+def _without_external_shape_data(model: onnx.ModelProto) -> onnx.ModelProto:
+    """onnx's inference refuses a Reshape target, Pad amount or Resize scale stored as external data it
+    cannot read (structure-only files); such initializers become plain typed inputs for it, so the size
+    they decide is simply unknown (the pass then calls it unresolved, never a dynamic input)."""
+    external = {t.name for t in model.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL}
+    if not external:
+        return model
+    needed = {node.input[p] for node in model.graph.node for p in SHAPE_INPUTS.get(node.op_type, ())
+              if p < len(node.input) and node.input[p] in external}
+    if not needed:
+        return model
+    view = onnx.ModelProto()
+    view.CopyFrom(model)
+    kept = [t for t in view.graph.initializer if t.name not in needed]
+    listed = {v.name for v in view.graph.input}
+    for tensor in view.graph.initializer:
+        if tensor.name in needed and tensor.name not in listed:
+            view.graph.input.append(onnx.helper.make_tensor_value_info(tensor.name, tensor.data_type,
+                                                                       list(tensor.dims)))
+    del view.graph.initializer[:]
+    view.graph.initializer.extend(kept)
+    return view
+
+
 def _infer(model: onnx.ModelProto, shown: str, strict: bool = False) -> onnx.ModelProto:
     """strict: the model as given must type- and shape-check (a Gemm on a rank-1 tensor is bad input);
     the folding rounds after it only refine shapes."""
     try:
-        return shape_inference.infer_shapes(model, check_type=strict, strict_mode=strict, data_prop=True)
+        return shape_inference.infer_shapes(_without_external_shape_data(model), check_type=strict,
+                                            strict_mode=strict, data_prop=True)
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise BadInputError(f"shape inference failed: {first[:300]}", file=shown) from None

@@ -75,7 +75,10 @@ def tf_same_padding(path: Path, stages: int = 6, size: int = 57) -> Path:
             total = net.op("Sub", net.op("Add", net.op("Mul", net.op("Sub", out, net.const(1.0, np.float32)),
                                                        net.const(2.0, np.float32)), net.const(3.0, np.float32)),
                            size_t)
-            total = net.op("Cast", net.op("Max", total, net.const(0.0, np.float32)), to=TensorProto.INT64)
+            # timm clips at zero (Clip with an empty max), tf2onnx takes Max(., 0)
+            floor = (net.op("Clip", total, net.const(0.0, np.float32), "") if axis == 2
+                     else net.op("Max", total, net.const(0.0, np.float32)))
+            total = net.op("Cast", floor, to=TensorProto.INT64)
             begin = net.op("Div", total, net.const(2))
             pads.append((begin, net.op("Sub", total, begin)))
         zero = net.const(0)
@@ -200,3 +203,16 @@ def dynamic_reshape(path: Path) -> Path:
 PATTERNS = {"tf_same_padding": tf_same_padding, "window_attention": window_attention, "range_positions": range_positions,
             "expand_where": expand_where, "constant_if": constant_if, "topk_static_k": topk_static_k}
 DATA_DEPENDENT = {"nonzero_gather": nonzero_gather, "topk_computed_k": topk_computed_k}
+
+
+def shape_from_missing_weights(path: Path) -> Path:
+    """A Reshape target read from an int64 initializer whose bytes are not in the file (structure only):
+    nothing can resolve it, and it is neither a dynamic input nor data."""
+    net = Net()
+    target = TensorProto(name="target", data_type=TensorProto.INT64, dims=[2], data_location=TensorProto.EXTERNAL)
+    for key, val in (("location", "weights.bin"), ("offset", "0"), ("length", "16")):
+        entry = target.external_data.add()
+        entry.key, entry.value = key, val
+    net.inits.append(target)
+    out = net.op("Reshape", "x", "target")
+    return net.save(path, [value("x", [1, 4, 8])], net.op("Relu", out))

@@ -128,3 +128,17 @@ def test_ssdlite_unknown_sizes_all_come_from_nonzero():
 @pytest.mark.parametrize("path", sorted(CORPUS.glob("*.onnx")) if CORPUS.exists() else [], ids=lambda p: p.name)
 def test_every_static_corpus_model_resolves(path):
     _assert_resolved(path)
+
+
+@pytest.mark.parametrize(("target", "static"), [("rk3588", "RKNN-STATIC"), ("orin-agx", "DLA-STATIC")])
+def test_an_unresolvable_size_is_unresolved_not_dynamic(tmp_path, catalog, target, static):
+    from optimizer.check import unknown_sizes
+
+    graph = load_model(patterns.shape_from_missing_weights(tmp_path / "m.onnx"))
+    assert set(_unknown(graph).values()) == {"unresolved"}
+    assert {graph.shape_origins[t] for t in _unknown(graph)} == {"Reshape_1"}
+    sizes = unknown_sizes(graph)
+    assert sizes["needs_shapes"] is True and sizes["nodes"]["unresolved"] == 2
+    relu = next(v for v in check_graph(graph, catalog, target).verdicts if v.op_type == "Relu")
+    message = next(v.message for v in relu.violations if v.rule == static)
+    assert "could not be resolved" in message and "Reshape_1" in message and "--input-shape" not in message
