@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 if TYPE_CHECKING:
     from optimizer.catalog._schema import Family, Rule, Target
@@ -46,7 +46,7 @@ def _dims(values: Sequence[Any]) -> str:
     return "x".join(str(v) for v in values)
 
 
-def _static(shape: tuple | None) -> bool:
+def _static(shape: tuple | None) -> TypeGuard[tuple]:
     return shape is not None and all(isinstance(d, int) for d in shape)
 
 
@@ -424,12 +424,15 @@ def npu_op(rule: Rule, view: LayerView) -> str | None:
         return f"{view.node.op_type} has no NPU kernel on {view.target.id}; it runs on the CPU"
     if support.precisions and view.precision not in support.precisions:
         return f"{view.node.op_type} runs on the NPU in {'/'.join(support.precisions)} only"
-    if support.condition is not None:
-        return CONDITIONS[support.condition](view)
+    for condition in support.all_conditions:
+        if condition.applies(view.target.rules_id, view.precision):
+            message = CONDITIONS[condition.check](view, condition.params or {})
+            if message is not None:
+                return message
     return None
 
 
-def _avgpool_count_include_pad(view: LayerView) -> str | None:
+def _avgpool_count_include_pad(view: LayerView, params: Mapping[str, Any]) -> str | None:
     pads = view.attr("pads") or ()
     if any(pads) and not view.attr("count_include_pad"):
         return ("AveragePool with padding and count_include_pad=0 runs on the CPU "
@@ -455,15 +458,152 @@ def matmul_k(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
+def conv_stride(rule: Rule, view: LayerView) -> str | None:
+    """Strides beyond the register field are refused, except a patch embedding (kernel == stride, no
+    padding), which the toolkit rewrites into a split and a select convolution."""
+    kernel, strides, pads = view.attr("kernel_shape"), view.attr("strides"), view.attr("pads")
+    if (rule.params.get("patchify") and kernel is not None and strides is not None
+            and tuple(kernel) == tuple(strides) and not any(pads or ())):
+        return None
+    return each_in_range(rule, view)
+
+
+def output_relayout(rule: Rule, view: LayerView) -> str | None:
+    if rule.params.get("ops") and view.node.op_type not in rule.params["ops"]:
+        return None
+    return _output_relayout(view, rule.params)
+
+
+def data_dtypes(rule: Rule, view: LayerView) -> str | None:
+    return _data_dtypes(view, rule.params)
+
+
 def norm_axes(rule: Rule, view: LayerView) -> str | None:
+    """exNorm normalises NCHW axes [1] or [1,2,3]: a 4-D tensor only from axis 1 on (a W-only or H,W
+    LayerNorm is neither); a 2-D/3-D token tensor only over its last axis, which becomes the channel."""
     shape = view.in_shape()
     axis = view.attr("axis")
     if shape is None or axis is None:
         return None
-    if axis in (1, len(shape) - 1):
+    rank = len(shape)
+    axis = axis + rank if axis < 0 else axis
+    allowed = 1 if rank == 4 else rank - 1
+    if axis == allowed and rank <= 4:
         return None
-    return f"normalises axes {list(range(axis, len(shape)))} of {list(shape)}; only [1] or [1,2,3] supported"
+    return f"normalises axes {list(range(axis, rank))} of {list(shape)}; only [1] or [1,2,3] supported"
 
+
+def norm_limits(rule: Rule, view: LayerView) -> str | None:
+    precisions = rule.params.get("precisions", ())
+    if precisions and view.precision not in precisions:
+        return (f"{view.node.op_type} (exNorm) runs on the NPU in {'/'.join(precisions)} only, "
+                f"not {view.precision}")
+    return norm_axes(rule, view)
+
+
+
+def _activation_matmul_operand(graph: Graph, tensor: str, depth: int = 4) -> tuple[int, Node] | None:
+    """(operand index, MatMul) when `tensor` flows through element-wise ops only into a MatMul of two
+    activations (exMatMul: attention's Q.K^T and P.V)."""
+    for _ in range(depth):
+        users = graph.consumers(tensor)
+        if len(users) != 1:
+            return None
+        user = users[0]
+        if user.op_type == "MatMul" and len(user.inputs) > 1 and not graph.is_constant(user.inputs[1]):
+            return user.inputs.index(tensor), user
+        if user.op_type not in _LAYOUT_NEUTRAL:
+            return None
+        tensor = user.outputs[0]
+    return None
+
+
+def _behind_transpose(graph: Graph, tensor: str, depth: int = 4) -> bool:
+    for _ in range(depth):
+        node = graph.producer(tensor)
+        if node is None:
+            return False
+        if node.op_type == "Transpose":
+            return True
+        if node.op_type not in _LAYOUT_NEUTRAL:
+            return False
+        tensor = next((i for i in node.inputs if i and not graph.is_constant(i)), "")
+    return False
+
+
+def exmatmul_operand(rule: Rule, view: LayerView) -> str | None:
+    """The V operand of attention's P.V (a MatMul of two activations whose first operand is a Softmax) goes
+    into exMatMul's [b, k, 1, m] form through a Transpose layer named after V's producer; K^T of Q.K^T needs
+    none."""
+    node, graph = view.node, view.graph
+    if not node.outputs:
+        return None
+    found = _activation_matmul_operand(graph, node.outputs[0], depth=1)
+    if found is None or found[0] != 1:
+        return None
+    scores = graph.producer(found[1].inputs[0])
+    if scores is None or scores.op_type != "Softmax":
+        return None
+    shape = graph.shape(node.outputs[0])
+    align = rule.params.get("align", 1)
+    if _static(shape) and len(shape) >= 2 and shape[-1] % align == 0 and shape[-2] % align == 0:
+        return None  # tokens and head dim both aligned: the transpose runs on the NPU
+    return (f"{node.op_type} makes the V operand {list(shape or ())} of softmax(.).V; with tokens or head dim not "
+            f"a multiple of {align} the transpose into exMatMul's [b, k, 1, m] form runs on the CPU")
+
+
+def _output_token_concat(graph: Graph, node: Node) -> bool:
+    """A Concat on axis 1 of rank-3 tensors that makes a graph output (detector heads: [1, 4+classes, N]):
+    the toolkit concatenates it in the (C, 1, 1, N) batch form."""
+    shape = graph.shape(node.outputs[0]) if node.outputs else None
+    axis = node.attrs.get("axis")
+    return (node.op_type == "Concat" and shape is not None and len(shape) == 3 and axis in (1, -2)
+            and node.outputs[0] in graph.outputs)
+
+
+def _from_map_concat(graph: Graph, tensor: str, depth: int = 6) -> bool:
+    """The tensor comes, through element-wise ops and slicing, from a last-axis Concat of rank-3 tensors
+    (feature maps flattened and joined: the toolkit keeps that in its 4-D map form)."""
+    for _ in range(depth):
+        node = graph.producer(tensor)
+        if node is None:
+            return False
+        if node.op_type == "Concat":
+            shape = graph.shape(node.outputs[0])
+            return shape is not None and len(shape) == 3 and node.attrs.get("axis") in (2, -1)
+        if node.op_type not in _LAYOUT_NEUTRAL and node.op_type not in ("Split", "Slice"):
+            return False
+        tensor = next((i for i in node.inputs if i and not graph.is_constant(i)), "")
+    return False
+
+
+def head_relayout(rule: Rule, view: LayerView) -> str | None:
+    node, graph = view.node, view.graph
+    if not node.outputs or not any(_output_token_concat(graph, user) for user in graph.consumers(node.outputs[0])):
+        return None
+    if not _from_map_concat(graph, node.outputs[0]):
+        return None
+    return (f"{node.op_type} feeds the output Concat in feature-map form; its relayout into the Concat's "
+            "(C, 1, 1, N) batch form moves data across the channel axis and runs on the CPU")
+
+
+def sdpa_channels(graph: Graph, node: Node) -> tuple[int, int] | None:
+    """(query channel, value channel) when `node` is the P.V MatMul of an attention, softmax(Q.K^T [* s]).V,
+    the pattern the toolkit fuses into exSDPAttention; the channel is the last (per-head) dim of Q and V."""
+    if node.op_type != "MatMul" or len(node.inputs) < 2 or graph.is_constant(node.inputs[1]):
+        return None
+    softmax = graph.producer(node.inputs[0])
+    if softmax is None or softmax.op_type != "Softmax":
+        return None
+    scores = graph.producer(softmax.inputs[0])
+    while scores is not None and scores.op_type in ("Mul", "Div", "Add"):
+        scores = next((graph.producer(i) for i in scores.inputs if i and not graph.is_constant(i)), None)
+    if scores is None or scores.op_type != "MatMul":
+        return None
+    query, value = graph.shape(scores.inputs[0]), graph.shape(node.inputs[1])
+    if not _static(query) or not _static(value) or not query or not value:
+        return None
+    return int(query[-1]), int(value[-1])
 
 
 CHECKS: Mapping[str, Check] = {
@@ -481,10 +621,12 @@ CHECKS: Mapping[str, Check] = {
     "layout_transparent": layout_transparent, "never": never, "npu_op": npu_op,
     "precision_only": precision_only, "matmul_k": matmul_k, "norm_axes": norm_axes,
     "data_dependent_shapes": data_dependent_shapes,
+    "data_dtypes": data_dtypes, "norm_limits": norm_limits, "output_relayout": output_relayout,
+    "exmatmul_operand": exmatmul_operand, "conv_stride": conv_stride, "head_relayout": head_relayout,
 }
 
 
-def _erf_in_gelu(view: LayerView) -> str | None:
+def _erf_in_gelu(view: LayerView, params: Mapping[str, Any]) -> str | None:
     """x*0.5*(1+erf(x/sqrt2)): the toolkit fuses the pattern into exGelu on the NPU."""
     graph, node = view.graph, view.node
     producer = graph.producer(node.inputs[0]) if node.inputs else None
@@ -496,7 +638,251 @@ def _erf_in_gelu(view: LayerView) -> str | None:
     return "a lone Erf has no NPU kernel; only the GELU pattern x*0.5*(1+erf(x/sqrt2)) fuses into exGelu"
 
 
-CONDITIONS: Mapping[str, Callable[[LayerView], str | None]] = {
+def _exponent_constant(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """Pow with a build-time exponent is an NPU layer (or fuses into exGelu/exNorm); a run-time one is not."""
+    inputs = view.node.inputs
+    if len(inputs) > 1 and view.graph.is_constant(inputs[1]):
+        return None
+    return f"{view.node.op_type} exponent is computed at run time; only a constant exponent has an NPU kernel"
+
+
+def _data_dtypes(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """The element type of the data inputs (unknown types pass: the toolkit converts float graphs)."""
+    allowed = params["dtypes"]
+    for index in params["inputs"]:
+        if index >= len(view.node.inputs) or not view.node.inputs[index]:
+            continue
+        info = view.graph.tensors.get(view.node.inputs[index])
+        dtype = info.dtype if info is not None else "unknown"
+        if dtype != "unknown" and dtype not in allowed:
+            return (f"{view.node.op_type} data input {index} is {dtype}; the NPU kernel takes "
+                    f"{'/'.join(allowed)} only")
+    return None
+
+
+def _is_norm_sqrt(graph: Graph, node: Node | None) -> bool:
+    """Sqrt(ReduceMean(d*d or Pow(d, 2)) [+ eps]): the denominator of a written-out LayerNorm or RMSNorm."""
+    if node is None or node.op_type != "Sqrt":
+        return False
+    inner = graph.producer(node.inputs[0])
+    if inner is not None and inner.op_type == "Add" and any(graph.is_constant(i) for i in inner.inputs):
+        inner = next((graph.producer(i) for i in inner.inputs if not graph.is_constant(i)), None)
+    if inner is None or inner.op_type != "ReduceMean":
+        return False
+    square = graph.producer(inner.inputs[0])
+    if square is None:
+        return False
+    if square.op_type == "Pow":
+        exponent = graph.constants.get(square.inputs[1]) if len(square.inputs) > 1 else None
+        return exponent is not None and float(exponent.reshape(-1)[0]) == 2.0
+    return square.op_type == "Mul" and len(square.inputs) == 2 and square.inputs[0] == square.inputs[1]
+
+
+def _in_norm(graph: Graph, node: Node) -> bool:
+    if node.op_type == "Sqrt":
+        return _is_norm_sqrt(graph, node)
+    if node.op_type == "Div" and len(node.inputs) > 1:
+        return _is_norm_sqrt(graph, graph.producer(node.inputs[1]))
+    return False
+
+
+PATTERNS: Mapping[str, Callable[[Graph, Node], bool]] = {"norm": _in_norm}
+
+
+def _fused_or_constant(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """An op the NPU lacks in this precision still runs there when the toolkit fuses it into a pattern
+    layer (exNorm for a written-out LayerNorm/RMSNorm) or, with `constant_operand`, folds a constant
+    second operand into the neighbouring convolution (x / 3 becomes a scale)."""
+    node, graph = view.node, view.graph
+    if any(PATTERNS[name](graph, node) for name in params.get("patterns", ())):
+        return None
+    if params.get("constant_operand") and len(node.inputs) > 1 and graph.is_constant(node.inputs[1]):
+        return None
+    return (f"{node.op_type} has no {view.precision.upper()} NPU kernel; only "
+            f"{params['what']} run on the NPU in {view.precision.upper()}")
+
+
+def _as_npu_4d(shape: tuple) -> tuple | None:
+    """The 4-D form the toolkit holds a tensor in: NCHW as is, a 3-D [A, B, C] as (A, B, 1, C)."""
+    if len(shape) == 4:
+        return tuple(shape)
+    if len(shape) == 3:
+        return (shape[0], shape[1], 1, shape[2])
+    return None
+
+
+def _moving_transpose(graph: Graph, node: Node) -> bool:
+    src = graph.shape(node.inputs[0]) if node.inputs else None
+    if node.op_type != "Transpose" or not _static(src) or len(src) != 4:
+        return False
+    perm = node.attrs.get("perm") or tuple(reversed(range(4)))
+    moved = [axis for axis in perm if src[axis] != 1]
+    return moved != sorted(moved)
+
+
+def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """A layout op that really moves data in the NPU's NC1HWC2 layout (C innermost): a 4-D Transpose that
+    reorders non-unit axes, or a Reshape that changes the channel of the 4-D form. A Transpose right after
+    a Reshape is merged into it (the Reshape then carries the move); other layout ops fold away."""
+    graph, node = view.graph, view.node
+    src, dst = view.in_shape(), view.out_shape()
+    if not _static(src) or not _static(dst):
+        return None
+    if node.op_type == "Transpose":
+        producer = graph.producer(node.inputs[0])
+        if producer is not None and producer.op_type == "Reshape" and len(graph.consumers(node.inputs[0])) == 1:
+            return None
+        if (producer is not None and producer.op_type == "MatMul") or \
+                _activation_matmul_operand(graph, node.outputs[0]) is not None:
+            return None  # folded into exMatMul's operand or result layout
+        if _moving_transpose(graph, node):
+            perm = list(view.attr("perm") or ())
+            return f"Transpose perm {perm} of {list(src)} moves data (a gather in the NC1HWC2 layout)"
+        return None
+    users = graph.consumers(node.outputs[0])
+    if len(users) == 1 and _moving_transpose(graph, users[0]) and not _token_form(graph, node.inputs[0]):
+        return (f"{node.op_type} {list(src)} -> {list(dst)} with the Transpose after it moves data across the "
+                "channel axis")
+    if src[-1] == dst[-1] and len(src) in (3, 4) and _token_form(graph, node.inputs[0]):
+        return None  # regroups the token axis of a [B, C, 1, N] tensor (e.g. LeViT's subsample)
+    a, b = _as_npu_4d(src), _as_npu_4d(dst)
+    if a is None or b is None or a[1] == b[1] or _unit_stripped(src) == _unit_stripped(dst):
+        return None
+    return f"{node.op_type} {list(src)} -> {list(dst)} moves data across the channel axis"
+
+
+def _token_form(graph: Graph, tensor: str, depth: int = 32) -> bool:
+    """The tensor holds tokens with the channel last, made by a token MatMul, a (0, 2, 1) Transpose or a
+    LayerNorm, possibly through element-wise ops and reshapes/slices that keep the last axis: the toolkit
+    holds it as [B, C, 1, N], so the token axes can be regrouped without crossing the channel."""
+    last = graph.shape(tensor)
+    for _ in range(depth):
+        node = graph.producer(tensor)
+        if node is None or last is None:
+            return False
+        if node.op_type in ("MatMul", "Gemm") and len(node.inputs) > 1 and graph.is_constant(node.inputs[1]):
+            return True
+        if node.op_type in ("LayerNormalization", "RMSNormalization"):
+            return True
+        if node.op_type == "Transpose":
+            return tuple(node.attrs.get("perm") or ()) == (0, 2, 1)
+        if node.op_type in ("Reshape", "Slice", "Flatten"):
+            before = graph.shape(node.inputs[0])
+            if before is None or not before or before[-1] != last[-1]:
+                return False
+        elif node.op_type not in _LAYOUT_NEUTRAL and node.op_type != "BatchNormalization":
+            return False
+        tensor = next((i for i in node.inputs if i and not graph.is_constant(i)), "")
+    return False
+
+
+_LAYOUT_NEUTRAL = frozenset({"Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Erf", "Gelu", "HardSwish",
+                             "HardSigmoid", "Clip", "LeakyRelu", "Pow", "Sqrt", "Identity", "Dropout", "Softplus"})
+
+
+def _token_layout_end(graph: Graph, tensor: str, upstream: bool, depth: int = 8) -> bool:
+    """True when walking through element-wise ops from `tensor` reaches a node that already holds tokens in
+    the convolution layout: a Transpose (0,2,1) or another token MatMul with constant weights."""
+    for _ in range(depth):
+        nodes = (graph.producer(tensor),) if upstream else graph.consumers(tensor)
+        if len(nodes) != 1 or nodes[0] is None:
+            return False
+        node = nodes[0]
+        if node.op_type == "Transpose" and tuple(node.attrs.get("perm") or ()) == (0, 2, 1):
+            return True
+        if node.op_type in ("MatMul", "Gemm") and len(node.inputs) > 1 and graph.is_constant(node.inputs[1]):
+            return True
+        if node.op_type not in _LAYOUT_NEUTRAL:
+            return False
+        tensor = next((i for i in node.inputs if i and not graph.is_constant(i)), "") if upstream \
+            else node.outputs[0]
+        if not tensor:
+            return False
+    return False
+
+
+def _reaches_output(graph: Graph, tensor: str, depth: int = 8) -> bool:
+    """True when `tensor` flows through element-wise ops only into a graph output."""
+    for _ in range(depth):
+        if tensor in graph.outputs:
+            return True
+        users = graph.consumers(tensor)
+        if len(users) != 1 or users[0].op_type not in _LAYOUT_NEUTRAL:
+            return False
+        tensor = users[0].outputs[0]
+    return False
+
+
+def _token_matmul_transposes(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """A MatMul with constant weights on a [B, N, C] token tensor runs as a 1x1 convolution on the
+    toolkit's [B, C, 1, N] form; token tensors stay in that form inside the graph (through LayerNorm, GELU,
+    residual adds), but the one that leaves as a graph output is transposed back to [B, N, C]."""
+    node, graph = view.node, view.graph
+    src = view.input_shape(0)
+    if (len(node.inputs) < 2 or not graph.is_constant(node.inputs[1]) or not _static(src) or len(src) != 3
+            or src[1] == 1):
+        return None
+    if not _reaches_output(graph, node.outputs[0]):
+        return None
+    return (f"{node.op_type} on tokens {list(src)} makes a graph output; the transpose from the toolkit's "
+            "[B, C, 1, N] form back to [B, N, C] moves data across the channel axis")
+
+
+def _output_relayout(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """A graph output of rank below 4 made from a 4-D NPU layout: the toolkit appends a Reshape layer."""
+    graph, node = view.graph, view.node
+    align = params["align"][view.precision]
+    for name in node.outputs:
+        shape = graph.shape(name)
+        if (name in graph.outputs and _static(shape) and len(shape) in params["ranks"]
+                and shape[-1] % align):
+            return (f"produces the rank-{len(shape)} graph output '{name}' {list(shape)}, last dim not a "
+                    f"multiple of {align} ({view.precision} channel group); the Reshape out of the NPU layout "
+                    "that the toolkit appends runs on the CPU ('Unkown op target: 0')")
+    return None
+
+
+def _batch_major_transpose(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """A rank-3 Transpose of a [N, B, C] tensor with N > 1 (an RNN's sequence-first output): the toolkit
+    holds it as (N, B, 1, C), so bringing N out of the batch axis is a gather."""
+    src = view.in_shape()
+    if view.node.op_type != "Transpose" or not _static(src) or len(src) != 3 or src[0] == 1:
+        return None
+    perm = tuple(view.attr("perm") or (2, 1, 0))
+    if perm[0] == 0:
+        return None
+    return f"Transpose perm {list(perm)} of {list(src)} moves the non-unit leading axis out of the batch axis"
+
+
+def _output_concat_relayout(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    if not _output_token_concat(view.graph, view.node):
+        return None
+    return ("Concat on axis 1 of rank-3 tensors into a graph output: the toolkit joins them in (C, 1, 1, N) form "
+            "and the Reshape back to [1, C, N] moves data across the channel axis")
+
+
+def _spatial_into_channel(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """Flattening a 4-D map with H*W > 1 into a vector (AlexNet's 256x6x6 -> 9216): every pixel moves into the
+    channel axis of the NC1HWC2 layout, a gather."""
+    src, dst = view.in_shape(), view.out_shape()
+    if not _static(src) or not _static(dst) or len(src) != 4 or src[2] * src[3] == 1:
+        return None
+    if len(_unit_stripped(dst)) > 1 or math.prod(src[1:]) != math.prod(dst[1:]):
+        return None
+    return f"{view.node.op_type} {list(src)} -> {list(dst)} folds {src[2]}x{src[3]} pixels into the channel axis"
+
+
+Condition = Callable[[LayerView, Mapping[str, Any]], "str | None"]
+
+CONDITIONS: Mapping[str, Condition] = {
     "avgpool_count_include_pad": _avgpool_count_include_pad,
     "erf_in_gelu": _erf_in_gelu,
+    "exponent_constant": _exponent_constant,
+    "data_dtypes": _data_dtypes,
+    "fused_or_constant": _fused_or_constant,
+    "moves_across_channel": _moves_across_channel,
+    "token_matmul_transposes": _token_matmul_transposes,
+    "batch_major_transpose": _batch_major_transpose,
+    "output_concat_relayout": _output_concat_relayout,
+    "spatial_into_channel": _spatial_into_channel,
 }

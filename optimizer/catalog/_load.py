@@ -11,7 +11,7 @@ from types import MappingProxyType
 from typing import Any
 
 from optimizer.catalog._checks import CHECKS, CONDITIONS
-from optimizer.catalog._schema import SCOPES, Catalog, Family, Figure, OpSupport, Rule, Target
+from optimizer.catalog._schema import SCOPES, Catalog, Family, Figure, OpCondition, OpSupport, Rule, Target
 from optimizer.errors import BadInputError
 
 FAMILY_FILES = ("nvidia_dla.toml", "rockchip_rknn.toml")
@@ -104,10 +104,27 @@ def _op_support(raw: Mapping[str, Any], socs: tuple[str, ...], path: str) -> dic
             raise _fail(path, f"op {op} has no source")
         if entry.get("condition") and entry["condition"] not in CONDITIONS:
             raise _fail(path, f"op {op} names condition '{entry['condition']}', which is not registered")
+        conditions = tuple(_op_condition(op, when, socs, path) for when in entry.get("when", ()))
         out[op] = OpSupport(op=op, npu_socs=npu, precisions=tuple(entry.get("precisions", ())),
                             multicore=bool(entry.get("multicore", True)), source=entry["source"],
-                            condition=entry.get("condition"))
+                            condition=entry.get("condition"), conditions=conditions)
     return out
+
+
+def _op_condition(op: str, raw: Mapping[str, Any], socs: tuple[str, ...], path: str) -> OpCondition:
+    check = str(raw.get("condition"))
+    if check not in CONDITIONS:
+        raise _fail(path, f"op {op} names condition '{check}', which is not registered")
+    if not raw.get("source"):
+        raise _fail(path, f"op {op} condition {check} has no source")
+    unknown = set(raw.get("socs", ())) - set(socs)
+    if unknown:
+        raise _fail(path, f"op {op} condition {check} names unknown SoCs {sorted(unknown)}")
+    for precision in raw.get("precisions", ()):
+        if precision not in PRECISIONS:
+            raise _fail(path, f"op {op} condition {check} precision '{precision}' not in {PRECISIONS}")
+    return OpCondition(check=check, source=raw["source"], params=_freeze(dict(raw.get("params", {}))),
+                       socs=tuple(raw.get("socs", ())), precisions=tuple(raw.get("precisions", ())))
 
 
 def load_family(text: str, path: str) -> tuple[Family, dict[str, Target]]:

@@ -43,6 +43,20 @@ class Rule:
 
 
 @dataclass(frozen=True)
+class OpCondition:
+    """A per-node limit on an op's NPU placement: a named check, its params, where it applies, its evidence."""
+
+    check: str
+    source: str
+    params: Mapping[str, Any] = None  # type: ignore[assignment]
+    socs: tuple[str, ...] = ()  # empty: every SoC the op runs on
+    precisions: tuple[str, ...] = ()  # empty: every NPU precision
+
+    def applies(self, soc: str, precision: str) -> bool:
+        return (not self.socs or soc in self.socs) and (not self.precisions or precision in self.precisions)
+
+
+@dataclass(frozen=True)
 class OpSupport:
     """Where an ONNX op runs on an RKNN SoC, as found in the vendor docs or the toolkit's log."""
 
@@ -52,6 +66,12 @@ class OpSupport:
     multicore: bool
     source: str
     condition: str | None = None  # a named condition checked per node (e.g. count_include_pad)
+    conditions: tuple[OpCondition, ...] = ()  # [[ops.X.when]]: limits scoped by SoC/precision, with params
+
+    @property
+    def all_conditions(self) -> tuple[OpCondition, ...]:
+        plain = (OpCondition(check=self.condition, source=self.source),) if self.condition else ()
+        return plain + self.conditions
 
 
 @dataclass(frozen=True)

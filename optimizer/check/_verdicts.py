@@ -8,7 +8,7 @@ from types import MappingProxyType
 from typing import Any
 
 from optimizer.catalog import Catalog, Family, LayerView, Target
-from optimizer.catalog._checks import CHECKS
+from optimizer.catalog._checks import CHECKS, sdpa_channels
 from optimizer.ir import Graph, Node
 
 
@@ -89,10 +89,28 @@ def _extras(graph: Graph, node: Node, family: Family, target: Target, kind: str)
     support = family.op_support.get(node.op_type)
     cores = int(target.features.get("npu_cores", 1))
     out["multicore"] = bool(support and support.multicore and cores > 1)
+    sdpa = sdpa_extra(graph, node, family, target, cores)
+    if sdpa is not None:
+        out["sdpa"] = sdpa
+        out["multicore"] = sdpa["multicore"]
     if target.features.get("sparse") and sparse_eligible(graph, node, family):
         modes = family_rule_param(family, "RKNN-SPARSE-MODES", "modes")
         out["sparsity_modes"] = list(modes)
     return out
+
+
+def sdpa_extra(graph: Graph, node: Node, family: Family, target: Target, cores: int) -> dict[str, Any] | None:
+    """RKNN-SDPA: the P.V MatMul of an attention is fused into exSDPAttention when both channels are within
+    the limit; multi-core only on the SoCs the rule lists (the seed's RK3576), never extrapolated."""
+    rule = next((r for r in family.rules if r.id == "RKNN-SDPA"), None)
+    if rule is None or (rule.targets and target.rules_id not in rule.targets):
+        return None
+    channels = sdpa_channels(graph, node)
+    if channels is None:
+        return None
+    fused = all(0 < c <= rule.params["channel_max"] for c in channels)
+    return {"fused": fused, "query_channel": channels[0], "value_channel": channels[1],
+            "multicore": fused and target.rules_id in rule.params["multicore"] and cores > 1}
 
 
 def family_rule_param(family: Family, rule_id: str, name: str) -> Any:

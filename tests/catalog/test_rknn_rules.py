@@ -86,20 +86,49 @@ def test_matmul_k(catalog, build, k, fails):
     assert "RKNN-MATMUL-K" not in violations(catalog, path, "rk3588", "fp16")
 
 
-@pytest.mark.parametrize(("axis", "fails"), [(-1, False), (1, False), (2, True)])
-def test_norm_axes(catalog, build, axis, fails):
-    shape = [1, 4, 8, 8]
-    d = shape[axis:] if axis >= 0 else shape[-1:]
+# exNorm axes [1] or [1,2,3]: a 4-D LayerNorm from axis 1 on; W-only (axis 3 / -1) or H,W (axis 2) is not NPU;
+# a token tensor [B,N,C] only over its last axis (it becomes the channel).
+@pytest.mark.parametrize("target", ["rk3588", "rk3576", "rk3566", "rv1126b"])
+@pytest.mark.parametrize(("shape", "axis", "fails"), [([1, 4, 8, 8], 1, False), ([1, 4, 8, 8], 2, True),
+                                                      ([1, 4, 8, 8], 3, True), ([1, 4, 8, 8], -1, True),
+                                                      ([1, 16, 8], -1, False), ([1, 16, 8], 2, False),
+                                                      ([1, 16, 8], 1, True)])
+def test_norm_axes(catalog, build, target, shape, axis, fails):
+    d = shape[axis:]
     inits = [const("s", np.ones(d, np.float32)), const("b", np.zeros(d, np.float32))]
     path = build.op("LayerNormalization", shape, inputs=["x", "s", "b"], inits=inits, axis=axis)
-    assert ("RKNN-NORM" in violations(catalog, path, "rk3576", "fp16")) is fails
+    assert ("RKNN-NORM" in violations(catalog, path, target, "fp16")) is fails
+    if target != "rk3588":  # there a lone node making a rank-3 graph output also meets RKNN-OUTPUT-RELAYOUT
+        assert npu(catalog, path, target, "fp16") is not fails
 
 
-def test_layernorm_fp16_only(catalog, build):
+@pytest.mark.parametrize("op", ["LayerNormalization", "RMSNormalization"])
+@pytest.mark.parametrize(("shape", "axis", "ok"), [([1, 4, 8], -1, True), ([1, 4, 8, 8], -1, False)])
+def test_norm_op_in_int8_and_its_violations_carry_the_norm_rule(catalog, build, op, shape, axis, ok):
+    # seed002 says float16 only; the toolkit 2.5.0 builds exNorm in INT8 on the NPU (measurement wins)
+    d = shape[axis:]
+    inits = [const("s", np.ones(d, np.float32)), const("b", np.zeros(d, np.float32))]
+    inputs = ["x", "s", "b"] if op == "LayerNormalization" else ["x", "s"]
+    path = build.op(op, shape, inputs=inputs, inits=inits[:len(inputs) - 1], axis=axis,
+                    opset=17 if op == "LayerNormalization" else 23)
+    for precision in ("fp16", "int8"):
+        assert npu(catalog, path, "rk3576", precision) is ok
+        assert violations(catalog, path, "rk3576", precision) == (set() if ok else {"RKNN-NORM"})
+
+
+def test_norm_rule_enforces_a_precision_list_when_given(catalog, build):
+    from dataclasses import replace
+
+    from optimizer.catalog._checks import LayerView, norm_limits
+
+    rule = replace(catalog.rule("RKNN-NORM"), params={"precisions": ("fp16",)})
     inits = [const("s", np.ones(8, np.float32)), const("b", np.zeros(8, np.float32))]
-    path = build.op("LayerNormalization", [1, 4, 8], inputs=["x", "s", "b"], inits=inits, axis=-1)
-    assert npu(catalog, path, "rk3576", "fp16")
-    assert not npu(catalog, path, "rk3576", "int8")
+    graph = load_model(build.op("LayerNormalization", [1, 4, 8], inputs=["x", "s", "b"], inits=inits, axis=-1))
+    target = catalog.target("rk3576")
+    family = catalog.family_of(target)
+    view = lambda p: LayerView(graph, graph.node("n"), family, target, p, "norm")  # noqa: E731
+    assert norm_limits(rule, view("fp16")) is None
+    assert "float16" not in (norm_limits(rule, view("int8")) or "") and "fp16 only" in norm_limits(rule, view("int8"))
 
 
 def test_rv110x_offer_int8_only(catalog):
@@ -146,3 +175,35 @@ def test_zero_copy_output_types(catalog, build):
     path = build.conv()
     assert check_graph(load_model(path), catalog, "rv1106").io["outputs"][0]["int8_model_types"] == ["int8", "fp16"]
     assert "fp32" in check_graph(load_model(path), catalog, "rk3588").io["outputs"][0]["int8_model_types"]
+
+
+@pytest.mark.parametrize(("kernel", "stride", "pads", "fails"), [((16, 16), 16, (0, 0, 0, 0), False),
+                                                                 ((16, 16), 16, (1, 1, 1, 1), True),
+                                                                 ((15, 15), 16, (0, 0, 0, 0), True),
+                                                                 ((1, 1), 9, (0, 0, 0, 0), True)])
+def test_patch_embedding_stride_is_rewritten(catalog, build, kernel, stride, pads, fails):
+    path = build.conv(c_in=3, c_out=8, kernel=kernel, pads=pads, strides=(stride, stride), h=32, w=32)
+    assert ("RKNN-CONV-STRIDE" in violations(catalog, path, "rk3566")) is fails
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    ('condition = "moves_across_channel"\nsocs = ["rk3566", "rk3568"]', None),
+    ('condition = "no_such_check"\nsocs = ["rk3566", "rk3568"]', "names condition 'no_such_check'"),
+    ('condition = "moves_across_channel"\nsocs = ["rk9999"]', "names unknown SoCs"),
+])
+def test_op_conditions_are_validated_at_load(edit, message):
+    from pathlib import Path
+
+    from optimizer.catalog._load import load_family
+    from optimizer.errors import BadInputError
+
+    text = (Path(__file__).parents[2] / "constraints" / "rockchip_rknn.toml").read_text()
+    old = 'condition = "moves_across_channel"\nsocs = ["rk3566", "rk3568"]'
+    assert old in text
+    text = text.replace(old, edit, 1)
+    if message is None:
+        family, _ = load_family(text, "rockchip_rknn.toml")
+        assert family.op_support["Transpose"].conditions[0].socs == ("rk3566", "rk3568")
+    else:
+        with pytest.raises(BadInputError, match=message):
+            load_family(text, "rockchip_rknn.toml")

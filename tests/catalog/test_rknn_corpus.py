@@ -1,0 +1,71 @@
+"""The corpus cases the RKNN catalog entries cite as their evidence: the committed layer table (rknn-toolkit2
+2.5.0) says so, and edgeplan's check says the same. Skipped where the corpus tables are not present."""
+
+from __future__ import annotations
+
+import sys
+from functools import cache
+
+import pytest
+
+from optimizer.check import check_graph
+from optimizer.ir import load_model
+from tests.conftest import REPO
+
+CORPUS = REPO / "corpus"
+pytestmark = pytest.mark.skipif(not (CORPUS / "rknn" / "layers.csv.gz").exists(), reason="no corpus tables")
+
+# (model, soc, precision, ONNX node, runs on the CPU)
+CITED = [
+    ("tv_resnet18", "rk3588", "int8", "/fc/Gemm", True),  # RKNN-OUTPUT-RELAYOUT: [1,1000] misses 16
+    ("tv_resnet18", "rk3588", "fp16", "/fc/Gemm", False),  # ... but is a multiple of 8
+    ("tv_squeezenet1_1", "rk3588", "int8", "/Flatten", True),
+    ("tv_resnet18", "rk3566", "int8", "/fc/Gemm", False),  # a 2-D Gemm has no token transpose
+    ("yolov8n_320", "rk3588", "fp16", "/model.22/Concat_3", True),  # [1,84,2100]
+    ("yolov8n_320", "rk3588", "int8", "/model.22/Sigmoid", True),  # RKNN-HEAD-RELAYOUT
+    ("yolov8n_320", "rk3566", "fp16", "/model.22/Sigmoid", True),
+    ("yolov8n_320", "rk3576", "fp16", "/model.22/Sigmoid", False),
+    ("yolov8n_320", "rk3566", "int8", "/model.22/Concat_3", True),  # output Concat relayout on rk3566
+    ("yolov8n_320", "rk3566", "fp16", "/model.22/dfl/Reshape", True),  # changes the channel, absorbs the Transpose
+    ("yolov8n_320", "rk3566", "fp16", "/model.22/dfl/Transpose", False),
+    ("nn_lstm_1x128", "rk3566", "fp16", "/rnn/Transpose_1", True),  # sequence-first transpose
+    ("nn_lstm_1x128", "rk3566", "int8", "/fc/MatMul", True),  # token MatMul whose result leaves the graph
+    ("nn_lstm_1x128", "rk3588", "fp16", "/fc/Add", True),  # [1,32,10] misses 8
+    ("nn_sdpa_d192_h3", "rk3566", "fp16", "/Squeeze_2", True),  # RKNN-EXMATMUL-B (V)
+    ("nn_sdpa_d192_h3", "rk3566", "fp16", "/Transpose_1", False),  # folds into exMatMul
+    ("nn_sdpa_d192_h3", "rk3588", "int8", "/proj/Add", False),  # [1,197,192] is a multiple of 16
+    ("timm_deit_tiny_patch16_224", "rk3566", "fp16", "/blocks/blocks.0/mlp/fc1/MatMul", False),
+    ("timm_deit_tiny_patch16_224", "rk3566", "fp16", "/blocks/blocks.0/attn/Squeeze_2", True),
+    ("timm_deit_tiny_patch16_224", "rk3566", "fp16", "/patch_embed/proj/Conv", False),  # stride 16 rewritten
+    ("timm_deit_tiny_patch16_224", "rk3588", "int8", "/blocks/blocks.0/norm1/LayerNormalization", False),
+    ("tv_alexnet", "rk3588", "fp16", "/Flatten", True),  # 256x6x6 pixels folded into the channel axis
+    ("timm_levit_128s", "rk3566", "int8", "/stages/stages.1/downsample/attn_downsample/q/down/Reshape", False),
+    ("timm_deit_tiny_patch16_224", "rk3576", "int8", "/blocks/blocks.0/norm2/LayerNormalization", False),
+]
+
+
+@cache
+def _truth():
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import rknn_placement
+
+    _, runs, _ = rknn_placement.read_corpus(CORPUS)
+    return {(r.model, r.soc, r.precision): r for r in runs}, rknn_placement.toolkit_targets
+
+
+@cache
+def _graph(model):
+    return load_model(CORPUS / "models" / f"{model}.onnx")
+
+
+@pytest.mark.parametrize(("model", "soc", "precision", "node", "cpu"), CITED)
+def test_cited_corpus_verdicts(catalog, model, soc, precision, node, cpu):
+    runs, toolkit_targets = _truth()
+    run = runs.get((model, soc, precision))
+    if run is None:
+        pytest.skip(f"{model} {soc} {precision} not in the committed tables")
+    graph = _graph(model)
+    truth, _ = toolkit_targets(run, {n.name for n in graph.nodes})
+    assert (truth.get(node) == "CPU") is cpu, "the toolkit's table"
+    verdict = check_graph(graph, catalog, soc).verdict(node)
+    assert (not verdict.runs_on("npu", precision)) is cpu, [v.line() for v in verdict.violations]

@@ -1,0 +1,143 @@
+"""RKNN placement that depends on shapes and neighbours (measured with rknn-toolkit2 2.5.0): layout ops on
+RK3566/RK3568, token MatMuls there, and the output relayout on RK3588."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import helper
+
+from optimizer.check import check_graph
+from optimizer.ir import load_model
+from tests.conftest import const, save_model, value, violations, weight
+
+
+def on_npu(catalog, path, target, precision="fp16", node="n"):
+    return check_graph(load_model(path), catalog, target).verdict(node).runs_on("npu", precision)
+
+
+def _inner(tmp_path, nodes, x_shape, inits=(), name="m"):
+    """x -> Relu -> nodes (reading 'a', writing 'b') -> Relu -> y: the ops under test are not graph outputs."""
+    body = [helper.make_node("Relu", ["x"], ["a"], name="head"), *nodes,
+            helper.make_node("Relu", ["b"], ["c"], name="tail")]
+    return save_model(tmp_path / f"{name}.onnx", body, [value("x", x_shape)], [value("c", None)], list(inits))
+
+
+@pytest.mark.parametrize(("shape", "perm", "cpu"), [([1, 8, 4, 4], [0, 1, 3, 2], True),
+                                                    ([1, 8, 4, 4], [0, 2, 3, 1], True),
+                                                    ([1, 8, 1, 4], [0, 1, 3, 2], False),  # moves a unit axis only
+                                                    ([1, 16, 8], [0, 2, 1], False)])  # token transpose folds
+def test_transpose_on_rk3566_is_cpu_only_when_it_moves_4d_data(catalog, tmp_path, shape, perm, cpu):
+    path = _inner(tmp_path, [helper.make_node("Transpose", ["a"], ["b"], name="n", perm=perm)], shape)
+    for target in ("rk3566", "rk3568"):
+        assert on_npu(catalog, path, target) is not cpu
+    assert on_npu(catalog, path, "rk3588")
+
+
+@pytest.mark.parametrize(("shape", "to", "cpu"), [([1, 16, 8, 8], [1, 32, 4, 8], True),
+                                                  ([1, 16, 8, 8], [1, 16, 64], False),
+                                                  ([1, 16, 8, 8], [1, 16, 64, 1], False),
+                                                  ([1, 64, 30], [1, 4, 16, 30], True)])
+def test_reshape_on_rk3566_is_cpu_only_when_it_changes_the_channel(catalog, tmp_path, shape, to, cpu):
+    path = _inner(tmp_path, [helper.make_node("Reshape", ["a", "s"], ["b"], name="n")], shape,
+                  [const("s", np.array(to, np.int64))])
+    assert on_npu(catalog, path, "rk3566", "int8") is not cpu
+    assert on_npu(catalog, path, "rk3562", "int8")
+
+
+def test_a_transpose_after_a_reshape_is_merged_into_it(catalog, tmp_path):
+    # yolov8 DFL: Reshape [1,64,30] -> [1,4,16,30], Transpose (0,2,1,3): one CPU Reshape layer on rk3566
+    nodes = [helper.make_node("Reshape", ["a", "s"], ["r"], name="n"),
+             helper.make_node("Transpose", ["r"], ["b"], name="t", perm=[0, 2, 1, 3])]
+    path = _inner(tmp_path, nodes, [1, 64, 30], [const("s", np.array([1, 4, 16, 30], np.int64))])
+    assert not on_npu(catalog, path, "rk3566", node="n")
+    assert on_npu(catalog, path, "rk3566", node="t")
+
+
+def test_token_matmul_on_rk3566_is_cpu_only_when_its_result_leaves_the_graph(catalog, tmp_path):
+    # tokens stay in the toolkit's [B,C,1,N] form between MatMuls; the one feeding the output is transposed back
+    nodes = [helper.make_node("MatMul", ["a", "w1"], ["m"], name="inner"),
+             helper.make_node("MatMul", ["m", "w2"], ["b"], name="last")]
+    path = _inner(tmp_path, nodes, [1, 16, 32], [weight("w1", [32, 32]), weight("w2", [32, 32])])
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision, node="inner")
+        assert not on_npu(catalog, path, "rk3566", precision, node="last")
+        assert on_npu(catalog, path, "rk3562", precision, node="last")
+
+
+def test_the_second_operand_of_an_activation_matmul_is_cpu_on_rk3566(catalog, tmp_path):
+    nodes = [helper.make_node("Transpose", ["k"], ["kt"], name="kt", perm=[0, 1, 3, 2]),
+             helper.make_node("MatMul", ["q", "kt"], ["s"], name="qk"),
+             helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1),
+             helper.make_node("Relu", ["v"], ["vr"], name="v_op"),
+             helper.make_node("MatMul", ["p", "vr"], ["o"], name="pv"),
+             helper.make_node("Relu", ["o"], ["y"], name="tail")]
+    shape = [1, 2, 17, 8]  # 17 tokens: not a multiple of 4
+    path = save_model(tmp_path / "attn.onnx", nodes, [value(n, shape) for n in "qkv"], [value("y", None)])
+    report = check_graph(load_model(path), catalog, "rk3566")
+    assert report.verdict("kt").runs_on("npu", "fp16")  # a Transpose operand folds into exMatMul
+    assert not report.verdict("v_op").runs_on("npu", "fp16")
+    assert "RKNN-EXMATMUL-B" in {v.rule for v in report.verdict("v_op").violations}
+    assert check_graph(load_model(path), catalog, "rk3588").verdict("v_op").runs_on("npu", "fp16")
+
+
+def test_a_2d_gemm_has_no_transpose(catalog, tmp_path):
+    path = _inner(tmp_path, [helper.make_node("Gemm", ["a", "w"], ["b"], name="n", transB=1)], [1, 32],
+                  [weight("w", [10, 32])])
+    assert on_npu(catalog, path, "rk3566", "int8")
+
+
+def _output_maker(tmp_path, shape):
+    node = helper.make_node("Relu", ["x"], ["y"], name="n")
+    return save_model(tmp_path / f"out{len(shape)}.onnx", [node], [value("x", shape)], [value("y", shape)])
+
+
+@pytest.mark.parametrize(("shape", "cpu_in"), [([1, 1000], {"int8"}), ([1, 1008], set()), ([1, 8, 10], {"int8", "fp16"}),
+                                               ([1, 8, 192], set()), ([1, 8, 200], {"int8"}),
+                                               ([1, 8, 2, 5], set())])
+def test_output_relayout_on_rk3588(catalog, tmp_path, shape, cpu_in):
+    path = _output_maker(tmp_path, shape)
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3588", precision) is (precision not in cpu_in)
+        assert ("RKNN-OUTPUT-RELAYOUT" in violations(catalog, path, "rk3588", precision)) is (precision in cpu_in)
+        assert on_npu(catalog, path, "rk3576", precision)
+
+
+def test_regrouping_the_tokens_of_a_token_tensor_folds_on_rk3566(catalog, tmp_path):
+    # LeViT subsample: tokens from a MatMul, [1,196,32] -> [1,14,14,32] keeps the channel last
+    nodes = [helper.make_node("MatMul", ["a", "w"], ["t"], name="mm"),
+             helper.make_node("Reshape", ["t", "s"], ["b"], name="n")]
+    path = _inner(tmp_path, nodes, [1, 196, 32], [weight("w", [32, 32]), const("s", np.array([1, 14, 14, 32], np.int64))])
+    assert on_npu(catalog, path, "rk3566", "int8")
+    # the same reshape of a feature-map tensor (channel in the middle) crosses the channel
+    maps = _inner(tmp_path, [helper.make_node("Reshape", ["a", "s"], ["b"], name="n")], [1, 196, 32],
+                  [const("s", np.array([1, 14, 14, 32], np.int64))], name="maps")
+    assert not on_npu(catalog, maps, "rk3566", "int8")
+
+
+@pytest.mark.parametrize(("shape", "cpu"), [([1, 16, 6, 6], True), ([1, 16, 1, 1], False)])
+def test_flattening_pixels_into_channels_on_rk3588_fp16(catalog, tmp_path, shape, cpu):
+    path = _inner(tmp_path, [helper.make_node("Flatten", ["a"], ["b"], name="n", axis=1)], shape)
+    assert on_npu(catalog, path, "rk3588", "fp16") is not cpu
+    assert on_npu(catalog, path, "rk3576", "fp16")  # measured on rk3588 only: not extrapolated
+
+
+@pytest.mark.parametrize(("tokens", "dim", "cpu"), [(196, 64, False), (49, 64, True), (196, 62, True), (16, 16, False)])
+def test_attention_v_transpose_alignment_on_rk3566(catalog, tmp_path, tokens, dim, cpu):
+    nodes = [helper.make_node("MatMul", ["q", "k"], ["s"], name="qk"),
+             helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1),
+             helper.make_node("Relu", ["v"], ["vr"], name="v_op"),
+             helper.make_node("MatMul", ["p", "vr"], ["o"], name="pv"),
+             helper.make_node("Relu", ["o"], ["y"], name="tail")]
+    inputs = [value("q", [1, 2, tokens, dim]), value("k", [1, 2, dim, tokens]), value("v", [1, 2, tokens, dim])]
+    path = save_model(tmp_path / f"v{tokens}_{dim}.onnx", nodes, inputs, [value("y", None)])
+    assert on_npu(catalog, path, "rk3566", "fp16", node="v_op") is not cpu
+
+
+def test_a_head_split_of_tokens_folds_on_rk3566(catalog, tmp_path):
+    # [1,49,128] from a MatMul -> [1,49,8,16] -> Transpose (0,2,1,3): the toolkit reshapes to (8,16,1,49) on the NPU
+    nodes = [helper.make_node("MatMul", ["a", "w"], ["t"], name="mm"),
+             helper.make_node("Reshape", ["t", "s"], ["r"], name="n"),
+             helper.make_node("Transpose", ["r"], ["b"], name="t", perm=[0, 2, 1, 3])]
+    path = _inner(tmp_path, nodes, [1, 49, 128], [weight("w", [128, 128]), const("s", np.array([1, 49, 8, 16], np.int64))])
+    assert on_npu(catalog, path, "rk3566", node="n") and on_npu(catalog, path, "rk3566", node="t")

@@ -1,0 +1,74 @@
+"""benchmarks/rknn_placement.py on a tiny corpus written here: how layers map to nodes and how it scores."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import subprocess
+import sys
+from pathlib import Path
+
+from onnx import helper
+
+from tests.conftest import REPO, save_model, value, weight
+
+LAYERS = ["model", "soc", "precision", "layer", "op_type", "data_type", "target", "input_shapes", "output_shapes",
+          "cycles_ddr", "cycles_npu", "cycles_total", "rw_kb", "full_name", "onnx_op_type", "onnx_nodes", "mapping",
+          "extra"]
+
+
+def _corpus(tmp_path: Path, layers: list[tuple[str, str, str, str]]) -> Path:
+    """One model: Conv -> Relu -> Min(x, x) -> Conv, run on rk3588 FP16; layers = (op, target, full, node)."""
+    corpus = tmp_path / "corpus"
+    (corpus / "models").mkdir(parents=True)
+    (corpus / "rknn").mkdir()
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[1, 1]),
+             helper.make_node("Relu", ["c"], ["r"], name="relu"),
+             helper.make_node("Min", ["r", "r"], ["m"], name="min"),
+             helper.make_node("Conv", ["m", "w"], ["y"], name="conv2", kernel_shape=[1, 1])]
+    save_model(corpus / "models" / "m.onnx", nodes, [value("x", [1, 8, 4, 4])], [value("y", [1, 8, 4, 4])],
+               [weight("w", [8, 8, 1, 1])])
+    (corpus / "MANIFEST.csv").write_text("name,family\nm,torchvision/classification\n")
+    (corpus / "rknn" / "runs.csv").write_text("model,family,soc,precision,status\n"
+                                              "m,torchvision/classification,rk3588,fp16,ok\n"
+                                              "m,torchvision/classification,rk3588,int8,crashed\n")
+    with gzip.open(corpus / "rknn" / "layers.csv.gz", "wt", newline="") as handle:
+        writer = csv.DictWriter(handle, LAYERS)
+        writer.writeheader()
+        for i, (op, target, full, node) in enumerate(layers):
+            writer.writerow({"model": "m", "soc": "rk3588", "precision": "fp16", "layer": i, "op_type": op,
+                             "target": target, "full_name": full, "onnx_nodes": node})
+    return corpus
+
+
+def _run(corpus: Path) -> str:
+    out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "rknn_placement.py"), "--corpus", str(corpus),
+                          "--details"], capture_output=True, text=True, cwd=REPO)
+    assert out.returncode in (0, 1), out.stderr
+    return out.stdout
+
+
+def test_fused_nodes_count_as_npu_and_a_cpu_layer_makes_its_node_cpu(tmp_path):
+    # Relu fused into conv (absent), Min split into an NPU and a CPU layer (-> CPU), conv2 named 'conv2#2'
+    stdout = _run(_corpus(tmp_path, [("InputOperator", "CPU", "InputOperator:x", ""),
+                                     ("ConvRelu", "NPU", "Conv:conv", "conv"),
+                                     ("Min", "NPU", "Min:min_a", "min"), ("Transpose", "CPU", "Transpose:min_tp", "min"),
+                                     ("Conv", "NPU", "Conv:conv2#2", ""),
+                                     ("OutputOperator", "CPU", "OutputOperator:y", "")]))
+    row = next(line for line in stdout.splitlines() if line.strip().startswith("rk3588   fp16"))
+    # edgeplan says Min is CPU (no NPU kernel), the toolkit too: one true positive, nothing else
+    assert "| 1.000 1.000 1.000 | 1 0 0 | 1.000 (4)" in row
+    assert "toolkit failures (not scored): 1" in stdout
+
+
+def test_a_cpu_layer_of_a_node_edgeplan_puts_on_the_npu_is_a_miss(tmp_path):
+    stdout = _run(_corpus(tmp_path, [("Conv", "CPU", "Conv:conv2#2", "")]))  # found through its '#2' suffix
+    row = next(line for line in stdout.splitlines() if line.strip().startswith("rk3588   fp16"))
+    assert "| 0 1 1 |" in row  # Min: edgeplan CPU, toolkit NPU (absent); conv2: edgeplan NPU, toolkit CPU
+    assert "conv2 (Conv): edgeplan NPU, toolkit CPU" in stdout
+
+
+def test_missing_tables_are_one_line_and_exit_2(tmp_path):
+    out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "rknn_placement.py"), "--corpus",
+                          str(tmp_path)], capture_output=True, text=True, cwd=REPO)
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1 and "no corpus tables" in out.stderr

@@ -1,0 +1,432 @@
+"""Probe rknn-toolkit2 2.5.0 with small real-graph patterns (Conv -> pattern -> Conv), per SoC and precision.
+
+The evidence behind the seed-002 entries of constraints/rockchip_rknn.toml that the corpus does not cover
+(Mish, HardSigmoid/Elu parameters, Where data types, MeanVarianceNormalization, written-out LayerNorm,
+tanh GELU with Pow, Div/Sqrt in INT8, fused attention). Run with the toolkit's own interpreter, under nice:
+    nice -n 10 RKNN_VENV/bin/python tools/probe_rknn_patterns.py [--cases mish,where_i64] [--socs rk3588,rk3566]
+Each case converts in a fresh process (the toolkit crashes on some, e.g. int32 Where: recorded as such) and
+prints one line per case: per SoC/precision the Target of each pattern node's layers; nodes without a layer
+were folded or fused into a neighbour.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import probe_rknn_ops as p
+
+SOCS = "rk3588,rk3576,rk3566,rk3562,rv1126b"
+
+
+def c(name, a):
+    return numpy_helper.from_array(np.asarray(a), name)
+
+
+rng = np.random.default_rng(0)
+
+
+def w(name, shape, s=0.1):
+    return c(name, rng.normal(0, s, shape).astype(np.float32))
+
+
+C, H, W = 32, 8, 8
+
+
+def model(name, nodes, inits, out_c, opset=17, tail_4d=True):
+    """in[1,3,H,W] -> Conv -> x[1,C,H,W]; nodes read x, write y (4-D [1,out_c,H',W']) -> Conv."""
+    head = [helper.make_node("Conv", ["in", "w0"], ["x"], name="pre_conv")]
+    tail = [helper.make_node("Conv", ["y", "w1"], ["out"], name="post_conv")]
+    g = helper.make_graph(
+        head + nodes + tail,
+        name,
+        [helper.make_tensor_value_info("in", TensorProto.FLOAT, [1, 3, H, W])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)],
+        [w("w0", (C, 3, 1, 1)), w("w1", (8, out_c, 1, 1)), *inits],
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return onnx.shape_inference.infer_shapes(m)
+
+
+def N(op, i, o, name, **kw):
+    return helper.make_node(op, i, o, name=name, **kw)
+
+
+def tokens(inner, inner_inits, d=C):
+    """x -> Reshape [1,C,HW] -> Transpose [1,HW,C] -> inner (t -> u) -> Transpose -> Reshape -> y."""
+    nodes = [
+        N("Reshape", ["x", "s3"], ["r"], "to_tokens_reshape"),
+        N("Transpose", ["r"], ["t"], "to_tokens_transpose", perm=[0, 2, 1]),
+        *inner,
+        N("Transpose", ["u"], ["ub"], "back_transpose", perm=[0, 2, 1]),
+        N("Reshape", ["ub", "s4"], ["y"], "back_reshape"),
+    ]
+    return nodes, [c("s3", np.array([1, C, H * W], np.int64)), c("s4", np.array([1, C, H, W], np.int64)), *inner_inits]
+
+
+def cases():
+    yield "mish", model("mish", [N("Mish", ["x"], ["y"], "mish")], [], C, opset=18)
+    yield (
+        "mish_decomposed",
+        model(
+            "mishd",
+            [
+                N("Softplus", ["x"], ["sp"], "m_softplus"),
+                N("Tanh", ["sp"], ["th"], "m_tanh"),
+                N("Mul", ["x", "th"], ["y"], "m_mul"),
+            ],
+            [],
+            C,
+        ),
+    )
+    for a in (0.2, 1 / 6, 0.25):
+        yield (
+            f"hardsigmoid_a{a:.3f}",
+            model(
+                "hs",
+                [N("HardSigmoid", ["x"], ["h"], "hsig", alpha=a, beta=0.5), N("Mul", ["x", "h"], ["y"], "hs_mul")],
+                [],
+                C,
+            ),
+        )
+    yield "hardsigmoid_b0.6", model("hs", [N("HardSigmoid", ["x"], ["y"], "hsig", alpha=1 / 6, beta=0.6)], [], C)
+    for a in (1.0, 0.5):
+        yield f"elu_a{a}", model("elu", [N("Elu", ["x"], ["y"], "elu", alpha=a)], [], C)
+    # LayerNorm in token context (axis -1, 3-D), fp16/int8
+    inner = [N("LayerNormalization", ["t", "g", "b"], ["ln"], "ln", axis=-1), N("MatMul", ["ln", "mw"], ["u"], "mm")]
+    nodes, inits = tokens(inner, [c("g", np.ones(C, np.float32)), c("b", np.zeros(C, np.float32)), w("mw", (C, C))])
+    yield "ln_tokens", model("ln_tokens", nodes, inits, C)
+    # LN decomposed (opset 11-style export): ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add
+    inner = [
+        N("ReduceMean", ["t"], ["mu"], "ln_mean", axes=[-1]),
+        N("Sub", ["t", "mu"], ["d"], "ln_sub"),
+        N("Pow", ["d", "two"], ["d2"], "ln_pow"),
+        N("ReduceMean", ["d2"], ["var"], "ln_var", axes=[-1]),
+        N("Add", ["var", "eps"], ["ve"], "ln_addeps"),
+        N("Sqrt", ["ve"], ["sd"], "ln_sqrt"),
+        N("Div", ["d", "sd"], ["nrm"], "ln_div"),
+        N("Mul", ["nrm", "g"], ["sc"], "ln_mul"),
+        N("Add", ["sc", "b"], ["ln"], "ln_add"),
+        N("MatMul", ["ln", "mw"], ["u"], "mm"),
+    ]
+    nodes, inits = tokens(
+        inner,
+        [
+            c("two", np.float32(2)),
+            c("eps", np.float32(1e-5)),
+            c("g", np.ones(C, np.float32)),
+            c("b", np.zeros(C, np.float32)),
+            w("mw", (C, C)),
+        ],
+    )
+    yield "ln_decomposed_tokens", model("lnd", nodes, inits, C, opset=13)
+    # LN on 4-D: axis 1 (C,H,W), axis 3 (W only), axis -1
+    for axis in (1, 2, 3):
+        shp = (C, H, W)[axis - 1 :]
+        yield (
+            f"ln4d_axis{axis}",
+            model(
+                "ln4",
+                [N("LayerNormalization", ["x", "g", "b"], ["y"], "ln", axis=axis)],
+                [c("g", np.ones(shp, np.float32)), c("b", np.zeros(shp, np.float32))],
+                C,
+            ),
+        )
+    yield "mvn", model("mvn", [N("MeanVarianceNormalization", ["x"], ["y"], "mvn")], [], C)
+    yield "mvn_c", model("mvn", [N("MeanVarianceNormalization", ["x"], ["y"], "mvn", axes=[1])], [], C)
+    # Where: float data vs int data
+    yield (
+        "where_f",
+        model(
+            "wf",
+            [N("Greater", ["x", "z"], ["m"], "gt"), N("Where", ["m", "x", "z"], ["y"], "where")],
+            [c("z", np.float32(0))],
+            C,
+        ),
+    )
+    yield (
+        "where_i64",
+        model(
+            "wi",
+            [
+                N("Greater", ["x", "z"], ["m"], "gt"),
+                N("Cast", ["x"], ["xi"], "cast_i", to=TensorProto.INT64),
+                N("Where", ["m", "xi", "zi"], ["wi"], "where"),
+                N("Cast", ["wi"], ["y"], "cast_f", to=TensorProto.FLOAT),
+            ],
+            [c("z", np.float32(0)), c("zi", np.int64(0))],
+            C,
+        ),
+    )
+    yield (
+        "where_i32",
+        model(
+            "wi",
+            [
+                N("Greater", ["x", "z"], ["m"], "gt"),
+                N("Cast", ["x"], ["xi"], "cast_i", to=TensorProto.INT32),
+                N("Where", ["m", "xi", "zi"], ["wi"], "where"),
+                N("Cast", ["wi"], ["y"], "cast_f", to=TensorProto.FLOAT),
+            ],
+            [c("z", np.float32(0)), c("zi", np.int32(0))],
+            C,
+        ),
+    )
+    # tanh GELU with Pow
+    g = [
+        N("Pow", ["x", "three"], ["x3"], "g_pow"),
+        N("Mul", ["x3", "k"], ["x3k"], "g_mul1"),
+        N("Add", ["x", "x3k"], ["in1"], "g_add1"),
+        N("Mul", ["in1", "s2p"], ["in2"], "g_mul2"),
+        N("Tanh", ["in2"], ["th"], "g_tanh"),
+        N("Add", ["th", "one"], ["t1"], "g_add2"),
+        N("Mul", ["x", "half"], ["xh"], "g_mul3"),
+        N("Mul", ["xh", "t1"], ["y"], "g_mul4"),
+    ]
+    yield (
+        "gelu_tanh_pow",
+        model(
+            "gt",
+            g,
+            [
+                c("three", np.float32(3)),
+                c("k", np.float32(0.044715)),
+                c("s2p", np.float32(0.7978845608)),
+                c("one", np.float32(1)),
+                c("half", np.float32(0.5)),
+            ],
+            C,
+        ),
+    )
+    yield "pow_lone", model("pw", [N("Pow", ["x", "three"], ["y"], "pow")], [c("three", np.float32(3))], C)
+    yield (
+        "gelu_erf",
+        model(
+            "ge",
+            [
+                N("Div", ["x", "sq"], ["d"], "g_div"),
+                N("Erf", ["d"], ["e"], "g_erf"),
+                N("Add", ["e", "one"], ["a"], "g_add"),
+                N("Mul", ["x", "a"], ["m"], "g_mul"),
+                N("Mul", ["m", "half"], ["y"], "g_mul2"),
+            ],
+            [c("sq", np.float32(1.4142135)), c("one", np.float32(1)), c("half", np.float32(0.5))],
+            C,
+        ),
+    )
+    # layout ops in token context (MatMul between)
+    inner = [N("MatMul", ["t", "mw"], ["u"], "mm")]
+    nodes, inits = tokens(inner, [w("mw", (C, C))])
+    yield "tokens_matmul", model("tm", nodes, inits, C)
+    yield (
+        "reshape_split_c",
+        model(
+            "rs",
+            [
+                N(
+                    "Reshape",
+                    ["x", "s5"],
+                    ["r"],
+                    "rs",
+                ),
+                N("Transpose", ["r"], ["t"], "shuffle_tr", perm=[0, 2, 1, 3, 4]),
+                N("Reshape", ["t", "s4"], ["y"], "rs_back"),
+            ],
+            [c("s5", np.array([1, 2, C // 2, H, W], np.int64)), c("s4", np.array([1, C, H, W], np.int64))],
+            C,
+        ),
+    )
+    yield (
+        "reshape_hw",
+        model(
+            "rh",
+            [
+                N("Reshape", ["x", "s"], ["r"], "rs"),
+                N("Relu", ["r"], ["rr"], "relu"),
+                N("Reshape", ["rr", "s4"], ["y"], "rs_back"),
+            ],
+            [c("s", np.array([1, C, H * W, 1], np.int64)), c("s4", np.array([1, C, H, W], np.int64))],
+            C,
+        ),
+    )
+    yield (
+        "softmax_tokens",
+        model("sm", tokens([N("Softmax", ["t"], ["u"], "softmax", axis=-1)], [])[0], tokens([], [])[1], C),
+    )
+    yield "softmax_4d_c", model("sm4", [N("Softmax", ["x"], ["y"], "softmax", axis=1)], [], C)
+    yield "softmax_4d_w", model("sm4", [N("Softmax", ["x"], ["y"], "softmax", axis=3)], [], C)
+
+
+def sdpa(ch, n=16, heads=1):
+    # x[1,C,H,W] -> q,k,v via Reshape to [1,heads,N,ch] from a conv with heads*ch channels
+    nodes = [
+        N("Conv", ["x", "wq"], ["q0"], "q_conv"),
+        N("Conv", ["x", "wk"], ["k0"], "k_conv"),
+        N("Conv", ["x", "wv"], ["v0"], "v_conv"),
+    ]
+    for t in "qkv":
+        nodes += [
+            N("Reshape", [f"{t}0", "s"], [f"{t}r"], f"{t}_rs"),
+            N("Transpose", [f"{t}r"], [t], f"{t}_tr", perm=[0, 1, 3, 2]),
+        ]
+    nodes += [
+        N("Transpose", ["k"], ["kt"], "k_t", perm=[0, 1, 3, 2]),
+        N("MatMul", ["q", "kt"], ["a"], "qk"),
+        N("Mul", ["a", "sc"], ["as"], "scale"),
+        N("Softmax", ["as"], ["p"], "softmax", axis=-1),
+        N("MatMul", ["p", "v"], ["o"], "pv"),
+        N("Transpose", ["o"], ["ot"], "o_tr", perm=[0, 1, 3, 2]),
+        N("Reshape", ["ot", "s4"], ["o4"], "o_rs"),
+        N("Conv", ["o4", "wo"], ["y"], "o_conv"),
+    ]
+    hw = H * W
+    inits = [
+        w("wq", (heads * ch, C, 1, 1)),
+        w("wk", (heads * ch, C, 1, 1)),
+        w("wv", (heads * ch, C, 1, 1)),
+        w("wo", (C, heads * ch, 1, 1), 0.01),
+        c("s", np.array([1, heads, ch, hw], np.int64)),
+        c("s4", np.array([1, heads * ch, H, W], np.int64)),
+        c("sc", np.float32(ch**-0.5)),
+    ]
+    return model("sdpa", nodes, inits, C)
+
+
+def more_cases():
+    for opset in (17,):
+        nodes, inits = tokens(
+            [N("LayerNormalization", ["t", "g", "b"], ["u"], "ln", axis=-1)],
+            [c("g", np.ones(C, np.float32)), c("b", np.zeros(C, np.float32))],
+        )
+        yield f"ln_op_o{opset}", model("ln", nodes, inits, C, opset=opset)
+    yield (
+        "ln_op_4d_axis1",
+        model(
+            "ln4",
+            [N("LayerNormalization", ["x", "g", "b"], ["y"], "ln", axis=1)],
+            [c("g", np.ones((C, H, W), np.float32)), c("b", np.zeros((C, H, W), np.float32))],
+            C,
+        ),
+    )
+    yield (
+        "ln_op_4d_axis3",
+        model(
+            "ln4",
+            [N("LayerNormalization", ["x", "g", "b"], ["y"], "ln", axis=3)],
+            [c("g", np.ones((W,), np.float32)), c("b", np.zeros((W,), np.float32))],
+            C,
+        ),
+    )
+    yield (
+        "rms_op",
+        model(
+            "rms",
+            tokens([N("RMSNormalization", ["t", "g"], ["u"], "rms", axis=-1)], [c("g", np.ones(C, np.float32))])[0],
+            tokens([], [c("g", np.ones(C, np.float32))])[1],
+            C,
+            opset=23,
+        ),
+    )
+    inner = [
+        N("Pow", ["t", "two"], ["t2"], "rms_pow"),
+        N("ReduceMean", ["t2"], ["ms"], "rms_mean", axes=[-1]),
+        N("Add", ["ms", "eps"], ["mse"], "rms_add"),
+        N("Sqrt", ["mse"], ["r"], "rms_sqrt"),
+        N("Div", ["t", "r"], ["n"], "rms_div"),
+        N("Mul", ["n", "g"], ["u"], "rms_mul"),
+    ]
+    nodes, inits = tokens(inner, [c("two", np.float32(2)), c("eps", np.float32(1e-6)), c("g", np.ones(C, np.float32))])
+    yield "rms_decomposed", model("rmsd", nodes, inits, C, opset=13)
+    inner = [
+        N("ReduceMean", ["t"], ["mu"], "ln_mean", axes=[-1]),
+        N("Sub", ["t", "mu"], ["d"], "ln_sub"),
+        N("Pow", ["d", "two"], ["d2"], "ln_pow"),
+        N("ReduceMean", ["d2"], ["var"], "ln_var", axes=[-1]),
+        N("Add", ["var", "eps"], ["ve"], "ln_addeps"),
+        N("Sqrt", ["ve"], ["sd"], "ln_sqrt"),
+        N("Div", ["d", "sd"], ["u"], "ln_div"),
+    ]
+    nodes, inits = tokens(inner, [c("two", np.float32(2)), c("eps", np.float32(1e-5))])
+    yield "ln_decomposed_noaffine", model("lnd", nodes, inits, C, opset=13)
+    yield "sdpa_64", sdpa(64)
+    yield (
+        "div_runtime",
+        model(
+            "dv",
+            [
+                N("Sigmoid", ["x"], ["s"], "sig"),
+                N("Add", ["s", "one"], ["s1"], "add"),
+                N("Div", ["x", "s1"], ["y"], "div"),
+            ],
+            [c("one", np.float32(1))],
+            C,
+        ),
+    )
+    yield "div_const", model("dc", [N("Div", ["x", "k"], ["y"], "div")], [c("k", np.float32(3))], C)
+    yield "sqrt_lone", model("sq", [N("Abs", ["x"], ["a"], "abs"), N("Sqrt", ["a"], ["y"], "sqrt")], [], C)
+
+
+def all_cases():
+    yield from cases()
+    yield from more_cases()
+
+
+def convert_case(label, socs):
+    with tempfile.TemporaryDirectory() as tmp:
+        data = os.path.join(tmp, "x.npy")
+        np.save(data, np.random.default_rng(0).normal(0, 1, (1, 3, H, W)).astype(np.float32))
+        dataset = os.path.join(tmp, "ds.txt")
+        with open(dataset, "w") as handle:
+            handle.write(data + "\n")
+        model = dict(all_cases())[label]
+        path = os.path.join(tmp, label + ".onnx")
+        onnx.save(model, path)
+        result = {}
+        for soc in socs:
+            for quantize in (False, True):
+                ok, rows, errors = p.convert(path, soc, quantize, dataset)
+                layers = {}
+                for kind, dtype, target, full in rows:
+                    name = full.partition(":")[2]
+                    if name not in ("pre_conv", "post_conv", "in", "out"):
+                        layers.setdefault(name, []).append(f"{kind}:{dtype}:{target}")
+                result[f"{soc}/{'int8' if quantize else 'fp16'}"] = {
+                    "built": ok,
+                    "layers": layers,
+                    "errors": errors[:2],
+                }
+        return result
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cases", default="")
+    parser.add_argument("--socs", default=SOCS)
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(convert_case(args.one, args.socs.split(","))))
+        return 0
+    labels = args.cases.split(",") if args.cases else [label for label, _ in all_cases()]
+    for label in labels:
+        run = subprocess.run(
+            [sys.executable, __file__, "--one", label, "--socs", args.socs], capture_output=True, text=True
+        )
+        lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
+        shown = lines[-1] if run.returncode == 0 and lines else f"toolkit process died (exit {run.returncode})"
+        print(label, shown, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
