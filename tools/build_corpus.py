@@ -821,6 +821,7 @@ def _export(spec: Spec, path: Path) -> int:
     torch.backends.mha.set_fastpath_enabled(False)  # the fused fast path has no ONNX export
     torch.manual_seed(0)
     model = spec.make()
+    assert isinstance(model, torch.nn.Module), spec.name
     model.eval()
     revived = _revive_zero_init(model)
     torch.manual_seed(1)
