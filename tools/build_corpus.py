@@ -27,7 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "corpus"
 MANIFEST = CORPUS / "MANIFEST.csv"
-COLUMNS = ["name", "family", "source", "call", "exporter", "opset", "input_shapes", "num_nodes",
+COLUMNS = ["name", "architecture", "family", "source", "call", "exporter", "opset", "input_shapes", "num_nodes",
            "sha256_structure", "sha256_weighted", "weighted_bytes", "structure_bytes", "edgeplan_load", "notes"]
 INLINE_MAX_FLOATS = 256  # float initializers up to this many elements stay inline (biases, scales)
 
@@ -601,7 +601,7 @@ def _wave2() -> Iterator[Spec]:
               _relpos_attention, [(1, 49, 96)])
     yield _nn("nn_channel_layernorm_cnn", pat, "ConvNeXt-style LayerNorm over channels on NCHW (permute) and over W",
               _channel_ln_cnn, [(1, 3, 64, 64)])
-    yield _nn("nn_stn_gridsample", pat, "spatial transformer (affine_grid + grid_sample)", _stn, [(1, 1, 64, 64)])
+    yield _nn("nn_stn_gridsample", pat, "spatial transformer (affine grid by MatMul + grid_sample)", _stn, [(1, 1, 64, 64)])
     yield _nn("nn_instnorm_elu_selu", pat, "InstanceNorm + ELU/SELU/Hardsigmoid/Softplus conv net", _misc_acts,
               [(1, 3, 64, 64)])
     yield _nn("nn_dwsep_hardswish_upsample", pat, "depthwise-separable encoder + nearest Upsample decoder",
@@ -749,8 +749,11 @@ def _stn():
 
         def forward(self, x):
             theta = self.fc(self.loc(x).flatten(1)).view(-1, 2, 3)
-            grid = torch.nn.functional.affine_grid(theta, list(x.shape), align_corners=False)
-            return torch.nn.functional.grid_sample(x, grid, align_corners=False)
+            h, w = x.shape[-2:]  # affine_grid by hand: its ONNX op (AffineGrid) needs opset 20
+            ys, xs = torch.meshgrid(torch.linspace(-1, 1, h), torch.linspace(-1, 1, w), indexing="ij")
+            base = torch.stack([xs, ys, torch.ones_like(xs)], -1).reshape(1, h * w, 3)
+            grid = (base @ theta.transpose(1, 2)).reshape(-1, h, w, 2)
+            return torch.nn.functional.grid_sample(x, grid, align_corners=True)
 
     return M().eval()
 
@@ -818,6 +821,7 @@ def _export(spec: Spec, path: Path) -> int:
     torch.backends.mha.set_fastpath_enabled(False)  # the fused fast path has no ONNX export
     torch.manual_seed(0)
     model = spec.make()
+    assert isinstance(model, torch.nn.Module), spec.name
     model.eval()
     revived = _revive_zero_init(model)
     torch.manual_seed(1)
@@ -911,6 +915,15 @@ def read_manifest(path: Path = MANIFEST) -> dict[str, dict[str, str]]:
         return {row["name"]: row for row in csv.DictReader(handle)}
 
 
+def architecture(name: str) -> str:
+    """The architecture a file exports, without its export variant (opset, exporter, input size), so that
+    counts of distinct architectures and held-out splits do not count a variant twice."""
+    import re
+
+    base = re.sub(r"(_opset\d+|_dynamo)+$", "", name)
+    return re.sub(r"^(yolo\w*?)_\d+$", r"\1", base)
+
+
 def write_manifest(rows: dict[str, dict[str, str]], path: Path = MANIFEST) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
@@ -918,11 +931,11 @@ def write_manifest(rows: dict[str, dict[str, str]], path: Path = MANIFEST) -> No
         writer = csv.DictWriter(handle, COLUMNS, lineterminator="\n")
         writer.writeheader()
         for name in sorted(rows):
-            writer.writerow({c: rows[name].get(c, "") for c in COLUMNS})
+            writer.writerow({c: rows[name].get(c, "") for c in COLUMNS} | {"architecture": architecture(name)})
     tmp.replace(path)
 
 
-def build(build_dir: Path, only: set[str] | None, failures: Path) -> int:
+def build(build_dir: Path, only: list[str] | None, failures: Path) -> int:
     import importlib.metadata as md
 
     import onnx
@@ -932,9 +945,11 @@ def build(build_dir: Path, only: set[str] | None, failures: Path) -> int:
     versions = {lib: md.version(lib) for lib in ("torch", "torchvision", "timm", "ultralytics")}
     rows = read_manifest()
     failed: list[str] = []
-    for spec in specs():
-        if only and spec.name not in only:
-            continue
+    ordered = list(specs())
+    if only:  # in the order given
+        index = {name: i for i, name in enumerate(only)}
+        ordered = sorted((s for s in ordered if s.name in index), key=lambda s: index[s.name])
+    for spec in ordered:
         weighted = build_dir / "models" / f"{spec.name}.onnx"
         structure = CORPUS / "models" / f"{spec.name}.onnx"
         if spec.name in rows and weighted.exists() and structure.exists():
@@ -1017,9 +1032,9 @@ def main() -> int:
         for spec in specs():
             print(spec.name, spec.family)
         return 0
-    only = set(args.only.split(",")) if args.only else None
+    only = args.only.split(",") if args.only else None
     if args.verify:
-        return verify(args.target, only)
+        return verify(args.target, set(only) if only else None)
     return build(args.build_dir, only, args.build_dir / "export_failures.tsv")
 
 
