@@ -24,12 +24,13 @@ from pathlib import Path
 from typing import Any
 
 import optuna
+import tomli_w
 
 from optimizer import __version__
 from optimizer.catalog import Catalog, Target, load_catalog
 from optimizer.check import check_graph
 from optimizer.errors import BadInputError, EdgeplanError
-from optimizer.fileio import atomic_write_text, dumps_json, sha256_file, write_json
+from optimizer.fileio import atomic_write_text, dumps_json, redact_url, sha256_file, write_json
 from optimizer.fusion import build_groups
 from optimizer.ir import load_model
 from optimizer.latency import load_profile
@@ -173,8 +174,8 @@ def _storage(url: str) -> optuna.storages.BaseStorage:
         kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {"pool_pre_ping": True}
         return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
     except Exception as exc:  # invalid URL, unreachable server, corrupted file
-        detail = " ".join(str(exc).split())[:200]
-        raise BadInputError(f"study storage {url.split('@')[-1]} cannot be opened: {type(exc).__name__}: {detail} "
+        detail = redact_url(" ".join(str(exc).split()))[:200]
+        raise BadInputError(f"study storage {redact_url(url)} cannot be opened: {type(exc).__name__}: {detail} "
                             "(remove or repair it, or pass another --storage)") from None
 
 
@@ -302,8 +303,8 @@ def _write_artifacts(space: _Space, folder: Path, study: optuna.Study, storage_u
         "profile_sha256": hashlib.sha256(load_profile(target.family, cfg.profile).text.encode()).hexdigest(),
         "model": {"path": str(cfg.model), "sha256": sha256_file(cfg.model)},
         "target": cfg.target, "objective": cfg.objective, "seed": cfg.seed, "sampler": cfg.sampler,
-        "n_trials": cfg.n_trials, "storage": storage_url.split("@")[-1] if "@" in storage_url else storage_url,
-        "command_line": list(command), "best_trial": best.number, "best_value": best.value,
+        "n_trials": cfg.n_trials, "storage": redact_url(storage_url),
+        "command_line": [redact_url(c) for c in command], "best_trial": best.number, "best_value": best.value,
         "first_trial_value": baseline,
         "plan_sha256": hashlib.sha256((folder / "plan.json").read_bytes()).hexdigest(),
     }
@@ -323,17 +324,16 @@ def _latency(trial: optuna.trial.FrozenTrial) -> float | str:
 def run_study(config_path: str, out_dir: str | None = None, storage: str | None = None,
               command: Sequence[str] = ()) -> StudyOutcome:
     cfg = load_config(config_path)
+    space = _Space(cfg)  # the model, target and profile are checked before anything is written
     folder = Path(out_dir) if out_dir else Path(config_path).resolve().parent / cfg.name
     folder.mkdir(parents=True, exist_ok=True)
     storage_url = storage or f"sqlite:///{(folder / 'study.db').resolve()}"
-    text = Path(config_path).read_text(encoding="utf-8").replace(f'"{cfg.raw["model"]}"', f'"{cfg.model}"', 1)
+    raw = dict(cfg.raw, model=str(cfg.model))
     if cfg.profile is not None:  # the study folder keeps the profile it ran with, so reproduce needs nothing else
         atomic_write_text(folder / "profile.toml", cfg.profile.read_text(encoding="utf-8"))
-        text = text.replace(f'"{cfg.raw["profile"]}"', '"profile.toml"', 1)
-    atomic_write_text(folder / "config.toml", text)
-    write_json(folder / "storage.json", {"url": storage_url.split("@")[-1] if "@" in storage_url else storage_url,
-                                         "shared": storage is not None})
-    space = _Space(cfg)
+        raw["profile"] = "profile.toml"
+    atomic_write_text(folder / "config.toml", tomli_w.dumps(raw))  # re-serialised: no text spliced into TOML
+    write_json(folder / "storage.json", {"url": redact_url(storage_url), "shared": storage is not None})
     study = _execute(space, storage_url)
     return _write_artifacts(space, folder, study, storage_url, command or sys.argv)
 
