@@ -18,10 +18,13 @@ from optimizer.ir._graph import Graph, Node, TensorInfo
 from optimizer.ir._normalize import NodeContext, normalise
 from optimizer.ir._safety import (
     MAX_TENSOR_ELEMENTS,
+    check_limits,
+    check_shapes,
     check_tensors,
     default_opset,
     iter_graphs,
     parse_model,
+    quiet_numerics,
     read_model_bytes,
 )
 
@@ -323,6 +326,7 @@ def _fold_and_infer(model: onnx.ModelProto, order: list[int], opset: int, shown:
     return inferred, known, folded
 
 
+@quiet_numerics()
 def load_model(path: str | Path, input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> Graph:
     """Reads an ONNX file into the graph IR.
 
@@ -335,6 +339,7 @@ def load_model(path: str | Path, input_shapes: Mapping[str, tuple[int, ...]] | N
     model = parse_model(data, shown)
     opset = default_opset(model, shown)
     check_tensors(model, path)
+    check_limits(model, shown)
     try:
         names = node_names(model)
     except BadInputError as exc:
@@ -346,6 +351,7 @@ def load_model(path: str | Path, input_shapes: Mapping[str, tuple[int, ...]] | N
     inferred, known, folded = _fold_and_infer(model, order, opset, shown)
     shapes = _shapes_of(inferred)
     dtypes = _dtypes_of(inferred)
+    check_shapes(model, shapes, shown)
     initializers = {t.name for t in model.graph.initializer}
     constant_outputs = {o for i in folded for o in model.graph.node[i].output if o}
     for index in order:
