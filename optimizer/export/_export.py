@@ -132,6 +132,10 @@ def export_plan(plan_path: str | Path, out_dir: str | Path, model_path: str | No
                 "model": {"path": str(model_file), "sha256": graph.sha256}, "target": target.id,
                 "engines": engines, "outputs": list(graph.outputs), "inputs": list(graph.inputs)}
     if target.accelerator == "dla":
+        for layer in plan["layers"]:  # trtexec takes layer names on its command line: argv cannot hold NUL
+            if "\0" in layer["node"]:
+                raise BadInputError("a node name with a NUL byte cannot reach trtexec's command line; rename the "
+                                    "node", file=str(model_file), node=layer["node"])
         whole = os.path.relpath(model_file.resolve(), out_abs.resolve())
         files.append(("build.sh", (build_script(subs, plan, whole), 0o755)))
         files.append(("build_trt.py", builder_script(subs, plan)))
