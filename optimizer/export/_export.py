@@ -30,17 +30,13 @@ from optimizer.plan._validate import structure_problems, validate_plan
 EXPORT_SCHEMA = "edgeplan.export/v1"
 
 
-def _no_constants(token: str) -> float:
-    raise ValueError(f"{token} is not a number a plan may hold")
-
-
 def read_plan(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise BadInputError("plan file not found", file=str(path))
     if path.stat().st_size > MAX_FILE_BYTES:
         raise BadInputError(f"plan file is larger than {MAX_FILE_BYTES} bytes", file=str(path))
     try:
-        plan = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constants)
+        plan = json.loads(path.read_text(encoding="utf-8"))  # NaN/Infinity: refused below, by field
     except (json.JSONDecodeError, UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise BadInputError(f"not a JSON plan: {type(exc).__name__}: {exc}", file=str(path)) from None
     if not isinstance(plan, dict) or plan.get("schema") != PLAN_SCHEMA:
@@ -93,7 +89,7 @@ def export_plan(plan_path: str | Path, out_dir: str | Path, model_path: str | No
     shown_plan = str(plan_path)
     bad = _nonfinite(plan)
     if bad:
-        raise BadInputError(f"field '{bad}' is not a finite number", file=shown_plan)
+        raise BadInputError(f"field '{bad}' is not a finite number (NaN or infinite)", file=shown_plan)
     catalog = load_catalog()
     if plan["target"] not in catalog.targets:
         raise BadInputError(f"unknown target '{plan['target']}' in the plan", file=shown_plan)
