@@ -18,7 +18,6 @@ from optimizer.ir._graph import Graph, Node, TensorInfo
 from optimizer.ir._normalize import NodeContext, normalise
 from optimizer.ir._safety import (
     MAX_TENSOR_ELEMENTS,
-    check_limits,
     check_shapes,
     check_tensors,
     default_opset,
@@ -339,7 +338,6 @@ def load_model(path: str | Path, input_shapes: Mapping[str, tuple[int, ...]] | N
     model = parse_model(data, shown)
     opset = default_opset(model, shown)
     check_tensors(model, path)
-    check_limits(model, shown)
     try:
         names = node_names(model)
     except BadInputError as exc:

@@ -102,6 +102,7 @@ def parse_model(data: bytes, shown: str) -> onnx.ModelProto:
         raise BadInputError("not an ONNX model: no graph with nodes (truncated or not ONNX)", file=shown)
     if model.ir_version <= 0:
         raise BadInputError("not an ONNX model: ir_version is missing", file=shown)
+    check_limits(model, shown)
     _check_text(model, shown)
     return model
 
@@ -167,7 +168,7 @@ def check_limits(model: onnx.ModelProto, shown: str) -> None:
             raise SUBGRAPH_DEPTH.refuse(depth, shown)
         count += len(graph.node)
         if count > nodes_limit:
-            raise NODES.refuse(f">= {count}", shown)
+            raise NODES.refuse(f"{count} (at least)", shown)
     _check_constant_sizes(model, shown)
 
 
