@@ -20,6 +20,7 @@ import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -69,7 +70,7 @@ class quiet_numerics(contextlib.ContextDecorator):
         warnings.simplefilter("ignore", RuntimeWarning)
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, *exc: Any) -> None:
         self._warnings.__exit__(*exc)
         np.seterr(**self._state)
 

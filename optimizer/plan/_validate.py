@@ -83,7 +83,7 @@ def structure_problems(plan: Mapping[str, Any], catalog: Catalog, target: Target
             problems.append(f"{where}: must be an object")
             continue
         sid = sub.get("id")
-        if not _is_int(sid) or not 0 <= sid <= MAX_SUBGRAPH_ID:
+        if not isinstance(sid, int) or isinstance(sid, bool) or not 0 <= sid <= MAX_SUBGRAPH_ID:
             problems.append(f"{where}.id: {str(sid)[:30]} is not an integer in [0, {MAX_SUBGRAPH_ID}]")
         elif sid in ids:
             problems.append(f"{where}.id: {sid} is used by an earlier subgraph")
