@@ -128,10 +128,7 @@ def write_file_set(out: Path, files: Mapping[str, FileData], subdir: tuple[str, 
         confined(out, *subdir)  # re-checked after creating: a symlink raced in is still refused
     encoded = {name: _encoded(value) for name, value in files.items()}
     for name in encoded:
-        target = folder / name
-        if target.is_symlink() or (target.exists() and not target.is_file()):
-            raise BadInputError("refused to replace something that is not a regular file "
-                                "(symlink, directory, device or FIFO)", file=str(target))
+        refuse_unless_replaceable(folder / name)
     staging = Path(tempfile.mkdtemp(prefix=_TMP_PREFIX, dir=folder))
     try:
         for name, (data, mode) in encoded.items():
@@ -148,6 +145,14 @@ def write_file_set(out: Path, files: Mapping[str, FileData], subdir: tuple[str, 
         return written
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def refuse_unless_replaceable(target: Path) -> None:
+    """A file about to be renamed over must be a regular file (or absent): never a symlink, directory,
+    device or FIFO (`--out /dev/null` as root must not replace /dev/null)."""
+    if target.is_symlink() or (target.exists() and not target.is_file()):
+        raise BadInputError("refused to replace something that is not a regular file "
+                            "(symlink, directory, device or FIFO)", file=str(target))
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -351,3 +351,21 @@ def test_limits_can_be_raised_by_their_environment_variable(tmp_path, monkeypatc
     monkeypatch.setenv("EDGEPLAN_MAX_NODES", "many")
     with pytest.raises(BadInputError, match="EDGEPLAN_MAX_NODES='many' must be an integer"):
         load_model(path)
+
+
+def test_edit_out_never_renames_over_a_link_or_device(tmp_path):
+    from optimizer.edits import edit
+
+    rng = np.random.default_rng(0)
+    weights = [const("w", rng.normal(0, 0.2, (4, 4, 3, 3)).astype(np.float32)),
+               const("b", np.zeros(4, np.float32))]
+    node = helper.make_node("Conv", ["x", "w", "b"], ["y"], name="conv", kernel_shape=[3, 3], pads=[3, 3, 3, 3])
+    model = save_model(tmp_path / "m.onnx", [node], [value("x", [1, 4, 10, 10])], [value("y", None)], weights)
+    victim = tmp_path / "victim.onnx"
+    victim.write_text("keep")
+    os.symlink(victim, tmp_path / "link.onnx")
+    for out in (tmp_path / "link.onnx", Path("/dev/null")):
+        with pytest.raises(BadInputError, match="not a regular file"):
+            edit(str(model), ["pad-op@conv"], str(out), target="orin-agx")
+    assert victim.read_text() == "keep" and (tmp_path / "link.onnx").is_symlink()
+    assert Path("/dev/null").is_char_device()
