@@ -15,6 +15,7 @@ from optimizer.catalog import Catalog, Target
 from optimizer.check import check_graph
 from optimizer.ir import Graph, load_model
 from optimizer.plan._build import PLAN_SCHEMA
+from optimizer.solver import OBJECTIVES
 
 PRECISIONS = ("int8", "fp16", "fp32")
 IO_FORMATS = ("dla_linear", "dla_hwc4", "chw16", "chw32", "chw4", "linear")
@@ -40,8 +41,8 @@ def structure_problems(plan: Mapping[str, Any], catalog: Catalog, target: Target
     devices that are this target's engines (in every subgraph, empty ones too), pools within limits.
     The model-dependent checks (validate_plan) run only on a plan that passes these."""
     problems: list[str] = []
-    if plan.get("objective") not in ("latency", "throughput"):
-        problems.append(f"objective: {str(plan.get('objective'))[:40]!r} is not latency or throughput")
+    if not isinstance(plan.get("objective"), str) or plan["objective"] not in OBJECTIVES:
+        problems.append(f"objective: {str(plan.get('objective'))[:40]!r} is not one of {list(OBJECTIVES)}")
     for key in ("solver", "predicted", "baselines"):
         if not isinstance(plan.get(key), dict):
             problems.append(f"{key}: must be an object")
