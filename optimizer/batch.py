@@ -31,7 +31,7 @@ from typing import Any
 from optimizer import __version__
 from optimizer.batch_summary import summary_html
 from optimizer.errors import BadInputError, EdgeplanError, InfeasibleError
-from optimizer.fileio import atomic_write_text, sha256_file, write_json
+from optimizer.fileio import atomic_write_text, dumps_json, safe_name, sha256_file, write_file_set
 
 log = logging.getLogger(__name__)
 PARENT_POLL_S = 1.0  # how often a worker checks that the batch that started it is still alive
@@ -94,7 +94,7 @@ def plan_jobs(models: Sequence[Path], targets: Sequence[str], out: Path, time_li
     stems: dict[str, Path] = {}
     jobs = []
     for model in models:
-        stem = model.stem
+        stem = safe_name(model.stem)  # a model named '...onnx' (stem '..') must not choose the folder
         if stem in stems and stems[stem] != model:
             stem = f"{stem}-{hashlib.sha256(str(model).encode()).hexdigest()[:8]}"
         stems[stem] = model
@@ -110,16 +110,18 @@ def plan_jobs(models: Sequence[Path], targets: Sequence[str], out: Path, time_li
 
 def run_job(job: Job) -> dict[str, Any]:
     """One model on one target; never raises, the outcome is the row."""
-    from optimizer.plan import optimize, write_plan_files
+    from optimizer.plan import optimize
+    from optimizer.plan._report import plan_files
     from optimizer.solver import PlanRequest
 
     started = time.monotonic()
     folder = Path(job.folder)
     row: dict[str, Any] = {"model": job.model, "target": job.target, "status": "ok", "error": ""}
+    files: dict[str, str] = {}
     try:
         planned = optimize(job.model, job.target, PlanRequest(objective=job.objective, time_limit_s=job.time_limit_s),
                            profile_path=job.profile)
-        write_plan_files(planned, folder)
+        files = plan_files(planned)
         plan = planned.plan
         layers = [layer for layer in plan["layers"] if layer.get("role") != "constant"]
         accelerated = sum(layer["device"] not in ("gpu", "cpu") for layer in layers)
@@ -137,7 +139,11 @@ def run_job(job: Job) -> dict[str, Any]:
     except Exception as exc:  # a model that crashes a library must not stop the batch
         row.update(status="failed", error=f"{job.model}: internal error {type(exc).__name__}: {exc}"[:300])
     row["wall_s"] = round(time.monotonic() - started, 3)
-    write_json(folder / "job.json", {"key": job.key, "row": row})
+    files["job.json"] = dumps_json({"key": job.key, "row": row})
+    try:  # the job's folder is written as one set, confined to the batch folder
+        write_file_set(folder.parent.parent, files, subdir=(folder.parent.name, folder.name))
+    except EdgeplanError as exc:
+        row.update(status="failed", error=exc.one_line(), plan="")
     return row
 
 

@@ -16,7 +16,7 @@ from optimizer._progress import Progress
 from optimizer.catalog import load_catalog
 from optimizer.check import check_graph, check_json, render_table
 from optimizer.errors import BadInputError, EdgeplanError
-from optimizer.fileio import dumps_json, write_json
+from optimizer.fileio import dumps_json, write_user_file
 from optimizer.ir import load_model, parse_input_shapes
 from optimizer.solver import OBJECTIVES, PlanRequest, parse_assignments
 
@@ -101,8 +101,9 @@ def _check(args: argparse.Namespace) -> int:
     catalog.target(args.target)
     report = check_graph(_load(args), catalog, args.target)
     if args.json:
-        write_json(Path(args.json), check_json(report))
-    sys.stdout.write(render_table(report))
+        write_user_file(args.json, dumps_json(check_json(report)))
+    if args.json != "-":  # '-': the JSON alone is stdout
+        sys.stdout.write(render_table(report))
     return 0
 
 
@@ -224,9 +225,11 @@ def _suggest(args: argparse.Namespace) -> int:
     shapes = parse_input_shapes(args.input_shape or [])
     base, suggestions = suggest(args.model, args.target, input_shapes=shapes)
     if args.json:
-        write_json(Path(args.json), {"schema": "edgeplan.suggest/v1", "model": args.model, "target": args.target,
-                                     "base_latency_ms": base,
-                                     "edits": [s.edit.json() | {"gain_ms": s.gain_ms} for s in suggestions]})
+        write_user_file(args.json, dumps_json({
+            "schema": "edgeplan.suggest/v1", "model": args.model, "target": args.target, "base_latency_ms": base,
+            "edits": [s.edit.json() | {"gain_ms": s.gain_ms} for s in suggestions]}))
+        if args.json == "-":
+            return 0
     if not suggestions:
         print(f"no edits to suggest for {args.model} on {args.target}")
         return 0
@@ -370,7 +373,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("check", "which node can run where, and why not")
     p.add_argument("model", help="ONNX model file")
     p.add_argument("--target", required=True, help="target ID (see 'edgeplan targets')")
-    p.add_argument("--json", metavar="FILE", help="also write the check JSON here")
+    p.add_argument("--json", metavar="FILE", help="also write the check JSON here ('-': stdout, instead of the table)")
     p.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224",
                    help="fix a dynamic input's dims (repeatable)")
     p.set_defaults(run=_check)

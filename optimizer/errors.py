@@ -21,10 +21,15 @@ class EdgeplanError(Exception):
         super().__init__(self.one_line())
 
     def one_line(self) -> str:
-        """File, node and rule first, so the line is greppable in batch logs."""
+        """File, node and rule first, so the line is greppable in batch logs; control characters from a
+        file or node name are escaped, so a name can neither break the line nor drive the terminal."""
         parts = [p for p in (self.file, f"node {self.node}" if self.node else None, self.rule) if p]
         text = " ".join(self.message.split())
-        return ": ".join([*parts, text])
+        return ": ".join(_printable(p) for p in [*parts, text])
+
+
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
 
 
 class BadInputError(EdgeplanError):

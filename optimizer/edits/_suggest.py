@@ -15,6 +15,7 @@ from optimizer.catalog import Catalog, load_catalog
 from optimizer.check import check_graph
 from optimizer.edits._rewrite import Edit, apply_edits, candidate_edits
 from optimizer.errors import BadInputError, EdgeplanError
+from optimizer.fileio import refuse_unless_replaceable
 from optimizer.ir import load_model
 from optimizer.ir._safety import parse_model, read_model_bytes
 from optimizer.plan import optimize
@@ -121,6 +122,7 @@ def edit(model_path: str, edit_ids: Sequence[str], out_path: str, *, target: str
             raise EdgeplanError(f"edited model's outputs differ by {diff:.3g} > 1e-4; not written", file=model_path)
         verification["numerical"] = f"max abs difference {diff:.3g} (onnxruntime, random input)"
     out = Path(out_path)
+    refuse_unless_replaceable(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
         staged = _save_beside(edited, Path(model_path), Path(tmp))
@@ -138,6 +140,7 @@ def edit(model_path: str, edit_ids: Sequence[str], out_path: str, *, target: str
                 raise EdgeplanError(f"after {e.id}, check still reports {e.rule}; not written", file=model_path,
                                     node=e.target, rule=e.rule)
             fixed.append({"id": e.id, "rule": e.rule, "checked_on": rule_target})
+        refuse_unless_replaceable(out)
         staged.replace(out)
     verification["rules"] = fixed
     return {"schema": "edgeplan.edit/v1", "model": model_path, "out": str(out), "edits": [e.id for e in chosen],

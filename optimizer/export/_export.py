@@ -1,8 +1,14 @@
-"""export_plan(): plan.json + model -> sub-models, manifest.json, TensorRT or RKNN build files."""
+"""export_plan(): plan.json + model -> sub-models, manifest.json, TensorRT or RKNN build files.
+
+Everything is rendered and checked first and then written as one set (fileio.write_file_set), so a
+plan that fails anywhere leaves the previous export as it was. File names come from subgraph indices,
+catalog device names and a sanitised model stem, never from plan or model text.
+"""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -15,11 +21,11 @@ from optimizer.errors import BadInputError
 from optimizer.export._rknn import convert_script, hybrid_yaml, rknn_settings
 from optimizer.export._submodels import split_model
 from optimizer.export._tensorrt import build_script, builder_script
-from optimizer.fileio import atomic_write_bytes, atomic_write_text, write_json
+from optimizer.fileio import FileData, dumps_json, safe_name, write_file_set
 from optimizer.ir import load_model
-from optimizer.ir._safety import parse_model, read_model_bytes
+from optimizer.ir._safety import MAX_FILE_BYTES, parse_model, read_model_bytes
 from optimizer.plan import PLAN_SCHEMA
-from optimizer.plan._validate import validate_plan
+from optimizer.plan._validate import structure_problems, validate_plan
 
 EXPORT_SCHEMA = "edgeplan.export/v1"
 
@@ -27,10 +33,12 @@ EXPORT_SCHEMA = "edgeplan.export/v1"
 def read_plan(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise BadInputError("plan file not found", file=str(path))
+    if path.stat().st_size > MAX_FILE_BYTES:
+        raise BadInputError(f"plan file is larger than {MAX_FILE_BYTES} bytes", file=str(path))
     try:
-        plan = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BadInputError(f"not a JSON plan: {exc}", file=str(path)) from None
+        plan = json.loads(path.read_text(encoding="utf-8"))  # NaN/Infinity: refused below, by field
+    except (json.JSONDecodeError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise BadInputError(f"not a JSON plan: {type(exc).__name__}: {exc}", file=str(path)) from None
     if not isinstance(plan, dict) or plan.get("schema") != PLAN_SCHEMA:
         raise BadInputError(f"not an {PLAN_SCHEMA} file", file=str(path))
     for key in ("target", "model", "layers", "subgraphs"):
@@ -43,31 +51,52 @@ def read_plan(path: Path) -> dict[str, Any]:
 
 
 def _shape_problem(plan: dict[str, Any]) -> str:
-    """The structure export relies on; what the values mean is checked by the plan validator."""
+    """The structure export relies on before it can look up the target; the rest is the validator's."""
     model = plan["model"]
     if not isinstance(plan["target"], str):
         return "'target' must be a target ID"
     if not isinstance(model, dict) or not all(isinstance(model.get(k), str) for k in ("path", "sha256")):
         return "'model' must hold a 'path' and a 'sha256' string"
+    if "\0" in model["path"]:
+        return "'model.path' holds a NUL byte"
     if not isinstance(plan["layers"], list) or not all(isinstance(x, dict) for x in plan["layers"]):
         return "'layers' must be a list of objects"
-    subgraphs = plan["subgraphs"]
-    if not isinstance(subgraphs, list) or not subgraphs:
+    if not isinstance(plan["subgraphs"], list) or not plan["subgraphs"]:
         return "'subgraphs' must be a non-empty list"
-    for sub in subgraphs:
-        if not isinstance(sub, dict):
-            return "every subgraph must be an object"
-        for key in ("nodes", "inputs", "outputs"):
-            if not isinstance(sub.get(key), list) or not all(isinstance(x, str) for x in sub[key]):
-                return f"subgraph {sub.get('id')!r}: '{key}' must be a list of names"
-        if not isinstance(sub.get("device"), str) or not isinstance(sub.get("id"), int):
-            return f"subgraph {sub.get('id')!r}: needs an integer 'id' and a 'device'"
+    return ""
+
+
+def _nonfinite(value: Any, where: str = "") -> str:
+    """The first figure of the plan that is not a finite number, as a field path."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return where or "(top level)"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _nonfinite(item, f"{where}.{key}" if where else str(key))
+            if found:
+                return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _nonfinite(item, f"{where}[{index}]")
+            if found:
+                return found
     return ""
 
 
 def export_plan(plan_path: str | Path, out_dir: str | Path, model_path: str | None = None) -> dict[str, Any]:
     plan_path = Path(plan_path)
     plan = read_plan(plan_path)
+    shown_plan = str(plan_path)
+    bad = _nonfinite(plan)
+    if bad:
+        raise BadInputError(f"field '{bad}' is not a finite number (NaN or infinite)", file=shown_plan)
+    catalog = load_catalog()
+    if plan["target"] not in catalog.targets:
+        raise BadInputError(f"unknown target '{plan['target']}' in the plan", file=shown_plan)
+    target = catalog.target(plan["target"])
+    problems = structure_problems(plan, catalog, target)
+    if problems:
+        raise BadInputError(f"malformed plan: {_first(problems)}", file=shown_plan)
     model_file = Path(model_path or plan["model"]["path"])
     if not model_file.is_absolute() and not model_file.exists():
         model_file = plan_path.parent / model_file
@@ -76,46 +105,59 @@ def export_plan(plan_path: str | Path, out_dir: str | Path, model_path: str | No
     if graph.sha256 != plan["model"]["sha256"]:
         raise BadInputError("the model's sha256 differs from the plan's (re-plan or pass --model)",
                             file=str(model_file))
-    catalog = load_catalog()
-    if plan["target"] not in catalog.targets:
-        raise BadInputError(f"unknown target '{plan['target']}' in the plan", file=str(plan_path))
-    target = catalog.target(plan["target"])
     try:
         problems = validate_plan(plan, catalog, str(model_file), shapes, graph=graph)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-        raise BadInputError(f"malformed plan: {type(exc).__name__}: {exc}", file=str(plan_path)) from None
+        raise BadInputError(f"malformed plan: {type(exc).__name__}: {exc}", file=shown_plan) from None
     if problems:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise BadInputError(f"the plan does not hold for this model: {problems[0]}{more}", file=str(plan_path))
+        raise BadInputError(f"the plan does not hold for this model: {_first(problems)}", file=shown_plan)
     model = parse_model(read_model_bytes(model_file), str(model_file))
     folded = {n.name for n in graph.nodes if n.folded}
     subs = split_model(model, plan, graph.constants, folded)
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise BadInputError("--out exists and is not a directory", file=str(out))
-    out.mkdir(parents=True, exist_ok=True)
+    out_abs = Path(os.path.abspath(out))
+    files: list[tuple[str, FileData]] = []
     for sub in subs:
-        _link_external_data(model_file.parent, out, sub.model)
-        atomic_write_bytes(out / sub.name, sub.model.SerializeToString())
+        _link_external_data(model_file.parent, out_abs, sub.model)
+        files.append((sub.name, sub.model.SerializeToString()))
     engines = [{"id": sub.index, "device": sub.device, "onnx": sub.name, "inputs": list(sub.inputs),
                 "outputs": list(sub.outputs), "precision": sub.precision, "nodes": len(sub.nodes)} for sub in subs]
-    manifest = {"schema": EXPORT_SCHEMA, "plan": os.path.relpath(plan_path.resolve(), out.resolve()),
+    manifest = {"schema": EXPORT_SCHEMA, "plan": os.path.relpath(plan_path.resolve(), out_abs.resolve()),
                 "model": {"path": str(model_file), "sha256": graph.sha256}, "target": target.id,
                 "engines": engines, "outputs": list(graph.outputs), "inputs": list(graph.inputs)}
     if target.accelerator == "dla":
-        atomic_write_text(out / "build.sh", build_script(subs, plan, model_file.name), mode=0o755)
-        atomic_write_text(out / "build_trt.py", builder_script(subs, plan))
+        for layer in plan["layers"]:  # trtexec takes layer names on its command line: argv cannot hold NUL
+            if "\0" in layer["node"]:
+                raise BadInputError("a node name with a NUL byte cannot reach trtexec's command line; rename the "
+                                    "node", file=str(model_file), node=layer["node"])
+        whole = os.path.relpath(model_file.resolve(), out_abs.resolve())
+        files.append(("build.sh", (build_script(subs, plan, whole), 0o755)))
+        files.append(("build_trt.py", builder_script(subs, plan)))
         manifest["build"] = ["build.sh", "build_trt.py"]
     else:
         report = check_graph(graph, catalog, target.id)
         settings = rknn_settings(plan, graph, report.io)
-        atomic_write_bytes(out / model_file.name, model.SerializeToString())
-        atomic_write_text(out / "convert.py", convert_script(settings, model_file.name))
-        atomic_write_text(out / "custom_quantize_layers.yaml", hybrid_yaml(settings))
-        write_json(out / "runtime.json", settings)
+        copy = f"{safe_name(model_file.stem)}.onnx"
+        files.append((copy, model.SerializeToString()))
+        files.append(("convert.py", convert_script(settings, copy)))
+        files.append(("custom_quantize_layers.yaml", hybrid_yaml(settings)))
+        files.append(("runtime.json", dumps_json(settings)))
         manifest["build"] = ["convert.py", "custom_quantize_layers.yaml", "runtime.json"]
-    write_json(out / "manifest.json", manifest)
+    files.append(("manifest.json", dumps_json(manifest)))
+    names = [name for name, _ in files]
+    for name in names:
+        if names.count(name) > 1:
+            raise BadInputError(f"two exported files would be named '{name}' (rename the model file)",
+                                file=str(model_file))
+    write_file_set(out, dict(files))
     return manifest
+
+
+def _first(problems: list[str]) -> str:
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return problems[0] + more
 
 
 def _link_external_data(src_dir: Path, out: Path, model: onnx.ModelProto) -> None:
@@ -127,5 +169,3 @@ def _link_external_data(src_dir: Path, out: Path, model: onnx.ModelProto) -> Non
             if entry.key == "location":
                 source = (src_dir / entry.value).resolve()
                 entry.value = os.path.relpath(source, out.resolve()) if source.exists() else entry.value
-
-

@@ -54,8 +54,10 @@ def hybrid_yaml(settings: Mapping[str, Any]) -> str:
 
 
 def convert_script(settings: Mapping[str, Any], model_file: str) -> str:
-    spec = json.dumps(dict(settings), indent=1, sort_keys=True)
-    return f'''"""Converts {model_file} with rknn-toolkit2 the way the edgeplan plan says.
+    """Names from the model reach the script only inside repr() literals (never a docstring, a comment
+    or an f-string), so no name can end a string and run as Python."""
+    spec = repr(json.dumps(dict(settings), indent=1, sort_keys=True))
+    return f'''"""Converts the model beside this file (MODEL) with rknn-toolkit2 the way the edgeplan plan says.
 
 python convert.py [--dataset dataset.txt] [--out model.rknn]
 dataset.txt lists one .npy (or image) path per line; it is needed when the plan quantizes to INT8.
@@ -67,8 +69,8 @@ import os
 
 from rknn.api import RKNN
 
-MODEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), {json.dumps(model_file)})
-SETTINGS = json.loads(r"""{spec}""")
+MODEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), {model_file!r})
+SETTINGS = json.loads({spec})
 
 
 def merge_cfg(path, layers):

@@ -33,7 +33,7 @@ class SubModel:
 
 def _value_infos(model: onnx.ModelProto) -> dict[str, onnx.ValueInfoProto]:
     inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
-    infos = {}
+    infos: dict[str, onnx.ValueInfoProto] = {}
     for value in (*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output):
         infos.setdefault(value.name, value)
     return infos

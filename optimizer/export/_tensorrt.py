@@ -10,6 +10,7 @@ from importlib import resources
 from typing import Any
 
 from optimizer.export._submodels import SubModel
+from optimizer.fileio import one_line
 
 _FORMAT = {"dla_linear": "dla_linear", "dla_hwc4": "dla_hwc4", "chw16": "chw16", "chw32": "chw32",
            "linear": "chw", "chw4": "chw4"}
@@ -73,26 +74,32 @@ def single_engine_command(model_file: str, plan: Mapping[str, Any]) -> list[str]
 
 
 def build_script(subs: Sequence[SubModel], plan: Mapping[str, Any], model_file: str) -> str:
+    """Every word that comes from the model or plan goes through shlex.quote, and comments carry only
+    one-line sanitised text, so no name can end a line or a quote; the single-engine alternative is
+    code behind SINGLE_ENGINE=1 rather than a commented-out command."""
     layers = {layer["node"]: layer for layer in plan["layers"]}
     by_id = {s["id"]: s for s in plan["subgraphs"]}
     standalone = bool(plan.get("request", {}).get("dla_standalone"))
     spec = trtexec_spec()
     lines = ["#!/usr/bin/env bash",
-             f"# TensorRT engines for {plan['model']['path']} on {plan['target']} "
-             f"(edgeplan plan, {plan['objective']}).",
-             f"# Flags checked against: {spec['checked_against']}.",
+             f"# TensorRT engines for {one_line(plan['model']['path'])} on {one_line(plan['target'])} "
+             f"(edgeplan plan, {one_line(plan['objective'])}).",
+             f"# Flags checked against: {one_line(spec['checked_against'])}.",
              "# INT8 engines need calibration: set CALIB=cache-file (or export a QDQ model); without it trtexec",
              "# builds with placeholder scales, fine for timing only.",
-             "set -euo pipefail", 'cd "$(dirname "$0")"', 'TRTEXEC="${TRTEXEC:-trtexec}"', ""]
+             "# SINGLE_ENGINE=1 builds the whole plan as one engine instead (TensorRT partitions it by layer",
+             "# device types).",
+             "set -euo pipefail", 'cd "$(dirname "$0")"', 'TRTEXEC="${TRTEXEC:-trtexec}"', "",
+             'if [ "${SINGLE_ENGINE:-0}" != 1 ]; then']
     for sub in subs:
         cmd = engine_command(sub, by_id[sub.index], layers, standalone)
         calib = ' ${CALIB:+--calib="$CALIB"}' if "--int8" in cmd else ""
-        lines.append(f"# engine {sub.index}: {sub.device}, {len(sub.nodes)} nodes")
+        lines.append(f"# engine {int(sub.index)}: {one_line(sub.device)}, {len(sub.nodes)} nodes")
         lines.append('"$TRTEXEC" ' + " ".join(shlex.quote(c) for c in cmd[1:]) + calib)
         lines.append("")
     single = single_engine_command(model_file, plan)
-    lines.append("# Alternative: the whole plan as a single engine (TensorRT partitions it by layer device types).")
-    lines.append('# "$TRTEXEC" ' + " ".join(shlex.quote(c) for c in single[1:]))
+    lines += ["else", "# the alternative: the whole plan as a single engine",
+              '"$TRTEXEC" ' + " ".join(shlex.quote(c) for c in single[1:]), "fi"]
     return "\n".join(lines) + "\n"
 
 
@@ -109,7 +116,7 @@ def builder_script(subs: Sequence[SubModel], plan: Mapping[str, Any]) -> str:
                        for n in sub.nodes if n in layers},
             "io_formats": plan_sub.get("io_formats", {}), "memory_pools": plan_sub.get("memory_pools", {}),
         })
-    spec = json.dumps(engines, indent=1, sort_keys=True)
+    spec = repr(json.dumps(engines, indent=1, sort_keys=True))  # a Python literal, whatever the names hold
     return f'''"""Builds the plan's TensorRT engines with the builder API (same settings as build.sh).
 
 Run on the Jetson: python3 build_trt.py [--calib CACHE]
@@ -117,10 +124,12 @@ Run on the Jetson: python3 build_trt.py [--calib CACHE]
 
 import argparse
 import json
+import os
 
 import tensorrt as trt
 
-ENGINES = json.loads(r"""{spec}""")
+HERE = os.path.dirname(os.path.abspath(__file__))
+ENGINES = json.loads({spec})
 FORMATS = {{"dla_linear": trt.TensorFormat.DLA_LINEAR, "dla_hwc4": trt.TensorFormat.DLA_HWC4,
            "chw16": trt.TensorFormat.CHW16, "chw32": trt.TensorFormat.CHW32, "chw4": trt.TensorFormat.CHW4,
            "linear": trt.TensorFormat.LINEAR}}
@@ -131,7 +140,7 @@ def build(spec, logger, calib):
     builder = trt.Builder(logger)
     network = builder.create_network(0)
     parser = trt.OnnxParser(network, logger)
-    with open(spec["onnx"], "rb") as handle:
+    with open(os.path.join(HERE, spec["onnx"]), "rb") as handle:
         if not parser.parse(handle.read()):
             errors = "; ".join(str(parser.get_error(i)) for i in range(parser.num_errors))
             raise SystemExit(f"{{spec['onnx']}}: {{errors}}")
@@ -171,7 +180,7 @@ def build(spec, logger, calib):
     serialized = builder.build_serialized_network(network, config)
     if serialized is None:
         raise SystemExit(f"{{spec['onnx']}}: the build failed (see the log above)")
-    with open(spec["engine"], "wb") as handle:
+    with open(os.path.join(HERE, spec["engine"]), "wb") as handle:
         handle.write(serialized)
 
 

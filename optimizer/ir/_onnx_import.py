@@ -19,10 +19,12 @@ from optimizer.ir._normalize import NodeContext, normalise
 from optimizer.ir._safety import (
     MAX_TENSOR_ELEMENTS,
     MIN_OPSET,
+    check_shapes,
     check_tensors,
     default_opset,
     iter_graphs,
     parse_model,
+    quiet_numerics,
     read_model_bytes,
 )
 from optimizer.ir._shapes import SHAPE_INPUTS, resolve
@@ -335,6 +337,7 @@ def _inline_initializers(model: onnx.ModelProto) -> dict[str, np.ndarray]:
     return values
 
 
+@quiet_numerics()
 def load_model(path: str | Path, input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> Graph:
     """Reads an ONNX file into the graph IR.
 
@@ -362,6 +365,7 @@ def load_model(path: str | Path, input_shapes: Mapping[str, tuple[int, ...]] | N
                        lambda working: _reinfer(working, shown))
     shapes, known, folded = resolved.shapes, resolved.values, resolved.folded
     dtypes = {name: _DTYPES.get(elem, "unknown") for name, elem in resolved.elem_types.items()}
+    check_shapes(model, shapes, shown)
     initializers = {t.name for t in model.graph.initializer}
     constant_outputs = {o for i in folded for o in model.graph.node[i].output if o}
     for index in order:

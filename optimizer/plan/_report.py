@@ -5,18 +5,21 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from optimizer.fileio import atomic_write_text, write_json
+from optimizer.fileio import dumps_json, write_file_set
 from optimizer.plan._build import Planned
 from optimizer.plan._html import plan_html
 from optimizer.plan._views import ratios
 
 
+def plan_files(planned: Planned) -> dict[str, str]:
+    """plan.json, run.json, report.md and report.html: what `optimize` and every batch job leave behind."""
+    return {"plan.json": dumps_json(planned.plan), "run.json": dumps_json(planned.run),
+            "report.md": markdown_report(planned), "report.html": plan_html(planned)}
+
+
 def write_plan_files(planned: Planned, folder: Path) -> None:
-    """plan.json, run.json and report.md: what `optimize` and every batch job leave behind."""
-    write_json(folder / "plan.json", planned.plan)
-    write_json(folder / "run.json", planned.run)
-    atomic_write_text(folder / "report.md", markdown_report(planned))
-    atomic_write_text(folder / "report.html", plan_html(planned))
+    """All four or none (a crash or a full disk never leaves a new plan.json beside an old report)."""
+    write_file_set(folder, plan_files(planned))
 
 
 def _why_not(planned: Planned, node: str) -> str:

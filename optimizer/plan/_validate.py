@@ -7,13 +7,130 @@ bad pool sizes, subgraphs that cannot run in order, inconsistent baselines or so
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
-from optimizer.catalog import Catalog
+from optimizer.catalog import Catalog, Target
 from optimizer.check import check_graph
 from optimizer.ir import Graph, load_model
 from optimizer.plan._build import PLAN_SCHEMA
+from optimizer.solver import OBJECTIVES
+
+PRECISIONS = ("int8", "fp16", "fp32")
+IO_FORMATS = ("dla_linear", "dla_hwc4", "chw16", "chw32", "chw4", "linear")
+POOL_KEYS = ("dla_sram_bytes", "dla_local_dram_bytes", "dla_global_dram_bytes")
+MAX_SUBGRAPH_ID = (1 << 20) - 1  # ids name engine files; no plan has a million subgraphs
+MAX_DRAM_POOL_BYTES = 64 << 30  # the largest Jetson module's memory (AGX Orin 64GB)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _names(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(x, str) for x in value)
+
+
+def structure_problems(plan: Mapping[str, Any], catalog: Catalog, target: Target) -> list[str]:
+    """What every later stage relies on, named by field: types, ranges, unique ids, each node once,
+    devices that are this target's engines (in every subgraph, empty ones too), pools within limits.
+    The model-dependent checks (validate_plan) run only on a plan that passes these."""
+    problems: list[str] = []
+    if not isinstance(plan.get("objective"), str) or plan["objective"] not in OBJECTIVES:
+        problems.append(f"objective: {str(plan.get('objective'))[:40]!r} is not one of {list(OBJECTIVES)}")
+    for key in ("solver", "predicted", "baselines"):
+        if not isinstance(plan.get(key), dict):
+            problems.append(f"{key}: must be an object")
+    if isinstance(plan.get("solver"), dict):
+        for key in ("bound_ms", "objective_ms"):
+            if not _is_number(plan["solver"].get(key)):
+                problems.append(f"solver.{key}: must be a finite number")
+    if isinstance(plan.get("predicted"), dict) and not _is_number(plan["predicted"].get("latency_ms")):
+        problems.append("predicted.latency_ms: must be a finite number")
+    if isinstance(plan.get("baselines"), dict):
+        for name, entry in plan["baselines"].items():
+            if not isinstance(entry, dict) or not _is_number(entry.get("latency_ms")):
+                problems.append(f"baselines.{name}.latency_ms: must be a finite number")
+    if not isinstance(plan.get("request", {}), dict):
+        problems.append("request: must be an object")
+    shapes = plan.get("input_shapes", {})
+    if not isinstance(shapes, dict) or not all(
+            isinstance(v, list) and v and all(_is_int(d) and 1 <= d <= 1 << 31 for d in v) for v in shapes.values()):
+        problems.append("input_shapes: must map input names to lists of dims >= 1")
+    for index, layer in enumerate(plan.get("layers", [])):
+        where = f"layers[{index}]"
+        if not isinstance(layer, dict) or not isinstance(layer.get("node"), str):
+            problems.append(f"{where}.node: must be a node name")
+            continue
+        if layer.get("device") not in target.devices:
+            problems.append(f"{where}.device: {str(layer.get('device'))[:40]!r} is not one of {target.id}'s "
+                            f"engines {list(target.devices)}")
+        if layer.get("precision") not in PRECISIONS:
+            problems.append(f"{where}.precision: {str(layer.get('precision'))[:20]!r} is not one of {PRECISIONS}")
+        if not isinstance(layer.get("role", ""), str) or not isinstance(layer.get("sparsity", "dense"), str):
+            problems.append(f"{where}: 'role' and 'sparsity' must be strings")
+        if layer.get("cores") is not None and not _is_int(layer.get("cores")):
+            problems.append(f"{where}.cores: must be an integer or null")
+    ids: set[int] = set()
+    owner: dict[str, int] = {}
+    for index, sub in enumerate(plan.get("subgraphs", [])):
+        where = f"subgraphs[{index}]"
+        if not isinstance(sub, dict):
+            problems.append(f"{where}: must be an object")
+            continue
+        sid = sub.get("id")
+        if not isinstance(sid, int) or isinstance(sid, bool) or not 0 <= sid <= MAX_SUBGRAPH_ID:
+            problems.append(f"{where}.id: {str(sid)[:30]} is not an integer in [0, {MAX_SUBGRAPH_ID}]")
+        elif sid in ids:
+            problems.append(f"{where}.id: {sid} is used by an earlier subgraph")
+        else:
+            ids.add(sid)
+        if sub.get("device") not in target.devices:
+            problems.append(f"{where}.device: {str(sub.get('device'))[:40]!r} is not one of {target.id}'s engines "
+                            f"{list(target.devices)}")
+        for key in ("nodes", "inputs", "outputs"):
+            if not _names(sub.get(key)):
+                problems.append(f"{where}.{key}: must be a list of names")
+            elif len(set(sub[key])) != len(sub[key]):
+                problems.append(f"{where}.{key}: lists a name twice")
+        if _names(sub.get("nodes")):
+            for name in sub["nodes"]:
+                if name in owner and owner[name] != index:
+                    problems.append(f"{where}.nodes: {name[:60]!r} is also in subgraphs[{owner[name]}]")
+                owner.setdefault(name, index)
+        if "precision" in sub and sub["precision"] not in (*PRECISIONS, "mixed"):
+            problems.append(f"{where}.precision: {str(sub['precision'])[:20]!r} is not a precision")
+        formats = sub.get("io_formats", {})
+        if not isinstance(formats, dict) or not all(isinstance(k, str) and v in IO_FORMATS
+                                                    for k, v in formats.items()):
+            problems.append(f"{where}.io_formats: must map tensor names to one of {IO_FORMATS}")
+        problems += _pool_problems(sub, where, target)
+    return problems
+
+
+def _pool_problems(sub: Mapping[str, Any], where: str, target: Target) -> list[str]:
+    pools = sub.get("memory_pools")
+    if pools is None and not str(sub.get("device", "")).startswith("dla"):
+        return []
+    if not isinstance(pools, dict) or set(pools) != set(POOL_KEYS):
+        return [f"{where}.memory_pools: a DLA subgraph needs exactly {list(POOL_KEYS)}"]
+    problems = []
+    limits = {"dla_sram_bytes": int(target.figure("dla_sram_bytes")) if "dla_sram_bytes" in target.figures else 0,
+              "dla_local_dram_bytes": MAX_DRAM_POOL_BYTES, "dla_global_dram_bytes": MAX_DRAM_POOL_BYTES}
+    for key in POOL_KEYS:
+        value = pools[key]
+        if not _is_int(value) or not 0 < value <= limits[key]:
+            problems.append(f"{where}.memory_pools.{key}: {str(value)[:30]} is not an integer in "
+                            f"[1, {limits[key]}] ({target.id}'s limit)")
+    needs = sub.get("memory_needs", {})
+    if not isinstance(needs, dict) or not all(_is_number(v) for v in needs.values()):
+        problems.append(f"{where}.memory_needs: must map pool names to numbers")
+    return problems
 
 
 def _reachable(graph: Graph, start: set[str], blocked: set[str] | None = None) -> set[str]:
@@ -36,6 +153,9 @@ def validate_plan(plan: Mapping[str, Any], catalog: Catalog, model_path: str | N
     if plan.get("schema") != PLAN_SCHEMA:
         return [f"schema is {plan.get('schema')!r}, expected {PLAN_SCHEMA!r}"]
     target = catalog.target(plan["target"])
+    structure = structure_problems(plan, catalog, target)
+    if structure:
+        return structure
     graph = graph or load_model(model_path or plan["model"]["path"], input_shapes)
     if graph.sha256 != plan["model"]["sha256"]:
         problems.append("model sha256 differs from the plan's")
@@ -51,7 +171,7 @@ def validate_plan(plan: Mapping[str, Any], catalog: Catalog, model_path: str | N
         device = layer["device"]
         kind = "dla" if device.startswith("dla") else device
         device_of[node.name] = device
-        if device not in target.devices and not (device.startswith("dla") and "dla" in target.precisions):
+        if device not in target.devices:
             problems.append(f"{node.name}: device {device} does not exist on {target.id}")
             continue
         if node.folded or layer.get("role") == "constant" or layer.get("edit"):
@@ -93,7 +213,15 @@ def _check_subgraphs(plan, graph: Graph, catalog: Catalog, target, device_of) ->
         for t in sub["inputs"]:
             if t not in available:
                 problems.append(f"subgraph {sub['id']} reads {t} before any earlier subgraph produces it")
-        available |= {t for n in nodes for t in graph.node(n).outputs if t}
+        unknown = sorted(n for n in nodes if not graph.has_node(n))
+        if unknown:
+            problems.append(f"subgraph {sub['id']} names node {unknown[0]!r}, which the model lacks")
+            continue
+        produced = {t for n in nodes for t in graph.node(n).outputs if t}
+        for t in sub["outputs"]:
+            if t not in produced:
+                problems.append(f"subgraph {sub['id']} lists output {t!r}, which none of its nodes produces")
+        available |= produced
         if sub["device"].startswith("dla"):
             dla.append(sub)
             members = nodes & compute

@@ -32,12 +32,13 @@ from pathlib import Path
 from typing import Any
 
 import optuna
+import tomli_w
 
 from optimizer import __version__
 from optimizer.catalog import Catalog, Target, load_catalog
 from optimizer.check import check_graph
 from optimizer.errors import BadInputError, EdgeplanError
-from optimizer.fileio import atomic_write_text, dumps_json, sha256_file, write_json
+from optimizer.fileio import atomic_write_text, dumps_json, redact_url, sha256_file, write_json
 from optimizer.fusion import build_groups
 from optimizer.ir import load_model
 from optimizer.latency import load_profile
@@ -218,8 +219,8 @@ def _storage(url: str) -> optuna.storages.RDBStorage:
                 url, engine_kwargs=kwargs, heartbeat_interval=HEARTBEAT_S, grace_period=GRACE_S,
                 heartbeat_stale_trial_callback=_retry()(max_retry=MAX_RETRY))
     except Exception as exc:  # invalid URL, unreachable server, corrupted file
-        detail = " ".join(str(exc).split())[:200]
-        raise BadInputError(f"study storage {url.split('@')[-1]} cannot be opened: {type(exc).__name__}: {detail} "
+        detail = redact_url(" ".join(str(exc).split()))[:200]
+        raise BadInputError(f"study storage {redact_url(url)} cannot be opened: {type(exc).__name__}: {detail} "
                             "(remove or repair it, or pass another --storage)") from None
 
 
@@ -430,10 +431,10 @@ def _write_artifacts(space: _Space, folder: Path, study: optuna.Study, storage_u
         "profile_sha256": hashlib.sha256(load_profile(target.family, cfg.profile).text.encode()).hexdigest(),
         "model": {"path": str(cfg.model), "sha256": sha256_file(cfg.model)},
         "target": cfg.target, "objective": cfg.objective, "seed": cfg.seed, "sampler": cfg.sampler,
-        "n_trials": cfg.n_trials, "storage": storage_url.split("@")[-1] if "@" in storage_url else storage_url,
+        "n_trials": cfg.n_trials, "storage": redact_url(storage_url),
         "metric": METRICS[cfg.objective],
         "wall_limited_trials": sorted(t.number for t in completed if t.user_attrs.get("wall_limit_fired")),
-        "command_line": list(command), "best_trial": best.number, "best_value": best.value,
+        "command_line": [redact_url(c) for c in command], "best_trial": best.number, "best_value": best.value,
         "first_trial_value": baseline,
         "plan_sha256": hashlib.sha256((folder / "plan.json").read_bytes()).hexdigest(),
     }
@@ -474,17 +475,16 @@ def run_study(config_path: str, out_dir: str | None = None, storage: str | None 
     check_pruner(cfg)
     folder = Path(out_dir) if out_dir else Path(config_path).resolve().parent / cfg.name
     storage_url = storage or f"sqlite:///{(folder / 'study.db').resolve()}"
-    space = _Space(cfg)
+    space = _Space(cfg)  # the model, target and profile are checked before anything is written
     folder.mkdir(parents=True, exist_ok=True)
     _open(space, storage_url, new_study)  # refuses a changed config before anything in the folder is replaced
-    text = Path(config_path).read_text(encoding="utf-8").replace(f'"{cfg.raw["model"]}"', f'"{cfg.model}"', 1)
+    raw = dict(cfg.raw, model=str(cfg.model))
     if cfg.profile is not None:  # the study folder keeps the profile it ran with, so reproduce needs nothing else
         atomic_write_text(folder / "profile.toml", cfg.profile.read_text(encoding="utf-8"))
-        text = text.replace(f'"{cfg.raw["profile"]}"', '"profile.toml"', 1)
-    atomic_write_text(folder / "config.toml", text)
-    write_json(folder / "storage.json", {"url": storage_url.split("@")[-1] if "@" in storage_url else storage_url,
-                                         "shared": storage is not None, "url_redacted": redact(storage_url),
-                                         "password_stored": False})
+        raw["profile"] = "profile.toml"
+    atomic_write_text(folder / "config.toml", tomli_w.dumps(raw))  # re-serialised: no text spliced into TOML
+    write_json(folder / "storage.json", {"url": redact_url(storage_url), "shared": storage is not None,
+                                         "url_redacted": redact(storage_url), "password_stored": False})
     study = _execute(space, storage_url, progress=progress)
     return _write_artifacts(space, folder, study, storage_url, command or sys.argv)
 
