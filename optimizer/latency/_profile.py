@@ -26,6 +26,12 @@ class DeviceConstants:
     multicore_efficiency: float = 1.0
     multicore_overhead_us: float = 0.0
     overlap: float = 1.0  # share of the shorter of compute and memory time hidden under the longer
+    inference_overhead_us: float = 0.0  # once per inference on the family's host device (enqueue, rknn_run)
+    multicore_split: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))  # per op class
+
+    def split_efficiency(self, op_class: str) -> float:
+        """Share of ideal k-core speed-up an op class reaches when a layer is split over NPU cores."""
+        return self.multicore_split.get(op_class, self.multicore_efficiency)
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,7 @@ class Profile:
     precision_change_us: float
     memsync_us: float
     layout_convert_gbps: float
+    handover_us: float
     memory_pools: Mapping[str, Any]
     text: str  # the TOML as read, for hashing into manifests
     targets: Mapping[str, Mapping[str, DeviceConstants]] = field(default_factory=lambda: MappingProxyType({}))
@@ -54,6 +61,8 @@ def _merged(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, A
     """A target section lists only what it refits; efficiency merges per op class."""
     out = {**base, **override}
     out["efficiency"] = {**base.get("efficiency", {}), **override.get("efficiency", {})}
+    if "multicore_split" in base or "multicore_split" in override:
+        out["multicore_split"] = {**base.get("multicore_split", {}), **override.get("multicore_split", {})}
     return out
 
 
@@ -65,12 +74,21 @@ def _device(raw: Mapping[str, Any], where: str) -> DeviceConstants:
     for key, value in eff.items():
         if not 0 < value <= 1:
             raise BadInputError(f"profile {where}: efficiency {key} = {value} must be in (0, 1]")
+    split = {k: float(v) for k, v in dict(raw.get("multicore_split", {})).items()}
+    unknown = set(split) - set(OP_CLASSES)
+    if unknown:
+        raise BadInputError(f"profile {where}: multicore_split names unknown op classes {sorted(unknown)}")
+    for key, value in split.items():
+        if not 0 < value <= 1:
+            raise BadInputError(f"profile {where}: multicore_split {key} = {value} must be in (0, 1]")
     return DeviceConstants(
         efficiency=MappingProxyType(eff), layer_overhead_us=float(raw["layer_overhead_us"]),
         bandwidth_efficiency=float(raw["bandwidth_efficiency"]), sram_speedup=float(raw["sram_speedup"]),
         multicore_efficiency=float(raw.get("multicore_efficiency", 1.0)),
         multicore_overhead_us=float(raw.get("multicore_overhead_us", 0.0)),
         overlap=_unit_interval(raw.get("overlap", 1.0), "overlap", where),
+        inference_overhead_us=float(raw.get("inference_overhead_us", 0.0)),
+        multicore_split=MappingProxyType(split),
     )
 
 
@@ -104,6 +122,7 @@ def parse_profile(text: str, where: str) -> Profile:
             precision_change_us=float(transfer.get("precision_change_us", 0.0)),
             memsync_us=float(transfer.get("memsync_us", 0.0)),
             layout_convert_gbps=float(transfer.get("layout_convert_gbps", 1.0)),
+            handover_us=float(transfer.get("handover_us", 0.0)),
             memory_pools=MappingProxyType(dict(raw.get("memory_pools", {}))), text=text,
             targets=MappingProxyType(targets),
         )
