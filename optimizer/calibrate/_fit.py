@@ -1,12 +1,13 @@
 """Fits the latency model's free constants to measurements, robustly and within physical bounds.
 
-Per (calibration key, device kind) ten numbers are free: the efficiency of each op class, the
-per-kernel overhead, the bandwidth efficiency, the compute/memory overlap and the per-inference overhead
-(which only the family's host device carries: the GPU on Jetson, the NPU on RKNN). Everything else (peaks, bandwidth, transfers,
-formats) stays as the catalog and profile say. The residual is the log ratio of predicted to observed
-figure, under a soft-L1 loss, plus a pull towards the prior profile, so a device with few rows moves
-little and no constant is ever tuned to one model. Transfers, launches and the cost of a thin model input
-in DLA formats are held at the prior's values while fitting (they move a figure by about 0.1%).
+Per (calibration key, device kind) ten numbers are free: the efficiency of each op class, the per-kernel
+overhead, the bandwidth efficiency, the compute/memory overlap and the per-inference overhead (only the
+family's host device carries it: the GPU on Jetson, the NPU on RKNN). Everything else (peaks, bandwidth,
+transfers, formats) stays as the catalog and profile say. The residual is the log ratio of predicted to
+observed figure, under a soft-L1 loss, plus a pull towards the prior profile, so a device with few rows
+moves little and no constant is ever tuned to one model. Transfers, launches and the cost of a thin
+model input in DLA formats are held at the prior's values while fitting (they move a figure by about
+0.1%).
 """
 
 from __future__ import annotations

@@ -35,6 +35,39 @@ class DeviceConstants:
 
 
 @dataclass(frozen=True)
+class Band:
+    """Where a prediction's truth likely lies: observed/predicted latency ratios of comparable rows, each
+    predicted by a fit that never saw its publishing source (LOSO), 10th and 90th percentile."""
+
+    low: float  # ratio: likely latency >= low * predicted
+    high: float
+    rows: int
+    scope: str  # "KEY/ACCELERATOR/PRECISION" with * where the rows were pooled
+
+    def describe(self) -> str:
+        return f"{self.rows} comparable published rows ({self.scope}), each predicted without its source"
+
+
+BAND_MIN_ROWS = 5
+
+
+def band_json(band: Band | None, latency_ms: float) -> dict[str, Any] | None:
+    """The likely range of a latency: the prediction times the band's ratios, and what they rest on."""
+    if band is None:
+        return None
+    return {"low": round(latency_ms * band.low, 6), "high": round(latency_ms * band.high, 6),
+            "ratio_low": band.low, "ratio_high": band.high, "rows": band.rows, "scope": band.scope,
+            "basis": "10th-90th percentile of observed/predicted over comparable published rows, each predicted "
+                     "by a fit without its source (leave-one-source-out)"}
+
+
+def band_scopes(key: str, accelerator: str, precision: str) -> tuple[str, ...]:
+    """From the most comparable rows to the whole family: the first scope with enough rows gives the band."""
+    return (f"{key}/{accelerator}/{precision}", f"{key}/{accelerator}/*", f"*/{accelerator}/{precision}",
+            f"*/{accelerator}/*", "*/*/*")
+
+
+@dataclass(frozen=True)
 class Profile:
     family: str
     name: str
@@ -50,6 +83,15 @@ class Profile:
     memory_pools: Mapping[str, Any]
     text: str  # the TOML as read, for hashing into manifests
     targets: Mapping[str, Mapping[str, DeviceConstants]] = field(default_factory=lambda: MappingProxyType({}))
+    bands: Mapping[str, Band] = field(default_factory=lambda: MappingProxyType({}))
+
+    def band(self, key: str, accelerator: str, precision: str) -> Band | None:
+        """The error band of a prediction (None when the profile was calibrated without cross-validation)."""
+        for scope in band_scopes(key, accelerator, precision):
+            found = self.bands.get(scope)
+            if found is not None and found.rows >= BAND_MIN_ROWS:
+                return found
+        return None
 
     def constants(self, key: str, device: str) -> DeviceConstants:
         """A target's fitted constants where the profile has them, else the family's."""
@@ -99,6 +141,16 @@ def _unit_interval(value: Any, name: str, where: str) -> float:
     return value
 
 
+def _bands(raw: Mapping[str, Any], where: str) -> dict[str, Band]:
+    out = {}
+    for scope, entry in raw.items():
+        low, high = float(entry["low"]), float(entry["high"])
+        if not 0 < low <= high:
+            raise BadInputError(f"profile {where}: [bands] {scope}: need 0 < low <= high, got {low}, {high}")
+        out[scope] = Band(low=low, high=high, rows=int(entry["rows"]), scope=scope)
+    return out
+
+
 def parse_profile(text: str, where: str) -> Profile:
     try:
         raw = tomllib.loads(text)
@@ -124,7 +176,7 @@ def parse_profile(text: str, where: str) -> Profile:
             layout_convert_gbps=float(transfer.get("layout_convert_gbps", 1.0)),
             handover_us=float(transfer.get("handover_us", 0.0)),
             memory_pools=MappingProxyType(dict(raw.get("memory_pools", {}))), text=text,
-            targets=MappingProxyType(targets),
+            targets=MappingProxyType(targets), bands=MappingProxyType(_bands(raw.get("bands", {}), where)),
         )
     except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as exc:
         raise BadInputError(f"latency profile invalid: {type(exc).__name__}: {exc}", file=where) from None

@@ -83,7 +83,8 @@ def test_a_fit_recovers_constants_that_generated_the_figures(tmp_path):
     assert np.median(np.abs(before / observed - 1)) > 0.3  # the prior is far from the truth
     fitted = fit_observations(obs, prior)
     error = np.abs(fitted.predicted / observed - 1)
-    assert np.median(error) < 0.02 and np.max(error) < 0.12  # the pull towards the prior keeps a little
+    # the pull towards the prior keeps a little; the worst row (4 depthwise layers over 3 cores) within 15%
+    assert np.median(error) < 0.02 and np.max(error) < 0.15
     const = fitted.constants(prior)[("rk3588", "npu")]
     assert const.efficiency["conv"] == pytest.approx(0.31, rel=0.15)
     # on 1-4 layer models per-layer and per-inference overheads trade off; their sum over 2.5 layers is fixed
@@ -129,7 +130,7 @@ needs_data = pytest.mark.skipif(not (DATA / "published_latency_calibration.csv")
 def test_shipped_profiles_are_what_calibrate_writes_from_the_public_csv(tmp_path):
     """The default profiles are reproducible: the shipped priors plus the public CSV give them byte for byte."""
     result = run("calibrate", "--csv", str(DATA / "published_latency_calibration.csv"), "--models",
-                 str(DATA / "latency-models"), "--out", str(tmp_path), "--no-cv")
+                 str(DATA / "latency-models"), "--out", str(tmp_path))  # with CV: the [bands] come from LOSO
     assert result.returncode == 0, result.stderr
     for name in ("latency_nvidia_dla.toml", "latency_rockchip_rknn.toml"):
         assert (tmp_path / name).read_text() == (REPO / "constraints" / name).read_text(), name
