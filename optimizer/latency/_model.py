@@ -18,6 +18,9 @@ Physics terms beyond the roofline, each with its formula (README "The latency mo
 - NPU/CPU hand-over: `memsync_us + handover_us + (npu_bytes + 4*elements)/BW + 4*elements/convert_rate`
   (seed 001 rknn_mem_sync per direction; the CPU side works in FP32 NCHW, the NPU side in NC1HWC2).
 - Multi-core NPU: a split layer's class-k compute is divided by `cores * split_efficiency[k]`.
+- NPU channel atoms: a convolution's MACs are scaled by `ceil(Cin_g/a_in)*a_in/Cin_g *
+  ceil(Cout/a_out)*a_out/Cout` (depthwise: the output factor only), with the atoms `npu_channel_atom_in`/
+  `_out` fitted to rknn-toolkit2's per-layer cycle estimates (optimizer/calibrate/_compiler.py).
 """
 
 from __future__ import annotations
@@ -108,6 +111,24 @@ def op_class(graph: Graph, node: Node) -> str:
     return "vector"
 
 
+def channel_padding(graph: Graph, node: Node, atom_in: int, atom_out: int) -> float:
+    """MACs an NPU convolution really spends per useful MAC: input channels (per group) are computed in
+    atoms of `atom_in`, output channels in atoms of `atom_out`; a depthwise conv pads its channels only.
+    RKNN atoms are fitted to rknn-toolkit2's own cycle estimates (benchmarks/compiler_cycles.py)."""
+    if node.op_type != "Conv" or len(node.inputs) < 2:
+        return 1.0
+    x, w = graph.shape(node.inputs[0]), graph.shape(node.inputs[1])
+    if x is None or w is None or len(x) < 2 or not all(isinstance(d, int) and d > 0 for d in (x[1], w[0])):
+        return 1.0
+    c_in, c_out = int(x[1]), int(w[0])
+    group = int(node.attrs.get("group", 1) or 1)
+    out = math.ceil(c_out / atom_out) * atom_out / c_out
+    if group > 1 and group == c_in:
+        return out
+    per_group = max(c_in // group, 1)
+    return math.ceil(per_group / atom_in) * atom_in / per_group * out
+
+
 def _padded_bytes(shape: tuple | None, elements: int, fmt: str, precision: str, hwc4_stride: int) -> int:
     """Bytes of a tensor in a DLA format (DLA-IO-CPAD, DLA-IO-LINEAR-W, DLA-IO-HWC4-STRIDE)."""
     bpe = BYTES_PER_ELEMENT[precision]
@@ -189,6 +210,13 @@ class LatencyModel:
             return self.cpu_peak_ops
         return self._peak_ops(device, "fp16" if f"{device}_fp16_tops" in fig else "int8")
 
+    def _npu_padding(self, node: Node) -> float:
+        fig = self.target.figures
+        if "npu_channel_atom_in" not in fig or "npu_channel_atom_out" not in fig:
+            return 1.0
+        return channel_padding(self.graph, node, int(fig["npu_channel_atom_in"].value),
+                               int(fig["npu_channel_atom_out"].value))
+
     @cached_property
     def tf32_peak_ops(self) -> float:
         """TF32 tensor-core peak (0 when the GPU has none or the engine is built with --noTF32)."""
@@ -234,6 +262,8 @@ class LatencyModel:
         scale = self.batch * (self._xavier_sub_layers if device == "dla" and node.op_type in self._xavier_sub_ops
                               else 1)  # DLA-ELTWISE-XAVIER-SUB: a Scale plus a Sum
         cls = op_class(self.graph, node)
+        if device == "npu" and node.macs:
+            scale *= self._npu_padding(node)
         macs = 2 * node.macs / self._peak_ops(device, precision, cls) * scale if node.macs else 0.0
         other = node.elementwise_ops / self._vector_ops(device) * scale if node.elementwise_ops else 0.0
         return cls, macs, other
