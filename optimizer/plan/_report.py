@@ -7,6 +7,8 @@ from pathlib import Path
 
 from optimizer.fileio import atomic_write_text, write_json
 from optimizer.plan._build import Planned
+from optimizer.plan._html import plan_html
+from optimizer.plan._views import ratios
 
 
 def write_plan_files(planned: Planned, folder: Path) -> None:
@@ -14,6 +16,7 @@ def write_plan_files(planned: Planned, folder: Path) -> None:
     write_json(folder / "plan.json", planned.plan)
     write_json(folder / "run.json", planned.run)
     atomic_write_text(folder / "report.md", markdown_report(planned))
+    atomic_write_text(folder / "report.html", plan_html(planned))
 
 
 def _why_not(planned: Planned, node: str) -> str:
@@ -66,15 +69,14 @@ def terminal_summary(planned: Planned, out_dir: str) -> str:
     lines.append(f"predicted latency {pred['latency_ms']:.3f} ms{_likely(pred)}, "
                  f"throughput {pred['throughput_fps']:.1f} fps")
     for name, base in plan["baselines"].items():
-        lines.append(f"  vs {name:<12} {base['latency_ms']:.3f} ms  (speedup x{base['speedup']:.2f}"
-                     f"{_within_band(pred, base)})")
+        lines.append(f"  vs {name:<12} {base['latency_ms']:.3f} ms  ({ratios(base)}{_within_band(pred, base)})")
     devices = Counter(layer["device"] for layer in plan["layers"] if layer["role"] != "constant")
     lines.append("nodes per device: " + ", ".join(f"{d} {n}" for d, n in sorted(devices.items())))
     lines.append(f"{len(plan['subgraphs'])} subgraph(s), {len(plan['transfers'])} transfer(s)")
     lines.append("where the time goes: " + ", ".join(f"{k} {v:.3f} ms" for k, v in _where_time_goes(planned) if v))
     for warning in plan.get("warnings", []):
         lines.append(f"warning: {warning}")
-    lines.append(f"wrote {out_dir}/plan.json, {out_dir}/run.json, {out_dir}/report.md")
+    lines.append(f"wrote {out_dir}/plan.json, {out_dir}/run.json, {out_dir}/report.md, {out_dir}/report.html")
     return "\n".join(lines) + "\n"
 
 
@@ -95,13 +97,14 @@ def markdown_report(planned: Planned) -> str:
                 f"({band['scope']}), each predicted by a fit that never saw its source.", ""]
     else:
         out += ["No error band: the latency profile was calibrated without cross-validation.", ""]
-    out += ["| plan | latency (ms) | throughput (fps) | speedup |", "|---|---:|---:|---:|",
-            f"| edgeplan | {pred['latency_ms']:.4f} | {pred['throughput_fps']:.1f} | 1.00 |"]
+    out += ["| plan | latency (ms) | throughput (fps) | edgeplan's gain |", "|---|---:|---:|---|",
+            f"| edgeplan | {pred['latency_ms']:.4f} | {pred['throughput_fps']:.1f} | - |"]
     notes = []
     for name, base in plan["baselines"].items():
-        out.append(f"| {name} | {base['latency_ms']:.4f} | {base['throughput_fps']:.1f} | {base['speedup']:.2f} |")
+        fps = base.get("pipelined_fps", base["throughput_fps"])
+        out.append(f"| {name} | {base['latency_ms']:.4f} | {fps:.1f} | {ratios(base)} |")
         if _within_band(pred, base):
-            notes.append(f"- The speedup over {name} (x{base['speedup']:.2f}) is smaller than the error band "
+            notes.append(f"- The latency gain over {name} (x{base['speedup']:.2f}) is smaller than the error band "
                          f"(x{band['ratio_high'] / band['ratio_low']:.2f}): measure both before relying on it.")
     if notes:
         out += ["", *notes]
