@@ -26,7 +26,7 @@ import numpy as np
 
 from optimizer.catalog import Catalog
 from optimizer.errors import EdgeplanError
-from optimizer.ir import BYTES_PER_ELEMENT, load_model
+from optimizer.ir import BYTES_PER_ELEMENT, Graph, load_model
 from optimizer.latency import op_class
 from optimizer.latency._model import channel_padding
 
@@ -68,7 +68,9 @@ def compiled_layers(rows: Iterable[Mapping[str, str]], models: Path, families: M
         acc[0] += float(r["cycles_npu"])
         acc[1] += float(r["cycles_ddr"])
         acc[2] += float(r["cycles_total"])
-    graphs, skipped, out = {}, [], []
+    graphs: dict[str, Graph | None] = {}
+    skipped: list[str] = []
+    out: list[CompiledLayer] = []
     for (model, soc, precision, node_name), (npu, ddr, total) in sorted(cycles.items()):
         if model not in graphs:
             try:
@@ -145,7 +147,7 @@ def class_shape(shape: Shape, soc: str, precision: str) -> dict[str, float]:
 
 def spearman(a: Sequence[float], b: Sequence[float]) -> float:
     """Rank correlation (ties get their mean rank)."""
-    from scipy.stats import spearmanr
+    from scipy.stats import spearmanr  # type: ignore[import-untyped]
 
     if len(a) < 3:
         return float("nan")

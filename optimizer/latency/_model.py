@@ -259,8 +259,8 @@ class LatencyModel:
         """(op class, seconds of MACs, seconds of other arithmetic) at efficiency 1, for the whole batch."""
         if device == "dla" and precision == "int8" and node.op_type in self._int8_upgrade_ops:
             precision = "fp16"  # DLA-ACT-INT8-UPGRADE
-        scale = self.batch * (self._xavier_sub_layers if device == "dla" and node.op_type in self._xavier_sub_ops
-                              else 1)  # DLA-ELTWISE-XAVIER-SUB: a Scale plus a Sum
+        scale: float = self.batch * (self._xavier_sub_layers if device == "dla" and node.op_type in self._xavier_sub_ops
+                                     else 1)  # DLA-ELTWISE-XAVIER-SUB: a Scale plus a Sum
         cls = op_class(self.graph, node)
         if device == "npu" and node.macs:
             scale *= self._npu_padding(node)
