@@ -48,6 +48,8 @@ class Prediction:
 def predict(model_path: str | Path, target_id: str, situation: Situation, *, catalog: Catalog | None = None,
             profile_path: str | Path | None = None,
             input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> Prediction:
+    """The figure one fixed deployment is predicted to reach (`edgeplan predict`), with the LOSO error band
+    of comparable published rows when the profile has one."""
     catalog = catalog or load_catalog()
     target = catalog.target(target_id)
     profile = load_profile(target.family, profile_path)
