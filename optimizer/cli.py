@@ -178,7 +178,7 @@ def _predict(args: argparse.Namespace) -> int:
 
     situation = Situation(accelerator=args.accelerator, precision=args.precision, batch=args.batch,
                           cores=args.cores, metric=args.metric, sparse=args.sparse, gpu_batch=args.gpu_batch,
-                          io_included=not args.no_io)
+                          io_included=not args.no_io, tf32=not args.no_tf32)
     prediction = predict(args.model, args.target, situation, profile_path=args.profile,
                          input_shapes=parse_input_shapes(args.input_shape or []))
     if args.json:
@@ -186,8 +186,13 @@ def _predict(args: argparse.Namespace) -> int:
         return 0
     figure = prediction.figure
     print(f"{args.model} on {args.target}, {situation.describe()} (profile {prediction.profile}):")
-    print(f"  latency    {figure.latency_s * 1e3:.4f} ms per batch of {situation.batch}")
+    band = prediction.band
+    likely = (f" (likely {figure.latency_s * 1e3 * band.low:.4g}-{figure.latency_s * 1e3 * band.high:.4g} ms)"
+              if band else " (no error band: the profile was calibrated without cross-validation)")
+    print(f"  latency    {figure.latency_s * 1e3:.4f} ms per batch of {situation.batch}{likely}")
     print(f"  throughput {figure.throughput:.2f} frames/s")
+    if band:
+        print(f"  band from {band.describe()}")
     print(f"  accelerator runs {prediction.scenario.accelerator_share:.1%} of the MACs")
     return 0
 
@@ -208,12 +213,16 @@ def _calibrate(args: argparse.Namespace) -> int:
         raise BadInputError("--csv needs --models DIR (the folder its onnx column is relative to)")
     document = run_calibration(args.csv, args.models, args.out, families=args.family or (), priors=priors,
                                cross=not args.no_cv, layer_inputs=layers)
-    print(f"{'family':<14} {'rows':>5} {'prior MdAPE':>12} {'fit MdAPE':>10} {'CV MdAPE':>9}  profile")
+    def pct(summary: dict | None, field: str = "median_abs_pct_error") -> str:
+        return format(summary[field], ".1%") if summary else "-"
+
+    print(f"{'family':<14} {'rows':>5} {'LOSO MdAPE':>11} {'LOSO p90':>9} {'LOFO MdAPE':>11} {'prior MdAPE':>12} "
+          f"{'fit MdAPE':>10}  profile   (LOSO/LOFO = each publishing source / model family held out)")
     for family, entry in document["families"].items():
-        cv = entry["cross_validation"]
-        print(f"{family:<14} {entry['fit']['rows']:>5} {entry['prior']['median_abs_pct_error']:>12.1%} "
-              f"{entry['fit']['median_abs_pct_error']:>10.1%} "
-              f"{format(cv['median_abs_pct_error'], '.1%') if cv else '-':>9}  {Path(args.out) / entry['profile']}")
+        loso, cv = entry["source_cross_validation"], entry["cross_validation"]
+        print(f"{family:<14} {entry['fit']['rows']:>5} {pct(loso):>11} {pct(loso, 'p90_abs_pct_error'):>9} "
+              f"{pct(cv):>11} {entry['prior']['median_abs_pct_error']:>12.1%} "
+              f"{entry['fit']['median_abs_pct_error']:>10.1%}  {Path(args.out) / entry['profile']}")
     print(f"{len(document['skipped'])} rows skipped (reasons in {Path(args.out) / 'calibration.json'}); "
           f"use a profile with: edgeplan optimize MODEL --target T --profile FILE")
     return 0
@@ -453,8 +462,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("predict", "the predicted figure of one fixed configuration (no optimisation)")
     p.add_argument("model", help="ONNX model file")
     p.add_argument("--target", required=True, help="target ID, power modes included (see 'edgeplan targets')")
-    p.add_argument("--accelerator", required=True, choices=("gpu", "dla", "npu", "auto"),
-                   help="gpu only; dla with GPU fallback; npu with CPU fallback; auto = the planner's best plan")
+    p.add_argument("--accelerator", required=True, choices=("gpu", "dla", "npu", "cpu", "auto"),
+                   help="gpu only; dla with GPU fallback; npu with CPU fallback; cpu = the whole model on an RKNN "
+                        "SoC's CPU (fp32); auto = the planner's best plan")
     p.add_argument("--precision", required=True, choices=("int8", "fp16", "fp32"))
     p.add_argument("--batch", type=int, default=1, help="frames per inference")
     p.add_argument("--cores", type=int, default=1,
@@ -465,6 +475,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sparse", action="store_true", help="RKNN sparse-weight build (RK3576, RV1126B)")
     p.add_argument("--no-io", action="store_true",
                    help="leave model input/output layout conversion out (rknn eval_perf, NPU-only figures)")
+    p.add_argument("--noTF32", "--no-tf32", dest="no_tf32", action="store_true",
+                   help="the TensorRT engine is built with --noTF32: FP32 layers on CUDA cores (Ampere GPUs)")
     p.add_argument("--profile", metavar="FILE", help="latency profile TOML (edgeplan calibrate)")
     p.add_argument("--json", action="store_true", help="print edgeplan.predict/v1 JSON")
     p.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224",

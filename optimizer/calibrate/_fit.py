@@ -1,11 +1,13 @@
 """Fits the latency model's free constants to measurements, robustly and within physical bounds.
 
-Per (calibration key, device kind) eight numbers are free: the efficiency of each op class, the
-per-kernel overhead and the bandwidth efficiency. Everything else (peaks, bandwidth, transfers,
-formats) stays as the catalog and profile say. The residual is the log ratio of predicted to observed
-figure, under a soft-L1 loss, plus a pull towards the prior profile, so a device with few rows moves
-little and no constant is ever tuned to one model. Transfers, launches and the cost of a thin model input
-in DLA formats are held at the prior's values while fitting (they move a figure by about 0.1%).
+Per (calibration key, device kind) ten numbers are free: the efficiency of each op class, the per-kernel
+overhead, the bandwidth efficiency, the compute/memory overlap and the per-inference overhead (only the
+family's host device carries it: the GPU on Jetson, the NPU on RKNN). Everything else (peaks, bandwidth,
+transfers, formats) stays as the catalog and profile say. The residual is the log ratio of predicted to
+observed figure, under a soft-L1 loss, plus a pull towards the prior profile, so a device with few rows
+moves little and no constant is ever tuned to one model. Transfers, launches and the cost of a thin
+model input in DLA formats are held at the prior's values while fitting (they move a figure by about
+0.1%).
 """
 
 from __future__ import annotations
@@ -22,14 +24,17 @@ PRIOR_SIGMA = 4.0
 LOSS_SCALE = 0.1  # soft-L1 turns linear past ~10% error, so one odd row cannot drag a device
 EFFICIENCY_CAP = 0.85  # no accelerator sustains more of its peak over whole layers; keeps the fit physical
 N_CLASSES = len(OP_CLASSES)
-N_FREE = N_CLASSES + 3  # efficiencies, layer overhead, bandwidth efficiency, compute/memory overlap
-LOWER = np.array([np.log(0.002)] * N_CLASSES + [np.log(0.1), np.log(0.05), np.log(0.01)])
-UPPER = np.array([np.log(EFFICIENCY_CAP)] * N_CLASSES + [np.log(5000.0), 0.0, 0.0])
+# efficiencies, layer overhead, bandwidth efficiency, compute/memory overlap, per-inference overhead
+N_FREE = N_CLASSES + 4
+INFERENCE = N_CLASSES + 3
+LOWER = np.array([np.log(0.002)] * N_CLASSES + [np.log(0.1), np.log(0.05), np.log(0.01), np.log(1.0)])
+UPPER = np.array([np.log(EFFICIENCY_CAP)] * N_CLASSES + [np.log(5000.0), 0.0, 0.0, np.log(5000.0)])
 
 
 def _theta(const: DeviceConstants) -> np.ndarray:
     values = [const.efficiency[k] for k in OP_CLASSES] + [const.layer_overhead_us, const.bandwidth_efficiency,
-                                                           max(const.overlap, 0.01)]
+                                                           max(const.overlap, 0.01),
+                                                           max(const.inference_overhead_us, 1.0)]
     return np.clip(np.log(np.array(values, dtype=float)), LOWER + 1e-9, UPPER - 1e-9)
 
 
@@ -39,7 +44,8 @@ def constants_from(theta: np.ndarray, prior: DeviceConstants) -> DeviceConstants
         efficiency={k: float(v) for k, v in zip(OP_CLASSES, values[:N_CLASSES])},
         layer_overhead_us=float(values[N_CLASSES]), bandwidth_efficiency=float(values[N_CLASSES + 1]),
         overlap=float(values[N_CLASSES + 2]), sram_speedup=prior.sram_speedup,
-        multicore_efficiency=prior.multicore_efficiency, multicore_overhead_us=prior.multicore_overhead_us)
+        multicore_efficiency=prior.multicore_efficiency, multicore_overhead_us=prior.multicore_overhead_us,
+        inference_overhead_us=float(values[INFERENCE]), multicore_split=prior.multicore_split)
 
 
 @dataclass(frozen=True)
@@ -59,8 +65,9 @@ class Problem:
     bandwidth: np.ndarray
     in_sram: np.ndarray
     sram_speedup: np.ndarray
-    mc_eff: np.ndarray
+    mc_eff: np.ndarray  # (groups, classes): split efficiency per op class
     mc_over: np.ndarray
+    launches: np.ndarray
     on_gpu: np.ndarray
     stage_fixed: np.ndarray
     stage_fixed_gpu: np.ndarray
@@ -76,7 +83,7 @@ class Problem:
 def build_problem(scenarios: Sequence[Scenario], observed: Sequence[float], profile: Profile) -> Problem:
     blocks: dict[tuple[str, str], int] = {}
     rows: dict[str, list] = {k: [] for k in ("block", "stage", "unit", "wb", "ab", "k", "c", "b", "bw", "sram",
-                                             "speed", "mce", "mco", "gpu")}
+                                             "speed", "mce", "mco", "gpu", "launch")}
     stage_fixed, stage_fixed_gpu = [], []
 
     def add_stage(stage: Stage) -> int:
@@ -98,9 +105,10 @@ def build_problem(scenarios: Sequence[Scenario], observed: Sequence[float], prof
             rows["bw"].append(stage.bandwidth)
             rows["sram"].append(0 < work.act_bytes <= stage.sram_bytes)
             rows["speed"].append(const.sram_speedup)
-            rows["mce"].append(const.multicore_efficiency)
+            rows["mce"].append([const.split_efficiency(k) for k in OP_CLASSES])
             rows["mco"].append(const.multicore_overhead_us)
-            rows["gpu"].append(device == "gpu")
+            rows["gpu"].append(device == "gpu" and not work.launches)
+            rows["launch"].append(work.launches)
         return index
 
     primary, gpu_stage, streams, batch, gpu_batch, is_latency = [], [], [], [], [], []
@@ -120,7 +128,8 @@ def build_problem(scenarios: Sequence[Scenario], observed: Sequence[float], prof
         act_bytes=np.array(rows["ab"]), kernels=np.array(rows["k"], dtype=float),
         cores=np.array(rows["c"], dtype=float), boundary=np.array(rows["b"]), bandwidth=np.array(rows["bw"]),
         in_sram=np.array(rows["sram"], dtype=bool), sram_speedup=np.array(rows["speed"]),
-        mc_eff=np.array(rows["mce"]), mc_over=np.array(rows["mco"]), on_gpu=np.array(rows["gpu"], dtype=bool),
+        mc_eff=np.array(rows["mce"], dtype=float).reshape(-1, N_CLASSES), mc_over=np.array(rows["mco"]),
+        launches=np.array(rows["launch"], dtype=float), on_gpu=np.array(rows["gpu"], dtype=bool),
         stage_fixed=np.array(stage_fixed), stage_fixed_gpu=np.array(stage_fixed_gpu),
         primary=np.array(primary, dtype=int), gpu_stage=np.array(gpu_stage, dtype=int),
         streams=np.array(streams, dtype=float), batch=np.array(batch, dtype=float),
@@ -133,15 +142,16 @@ def predict_all(problem: Problem, theta: np.ndarray) -> np.ndarray:
     p = problem
     values = np.exp(theta[p.block])
     eff = values[:, :N_CLASSES]
-    compute = (p.unit / eff).sum(axis=1)
     split = p.cores > 1
-    compute = np.where(split, compute / (p.cores * p.mc_eff), compute)
+    divisor = np.where(split[:, None], p.cores[:, None] * p.mc_eff, 1.0)
+    compute = (p.unit / eff / divisor).sum(axis=1)
     weight_bw = p.bandwidth * values[:, N_CLASSES + 1]
     act_bw = weight_bw * np.where(p.in_sram, p.sram_speedup, 1.0)
     memory = p.weight_bytes / weight_bw + p.act_bytes / act_bw
     overhead = values[:, N_CLASSES] * 1e-6 * p.kernels + np.where(split, p.mc_over * 1e-6, 0.0)
     exposed = (1.0 - values[:, N_CLASSES + 2]) * np.minimum(compute, memory)
     seconds = np.maximum(compute, memory) + exposed + overhead + p.boundary
+    seconds = np.where(p.launches > 0, values[:, INFERENCE] * 1e-6 * p.launches, seconds)
     n_stages = len(p.stage_fixed)
     total = np.bincount(p.stage, seconds, minlength=n_stages) + p.stage_fixed
     gpu_busy = np.bincount(p.stage, np.where(p.on_gpu, seconds, 0.0), minlength=n_stages) + p.stage_fixed_gpu

@@ -138,7 +138,7 @@ def _parse(n: int, raw: dict[str, str], models: Path) -> Measurement:
         situation = Situation(kind, precision, batch=batch, cores=cores if kind != "gpu" else 1,
                               sparse="sparse" in raw["model"].lower() or "sparse_weight" in notes)
     observed = _observed(raw["metric"].strip().lower(), value, raw["unit"], situation.batch)
-    if observed is None or not observed[1] > 0:
+    if observed is None or not 0 < observed[1] < float("inf"):
         return fail(f"metric '{raw['metric']}' in '{raw['unit']}' is not a latency or a throughput")
     metric, figure = observed
     io = "I/O handling" in notes + match_notes or "IO handling" in notes + match_notes

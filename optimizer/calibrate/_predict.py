@@ -10,7 +10,8 @@ from typing import Any
 from optimizer.calibrate._situation import Figure, Scenario, Situation, prepare, score
 from optimizer.catalog import Catalog, load_catalog
 from optimizer.fileio import sha256_file
-from optimizer.latency import load_profile
+from optimizer.latency import Band, load_profile
+from optimizer.latency._profile import band_json
 from optimizer.solver import PlanRequest
 
 PREDICT_SCHEMA = "edgeplan.predict/v1"
@@ -21,6 +22,7 @@ class Prediction:
     scenario: Scenario
     figure: Figure
     profile: str  # name of the latency profile used
+    band: Band | None = None  # the LOSO error of comparable rows, as latency ratios
 
     @property
     def value(self) -> float:
@@ -39,12 +41,15 @@ class Prediction:
                 "throughput_fps": round(self.figure.throughput, 6),
                 "metric": s.metric, "value": round(self.value, 6), "unit": self.unit, "sparse": s.sparse,
                 "gpu_batch": s.gpu_batch, "io_included": s.io_included, "profile": self.profile,
-                "accelerator_share_of_macs": round(self.scenario.accelerator_share, 6)}
+                "accelerator_share_of_macs": round(self.scenario.accelerator_share, 6), "tf32": s.tf32,
+                "latency_band_ms": band_json(self.band, self.figure.latency_s * 1e3)}
 
 
 def predict(model_path: str | Path, target_id: str, situation: Situation, *, catalog: Catalog | None = None,
             profile_path: str | Path | None = None,
             input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> Prediction:
+    """The figure one fixed deployment is predicted to reach (`edgeplan predict`), with the LOSO error band
+    of comparable published rows when the profile has one."""
     catalog = catalog or load_catalog()
     target = catalog.target(target_id)
     profile = load_profile(target.family, profile_path)
@@ -58,4 +63,7 @@ def predict(model_path: str | Path, target_id: str, situation: Situation, *, cat
                            profile_path=str(profile_path) if profile_path else None, catalog=catalog).placements
     scenario = prepare(model_path, target_id, situation, catalog, profile, input_shapes=input_shapes,
                        planned=planned)
-    return Prediction(scenario=scenario, figure=score(scenario, profile.constants), profile=profile.name)
+    device = target.accelerator if situation.accelerator == "auto" else situation.accelerator
+    band = profile.band(target.calibration, device, situation.precision)
+    return Prediction(scenario=scenario, figure=score(scenario, profile.constants), profile=profile.name, band=band)
+

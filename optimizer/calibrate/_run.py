@@ -13,6 +13,7 @@ from optimizer.calibrate._calibrate import (
     Skipped,
     cross_validate,
     csv_fitted_on,
+    error_bands,
     errors,
     fit_observations,
     observations,
@@ -32,8 +33,9 @@ PROFILE_FILES = {"nvidia-dla": "latency_nvidia_dla.toml", "rockchip-rknn": "late
 
 
 # per-row prediction fields -> the summary names calibration.json gives them
-SUMMARIES = {"predicted_prior": "prior", "predicted_fit": "fit", "predicted_cv": "cross_validation",
-             "predicted_loso": "source_cross_validation"}
+# (leave-one-source-out first: the honest figure for measurements from a harness the fit never saw)
+SUMMARIES = {"predicted_loso": "source_cross_validation", "predicted_cv": "cross_validation",
+             "predicted_prior": "prior", "predicted_fit": "fit"}
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,8 @@ def calibrate_family(obs: Sequence[Observation], family: str, prior_path: str | 
                      "predicted_fit": round(float(fitted.predicted[i]), 6),
                      "predicted_cv": round(float(cv[i]), 6) if cv is not None else None,
                      "predicted_loso": round(float(loso[i]), 6) if loso is not None else None})
-    return FamilyResult(family=family, profile=profile_text(prior, fitted, obs, fitted_on), rows=rows)
+    bands = error_bands(obs, loso) if loso is not None else None
+    return FamilyResult(family=family, profile=profile_text(prior, fitted, obs, fitted_on, bands), rows=rows)
 
 
 @dataclass(frozen=True)
@@ -141,7 +144,8 @@ def run_calibration(csv_path: str | Path | None, models: str | Path | None, out:
         all_rows += result.rows
         document["families"][result.family] = {
             "profile": path.name, **{name: _summary(result.rows, field) for field, name in SUMMARIES.items()},
-            "rows": result.rows, "by_device_cv": _by_device(result.rows, "predicted_cv") if cross else None,
+            "rows": result.rows, "by_device_loso": _by_device(result.rows, "predicted_loso") if cross else None,
+            "by_device_cv": _by_device(result.rows, "predicted_cv") if cross else None,
             "by_device_fit": _by_device(result.rows, "predicted_fit")}
     document["overall"] = {name: _summary(all_rows, field) for field, name in SUMMARIES.items()}
     write_json(out / "calibration.json", document)

@@ -26,10 +26,10 @@ from optimizer.latency import (
     Profile,
     evaluate,
 )
-from optimizer.latency._model import Work, work_seconds
+from optimizer.latency._model import Work, inference_work, work_seconds
 from optimizer.plan._baselines import gpu_only, trt_default
 
-ACCELERATORS = ("gpu", "dla", "npu", "auto")
+ACCELERATORS = ("gpu", "dla", "npu", "cpu", "auto")
 METRICS = ("latency", "throughput")
 GPU_SHARE_CAP = 0.9  # a GPU engine beside DLA engines keeps at least this share of the GPU for itself
 
@@ -44,6 +44,7 @@ class Situation:
     sparse: bool = False  # RKNN sparse-weight build
     gpu_batch: int = 0  # > 0: a GPU engine at this batch runs beside the DLA engines (MLPerf Offline)
     io_included: bool = True  # False: model I/O layout conversion is outside the timed region (rknn eval)
+    tf32: bool = True  # False: TensorRT built with --noTF32 (FP32 layers on CUDA cores, not tensor cores)
 
     def command(self, model: str, target: str) -> str:
         """The `edgeplan predict` command line that reproduces this situation's figure."""
@@ -55,6 +56,8 @@ class Situation:
             parts.append("--sparse")
         if not self.io_included:
             parts.append("--no-io")
+        if not self.tf32:
+            parts.append("--noTF32")
         return " ".join(parts)
 
     def describe(self) -> str:
@@ -63,6 +66,8 @@ class Situation:
             text += f", {self.cores} core{'s' if self.cores > 1 else ''}"
         if self.gpu_batch:
             text += f" + GPU engine at batch {self.gpu_batch}"
+        if not self.tf32 and self.precision == "fp32":
+            text += ", no TF32"
         return text + (", sparse weights" if self.sparse else "")
 
 
@@ -105,7 +110,8 @@ def stage_times(stage: Stage, constants: Constants) -> tuple[float, dict[str, fl
     total = stage.fixed_s
     for device, work in stage.works:
         seconds = work_seconds(work, constants(stage.key, device), stage.bandwidth, stage.sram_bytes)
-        busy[device] = busy.get(device, 0.0) + seconds
+        if not work.launches:  # the per-inference overhead is host work, on no engine
+            busy[device] = busy.get(device, 0.0) + seconds
         total += seconds
     return total, busy
 
@@ -139,11 +145,15 @@ def _check(situation: Situation, target: Target, where: str) -> None:
         raise BadInputError(f"{target.id} has no {acc.upper()}; its accelerator is {target.accelerator}", file=where)
     if acc == "gpu" and "gpu" not in target.precisions:
         raise BadInputError(f"{target.id} has no GPU", file=where)
+    if acc == "cpu" and (target.accelerator != "npu" or "cpu" not in target.precisions):
+        raise BadInputError(f"--accelerator cpu (the whole model on the SoC's CPU) is modelled for RKNN targets, "
+                            f"not {target.id}", file=where)
     device = {"auto": target.accelerator}.get(acc, acc)
     if situation.precision not in target.precisions.get(device, ()):
         raise BadInputError(f"{device} on {target.id} offers {', '.join(target.precisions.get(device, ()))}, "
                             f"not {situation.precision}", file=where)
     most = int(target.figure("dla_cores") if target.accelerator == "dla" else target.features.get("npu_cores", 1))
+    most = 1 if acc in ("gpu", "cpu") else most
     if not 1 <= situation.cores <= most:
         raise BadInputError(f"--cores must be 1..{most} on {target.id}, got {situation.cores}", file=where)
     if situation.batch < 1 or situation.gpu_batch < 0:
@@ -182,6 +192,8 @@ def _placements(model: LatencyModel, situation: Situation, catalog: Catalog,
         return gpu_only(model, allowed)
     if situation.accelerator == "dla":
         return trt_default(model, int(catalog.rule("DLA-LOADABLES").params["max"]), allowed)
+    if situation.accelerator == "cpu":  # the whole model on the CPU: no hand-over, no NPU layout
+        return tuple(Placement(Option("cpu", situation.precision)) for _ in model.groups.groups)
     return _npu(model, situation)
 
 
@@ -199,7 +211,9 @@ def _stage(model: LatencyModel, placements: tuple[Placement, ...]) -> Stage:
             kind = "dla" if device.startswith("dla") else device
             fixed_busy[kind] = fixed_busy.get(kind, 0.0) + extra / 1e9
     works = tuple((p.option.device, model.work(g, p.option)) for g, p in zip(model.groups.groups, placements))
-    return Stage(works=works, fixed_s=(breakdown.total_ns - sum(breakdown.group_ns)) / 1e9,
+    works += ((model.host_device, inference_work()),)  # fitted with the host device's constants
+    fixed_ns = breakdown.total_ns - sum(breakdown.group_ns) - breakdown.inference_ns
+    return Stage(works=works, fixed_s=fixed_ns / 1e9,
                  fixed_busy_s=MappingProxyType(fixed_busy), key=model.target.calibration,
                  bandwidth=model.bandwidth, sram_bytes=model.sram_bytes)
 
@@ -245,7 +259,7 @@ def prepare(model_path: str | Path, target_id: str, situation: Situation, catalo
 
     def latency_model(batch: int) -> LatencyModel:
         return LatencyModel(groups, catalog, target, profile, io=report.io, batch=batch // exported,
-                            io_costs=situation.io_included)
+                            io_costs=situation.io_included, tf32=situation.tf32)
 
     model = latency_model(situation.batch)
     placements = _placements(model, situation, catalog, planned)

@@ -13,6 +13,7 @@ from optimizer.latency._evaluate import (
 from optimizer.latency._model import SPARSE_KEEP, LatencyModel, Option, op_class
 from optimizer.latency._profile import (
     OP_CLASSES,
+    Band,
     DeviceConstants,
     Profile,
     load_profile,
@@ -20,6 +21,6 @@ from optimizer.latency._profile import (
     profile_family,
 )
 
-__all__ = ["OP_CLASSES", "SPARSE_KEEP", "Breakdown", "DeviceConstants", "LatencyModel", "Option", "Placement",
+__all__ = ["OP_CLASSES", "SPARSE_KEEP", "Band", "Breakdown", "DeviceConstants", "LatencyModel", "Option", "Placement",
            "Profile", "Transfer", "evaluate", "group_options", "load_profile", "op_class", "parse_profile",
            "profile_family", "reformat_engine", "tensor_routes", "transfer_engine"]

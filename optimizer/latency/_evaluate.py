@@ -53,6 +53,7 @@ class Breakdown:
     launch_ns: int
     total_ns: int
     busy_ns: Mapping[str, int]
+    inference_ns: int = 0  # the per-inference enqueue/submit overhead, in total_ns (host work, on no engine)
 
     @property
     def transfer_ns(self) -> int:
@@ -111,10 +112,12 @@ def evaluate(model: LatencyModel, placements: tuple[Placement, ...], default_for
     for slot in loadables:
         core = next(p.device for p in placements if p.loadable == slot)
         busy[core] = busy.get(core, 0) + launch
-    total = sum(group_ns) + sum(t.ns for t in transfers) + sum(c[2] for c in changes) + launch * len(loadables)
+    inference = model.inference_ns()
+    total = (sum(group_ns) + sum(t.ns for t in transfers) + sum(c[2] for c in changes) + launch * len(loadables)
+             + inference)
     return Breakdown(group_ns=group_ns, transfers=tuple(transfers), precision_changes=tuple(changes),
                      loadables=loadables, launch_ns=launch * len(loadables), total_ns=total,
-                     busy_ns=MappingProxyType(dict(sorted(busy.items()))))
+                     busy_ns=MappingProxyType(dict(sorted(busy.items()))), inference_ns=inference)
 
 
 def group_options(model: LatencyModel, group_index: int, allowed: frozenset[str]) -> tuple[Option, ...]:

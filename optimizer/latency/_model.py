@@ -2,6 +2,25 @@
 
 All costs are integer nanoseconds so the CP-SAT objective uses them as they are. The same functions
 score solver options, baselines and any fixed assignment, so every number in a plan is comparable.
+
+Physics terms beyond the roofline, each with its formula (README "The latency model"):
+- TF32: on a GPU with a `gpu_tf32_per_fp16` figure (Ampere), TensorRT runs FP32 convolutions and
+  matmuls on tensor cores as TF32 unless built with --noTF32, so their peak is
+  `gpu_fp16_tops * gpu_tf32_per_fp16` instead of the CUDA-core `gpu_fp32_tops` (NVIDIA Ampere
+  architecture whitepaper: dense TF32 tensor throughput is half the dense FP16 one).
+- Memory clock: with `emc_mhz` and `dram_bus_bits` figures, DRAM bandwidth is
+  `emc_mhz * 1e6 * 2 * dram_bus_bits / 8` (LPDDR: two transfers per EMC clock; 3200 MHz x 256 bit =
+  204.8 GB/s on AGX Orin), so a power mode that lowers the EMC clock lowers every memory term.
+- Per inference: `inference_overhead_us` of the family's host device (TensorRT enqueue + stream sync on
+  Jetson, rknn_run submit + completion interrupt on RKNN), once per inference, whatever the placement.
+- CPU fallback (RKNN): the CPU peak is `cpu_cores * cpu_ghz * cpu_neon_flops_per_cycle` when the target
+  gives them (else `cpu_gflops`), times the CPU's per-op-class efficiency.
+- NPU/CPU hand-over: `memsync_us + handover_us + (npu_bytes + 4*elements)/BW + 4*elements/convert_rate`
+  (seed 001 rknn_mem_sync per direction; the CPU side works in FP32 NCHW, the NPU side in NC1HWC2).
+- Multi-core NPU: a split layer's class-k compute is divided by `cores * split_efficiency[k]`.
+- NPU channel atoms: a convolution's MACs are scaled by `ceil(Cin_g/a_in)*a_in/Cin_g *
+  ceil(Cout/a_out)*a_out/Cout` (depthwise: the output factor only), with the atoms `npu_channel_atom_in`/
+  `_out` fitted to rknn-toolkit2's per-layer cycle estimates (optimizer/calibrate/_compiler.py).
 """
 
 from __future__ import annotations
@@ -36,6 +55,7 @@ class Option:
         return f"{self.device}/{self.precision}{extra}"
 
 
+TF32_CLASSES = frozenset({"conv", "gconv", "deconv", "matmul"})  # tensor-core layers; depthwise runs on CUDA cores
 SPARSE_KEEP = {"dense": 1.0, "4:2_in": 0.5, "4:2_out": 0.5, "16:4_in_out": 0.25, "16:4_out_in": 0.25}
 
 
@@ -50,16 +70,26 @@ class Work:
     kernels: int
     cores: int
     boundary_s: float  # model inputs/outputs in the accelerator's formats
+    launches: int = 0  # inferences whose fixed per-inference overhead this entry carries
+
+
+def inference_work(launches: int = 1) -> Work:
+    """The per-inference overhead as a Work of its own, so calibration fits it like any other constant."""
+    return Work(unit_compute_s=(0.0,) * len(OP_CLASSES), weight_bytes=0.0, act_bytes=0.0, kernels=0, cores=1,
+                boundary_s=0.0, launches=launches)
 
 
 def work_seconds(work: Work, const: DeviceConstants, bandwidth: float, sram_bytes: int) -> float:
-    compute = sum(c / const.efficiency[k] for k, c in zip(OP_CLASSES, work.unit_compute_s) if c)
+    if work.launches:
+        return const.inference_overhead_us * 1e-6 * work.launches
+    split = work.cores > 1
+    compute = sum(c / const.efficiency[k] / (work.cores * const.split_efficiency(k) if split else 1.0)
+                  for k, c in zip(OP_CLASSES, work.unit_compute_s) if c)
     weight_bw = bandwidth * const.bandwidth_efficiency
     act_bw = weight_bw * (const.sram_speedup if 0 < work.act_bytes <= sram_bytes else 1.0)
     memory = work.weight_bytes / weight_bw + work.act_bytes / act_bw
     overhead = const.layer_overhead_us * 1e-6 * work.kernels
-    if work.cores > 1:
-        compute /= work.cores * const.multicore_efficiency
+    if split:
         overhead += const.multicore_overhead_us * 1e-6
     exposed = (1.0 - const.overlap) * min(compute, memory)
     return max(compute, memory) + exposed + overhead + work.boundary_s
@@ -79,6 +109,24 @@ def op_class(graph: Graph, node: Node) -> str:
         constant_b = len(node.inputs) > 1 and graph.is_constant(node.inputs[1])
         return "conv" if constant_b or node.op_type != "MatMul" else "matmul"
     return "vector"
+
+
+def channel_padding(graph: Graph, node: Node, atom_in: int, atom_out: int) -> float:
+    """MACs an NPU convolution really spends per useful MAC: input channels (per group) are computed in
+    atoms of `atom_in`, output channels in atoms of `atom_out`; a depthwise conv pads its channels only.
+    RKNN atoms are fitted to rknn-toolkit2's own cycle estimates (benchmarks/compiler_cycles.py)."""
+    if node.op_type != "Conv" or len(node.inputs) < 2:
+        return 1.0
+    x, w = graph.shape(node.inputs[0]), graph.shape(node.inputs[1])
+    if x is None or w is None or len(x) < 2 or not all(isinstance(d, int) and d > 0 for d in (x[1], w[0])):
+        return 1.0
+    c_in, c_out = int(x[1]), int(w[0])
+    group = int(node.attrs.get("group", 1) or 1)
+    out = math.ceil(c_out / atom_out) * atom_out / c_out
+    if group > 1 and group == c_in:
+        return out
+    per_group = max(c_in // group, 1)
+    return math.ceil(per_group / atom_in) * atom_in / per_group * out
 
 
 def _padded_bytes(shape: tuple | None, elements: int, fmt: str, precision: str, hwc4_stride: int) -> int:
@@ -104,12 +152,18 @@ def _padded_bytes(shape: tuple | None, elements: int, fmt: str, precision: str, 
     return n * c * h * w * bpe
 
 
+def precision_npu(precision: str) -> str:
+    """The NPU-side precision of a tensor a CPU layer hands back (the NPU has no FP32)."""
+    return precision if precision in ("int8", "fp16") else "fp16"
+
+
 class LatencyModel:
     """Costs of options, transfers and launches for one model on one target."""
 
     def __init__(self, groups: GroupGraph, catalog: Catalog, target: Target, profile: Profile,
                  sram_bytes: int | None = None, io: Mapping | None = None, standalone: bool = False,
-                 batch: int = 1, io_costs: bool = True, loadable_sram: tuple[int, ...] = ()) -> None:
+                 batch: int = 1, io_costs: bool = True, loadable_sram: tuple[int, ...] = (),
+                 tf32: bool = True, pass_through: bool = False) -> None:
         self.groups = groups
         self.graph = groups.graph
         self.catalog = catalog
@@ -125,6 +179,8 @@ class LatencyModel:
         self.io = io or {}
         self.batch = batch  # images per inference: compute and activations scale, weights are read once
         self.io_costs = io_costs  # False: model I/O layout conversion is outside the timed region
+        self.tf32 = tf32  # False: the engine was built with --noTF32 (FP32 on CUDA cores)
+        self.pass_through = pass_through  # RKNN: the caller hands NC1HWC2 inputs over already converted
         self.edited: dict[tuple[int, Option], int] = {}  # costs of edit options, from the edited subgraph
         self._elements: dict[int, int] = {}  # memo: a group's DRAM activation elements
         self._works: dict[tuple[int, Option, bool], Work] = {}  # memo: the model is fixed once built
@@ -135,10 +191,12 @@ class LatencyModel:
             self.hwc4_stride = 64
 
     # ---- figures -------------------------------------------------------------------------------
-    def _peak_ops(self, device: str, precision: str) -> float:
+    def _peak_ops(self, device: str, precision: str, cls: str = "vector") -> float:
         fig = self.target.figures
         if device == "cpu":
-            return fig["cpu_gflops"].value * 1e9
+            return self.cpu_peak_ops
+        if device == "gpu" and precision == "fp32" and cls in TF32_CLASSES and self.tf32_peak_ops:
+            return self.tf32_peak_ops
         key = f"{device}_{precision}_tops"
         if key not in fig:
             key = f"{device}_fp16_tops" if f"{device}_fp16_tops" in fig else f"{device}_int8_tops"
@@ -149,12 +207,49 @@ class LatencyModel:
         if device == "gpu":
             return fig["gpu_fp32_tops"].value * 1e12
         if device == "cpu":
-            return fig["cpu_gflops"].value * 1e9
+            return self.cpu_peak_ops
         return self._peak_ops(device, "fp16" if f"{device}_fp16_tops" in fig else "int8")
+
+    def _npu_padding(self, node: Node) -> float:
+        fig = self.target.figures
+        if "npu_channel_atom_in" not in fig or "npu_channel_atom_out" not in fig:
+            return 1.0
+        return channel_padding(self.graph, node, int(fig["npu_channel_atom_in"].value),
+                               int(fig["npu_channel_atom_out"].value))
+
+    @cached_property
+    def tf32_peak_ops(self) -> float:
+        """TF32 tensor-core peak (0 when the GPU has none or the engine is built with --noTF32)."""
+        fig = self.target.figures
+        if not self.tf32 or "gpu_tf32_per_fp16" not in fig or "gpu_fp16_tops" not in fig:
+            return 0.0
+        return fig["gpu_fp16_tops"].value * fig["gpu_tf32_per_fp16"].value * 1e12
+
+    @cached_property
+    def cpu_peak_ops(self) -> float:
+        """NEON FP32 peak of the cores running CPU layers: cores x clock x FLOP per cycle."""
+        fig = self.target.figures
+        if all(k in fig for k in ("cpu_cores", "cpu_ghz", "cpu_neon_flops_per_cycle")):
+            return fig["cpu_cores"].value * fig["cpu_ghz"].value * 1e9 * fig["cpu_neon_flops_per_cycle"].value
+        return fig["cpu_gflops"].value * 1e9
 
     @cached_property
     def bandwidth(self) -> float:
+        """DRAM bytes/s: from the memory clock and bus width where the target gives them (LPDDR, two
+        transfers per EMC clock), else the published `dram_gbps`."""
+        fig = self.target.figures
+        if "emc_mhz" in fig and "dram_bus_bits" in fig:
+            return fig["emc_mhz"].value * 1e6 * 2 * fig["dram_bus_bits"].value / 8
         return self.target.figure("dram_gbps") * 1e9
+
+    @cached_property
+    def host_device(self) -> str:
+        """The device kind that carries the per-inference overhead: every TensorRT engine (DLA ones too) is
+        enqueued on a CUDA stream; every RKNN inference is one rknn_run."""
+        return "gpu" if self.target.accelerator == "dla" else "npu"
+
+    def inference_ns(self) -> int:
+        return round(self.constants(self.host_device).inference_overhead_us * 1e3)
 
     def constants(self, device: str) -> DeviceConstants:
         return self.profile.constants(self.target.calibration, device)
@@ -164,11 +259,14 @@ class LatencyModel:
         """(op class, seconds of MACs, seconds of other arithmetic) at efficiency 1, for the whole batch."""
         if device == "dla" and precision == "int8" and node.op_type in self._int8_upgrade_ops:
             precision = "fp16"  # DLA-ACT-INT8-UPGRADE
-        scale = self.batch * (self._xavier_sub_layers if device == "dla" and node.op_type in self._xavier_sub_ops
-                              else 1)  # DLA-ELTWISE-XAVIER-SUB: a Scale plus a Sum
-        macs = 2 * node.macs / self._peak_ops(device, precision) * scale if node.macs else 0.0
+        scale: float = self.batch * (self._xavier_sub_layers if device == "dla" and node.op_type in self._xavier_sub_ops
+                                     else 1)  # DLA-ELTWISE-XAVIER-SUB: a Scale plus a Sum
+        cls = op_class(self.graph, node)
+        if device == "npu" and node.macs:
+            scale *= self._npu_padding(node)
+        macs = 2 * node.macs / self._peak_ops(device, precision, cls) * scale if node.macs else 0.0
         other = node.elementwise_ops / self._vector_ops(device) * scale if node.elementwise_ops else 0.0
-        return op_class(self.graph, node), macs, other
+        return cls, macs, other
 
     def _node_compute_s(self, node: Node, device: str, precision: str) -> float:
         eff = self.constants(device).efficiency
@@ -288,6 +386,9 @@ class LatencyModel:
             entry = next((e for e in self.io.get("inputs", ()) if e["tensor"] == tensor), None)
             if entry is not None and not entry.get("zero_copy", False):
                 return "cpu_convert", dense / (self.profile.layout_convert_gbps * 1e9)
+            if entry is not None and entry.get("native_layout") == "NC1HWC2" and not self.pass_through:
+                # seed 003 §3.1.6: with pass_through=0 the runtime converts NHWC -> NC1HWC2 on the CPU
+                return "nhwc->nc1hwc2", dense / (self.profile.layout_convert_gbps * 1e9)
             return entry["native_layout"] if entry else "native", 0.0
         if default_formats:  # trtexec without --inputIOFormats: a linear FP32 tensor reformatted on the GPU
             return "dla_linear", (self._reformat_s(tensor, "dla_linear", option.precision)
@@ -329,9 +430,14 @@ class LatencyModel:
         dense = (info.num_elements or 0) * self.batch * BYTES_PER_ELEMENT[option.precision]
         if option.device == "npu":
             shape = info.shape or ()
-            if len(shape) == 4:  # RKNN-ZC-LAYOUT: native NC1HWC2 output, NCHW costs a CPU conversion
-                return "nc1hwc2->nchw", dense / (self.profile.layout_convert_gbps * 1e9)
-            return "undefined", 0.0
+            # RKNN-ZC-LAYOUT: native NC1HWC2 output; the caller's NCHW FP32 output (rknn_outputs_get with
+            # want_float, seed 003 §3.1.6: "the interface calls the CPU for the type conversion") is written
+            # by the CPU at 4 bytes an element, whatever the NPU precision
+            fp32 = (info.num_elements or 0) * self.batch * BYTES_PER_ELEMENT["fp32"]
+            if len(shape) == 4:
+                return "nc1hwc2->nchw", fp32 / (self.profile.layout_convert_gbps * 1e9)
+            return "undefined", (fp32 / (self.profile.layout_convert_gbps * 1e9) if option.precision != "fp32"
+                                 else 0.0)
         if default_formats:
             return "dla_linear", self._reformat_s(tensor, "dla_linear", option.precision)
         allowed = list(self.formats[self.capability]["output"][option.precision])
@@ -350,9 +456,11 @@ class LatencyModel:
         elements = info.num_elements or 0
         dense = elements * self.batch * BYTES_PER_ELEMENT[precision]
         profile = self.profile
-        if {src, dst} <= {"npu", "cpu"}:
-            seconds = (profile.memsync_us * 1e-6 + dense / self.bandwidth
-                       + dense / (profile.layout_convert_gbps * 1e9))
+        if {src, dst} <= {"npu", "cpu"}:  # RKNN-MEMSYNC + RKNN-ZC-LAYOUT: the CPU side is FP32 NCHW
+            cpu_bytes = elements * self.batch * BYTES_PER_ELEMENT["fp32"]
+            npu_bytes = dense if src == "npu" else elements * self.batch * BYTES_PER_ELEMENT[precision_npu(precision)]
+            seconds = ((profile.memsync_us + profile.handover_us) * 1e-6 + (npu_bytes + cpu_bytes) / self.bandwidth
+                       + cpu_bytes / (profile.layout_convert_gbps * 1e9))
             return "nchw", round(seconds * NS)
         sync = profile.sync_us.get(f"{src}->{dst}", 0.0) * 1e-6
         dla_side_precision = precision if precision in ("int8", "fp16") else "fp16"

@@ -26,6 +26,45 @@ class DeviceConstants:
     multicore_efficiency: float = 1.0
     multicore_overhead_us: float = 0.0
     overlap: float = 1.0  # share of the shorter of compute and memory time hidden under the longer
+    inference_overhead_us: float = 0.0  # once per inference on the family's host device (enqueue, rknn_run)
+    multicore_split: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))  # per op class
+
+    def split_efficiency(self, op_class: str) -> float:
+        """Share of ideal k-core speed-up an op class reaches when a layer is split over NPU cores."""
+        return self.multicore_split.get(op_class, self.multicore_efficiency)
+
+
+@dataclass(frozen=True)
+class Band:
+    """Where a prediction's truth likely lies: observed/predicted latency ratios of comparable rows, each
+    predicted by a fit that never saw its publishing source (LOSO), 10th and 90th percentile."""
+
+    low: float  # ratio: likely latency >= low * predicted
+    high: float
+    rows: int
+    scope: str  # "KEY/ACCELERATOR/PRECISION" with * where the rows were pooled
+
+    def describe(self) -> str:
+        return f"{self.rows} comparable published rows ({self.scope}), each predicted without its source"
+
+
+BAND_MIN_ROWS = 5
+
+
+def band_json(band: Band | None, latency_ms: float) -> dict[str, Any] | None:
+    """The likely range of a latency: the prediction times the band's ratios, and what they rest on."""
+    if band is None:
+        return None
+    return {"low": round(latency_ms * band.low, 6), "high": round(latency_ms * band.high, 6),
+            "ratio_low": band.low, "ratio_high": band.high, "rows": band.rows, "scope": band.scope,
+            "basis": "10th-90th percentile of observed/predicted over comparable published rows, each predicted "
+                     "by a fit without its source (leave-one-source-out)"}
+
+
+def band_scopes(key: str, accelerator: str, precision: str) -> tuple[str, ...]:
+    """From the most comparable rows to the whole family: the first scope with enough rows gives the band."""
+    return (f"{key}/{accelerator}/{precision}", f"{key}/{accelerator}/*", f"*/{accelerator}/{precision}",
+            f"*/{accelerator}/*", "*/*/*")
 
 
 @dataclass(frozen=True)
@@ -40,9 +79,19 @@ class Profile:
     precision_change_us: float
     memsync_us: float
     layout_convert_gbps: float
+    handover_us: float
     memory_pools: Mapping[str, Any]
     text: str  # the TOML as read, for hashing into manifests
     targets: Mapping[str, Mapping[str, DeviceConstants]] = field(default_factory=lambda: MappingProxyType({}))
+    bands: Mapping[str, Band] = field(default_factory=lambda: MappingProxyType({}))
+
+    def band(self, key: str, accelerator: str, precision: str) -> Band | None:
+        """The error band of a prediction (None when the profile was calibrated without cross-validation)."""
+        for scope in band_scopes(key, accelerator, precision):
+            found = self.bands.get(scope)
+            if found is not None and found.rows >= BAND_MIN_ROWS:
+                return found
+        return None
 
     def constants(self, key: str, device: str) -> DeviceConstants:
         """A target's fitted constants where the profile has them, else the family's."""
@@ -54,6 +103,8 @@ def _merged(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, A
     """A target section lists only what it refits; efficiency merges per op class."""
     out = {**base, **override}
     out["efficiency"] = {**base.get("efficiency", {}), **override.get("efficiency", {})}
+    if "multicore_split" in base or "multicore_split" in override:
+        out["multicore_split"] = {**base.get("multicore_split", {}), **override.get("multicore_split", {})}
     return out
 
 
@@ -65,12 +116,21 @@ def _device(raw: Mapping[str, Any], where: str) -> DeviceConstants:
     for key, value in eff.items():
         if not 0 < value <= 1:
             raise BadInputError(f"profile {where}: efficiency {key} = {value} must be in (0, 1]")
+    split = {k: float(v) for k, v in dict(raw.get("multicore_split", {})).items()}
+    unknown = set(split) - set(OP_CLASSES)
+    if unknown:
+        raise BadInputError(f"profile {where}: multicore_split names unknown op classes {sorted(unknown)}")
+    for key, value in split.items():
+        if not 0 < value <= 1:
+            raise BadInputError(f"profile {where}: multicore_split {key} = {value} must be in (0, 1]")
     return DeviceConstants(
         efficiency=MappingProxyType(eff), layer_overhead_us=float(raw["layer_overhead_us"]),
         bandwidth_efficiency=float(raw["bandwidth_efficiency"]), sram_speedup=float(raw["sram_speedup"]),
         multicore_efficiency=float(raw.get("multicore_efficiency", 1.0)),
         multicore_overhead_us=float(raw.get("multicore_overhead_us", 0.0)),
         overlap=_unit_interval(raw.get("overlap", 1.0), "overlap", where),
+        inference_overhead_us=float(raw.get("inference_overhead_us", 0.0)),
+        multicore_split=MappingProxyType(split),
     )
 
 
@@ -79,6 +139,16 @@ def _unit_interval(value: Any, name: str, where: str) -> float:
     if not 0 <= value <= 1:
         raise BadInputError(f"profile {where}: {name} = {value} must be in [0, 1]")
     return value
+
+
+def _bands(raw: Mapping[str, Any], where: str) -> dict[str, Band]:
+    out = {}
+    for scope, entry in raw.items():
+        low, high = float(entry["low"]), float(entry["high"])
+        if not 0 < low <= high:
+            raise BadInputError(f"profile {where}: [bands] {scope}: need 0 < low <= high, got {low}, {high}")
+        out[scope] = Band(low=low, high=high, rows=int(entry["rows"]), scope=scope)
+    return out
 
 
 def parse_profile(text: str, where: str) -> Profile:
@@ -104,8 +174,9 @@ def parse_profile(text: str, where: str) -> Profile:
             precision_change_us=float(transfer.get("precision_change_us", 0.0)),
             memsync_us=float(transfer.get("memsync_us", 0.0)),
             layout_convert_gbps=float(transfer.get("layout_convert_gbps", 1.0)),
+            handover_us=float(transfer.get("handover_us", 0.0)),
             memory_pools=MappingProxyType(dict(raw.get("memory_pools", {}))), text=text,
-            targets=MappingProxyType(targets),
+            targets=MappingProxyType(targets), bands=MappingProxyType(_bands(raw.get("bands", {}), where)),
         )
     except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as exc:
         raise BadInputError(f"latency profile invalid: {type(exc).__name__}: {exc}", file=where) from None

@@ -25,6 +25,7 @@ from optimizer.errors import BadInputError, InfeasibleError
 from optimizer.fusion import GroupGraph, build_groups
 from optimizer.ir import BYTES_PER_ELEMENT, load_model
 from optimizer.latency import Breakdown, LatencyModel, Placement, evaluate, load_profile, tensor_routes
+from optimizer.latency._profile import band_json
 from optimizer.plan._baselines import baselines
 from optimizer.plan._subgraphs import Subgraph, build_subgraphs
 from optimizer.solver import (
@@ -304,6 +305,19 @@ def _predicted(request: PlanRequest, breakdown: Breakdown) -> dict[str, float]:
             "busiest_engine_ms": _ms(max(busy.values()) if busy else 0)}
 
 
+def _band(model: LatencyModel, placements: tuple[Placement, ...], breakdown: Breakdown) -> dict[str, Any] | None:
+    """The plan's likely latency range: the LOSO band of the device and precision that take most of its time."""
+    time: dict[tuple[str, str], int] = {}
+    for p, ns in zip(placements, breakdown.group_ns):
+        key = (p.option.device, p.option.precision)
+        time[key] = time.get(key, 0) + ns
+    if not time:
+        return None
+    device, precision = max(sorted(time), key=lambda k: time[k])
+    band = model.profile.band(model.target.calibration, device, precision)
+    return band_json(band, breakdown.total_ns / 1e6)
+
+
 def _plan_json(*, graph_path: str, report: CheckReport, groups: GroupGraph, model: LatencyModel,
                request: PlanRequest, result: SolveResult, breakdown: Breakdown, subgraphs: tuple[Subgraph, ...],
                base: Mapping[str, tuple], explain: bool, deterministic_s: float = 0.0) -> dict[str, Any]:
@@ -364,6 +378,7 @@ def _plan_json(*, graph_path: str, report: CheckReport, groups: GroupGraph, mode
                        "precision": t.precision, "format": t.fmt, "latency_ms": _ms(t.ns)}
                       for t in breakdown.transfers],
     }
+    plan["predicted"]["latency_band_ms"] = _band(model, placements, breakdown)
     for name, entry in plan["baselines"].items():
         entry["speedup"] = round(entry["latency_ms"] / plan["predicted"]["latency_ms"], 4) \
             if plan["predicted"]["latency_ms"] else None

@@ -49,15 +49,30 @@ def _where_time_goes(planned: Planned) -> list[tuple[str, float]]:
     return rows
 
 
+def _likely(pred: dict) -> str:
+    band = pred.get("latency_band_ms")
+    return f" (likely {band['low']:.4g}-{band['high']:.4g} ms)" if band else ""
+
+
+def _within_band(pred: dict, base: dict) -> str:
+    """A speedup smaller than the model's error band (high/low ratio) is not a prediction to rely on."""
+    band = pred.get("latency_band_ms")
+    speedup = base.get("speedup")
+    if not band or not speedup or speedup <= 1.0 or speedup >= band["ratio_high"] / band["ratio_low"]:
+        return ""
+    return f"; within the x{band['ratio_high'] / band['ratio_low']:.2f} error band: measure before relying on it"
+
+
 def terminal_summary(planned: Planned, out_dir: str) -> str:
     plan = planned.plan
     lines = [f"edgeplan optimize: {plan['model']['path']} on {plan['target']} ({plan['objective']})",
              f"solver {plan['solver']['status']}: {plan['solver']['objective_ms']:.3f} ms objective, "
              f"bound {plan['solver']['bound_ms']:.3f} ms, {plan['solver']['groups']} layer groups"]
     pred = plan["predicted"]
-    lines.append(f"predicted latency {pred['latency_ms']:.3f} ms, throughput {pred['throughput_fps']:.1f} fps")
+    lines.append(f"predicted latency {pred['latency_ms']:.3f} ms{_likely(pred)}, "
+                 f"throughput {pred['throughput_fps']:.1f} fps")
     for name, base in plan["baselines"].items():
-        lines.append(f"  vs {name:<12} {base['latency_ms']:.3f} ms  ({ratios(base)})")
+        lines.append(f"  vs {name:<12} {base['latency_ms']:.3f} ms  ({ratios(base)}{_within_band(pred, base)})")
     devices = Counter(layer["device"] for layer in plan["layers"] if layer["role"] != "constant")
     lines.append("nodes per device: " + ", ".join(f"{d} {n}" for d, n in sorted(devices.items())))
     lines.append(f"{len(plan['subgraphs'])} subgraph(s), {len(plan['transfers'])} transfer(s)")
@@ -77,12 +92,25 @@ def markdown_report(planned: Planned) -> str:
            f"(objective {plan['solver']['objective_ms']:.4f} ms, proven bound {plan['solver']['bound_ms']:.4f} ms, "
            f"gap {plan['solver']['gap']:.2%}).", ""]
     pred = plan["predicted"]
-    out += ["## Prediction and baselines", "", "| plan | latency (ms) | throughput (fps) | edgeplan's gain |",
-            "|---|---:|---:|---|",
+    band = pred.get("latency_band_ms")
+    out += ["## Prediction and baselines", ""]
+    if band:
+        out += [f"Predicted latency {pred['latency_ms']:.4f} ms, likely {band['low']:.4f}-{band['high']:.4f} ms: "
+                f"the 10th-90th percentile of observed/predicted over {band['rows']} comparable published rows "
+                f"({band['scope']}), each predicted by a fit that never saw its source.", ""]
+    else:
+        out += ["No error band: the latency profile was calibrated without cross-validation.", ""]
+    out += ["| plan | latency (ms) | throughput (fps) | edgeplan's gain |", "|---|---:|---:|---|",
             f"| edgeplan | {pred['latency_ms']:.4f} | {pred['throughput_fps']:.1f} | - |"]
+    notes = []
     for name, base in plan["baselines"].items():
         fps = base.get("pipelined_fps", base["throughput_fps"])
         out.append(f"| {name} | {base['latency_ms']:.4f} | {fps:.1f} | {ratios(base)} |")
+        if _within_band(pred, base):
+            notes.append(f"- The latency gain over {name} (x{base['speedup']:.2f}) is smaller than the error band "
+                         f"(x{band['ratio_high'] / band['ratio_low']:.2f}): measure both before relying on it.")
+    if notes:
+        out += ["", *notes]
     out += ["", "## Where the time goes", "", "| part | ms |", "|---|---:|"]
     out += [f"| {k} | {v:.4f} |" for k, v in _where_time_goes(planned)]
     if plan.get("warnings"):

@@ -256,7 +256,12 @@ def _frame_timeline(planned: Planned) -> Timeline:
     bars: list[Bar] = []
     now = 0.0
     rank = _topo_rank(planned)
-    for g in sorted(range(len(planned.placements)), key=lambda i: rank[i]):
+    order = sorted(range(len(planned.placements)), key=lambda i: rank[i])
+    if b.inference_ns and order:  # the per-inference enqueue / rknn_run submit, before the first layer
+        bars.append(Bar(_lanes_of(planned.placements[order[0]])[0], 0.0, b.inference_ns / 1e6,
+                        "per-inference enqueue", "launch", None))
+        now = b.inference_ns / 1e6
+    for g in order:
         p = planned.placements[g]
         for tensor, ns in reformats.get(g, []):
             bars.append(Bar("transfers", now, now + ns / 1e6, f"reformat {tensor}", "reformat", None))

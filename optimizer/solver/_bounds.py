@@ -47,7 +47,8 @@ def cheapest_bound_ns(lm: LatencyModel, request: PlanRequest) -> int:
     dual-stream: the same with each option's frame count)."""
     groups = range(len(lm.groups.groups))
     if request.objective == "latency":
-        return sum(_cheapest(lm, g, request, weighted=False) for g in groups)
+        # the per-inference overhead is in every plan's latency, whatever the placement
+        return sum(_cheapest(lm, g, request, weighted=False) for g in groups) + lm.inference_ns()
     weighted = request.objective == "dual-stream"
     cheapest = [_cheapest(lm, g, request, weighted) for g in groups]
     if not cheapest:

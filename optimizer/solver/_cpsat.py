@@ -535,7 +535,7 @@ class PlanModel:
         total_terms = [(c.cost_ns, v) for g in range(len(self.groups)) for c, v in zip(self.choices[g], self.x[g])]
         total_terms += self.transfer_terms + self.change_terms + [(launch, u) for u in self.used]
         total_terms += [(delta, both) for delta, both, _ in self.sram_terms]
-        self.total = _lin(total_terms)
+        self.total = _lin(total_terms) + self.lm.inference_ns()  # per-inference overhead: placement-independent
         self.upper = sum(max(c.cost_ns for c in cs) for cs in self.choices) + sum(c for c, _ in total_terms
                                                                                 if c > 0) + 1
         if self.request.latency_cap_ms is not None:

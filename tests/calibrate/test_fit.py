@@ -38,8 +38,9 @@ def _zoo_of(tmp_path):
     specs = [("dense", 64, 56, 1, "Relu"), ("dense", 128, 28, 1, "Relu"), ("dense", 32, 112, 1, "Relu"),
              ("dw", 128, 56, 128, "Relu"), ("dw", 256, 28, 256, "Relu"), ("sig", 64, 80, 1, "Sigmoid"),
              ("sig", 32, 160, 1, "Sigmoid"), ("wide", 256, 14, 1, "Relu"), ("wide", 512, 7, 1, "Relu")]
-    return [(family, _model(tmp_path, f"{family}{i}", c, hw, g, act)) for i, (family, c, hw, g, act) in
-            enumerate(specs)]
+    # layer counts differ, so per-layer and per-inference overheads are told apart
+    return [(family, _model(tmp_path, f"{family}{i}", c, hw, g, act, layers=1 + i % 4))
+            for i, (family, c, hw, g, act) in enumerate(specs)]
 
 
 def _truth(prior):
@@ -47,7 +48,8 @@ def _truth(prior):
     true = DeviceConstants(efficiency={**npu.efficiency, "conv": 0.31, "dwconv": 0.06, "vector": 0.02},
                            layer_overhead_us=35.0, bandwidth_efficiency=0.4, sram_speedup=npu.sram_speedup,
                            multicore_efficiency=npu.multicore_efficiency,
-                           multicore_overhead_us=npu.multicore_overhead_us, overlap=0.3)
+                           multicore_overhead_us=npu.multicore_overhead_us, overlap=0.3,
+                           inference_overhead_us=250.0, multicore_split=npu.multicore_split)
     return replace(prior, targets=MappingProxyType({"rk3588": MappingProxyType({"npu": true})}))
 
 
@@ -81,10 +83,12 @@ def test_a_fit_recovers_constants_that_generated_the_figures(tmp_path):
     assert np.median(np.abs(before / observed - 1)) > 0.3  # the prior is far from the truth
     fitted = fit_observations(obs, prior)
     error = np.abs(fitted.predicted / observed - 1)
-    assert np.median(error) < 0.02 and np.max(error) < 0.08  # the pull towards the prior keeps a little
+    # the pull towards the prior keeps a little; the worst row (4 depthwise layers over 3 cores) within 15%
+    assert np.median(error) < 0.02 and np.max(error) < 0.15
     const = fitted.constants(prior)[("rk3588", "npu")]
     assert const.efficiency["conv"] == pytest.approx(0.31, rel=0.15)
-    assert const.layer_overhead_us == pytest.approx(35.0, rel=0.25)
+    # on 1-4 layer models per-layer and per-inference overheads trade off; their sum over 2.5 layers is fixed
+    assert 2.5 * const.layer_overhead_us + const.inference_overhead_us == pytest.approx(2.5 * 35 + 250, rel=0.15)
 
 
 def test_cross_validation_predicts_each_family_without_its_rows(tmp_path):
@@ -126,7 +130,7 @@ needs_data = pytest.mark.skipif(not (DATA / "published_latency_calibration.csv")
 def test_shipped_profiles_are_what_calibrate_writes_from_the_public_csv(tmp_path):
     """The default profiles are reproducible: the shipped priors plus the public CSV give them byte for byte."""
     result = run("calibrate", "--csv", str(DATA / "published_latency_calibration.csv"), "--models",
-                 str(DATA / "latency-models"), "--out", str(tmp_path), "--no-cv")
+                 str(DATA / "latency-models"), "--out", str(tmp_path))  # with CV: the [bands] come from LOSO
     assert result.returncode == 0, result.stderr
     for name in ("latency_nvidia_dla.toml", "latency_rockchip_rknn.toml"):
         assert (tmp_path / name).read_text() == (REPO / "constraints" / name).read_text(), name

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import tomllib
 
 import pytest
+import tomli_w
 from onnx import helper
 
 from optimizer.calibrate import Situation, predict, prepare, score
@@ -125,6 +127,8 @@ def test_predict_cli_prints_the_spec_json(tmp_path):
     (("--target", "orin-agx", "--accelerator", "gpu", "--precision", "int8", "--gpu-batch", "4"), "gpu_batch"),
     (("--target", "orin-agx", "--accelerator", "gpu", "--precision", "int8", "--profile", "nope.toml"),
      "profile file not found"),
+    (("--target", "orin-agx", "--accelerator", "cpu", "--precision", "fp32"), "modelled for RKNN targets"),
+    (("--target", "rk3588", "--accelerator", "cpu", "--precision", "int8"), "cpu on rk3588 offers fp32"),
 ])
 def test_impossible_situations_are_one_line_errors(tmp_path, args, message):
     path = _net(tmp_path)
@@ -142,3 +146,36 @@ def test_batch_must_be_a_multiple_of_the_exported_batch(tmp_path):
     ok = json.loads(run("predict", str(path), "--target", "orin-agx", "--accelerator", "gpu", "--precision", "fp16",
                         "--batch", "8", "--json").stdout)
     assert ok["batch"] == 8
+
+
+def test_predict_carries_the_leave_one_source_out_band_of_comparable_rows(tmp_path):
+    """The shipped profiles hold [bands] from LOSO; predict prints "likely LOW-HIGH ms" and puts it in JSON."""
+    path = _net(tmp_path)
+    data = json.loads(run("predict", str(path), "--target", "rk3588", "--accelerator", "npu", "--precision", "int8",
+                          "--json").stdout)
+    band = data["latency_band_ms"]
+    assert band["low"] < data["latency_ms"] < band["high"]
+    assert band["low"] == pytest.approx(data["latency_ms"] * band["ratio_low"], rel=1e-4)
+    assert band["rows"] >= 5 and band["scope"].startswith(("rk3588/npu/int8", "rk3588/npu/*", "*/npu/"))
+    profile = load_profile("rockchip-rknn")
+    assert profile.band("rk3588", "npu", "int8").scope == band["scope"]
+    text = run("predict", str(path), "--target", "rk3588", "--accelerator", "npu", "--precision", "int8").stdout
+    assert f"(likely {band['low']:.4g}-{band['high']:.4g} ms)" in text
+    # a profile calibrated without cross-validation has no band, and says so
+    bare = tmp_path / "bare.toml"
+    raw = tomllib.loads(profile.text)
+    del raw["bands"]
+    bare.write_text(tomli_w.dumps(raw), encoding="utf-8")
+    plain = run("predict", str(path), "--target", "rk3588", "--accelerator", "npu", "--precision", "int8",
+                "--profile", str(bare))
+    assert plain.returncode == 0 and "no error band" in plain.stdout
+
+
+def test_predict_cpu_answers_for_every_rknn_target(tmp_path):
+    path = _net(tmp_path, c=32, hw=28)
+    for target in sorted(t for t, v in CATALOG.targets.items() if v.accelerator == "npu"):
+        cpu = json.loads(run("predict", str(path), "--target", target, "--accelerator", "cpu", "--precision", "fp32",
+                             "--json").stdout)
+        npu = json.loads(run("predict", str(path), "--target", target, "--accelerator", "npu", "--precision",
+                             "int8", "--json").stdout)
+        assert cpu["accelerator_share_of_macs"] == 0.0 and cpu["latency_ms"] > npu["latency_ms"], target

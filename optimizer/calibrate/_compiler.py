@@ -1,0 +1,191 @@
+"""rknn-toolkit2's per-layer cycle estimates as a calibration signal for the NPU per-layer model's shape.
+
+The toolkit's build log gives, per compiled layer, DDR and NPU cycle estimates (Total = max of the two;
+non-zero for convolutions and matmuls only, shared/spec/rknn-toolkit.md). They are offline compiler
+figures, not timings, so they fix the *shape* of the per-layer model (how op classes and tensor shapes
+compare), while the absolute scale stays anchored on the published whole-model rows:
+
+    npu_cycles(layer) ~ r[class] * 2*MACs/peak          (relative cost of each op class)
+    ddr_cycles(layer) ~ m * (weight_bytes + activation_bytes)
+    total(layer)      = max(npu_cycles, ddr_cycles)
+
+`r` and `m` are geometric means over training layers (per SoC and precision); `class_shape` turns `r`
+into efficiency ratios relative to dense conv, which is what the NPU prior's per-class efficiencies are.
+Held out by model family, the fitted shape is scored by Spearman rank correlation and median error.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from optimizer.catalog import Catalog
+from optimizer.errors import EdgeplanError
+from optimizer.ir import BYTES_PER_ELEMENT, Graph, load_model
+from optimizer.latency import op_class
+from optimizer.latency._model import channel_padding
+
+
+@dataclass(frozen=True)
+class CompiledLayer:
+    """One ONNX node's compiler estimate (cycles summed over the layers it was compiled into) and the
+    demands edgeplan's model puts on it."""
+
+    model: str
+    family: str
+    soc: str
+    precision: str
+    node: str
+    op_class: str
+    unit_compute_s: float  # 2*MACs / peak, at efficiency 1
+    bytes: float  # weights + input and output activations at the precision
+    npu_cycles: float
+    ddr_cycles: float
+    total_cycles: float
+
+
+def read_layer_table(path: str | Path) -> list[dict[str, str]]:
+    """Rows of corpus/rknn/layers.csv.gz with a non-zero cycle estimate on the NPU."""
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8", newline="") as handle:
+        return [r for r in csv.DictReader(handle) if r["target"] == "NPU" and float(r["cycles_total"] or 0) > 0
+                and r["onnx_nodes"]]
+
+
+def compiled_layers(rows: Iterable[Mapping[str, str]], models: Path, families: Mapping[str, str],
+                    catalog: Catalog, atoms: tuple[int, int] | None = None) -> tuple[list[CompiledLayer], list[str]]:
+    """Joins the compiler's layers to the ONNX nodes of the corpus models; models edgeplan cannot load are
+    listed, not guessed."""
+    cycles: dict[tuple[str, str, str, str], list[float]] = {}
+    for r in rows:
+        key = (r["model"], r["soc"], r["precision"], r["onnx_nodes"])
+        acc = cycles.setdefault(key, [0.0, 0.0, 0.0])
+        acc[0] += float(r["cycles_npu"])
+        acc[1] += float(r["cycles_ddr"])
+        acc[2] += float(r["cycles_total"])
+    graphs: dict[str, Graph | None] = {}
+    skipped: list[str] = []
+    out: list[CompiledLayer] = []
+    for (model, soc, precision, node_name), (npu, ddr, total) in sorted(cycles.items()):
+        if model not in graphs:
+            try:
+                graphs[model] = load_model(models / f"{model}.onnx")
+            except EdgeplanError as exc:
+                graphs[model] = None
+                skipped.append(f"{model}: {exc.one_line()}")
+        graph = graphs[model]
+        if graph is None or node_name not in {n.name for n in graph.nodes}:
+            continue
+        node = graph.node(node_name)
+        if not node.macs:
+            continue
+        target = catalog.target(soc)
+        peak = target.figures[f"npu_{precision}_tops"].value * 1e12
+        bpe = BYTES_PER_ELEMENT[precision]
+        fig = target.figures
+        pad_in, pad_out = atoms or (int(fig["npu_channel_atom_in"].value) if "npu_channel_atom_in" in fig else 1,
+                                    int(fig["npu_channel_atom_out"].value) if "npu_channel_atom_out" in fig else 1)
+        out.append(CompiledLayer(
+            model=model, family=families.get(model, model), soc=soc, precision=precision, node=node_name,
+            op_class=op_class(graph, node),
+            unit_compute_s=2 * node.macs * channel_padding(graph, node, pad_in, pad_out) / peak,
+            bytes=float(graph.weight_bytes(node, precision) + graph.activation_elements(node) * bpe),
+            npu_cycles=npu, ddr_cycles=ddr, total_cycles=total))
+    return out, skipped
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Per (soc, precision): NPU cycles per second of ideal compute for each op class, DDR cycles per byte."""
+
+    npu_rate: Mapping[tuple[str, str, str], float]  # (soc, precision, class) -> cycles per unit-compute second
+    ddr_rate: Mapping[tuple[str, str], float]
+
+    def predict(self, layer: CompiledLayer) -> float | None:
+        rate = self.npu_rate.get((layer.soc, layer.precision, layer.op_class))
+        ddr = self.ddr_rate.get((layer.soc, layer.precision))
+        if rate is None or ddr is None:
+            return None
+        return max(rate * layer.unit_compute_s, ddr * layer.bytes)
+
+
+def _geomean(values: Sequence[float]) -> float:
+    return float(np.exp(np.mean(np.log(values))))
+
+
+def fit_shape(layers: Sequence[CompiledLayer], single_class: bool = False) -> Shape:
+    """Geometric-mean rates; `single_class` pools every op class (the shape without per-class costs)."""
+    npu: dict[tuple[str, str, str], list[float]] = {}
+    ddr: dict[tuple[str, str], list[float]] = {}
+    for layer in layers:
+        cls = "all" if single_class else layer.op_class
+        if layer.npu_cycles > 0:
+            npu.setdefault((layer.soc, layer.precision, cls), []).append(layer.npu_cycles / layer.unit_compute_s)
+        if layer.ddr_cycles > 0 and layer.bytes > 0:
+            ddr.setdefault((layer.soc, layer.precision), []).append(layer.ddr_cycles / layer.bytes)
+    rates = {k: _geomean(v) for k, v in npu.items()}
+    if single_class:
+        from optimizer.latency import OP_CLASSES
+
+        rates = {(s, p, c): v for (s, p, _), v in rates.items() for c in OP_CLASSES}
+    return Shape(npu_rate=rates, ddr_rate={k: _geomean(v) for k, v in ddr.items()})
+
+
+def class_shape(shape: Shape, soc: str, precision: str) -> dict[str, float]:
+    """Efficiency of each op class relative to dense conv (conv = 1): fewer cycles per ideal second = higher."""
+    conv = shape.npu_rate.get((soc, precision, "conv"))
+    if conv is None:
+        return {}
+    return {cls: round(conv / rate, 4) for (s, p, cls), rate in sorted(shape.npu_rate.items())
+            if s == soc and p == precision}
+
+
+def spearman(a: Sequence[float], b: Sequence[float]) -> float:
+    """Rank correlation (ties get their mean rank)."""
+    from scipy.stats import spearmanr  # type: ignore[import-untyped]
+
+    if len(a) < 3:
+        return float("nan")
+    return float(spearmanr(a, b).statistic)
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    layers: tuple[CompiledLayer, ...]
+    predicted: tuple[float, ...]  # per-class shape, each family predicted by a fit without it
+    pooled: tuple[float, ...]  # one rate for every class: what the per-class costs add
+
+
+def hold_out_by_family(layers: Sequence[CompiledLayer]) -> HeldOut:
+    kept, predicted, pooled = [], [], []
+    for family in sorted({layer.family for layer in layers}):
+        train = [x for x in layers if x.family != family]
+        shape, flat = fit_shape(train), fit_shape(train, single_class=True)
+        for layer in (x for x in layers if x.family == family):
+            p, q = shape.predict(layer), flat.predict(layer)
+            if p is not None and q is not None:
+                kept.append(layer)
+                predicted.append(p)
+                pooled.append(q)
+    return HeldOut(layers=tuple(kept), predicted=tuple(predicted), pooled=tuple(pooled))
+
+
+def score_by_class(held: HeldOut) -> dict[str, dict[str, float]]:
+    """Per op class (and 'all'): layers, Spearman of predicted vs compiler total cycles, median |error|."""
+    out = {}
+    classes = sorted({x.op_class for x in held.layers})
+    for cls in [*classes, "all"]:
+        index = [i for i, x in enumerate(held.layers) if cls in ("all", x.op_class)]
+        truth = [held.layers[i].total_cycles for i in index]
+        pred = [held.predicted[i] for i in index]
+        flat = [held.pooled[i] for i in index]
+        out[cls] = {"layers": len(index), "spearman": round(spearman(pred, truth), 4),
+                    "median_abs_error": round(float(np.median(np.abs(np.array(pred) / truth - 1))), 4),
+                    "spearman_pooled": round(spearman(flat, truth), 4),
+                    "median_abs_error_pooled": round(float(np.median(np.abs(np.array(flat) / truth - 1))), 4)}
+    return out

@@ -1,0 +1,178 @@
+"""Each physics term of the latency model moves a figure in the direction and by the amount its formula says."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from types import MappingProxyType
+
+import pytest
+from onnx import helper
+
+from optimizer.calibrate import Situation, predict
+from optimizer.catalog import load_catalog
+from optimizer.check import check_graph
+from optimizer.fusion import build_groups
+from optimizer.ir import BYTES_PER_ELEMENT, load_model
+from optimizer.latency import OP_CLASSES, LatencyModel, Option, Placement, evaluate, load_profile, parse_profile
+from optimizer.latency._model import Work, work_seconds
+from tests.conftest import save_model, value, weight
+
+CATALOG = load_catalog()
+
+
+def _conv(tmp_path, c=64, hw=56, group=1, name="m.onnx"):
+    node = helper.make_node("Conv", ["x", "w"], ["y"], name="c", kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=group)
+    return save_model(tmp_path / name, [node], [value("x", [1, c, hw, hw])], [value("y", None)],
+                      [weight("w", [c, c // group, 3, 3])])
+
+
+def _lm(path, target, profile=None, **kwargs):
+    report = check_graph(load_model(path), CATALOG, target)
+    tgt = CATALOG.target(target)
+    return LatencyModel(build_groups(report), CATALOG, tgt, profile or load_profile(tgt.family), io=report.io,
+                        **kwargs)
+
+
+def _compute_only(seconds: float, cls: str = "conv", cores: int = 1) -> Work:
+    unit = tuple(seconds if k == cls else 0.0 for k in OP_CLASSES)
+    return Work(unit_compute_s=unit, weight_bytes=0.0, act_bytes=0.0, kernels=0, cores=cores, boundary_s=0.0)
+
+
+def test_tf32_runs_fp32_convolutions_at_the_tensor_core_rate_on_ampere(tmp_path):
+    """TensorRT's FP32 conv on Orin is TF32: peak gpu_fp16_tops * 0.5 instead of the CUDA-core gpu_fp32_tops."""
+    path = _conv(tmp_path, c=128, hw=56)
+    fig = CATALOG.target("orin-agx").figures
+    tf32 = _lm(path, "orin-agx")
+    cuda = _lm(path, "orin-agx", tf32=False)
+    node = tf32.graph.node("c")
+    _, with_tf32, _ = tf32._unit_compute_s(node, "gpu", "fp32")
+    _, without, _ = cuda._unit_compute_s(node, "gpu", "fp32")
+    expected = fig["gpu_fp16_tops"].value * fig["gpu_tf32_per_fp16"].value / fig["gpu_fp32_tops"].value
+    assert without / with_tf32 == pytest.approx(expected, rel=1e-9)  # 21.4 / 5.3 = 4.03x
+    group = tf32.groups.groups[0]
+    assert tf32.option_ns(group, Option("gpu", "fp32")) < cuda.option_ns(group, Option("gpu", "fp32"))
+    # FP16 and INT8 do not change, nor does a GPU without TF32 (Volta)
+    assert tf32.option_ns(group, Option("gpu", "fp16")) == cuda.option_ns(group, Option("gpu", "fp16"))
+    volta, volta_off = _lm(path, "xavier-agx"), _lm(path, "xavier-agx", tf32=False)
+    assert volta.option_ns(volta.groups.groups[0], Option("gpu", "fp32")) == \
+        volta_off.option_ns(volta_off.groups.groups[0], Option("gpu", "fp32"))
+
+
+def test_tf32_leaves_depthwise_convolution_on_cuda_cores(tmp_path):
+    lm = _lm(_conv(tmp_path, c=64, group=64, name="dw.onnx"), "orin-agx")
+    off = _lm(_conv(tmp_path, c=64, group=64, name="dw.onnx"), "orin-agx", tf32=False)
+    node = lm.graph.node("c")
+    assert lm._unit_compute_s(node, "gpu", "fp32") == off._unit_compute_s(node, "gpu", "fp32")
+
+
+def test_predict_no_tf32_is_slower_for_fp32_on_orin(tmp_path):
+    path = _conv(tmp_path, c=256, hw=56)
+    fast = predict(path, "orin-agx", Situation("gpu", "fp32"))
+    slow = predict(path, "orin-agx", Situation("gpu", "fp32", tf32=False))
+    assert slow.figure.latency_s > 1.5 * fast.figure.latency_s
+    assert fast.to_json(path)["tf32"] is True and slow.to_json(path)["tf32"] is False
+
+
+def test_bandwidth_follows_the_memory_clock_of_the_power_mode(tmp_path):
+    """BW = emc_mhz * 1e6 * 2 * bus_bits / 8: 3200 MHz x 256 bit = 204.8 GB/s; the 15W mode's 2133 MHz gives 2/3."""
+    path = _conv(tmp_path)
+    maxn, low = _lm(path, "orin-agx"), _lm(path, "orin-agx-15w")
+    assert maxn.bandwidth == pytest.approx(204.8e9)
+    assert low.bandwidth == pytest.approx(2133e6 * 2 * 256 / 8)
+    memory_only = Work(unit_compute_s=(0.0,) * len(OP_CLASSES), weight_bytes=8e6, act_bytes=4e6, kernels=0, cores=1,
+                       boundary_s=0.0)
+    const = maxn.constants("gpu")
+    ratio = work_seconds(memory_only, const, low.bandwidth, 0) / work_seconds(memory_only, const, maxn.bandwidth, 0)
+    assert ratio == pytest.approx(3200 / 2133, rel=1e-9)
+
+
+def test_per_inference_overhead_is_added_once_whatever_the_placement(tmp_path):
+    path = _conv(tmp_path)
+    base = load_profile("nvidia-dla", prior=True)
+    zero = parse_profile(base.text.replace("inference_overhead_us = 60.0", "inference_overhead_us = 0.0"), "z.toml")
+    for device in ("gpu", "dla"):
+        with_it, without = _lm(path, "orin-agx", base), _lm(path, "orin-agx", zero)
+        placements = tuple(Placement(Option(device, "fp16"), loadable=0 if device == "dla" else -1)
+                           for _ in with_it.groups.groups)
+        a, b = evaluate(with_it, placements), evaluate(without, placements)
+        assert a.total_ns - b.total_ns == 60_000 == a.inference_ns
+        assert a.busy_ns == b.busy_ns  # host work: no engine is busier
+
+
+def test_cpu_fallback_runs_at_the_neon_peak_of_the_soc_cores(tmp_path):
+    """CPU peak = cpu_cores * cpu_ghz * cpu_neon_flops_per_cycle (RK3588: 4 x 2.4 GHz x 16 = 153.6 GFLOPS)."""
+    lm = _lm(_conv(tmp_path), "rk3588")
+    assert lm.cpu_peak_ops == pytest.approx(4 * 2.4e9 * 16)
+    node = lm.graph.node("c")
+    _, macs_s, _ = lm._unit_compute_s(node, "cpu", "fp32")
+    assert macs_s == pytest.approx(2 * node.macs / (4 * 2.4e9 * 16))
+    slow = _lm(_conv(tmp_path), "rv1106")  # 1 x Cortex-A7 at 1.2 GHz x 4
+    assert slow._unit_compute_s(node, "cpu", "fp32")[1] / macs_s == pytest.approx(153.6 / 4.8)
+
+
+def test_npu_cpu_hand_over_costs_sync_handover_and_an_fp32_conversion(tmp_path):
+    lm = _lm(_conv(tmp_path, c=64, hw=56), "rk3588")
+    p = lm.profile
+    elements = 64 * 56 * 56
+    cpu_bytes, npu_bytes = 4 * elements, elements * BYTES_PER_ELEMENT["int8"]
+    expected = ((p.memsync_us + p.handover_us) * 1e-6 + (npu_bytes + cpu_bytes) / lm.bandwidth
+                + cpu_bytes / (p.layout_convert_gbps * 1e9))
+    fmt, ns = lm.transfer("y", "npu", "cpu", "int8")
+    assert fmt == "nchw"
+    assert ns == round(expected * 1e9)
+    no_handover = _lm(_conv(tmp_path, c=64, hw=56), "rk3588",
+                      replace(p, handover_us=0.0))
+    assert ns - no_handover.transfer("y", "npu", "cpu", "int8")[1] == round(p.handover_us * 1e3)
+
+
+def test_nc1hwc2_input_is_converted_on_the_cpu_unless_pass_through(tmp_path):
+    """Seed 003 §3.1.6: an input of 16 channels is NC1HWC2 natively; with pass_through=0 the runtime converts it."""
+    path = _conv(tmp_path, c=16, hw=64, name="c16.onnx")
+    converted, passed = _lm(path, "rk3588"), _lm(path, "rk3588", pass_through=True)
+    fmt, seconds = converted.input_format("x", Option("npu", "int8"))
+    assert fmt == "nhwc->nc1hwc2"
+    assert seconds == pytest.approx(16 * 64 * 64 / (converted.profile.layout_convert_gbps * 1e9))
+    assert passed.input_format("x", Option("npu", "int8"))[1] == 0.0
+    # a 3-channel NHWC input with aligned rows is zero-copy: the NPU normalises it, no CPU pass
+    rgb = _lm(_conv(tmp_path, c=3, hw=64, name="c3.onnx"), "rk3588")
+    assert rgb.input_format("x", Option("npu", "int8"))[1] == 0.0
+
+
+def test_outputs_are_written_as_fp32_nchw_by_the_cpu(tmp_path):
+    """rknn_outputs_get with want_float: 4 bytes an element through the CPU conversion, at any NPU precision."""
+    lm = _lm(_conv(tmp_path, c=64, hw=56), "rk3588")
+    for precision in ("int8", "fp16"):
+        fmt, seconds = lm.output_format("y", Option("npu", precision))
+        assert fmt == "nc1hwc2->nchw"
+        assert seconds == pytest.approx(4 * 64 * 56 * 56 / (lm.profile.layout_convert_gbps * 1e9))
+
+
+def test_npu_core_split_scales_each_op_class_by_its_own_efficiency():
+    """A split layer's class-c compute is divided by cores * multicore_split[c]: dense conv nearly ideal,
+    elementwise work (bound by the shared DDR) far less."""
+    const = load_profile("rockchip-rknn", prior=True).constants("rk3588", "npu")
+    for cls in ("conv", "vector"):
+        one = work_seconds(_compute_only(1e-3, cls), const, 25e9, 0)
+        three = work_seconds(_compute_only(1e-3, cls, cores=3), const, 25e9, 0)
+        split_cost = const.multicore_overhead_us * 1e-6
+        assert one / (three - split_cost) == pytest.approx(3 * const.multicore_split[cls], rel=1e-9)
+    assert const.multicore_split["conv"] > const.multicore_split["vector"]
+
+
+def test_a_profile_without_a_split_table_uses_the_single_multicore_efficiency():
+    const = load_profile("rockchip-rknn", prior=True).constants("rk3588", "npu")
+    flat = replace(const, multicore_split=MappingProxyType({}))
+    assert flat.split_efficiency("dwconv") == const.multicore_efficiency
+
+
+def test_predict_accelerator_cpu_puts_the_whole_model_on_the_cpu(tmp_path):
+    path = _conv(tmp_path, c=64, hw=56)
+    cpu = predict(path, "rk3588", Situation("cpu", "fp32"))
+    npu = predict(path, "rk3588", Situation("npu", "int8"))
+    assert cpu.scenario.accelerator_share == 0.0
+    assert {device for device, _ in cpu.scenario.stage.works} == {"cpu", "npu"}  # npu: rknn_run's fixed cost only
+    assert cpu.figure.latency_s > npu.figure.latency_s
+    lm = _lm(path, "rk3588")
+    group = lm.groups.groups[0]
+    expected = lm.option_ns(group, Option("cpu", "fp32")) + lm.inference_ns()
+    assert cpu.figure.latency_s * 1e9 == pytest.approx(expected, abs=2)
