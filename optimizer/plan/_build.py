@@ -18,7 +18,7 @@ from optimizer.ir import BYTES_PER_ELEMENT, load_model
 from optimizer.latency import Breakdown, LatencyModel, Placement, evaluate, load_profile, tensor_routes
 from optimizer.plan._baselines import baselines
 from optimizer.plan._subgraphs import Subgraph, build_subgraphs
-from optimizer.solver import PlanModel, PlanRequest, SolveResult
+from optimizer.solver import PlanModel, PlanRequest, SolveResult, check_target
 
 PLAN_SCHEMA = "edgeplan.plan/v1"
 TRANSFER_WARNING_SHARE = 0.20  # seed 004 §七.4: DMA copies above 20% of the total mean a poor partition
@@ -82,16 +82,13 @@ def optimize(model_path: str, target_id: str, request: PlanRequest, *,
     timings: dict[str, float] = {}
     catalog = catalog or load_catalog()
     target = catalog.target(target_id)
-    if request.objective == "dual-stream" and target.accelerator != "dla":
-        raise BadInputError(f"--objective dual-stream needs two DLA cores; {target_id} has none")
-    if request.dla_standalone and target.accelerator != "dla":
-        raise BadInputError(f"--dla-standalone applies to Jetson targets, not {target_id}")
+    check_target(request, target)
     profile = load_profile(target.family, profile_path)
     if request.sram_bytes is not None and target.accelerator == "dla":
         check_pool_size(request.sram_bytes, "dla_sram_bytes", catalog)
     if request.sram_per_loadable:
-        if target.accelerator != "dla":
-            raise BadInputError(f"per-loadable SRAM pools apply to Jetson targets, not {target_id}")
+        if target.accelerator != "dla" or not target.has_accelerator:
+            raise BadInputError(f"per-loadable SRAM pools apply to Jetson targets with a DLA, not {target_id}")
         check_loadable_sram(request.sram_per_loadable, catalog, target)
     graph = load_model(model_path, input_shapes)
     timings["load_s"] = time.monotonic() - started

@@ -14,6 +14,7 @@ from optimizer.catalog import Catalog
 from optimizer.check import check_graph
 from optimizer.ir import Graph, load_model
 from optimizer.plan._build import PLAN_SCHEMA
+from optimizer.solver import DUAL_STREAMS
 
 
 def _reachable(graph: Graph, start: set[str], blocked: set[str] | None = None) -> set[str]:
@@ -51,7 +52,7 @@ def validate_plan(plan: Mapping[str, Any], catalog: Catalog, model_path: str | N
         device = layer["device"]
         kind = "dla" if device.startswith("dla") else device
         device_of[node.name] = device
-        if device not in target.devices and not (device.startswith("dla") and "dla" in target.precisions):
+        if device not in target.devices:
             problems.append(f"{node.name}: device {device} does not exist on {target.id}")
             continue
         if node.folded or layer.get("role") == "constant" or layer.get("edit"):
@@ -125,9 +126,13 @@ def _check_subgraphs(plan, graph: Graph, catalog: Catalog, target, device_of) ->
     missing = compute - set(seen)
     if missing:
         problems.append(f"{len(missing)} node(s) in no subgraph, e.g. {sorted(missing)[0]}")
-    limit = plan.get("request", {}).get("max_loadables") or int(catalog.rule("DLA-LOADABLES").params["max"])
+    at_once = int(catalog.rule("DLA-LOADABLES").params["max"])
+    limit = plan.get("request", {}).get("max_loadables") or at_once
     if len(dla) > limit:
         problems.append(f"DLA-LOADABLES: {len(dla)} DLA subgraphs, limit {limit}")
+    if plan.get("objective") == "dual-stream" and DUAL_STREAMS * len(dla) > at_once:
+        problems.append(f"DLA-LOADABLES: dual-stream runs the plan's {len(dla)} DLA loadables once per stream, "
+                        f"{DUAL_STREAMS * len(dla)} at once; at most {at_once}")
     return problems
 
 
