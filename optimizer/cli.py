@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from optimizer import __version__
 from optimizer.catalog import load_catalog
@@ -27,7 +27,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _targets(args: argparse.Namespace) -> int:
     catalog = load_catalog()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for target in catalog.targets.values():
         figures = {name: {"value": f.value, "unit": f.unit, "source": f.source,
                           **({"derived": True} if f.derived else {}), **({"assumed": True} if f.assumed else {})}
@@ -54,7 +54,7 @@ def _targets(args: argparse.Namespace) -> int:
     return 0
 
 
-def _peak_text(row: dict) -> str:
+def _peak_text(row: dict[str, Any]) -> str:
     """The accelerator's per-core peaks; a target without it (GPU-only Jetson) shows its fallback's."""
     fig = row["figures"]
     acc = row["accelerator"] if row["accelerator_cores"] else row["fallback"]

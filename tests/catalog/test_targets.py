@@ -88,6 +88,9 @@ def test_every_jetson_module_a_user_can_buy_is_a_target(catalog):
     ("orin-nano-super", "orin-nano-super-25w", "orin-nano-super-15w", "orin-nano-8gb", "orin-nano-8gb-7w"),
     ("orin-nx", "orin-nx-25w", "orin-nx-15w", "orin-nx-10w"),
     ("orin-nx-8gb", "orin-nx-8gb-20w", "orin-nx-8gb-15w", "orin-nx-8gb-10w"),
+    ("orin-agx-32gb", "orin-agx-32gb-40w", "orin-agx-32gb-30w", "orin-agx-32gb-15w"),
+    ("xavier-agx", "xavier-agx-30w", "xavier-agx-15w", "xavier-agx-10w"),
+    ("xavier-nx", "xavier-nx-15w", "xavier-nx-10w"),
 ])
 def test_power_modes_only_lower_the_gpu_peak_and_keep_the_module(catalog, modes):
     targets = [catalog.target(t) for t in modes]
@@ -98,9 +101,12 @@ def test_power_modes_only_lower_the_gpu_peak_and_keep_the_module(catalog, modes)
 
 def test_emc_caps_set_the_bandwidth_of_new_modes(catalog):
     """LPDDR5 bytes/s = EMC clock x 2 transfers x bus bytes (128-bit modules: 16 B)."""
-    for tid in ("orin-nx-10w", "orin-nx-8gb-10w", "orin-nano-super-15w", "orin-nano-super"):
+    for tid, bus_bytes in (("orin-nx-10w", 16), ("orin-nx-8gb-10w", 16), ("orin-nano-super-15w", 16),
+                           ("orin-nano-super", 16), ("orin-nano-4gb-super", 8), ("orin-agx-32gb-15w", 32),
+                           ("xavier-agx", 32), ("xavier-agx-15w", 32), ("xavier-agx-10w", 32), ("xavier-nx", 16),
+                           ("xavier-nx-10w", 16)):
         t = catalog.target(tid)
-        assert t.figure("dram_gbps") == pytest.approx(t.figure("emc_mhz") * 2 * 16 / 1000, rel=0.01), tid
+        assert t.figure("dram_gbps") == pytest.approx(t.figure("emc_mhz") * 2 * bus_bytes / 1000, rel=0.01), tid
 
 
 def test_extra_target_files_add_targets_from_toml_alone(tmp_path, monkeypatch):
