@@ -100,6 +100,9 @@ def _accelerator_cores(target_id: str, devices: tuple[str, ...], precisions: Map
                               f"{cores} {accelerator} engine(s) in devices")
     elif accelerator in devices:
         cores = int(features.get(f"{accelerator}_cores", declared.value if declared else 1))
+        if declared is not None and int(declared.value) != cores:
+            raise _fail(path, f"target {target_id} figure {accelerator}_cores = {declared.value:g} but its features "
+                              f"say {cores}")
     else:
         cores = 0
     if (cores > 0) != (accelerator in precisions):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from optimizer.catalog import load_catalog
-from optimizer.catalog._load import CATALOG_ENV
+from optimizer.catalog._load import CATALOG_ENV, load_family
 from optimizer.errors import BadInputError
 
 GPU_ONLY = """
@@ -134,6 +134,13 @@ def test_bad_extra_target_files_are_refused_with_the_file_named(tmp_path, text, 
     with pytest.raises(BadInputError, match=re.escape(message)) as info:
         load_catalog(extra_dir=tmp_path)
     assert "bad.toml" in info.value.one_line()
+
+
+def test_npu_cores_in_features_and_figures_must_agree():
+    text = (Path(__file__).parents[2] / "constraints" / "rockchip_rknn.toml").read_text()
+    text = text.replace('npu_cores = { value = 3, unit = "cores"', 'npu_cores = { value = 2, unit = "cores"')
+    with pytest.raises(BadInputError, match="target rk3588 figure npu_cores = 2 but its features say 3"):
+        load_family(text, "rockchip_rknn.toml")
 
 
 def test_a_missing_extra_folder_is_a_one_line_error(tmp_path):
