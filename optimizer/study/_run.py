@@ -33,7 +33,7 @@ from optimizer.fileio import atomic_write_text, dumps_json, sha256_file, write_j
 from optimizer.fusion import build_groups
 from optimizer.ir import load_model
 from optimizer.latency import load_profile
-from optimizer.plan import optimize
+from optimizer.plan import optimize, plan_html
 from optimizer.solver import PlanRequest, check_target
 from optimizer.study._config import StudyConfig, load_config
 from optimizer.study._report import study_report_html
@@ -311,6 +311,7 @@ def _write_artifacts(space: _Space, folder: Path, study: optuna.Study, storage_u
         "plan_sha256": hashlib.sha256((folder / "plan.json").read_bytes()).hexdigest(),
     }
     write_json(folder / "manifest.json", manifest)
+    atomic_write_text(folder / "plan.html", plan_html(planned))
     atomic_write_text(folder / "report.html", study_report_html(cfg, study, planned.plan))
     return StudyOutcome(folder=folder, best_value=best.value, best_trial=best.number,
                         trials=_done(study), baseline_value=baseline)
