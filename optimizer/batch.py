@@ -1,7 +1,10 @@
 """Batch jobs: many models x targets, each planned in a worker; finished jobs skipped by content hash.
 
-A failing model is recorded with its error and never stops the batch. Workers are a local process pool
-(spawn: the solver's native threads must not be forked) or an existing Dask distributed cluster.
+A failing model is recorded with its error and never stops the batch. Workers are local processes
+(spawn: the solver's native threads must not be forked), each fed one job at a time over its own pipe, or
+an existing Dask distributed cluster. A worker that dies (kill -9, out of memory) fails the job it held,
+with the reason, and is replaced for the rest; a worker whose parent dies ends itself; the summary is
+written however the batch ends.
 """
 
 from __future__ import annotations
@@ -11,11 +14,17 @@ import glob
 import hashlib
 import io
 import json
+import logging
+import os
+import signal
+import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from multiprocessing import get_context
+from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +33,8 @@ from optimizer.batch_summary import summary_html
 from optimizer.errors import BadInputError, EdgeplanError, InfeasibleError
 from optimizer.fileio import atomic_write_text, sha256_file, write_json
 
+log = logging.getLogger(__name__)
+PARENT_POLL_S = 1.0  # how often a worker checks that the batch that started it is still alive
 SUMMARY_FIELDS = ("model", "target", "status", "error", "nodes", "groups", "accelerator_coverage", "latency_ms",
                   "baseline", "baseline_ms", "speedup", "solver_status", "solve_s", "wall_s", "plan")
 
@@ -142,6 +153,9 @@ def run_batch(models: Sequence[str], targets: Sequence[str], out: str, *, worker
               dask_address: str | None = None, time_limit_s: float = 60.0, objective: str = "latency",
               profiles: Sequence[str] = (), progress: Callable[[int, int, dict[str, Any]], None] | None = None
               ) -> list[dict[str, Any]]:
+    """Plans every model on every target into `out`/<stem>/<target>/ and writes summary.csv and
+    summary.html; returns the summary rows in job order. Jobs finished earlier (same content hash) are
+    skipped; a failing job is a row with its error, never an exception; `progress(done, total, row)`."""
     if workers < 1:
         raise BadInputError(f"--workers must be >= 1, got {workers}")
     out_dir = Path(out)
@@ -163,26 +177,135 @@ def run_batch(models: Sequence[str], targets: Sequence[str], out: str, *, worker
         if progress:
             progress(count, len(jobs), row)
 
-    if dask_address:
-        try:
-            from distributed import Client
-        except ImportError:
-            raise BadInputError("--dask needs the 'distributed' package: pip install 'edgeplan[dask]'") from None
-        with Client(dask_address) as client:
-            for future in client.map(run_job, todo, pure=False):
-                record(future.result())
-    elif workers == 1 or len(todo) <= 1:
-        for job in todo:
-            record(run_job(job))
-    else:
-        # biggest models first (longest-processing-time order) keeps every worker busy to the end
-        largest_first = sorted(todo, key=lambda j: -(Path(j.model).stat().st_size if Path(j.model).is_file() else 0))
-        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
-            for future in as_completed([pool.submit(run_job, job) for job in largest_first]):
-                record(future.result())
+    try:
+        if dask_address:
+            try:
+                from distributed import Client
+            except ImportError:
+                raise BadInputError("--dask needs the 'distributed' package: pip install 'edgeplan[dask]'") from None
+            with Client(dask_address) as client:
+                for future in client.map(run_job, todo, pure=False):
+                    record(future.result())
+        elif workers == 1 or len(todo) <= 1:
+            for job in todo:
+                record(run_job(job))
+        else:
+            # biggest models first (longest-processing-time order) keeps every worker busy to the end
+            largest_first = sorted(todo, key=lambda j: -(Path(j.model).stat().st_size if Path(j.model).is_file()
+                                                         else 0))
+            run_pool(largest_first, workers, record)
+    except BaseException as exc:  # interrupted or broken: the summary still says what was done and what was not
+        reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}"[:200]
+        for job in jobs:
+            rows.setdefault((job.model, job.target), {"model": job.model, "target": job.target, "status": "failed",
+                                                      "error": f"{job.model}: not run: the batch ended ({reason})"})
+        write_summaries(out_dir, [rows[(job.model, job.target)] for job in jobs])
+        raise
     ordered = [rows[(job.model, job.target)] for job in jobs]
     write_summaries(out_dir, ordered)
     return ordered
+
+
+def _watch_parent(parent: int) -> None:
+    """Ends this worker when the batch that started it is gone (kill -9 of the parent included)."""
+    while True:
+        time.sleep(PARENT_POLL_S)
+        if os.getppid() != parent:
+            os._exit(3)
+
+
+def _worker(conn: Connection, parent: int) -> None:
+    """A batch worker: jobs in, rows out, one at a time; None or a closed pipe ends it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    threading.Thread(target=_watch_parent, args=(parent,), name="edgeplan-watch-parent", daemon=True).start()
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, OSError):
+            return
+        if job is None:
+            return
+        conn.send(run_job(job))
+
+
+def _death(process: BaseProcess) -> str:
+    code = process.exitcode
+    if code is not None and code < 0:
+        try:
+            return f"killed by signal {-code} ({signal.Signals(-code).name})"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+def run_pool(jobs: Sequence[Job], workers: int, record: Callable[[dict[str, Any]], None]) -> None:
+    """Runs the jobs on `workers` local processes; a dead worker's job becomes a failed row and the worker
+    is replaced, so every other job still runs."""
+    context = get_context("spawn")
+    pending = deque(jobs)
+    held: dict[Connection, tuple[BaseProcess, Job]] = {}
+
+    def start(job: Job) -> None:
+        parent_end, child_end = context.Pipe()
+        process = context.Process(target=_worker, args=(child_end, os.getpid()), daemon=True,
+                                  name="edgeplan-batch-worker")
+        process.start()
+        child_end.close()
+        parent_end.send(job)
+        held[parent_end] = (process, job)
+
+    def next_job(conn: Connection, process: BaseProcess) -> None:
+        if pending:
+            job = pending.popleft()
+            try:
+                conn.send(job)
+            except OSError:  # it died right after its last row: the job never reached it
+                conn.close()
+                process.join(timeout=5)
+                start(job)
+                return
+            held[conn] = (process, job)
+        else:
+            conn.send(None)
+            conn.close()
+            process.join(timeout=10)
+
+    try:
+        for _ in range(min(workers, len(pending))):
+            start(pending.popleft())
+        while held:
+            sentinels = {process.sentinel: conn for conn, (process, _) in held.items()}
+            for ready in wait([*held, *sentinels]):
+                conn = ready if isinstance(ready, Connection) else sentinels[ready]
+                if conn not in held:
+                    continue  # both its pipe and its sentinel were ready; handled already
+                process, job = held.pop(conn)
+                row = None
+                try:
+                    if conn.poll():
+                        row = conn.recv()
+                except (EOFError, OSError):
+                    row = None
+                if row is not None:
+                    record(row)
+                    next_job(conn, process)
+                    continue
+                process.join(timeout=5)
+                reason = _death(process)
+                log.warning("batch worker for %s on %s %s; its job is failed and the worker replaced",
+                            job.model, job.target, reason)
+                record({"model": job.model, "target": job.target, "status": "failed",
+                        "error": f"{job.model}: the worker process died while planning it on {job.target} "
+                                 f"({reason})"})
+                conn.close()
+                if pending:
+                    start(pending.popleft())
+    finally:
+        for conn, (process, _) in held.items():
+            process.kill()
+            conn.close()
+        for process, _ in held.values():
+            process.join(timeout=5)
 
 
 def write_summaries(out: Path, rows: Sequence[dict[str, Any]]) -> None:

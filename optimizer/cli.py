@@ -4,18 +4,54 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 from optimizer import __version__
+from optimizer._progress import Progress
 from optimizer.catalog import load_catalog
 from optimizer.check import check_graph, check_json, render_table
 from optimizer.errors import BadInputError, EdgeplanError
 from optimizer.fileio import dumps_json, write_json
 from optimizer.ir import load_model, parse_input_shapes
 from optimizer.solver import OBJECTIVES, PlanRequest, parse_assignments
+
+log = logging.getLogger("edgeplan")
+
+
+class _Help(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Defaults shown after each option that has one; the example in the epilog kept as written."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default in (None, False, argparse.SUPPRESS) or "%(default)" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
+
+
+class _Levels(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        level = "" if record.levelno == logging.INFO else f"{record.levelname.lower()}: "
+        return f"edgeplan: {level}{record.getMessage()}"
+
+
+def _setup_logging(verbosity: int) -> None:
+    """-q: warnings and errors only; default: progress and notes; -v: what each stage did and took."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_Levels())
+    level = logging.WARNING if verbosity < 0 else logging.DEBUG if verbosity > 0 else logging.INFO
+    for name in ("edgeplan", "optimizer"):
+        logger = logging.getLogger(name)
+        logger.handlers[:] = [handler]
+        logger.setLevel(level)
+        logger.propagate = False
+
+
+def _progress(args: argparse.Namespace, what: str) -> Progress:
+    return Progress(what, enabled=getattr(args, "verbosity", 0) >= 0)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -90,14 +126,20 @@ def _optimize(args: argparse.Namespace) -> int:
         sensitivity = load_sensitivity(args.sensitivity, load_model(args.model, shapes))
     request = PlanRequest(
         objective=args.objective, time_limit_s=args.time_limit, seed=args.seed, workers=args.workers,
+        deterministic_limit_s=args.deterministic_limit,
         allowed_precisions=allowed, pins=parse_assignments(args.pin, "--pin"),
         precision_pins=parse_assignments(args.precision, "--precision"), sensitivity=sensitivity,
         int8_budget=args.int8_budget, latency_cap_ms=args.latency_cap, dla_standalone=args.dla_standalone,
         sram_bytes=args.sram_bytes, max_loadables=args.max_loadables, sparsity=args.sparsity,
         with_edits=args.with_edits, sram_per_loadable=_byte_list(args.loadable_sram, "--loadable-sram"),
     )
-    planned = optimize(args.model, args.target, request, input_shapes=shapes, profile_path=args.profile,
-                       explain=args.explain)
+    progress = _progress(args, "optimize")
+    try:
+        planned = optimize(args.model, args.target, request, input_shapes=shapes, profile_path=args.profile,
+                           explain=args.explain, started=args.started,
+                           progress=lambda step, steps, phase: progress(step, steps, phase))
+    finally:
+        progress.close()
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise BadInputError("--out exists and is not a directory", file=str(out))
@@ -219,10 +261,18 @@ def _edit(args: argparse.Namespace) -> int:
 def _study(args: argparse.Namespace) -> int:
     from optimizer.study import reproduce_study, resume_study, run_study
 
+    progress = _progress(args, "trials")
+
+    def trials(done: int, total: int) -> None:
+        progress(done, total)
+
     if args.action == "reproduce":
         if not args.folder:
             raise BadInputError("usage: edgeplan study reproduce DIR")
-        same, diff = reproduce_study(args.folder)
+        try:
+            same, diff = reproduce_study(args.folder, progress=trials)
+        finally:
+            progress.close()
         if same:
             print(f"{args.folder}: the rerun's best plan is byte-identical")
             return 0
@@ -231,11 +281,18 @@ def _study(args: argparse.Namespace) -> int:
     if args.action == "resume":
         if not args.folder:
             raise BadInputError("usage: edgeplan study resume DIR")
-        outcome = resume_study(args.folder, args.storage)
+        try:
+            outcome = resume_study(args.folder, args.storage, progress=trials)
+        finally:
+            progress.close()
     else:
         if args.folder:
             raise BadInputError("usage: edgeplan study CONFIG.toml [--out DIR] [--storage URL]")
-        outcome = run_study(args.action, args.out, args.storage, command=["edgeplan", *sys.argv[1:]])
+        try:
+            outcome = run_study(args.action, args.out, args.storage, command=["edgeplan", *sys.argv[1:]],
+                                new_study=args.new_study, progress=trials)
+        finally:
+            progress.close()
     gain = (outcome.baseline_value - outcome.best_value) / outcome.baseline_value if outcome.baseline_value else 0.0
     print(f"study {outcome.folder}: {outcome.trials} trials, best trial {outcome.best_trial} "
           f"{outcome.best_value:.4f} ms vs planner alone {outcome.baseline_value:.4f} ms ({gain:.1%} better)")
@@ -246,17 +303,17 @@ def _study(args: argparse.Namespace) -> int:
 def _batch(args: argparse.Namespace) -> int:
     from optimizer.batch import run_batch
 
-    def progress(done: int, total: int, row: dict) -> None:
-        width = 30
-        filled = int(width * done / total)
-        print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {Path(row['model']).name} "
-              f"{row['target']}: {row['status']}".ljust(100), end="", file=sys.stderr, flush=True)
+    bar = _progress(args, "batch jobs")
 
-    rows = run_batch(args.models, args.target, args.out, workers=args.workers, dask_address=args.dask,
-                     time_limit_s=args.time_limit, objective=args.objective, profiles=args.profile or (),
-                     progress=progress if sys.stderr.isatty() else None)
-    if sys.stderr.isatty():
-        print(file=sys.stderr)
+    def progress(done: int, total: int, row: dict) -> None:
+        bar(done, total, f"{Path(row['model']).name} {row['target']}: {row['status']}")
+
+    try:
+        rows = run_batch(args.models, args.target, args.out, workers=args.workers, dask_address=args.dask,
+                         time_limit_s=args.time_limit, objective=args.objective, profiles=args.profile or (),
+                         progress=progress)
+    finally:
+        bar.close()
     ok = sum(r["status"] == "ok" for r in rows)
     skipped = sum(bool(r.get("skipped")) for r in rows)
     print(f"edgeplan batch: {len(rows)} jobs, {ok} ok, {len(rows) - ok} failed or infeasible, {skipped} skipped "
@@ -269,16 +326,49 @@ def _batch(args: argparse.Namespace) -> int:
     return 2 if "failed" in statuses else 1 if "infeasible" in statuses else 0
 
 
+EXAMPLES = {
+    "targets": "edgeplan targets --json > targets.json",
+    "check": "edgeplan check examples/resnet18.onnx --target orin-agx --json check.json",
+    "optimize": "edgeplan optimize examples/yolov8n.onnx --target orin-agx --objective throughput --time-limit 10 "
+                "--out plan/",
+    "export": "edgeplan export plan/plan.json --out build/",
+    "verify-rknn": "edgeplan verify-rknn plan/plan.json --rknn-python /opt/rknn-venv/bin/python",
+    "study": "edgeplan study studies/yolov8n-orin.toml   (then: edgeplan study reproduce studies/yolov8n-orin)",
+    "batch": "edgeplan batch 'models/*.onnx' --target orin-agx --target rk3588 --workers 2 --out runs/",
+    "predict": "edgeplan predict examples/resnet18.onnx --target orin-agx --accelerator dla --precision int8",
+    "calibrate": "edgeplan calibrate --csv measurements.csv --models models/ --out profiles/",
+    "suggest": "edgeplan suggest examples/yolov8n.onnx --target orin-agx",
+    "edit": "edgeplan edit model.onnx --apply ID1,ID2 --out edited.onnx --target orin-agx",
+}
+
+
+def _common() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    loud = common.add_mutually_exclusive_group()
+    loud.add_argument("-q", "--quiet", dest="verbosity", action="store_const", const=-1, default=0,
+                      help="warnings and errors only, no progress")
+    loud.add_argument("-v", "--verbose", dest="verbosity", action="store_const", const=1,
+                      help="also what each stage did and how long it took")
+    return common
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="edgeplan", description="Deployment plans for ONNX models on edge accelerators.")
+    parser = _Parser(prog="edgeplan", description="Deployment plans for ONNX models on edge accelerators.",
+                     formatter_class=_Help, epilog="example:\n  " + EXAMPLES["optimize"])
     parser.add_argument("--version", action="version", version=f"edgeplan {__version__}")
+    parser.set_defaults(verbosity=0)
+    common = _common()
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    p = sub.add_parser("targets", help="list the known targets and their key figures")
+    def command(name: str, help: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help, description=help, parents=[common], formatter_class=_Help,
+                              epilog=f"example:\n  {EXAMPLES[name]}")
+
+    p = command("targets", "list the known targets and their key figures")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(run=_targets)
 
-    p = sub.add_parser("check", help="which node can run where, and why not")
+    p = command("check", "which node can run where, and why not")
     p.add_argument("model", help="ONNX model file")
     p.add_argument("--target", required=True, help="target ID (see 'edgeplan targets')")
     p.add_argument("--json", metavar="FILE", help="also write the check JSON here")
@@ -286,13 +376,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="fix a dynamic input's dims (repeatable)")
     p.set_defaults(run=_check)
 
-    p = sub.add_parser("optimize", help="solve for the best deployment plan and write DIR/plan.json")
+    p = command("optimize", "solve for the best deployment plan and write DIR/plan.json")
     p.add_argument("model", help="ONNX model file")
     p.add_argument("--target", required=True, help="target ID (see 'edgeplan targets')")
     p.add_argument("--out", required=True, metavar="DIR", help="folder for plan.json, run.json, report.md")
-    p.add_argument("--objective", default="latency", choices=OBJECTIVES)
-    p.add_argument("--time-limit", type=float, default=60.0, metavar="S", help="solver time limit (s)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--objective", default="latency", choices=OBJECTIVES,
+                   help="latency of one frame; throughput (busiest engine); dual-stream (two DLA cores, two streams)")
+    p.add_argument("--time-limit", type=float, default=60.0, metavar="S",
+                   help="wall-clock seconds for the whole command; past it the best plan found (or the best "
+                        "baseline) is written")
+    p.add_argument("--deterministic-limit", type=float, metavar="D",
+                   help="CP-SAT deterministic seconds (work, not time: the same plan under any load); default: "
+                        "derived from --time-limit")
+    p.add_argument("--seed", type=int, default=0, help="CP-SAT random seed (same seed, same plan)")
     p.add_argument("--workers", type=int, default=1, help="CP-SAT workers (1 is deterministic and fastest here)")
     p.add_argument("--pin", action="append", metavar="NODE=DEVICE", help="force a node onto gpu/dla/dla0/dla1/npu/cpu")
     p.add_argument("--precision", action="append", metavar="NODE=PREC", help="force a node's precision")
@@ -312,48 +408,53 @@ def build_parser() -> argparse.ArgumentParser:
                    help="let the planner choose model edits (explicit pad, pool split, kernel split) too")
     p.add_argument("--profile", metavar="FILE", help="latency profile TOML (edgeplan calibrate)")
     p.add_argument("--explain", action="store_true", help="add every option's modelled cost to plan.json")
-    p.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224")
+    p.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224",
+                   help="fix a dynamic input's dims (repeatable)")
     p.set_defaults(run=_optimize)
 
-    p = sub.add_parser("export", help="sub-models, manifest and build files for a plan")
+    p = command("export", "sub-models, manifest and build files for a plan")
     p.add_argument("plan", help="plan.json from edgeplan optimize")
-    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--out", required=True, metavar="DIR", help="folder for the engines' ONNX files and build files")
     p.add_argument("--model", help="the ONNX model (default: the path recorded in the plan)")
     p.set_defaults(run=_export)
 
-    p = sub.add_parser("verify-rknn", help="convert with rknn-toolkit2 and compare its placement with the plan")
+    p = command("verify-rknn", "convert with rknn-toolkit2 and compare its placement with the plan")
     p.add_argument("plan", help="plan.json for an RKNN target")
     p.add_argument("--rknn-python", required=True, metavar="PATH", help="python of rknn-toolkit2's own venv")
     p.add_argument("--model", help="the ONNX model (default: the path recorded in the plan)")
     p.set_defaults(run=_verify_rknn)
 
-    p = sub.add_parser("study", help="Optuna study of SRAM pools and partitions: CONFIG.toml | resume DIR | "
+    p = command("study", "Optuna study of SRAM pools and partitions: CONFIG.toml | resume DIR | "
                                        "reproduce DIR")
-    p.add_argument("action", metavar="CONFIG.toml|resume|reproduce")
-    p.add_argument("folder", nargs="?", metavar="DIR")
+    p.add_argument("action", metavar="CONFIG.toml|resume|reproduce",
+                   help="a study config to run, or resume/reproduce a study folder")
+    p.add_argument("folder", nargs="?", metavar="DIR", help="the study folder (resume, reproduce)")
     p.add_argument("--out", metavar="DIR", help="study folder (default: studies/<name>/ beside the config)")
     p.add_argument("--storage", metavar="URL", help="shared storage, e.g. postgresql+psycopg://user@host/db")
+    p.add_argument("--new-study", action="store_true",
+                   help="replace a stored study of the same name that ran with another config (else refused)")
     p.set_defaults(run=_study)
 
-    p = sub.add_parser("batch", help="many models x targets in one job, with a summary")
+    p = command("batch", "many models x targets in one job, with a summary")
     p.add_argument("models", nargs="+", metavar="MODEL", help="ONNX files, globs, or .txt lists of paths")
     p.add_argument("--target", action="append", required=True, help="target ID (repeatable)")
-    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--out", required=True, metavar="DIR", help="folder for summary.csv, summary.html and the plans")
     p.add_argument("--workers", type=int, default=1, help="local worker processes")
     p.add_argument("--dask", metavar="tcp://HOST:PORT", help="run the jobs on an existing Dask cluster")
-    p.add_argument("--time-limit", type=float, default=60.0, metavar="S")
-    p.add_argument("--objective", default="latency", choices=OBJECTIVES)
+    p.add_argument("--time-limit", type=float, default=60.0, metavar="S",
+                   help="wall-clock seconds per job (see optimize --time-limit)")
+    p.add_argument("--objective", default="latency", choices=OBJECTIVES, help="see optimize --objective")
     p.add_argument("--profile", action="append", metavar="FILE",
                    help="calibrated latency profile (edgeplan calibrate); one per target family, repeatable")
     p.set_defaults(run=_batch)
 
-    p = sub.add_parser("predict", help="the predicted figure of one fixed configuration (no optimisation)")
+    p = command("predict", "the predicted figure of one fixed configuration (no optimisation)")
     p.add_argument("model", help="ONNX model file")
     p.add_argument("--target", required=True, help="target ID, power modes included (see 'edgeplan targets')")
     p.add_argument("--accelerator", required=True, choices=("gpu", "dla", "npu", "auto"),
                    help="gpu only; dla with GPU fallback; npu with CPU fallback; auto = the planner's best plan")
     p.add_argument("--precision", required=True, choices=("int8", "fp16", "fp32"))
-    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--batch", type=int, default=1, help="frames per inference")
     p.add_argument("--cores", type=int, default=1,
                    help="DLA cores (one engine each, all fed) or NPU cores one inference is split over")
     p.add_argument("--metric", default="latency", choices=("latency", "throughput"))
@@ -364,10 +465,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="leave model input/output layout conversion out (rknn eval_perf, NPU-only figures)")
     p.add_argument("--profile", metavar="FILE", help="latency profile TOML (edgeplan calibrate)")
     p.add_argument("--json", action="store_true", help="print edgeplan.predict/v1 JSON")
-    p.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224")
+    p.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224",
+                   help="fix a dynamic input's dims (repeatable)")
     p.set_defaults(run=_predict)
 
-    p = sub.add_parser("calibrate", help="fit the latency model's constants to measurements; writes profiles")
+    p = command("calibrate", "fit the latency model's constants to measurements; writes profiles")
     p.add_argument("--csv", help="whole-model measurements in the published-calibration CSV format")
     p.add_argument("--models", metavar="DIR", help="folder the CSV's onnx column is relative to")
     p.add_argument("--trtexec-profile", metavar="JSON", help="per-layer times: trtexec --exportProfile")
@@ -384,26 +486,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cv", action="store_true", help="skip leave-one-family-out cross-validation")
     p.set_defaults(run=_calibrate)
 
-    p = sub.add_parser("suggest", help="model edits that remove vendor violations, with predicted gains")
-    p.add_argument("model")
-    p.add_argument("--target", required=True)
-    p.add_argument("--json", metavar="FILE")
-    p.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224")
+    p = command("suggest", "model edits that remove vendor violations, with predicted gains")
+    p.add_argument("model", help="ONNX model file")
+    p.add_argument("--target", required=True, help="target ID (see 'edgeplan targets')")
+    p.add_argument("--json", metavar="FILE", help="also write the suggestions as JSON here")
+    p.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224",
+                   help="fix a dynamic input's dims (repeatable)")
     p.set_defaults(run=_suggest)
 
-    p = sub.add_parser("edit", help="apply suggested edits and verify the edited model")
-    p.add_argument("model")
-    p.add_argument("--apply", required=True, metavar="ID[,ID...]")
-    p.add_argument("--out", required=True, metavar="NEW.onnx")
+    p = command("edit", "apply suggested edits and verify the edited model")
+    p.add_argument("model", help="ONNX model file")
+    p.add_argument("--apply", required=True, metavar="ID[,ID...]", help="edit IDs from 'edgeplan suggest'")
+    p.add_argument("--out", required=True, metavar="NEW.onnx", help="where the edited model goes")
     p.add_argument("--target", help="target whose check must no longer report the rules")
-    p.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224")
+    p.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224",
+                   help="fix a dynamic input's dims (repeatable)")
     p.set_defaults(run=_edit)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    started = time.monotonic()  # --time-limit counts from here: the whole command, not only the solver
     try:
         args = build_parser().parse_args(argv)
+        args.started = started
+        _setup_logging(args.verbosity)
         return int(args.run(args))
     except EdgeplanError as exc:
         print(f"edgeplan: error: {exc.one_line()}", file=sys.stderr)

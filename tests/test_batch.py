@@ -122,3 +122,73 @@ def test_a_calibrated_profile_reaches_every_job_of_its_family(tmp_path):
     assert float(rows[0]["latency_ms"]) == again[(model, "rk3588")]["latency_ms"]
     missing = run("batch", model, "--target", "rk3588", "--out", str(tmp_path / "x"), "--profile", "nope.toml")
     assert missing.returncode == 2 and "nope.toml: profile file not found" in missing.stderr
+
+
+def _workers_of(pid: int) -> list:
+    psutil = pytest.importorskip("psutil")
+    try:
+        children = psutil.Process(pid).children()
+    except psutil.NoSuchProcess:
+        return []
+    return [c for c in children if "multiprocessing.spawn" in " ".join(c.cmdline())]
+
+
+def _slow_batch(tmp_path, jobs: int) -> tuple:
+    import subprocess
+
+    from tests.test_cli import EDGEPLAN
+    folder = tmp_path / "models"
+    folder.mkdir()
+    for i in range(jobs):
+        shutil.copy(EXAMPLES / "yolov8n.onnx", folder / f"m{i}.onnx")
+    out = tmp_path / "out"
+    proc = subprocess.Popen([EDGEPLAN, "batch", str(folder / "*.onnx"), "--target", "xavier-agx", "--out", str(out),
+                             "--workers", "2", "--objective", "throughput", "--time-limit", "4"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return proc, out
+
+
+def _wait_for_workers(pid: int, count: int) -> list:
+    import time
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        found = _workers_of(pid)
+        if len(found) >= count:
+            time.sleep(1.5)  # past the spawn: planning a job
+            return found
+        time.sleep(0.1)
+    raise AssertionError("the batch started no workers")
+
+
+@pytest.mark.slow
+def test_a_killed_worker_fails_its_job_and_every_other_job_finishes(tmp_path):
+    import os
+    import signal
+    proc, out = _slow_batch(tmp_path, 5)
+    victim = _wait_for_workers(proc.pid, 2)[0]
+    os.kill(victim.pid, signal.SIGKILL)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 2, err  # a failed job: the pipeline must notice
+    assert "internal error" not in err and "Traceback" not in err
+    rows = list(csv.DictReader((out / "summary.csv").open()))
+    assert len(rows) == 5
+    dead = [r for r in rows if r["status"] != "ok"]
+    assert len(dead) == 1 and "worker process died" in dead[0]["error"] and "SIGKILL" in dead[0]["error"], rows
+    for row in rows:
+        if row["status"] == "ok":
+            assert (out / row["model"].rsplit("/", 1)[1].removesuffix(".onnx") / "xavier-agx" / "plan.json").is_file()
+
+
+@pytest.mark.slow
+def test_killing_the_batch_ends_its_workers(tmp_path):
+    import os
+    import signal
+    psutil = pytest.importorskip("psutil")
+    proc, _ = _slow_batch(tmp_path, 4)
+    workers = _wait_for_workers(proc.pid, 2)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    _, alive = psutil.wait_procs(workers, timeout=15)
+    for worker in alive:
+        worker.kill()
+    assert not alive, f"{len(alive)} worker(s) outlived their batch"

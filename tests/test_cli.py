@@ -118,3 +118,37 @@ def test_dynamic_model_cli_reports_and_fixes(tmp_path):
     assert result.returncode == 0 and "dynamic dims: input[0]=N" in result.stdout and "DLA-STATIC" in result.stdout
     fixed = run("check", model, "--target", "orin-agx", "--input-shape", "input=1x3x224x224")
     assert "DLA-STATIC" not in fixed.stdout
+
+
+def test_help_shows_defaults_and_an_example_for_every_command():
+    from optimizer.cli import EXAMPLES as COMMANDS
+    for command, example in COMMANDS.items():
+        result = run(command, "--help")
+        assert result.returncode == 0, command
+        assert "example:" in result.stdout and example.split()[1] == command, command
+        assert "-q, --quiet" in result.stdout and "-v, --verbose" in result.stdout
+    optimize = run("optimize", "--help").stdout
+    assert "(default: 60.0)" in " ".join(optimize.split()) and "(default: None)" not in optimize
+
+
+def test_quiet_and_verbose(tmp_path):
+    args = ("optimize", str(EXAMPLES / "resnet18.onnx"), "--target", "orin-agx", "--out")
+    quiet = run(*args, str(tmp_path / "q"), "-q")
+    assert quiet.returncode == 0 and quiet.stderr == ""
+    loud = run(*args, str(tmp_path / "v"), "--verbose")
+    assert loud.returncode == 0 and "edgeplan: debug: solver: exact, stopped by proven" in loud.stderr
+    assert (tmp_path / "q" / "plan.json").read_bytes() == (tmp_path / "v" / "plan.json").read_bytes()
+
+
+def test_progress_without_a_terminal_is_plain_periodic_lines(monkeypatch, caplog):
+    import logging
+
+    from optimizer import _progress
+    clock = iter([0.0, 1.0, 6.0, 7.0, 13.0, 14.0])
+    monkeypatch.setattr(_progress.time, "monotonic", lambda: next(clock))
+    progress = _progress.Progress("trials")
+    progress.tty = False
+    with caplog.at_level(logging.INFO, logger="edgeplan.progress"):
+        for done in range(1, 6):
+            progress(done, 5)
+    assert [r.getMessage() for r in caplog.records] == ["trials: 2/5", "trials: 4/5", "trials: 5/5"]

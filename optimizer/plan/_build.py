@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import platform
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from optimizer import __version__
@@ -18,9 +19,22 @@ from optimizer.ir import BYTES_PER_ELEMENT, load_model
 from optimizer.latency import Breakdown, LatencyModel, Placement, evaluate, load_profile, tensor_routes
 from optimizer.plan._baselines import baselines
 from optimizer.plan._subgraphs import Subgraph, build_subgraphs
-from optimizer.solver import PlanModel, PlanRequest, SolveResult, check_target
+from optimizer.solver import (
+    Budget,
+    Outcome,
+    PlanModel,
+    PlanRequest,
+    SolveResult,
+    Stop,
+    balanced_hint,
+    cheapest_bound_ns,
+    check_target,
+    loadable_limit,
+)
 
+log = logging.getLogger(__name__)
 PLAN_SCHEMA = "edgeplan.plan/v1"
+PHASES = ("load", "check", "latency model and baselines", "solve", "plan")
 TRANSFER_WARNING_SHARE = 0.20  # seed 004 §七.4: DMA copies above 20% of the total mean a poor partition
 # Above this many layer groups the exact CP-SAT model takes longer to build and solve than any time limit
 # here allows (1,000 groups: 6.6 s of solving; 5,000: 105 s in all, on this 2-core machine); the best baseline
@@ -77,8 +91,21 @@ def _standalone_blockers(report: CheckReport, groups: GroupGraph) -> list[str]:
 
 def optimize(model_path: str, target_id: str, request: PlanRequest, *,
              input_shapes: Mapping[str, tuple[int, ...]] | None = None, profile_path: str | None = None,
-             explain: bool = False, catalog: Catalog | None = None) -> Planned:
-    started = time.monotonic()
+             explain: bool = False, catalog: Catalog | None = None, started: float | None = None,
+             progress: Callable[[int, int, str], None] | None = None) -> Planned:
+    """Plans one model on one target: the exact CP-SAT plan, or the best one found within
+    `request.time_limit_s` (wall-clock seconds from `started`, default now, for the whole call), or the
+    best baseline when nothing is found in time; `Planned.plan` is plan.json, `Planned.run` run.json.
+    `progress(step, steps, phase)` is called as each of PHASES begins (and once at the end)."""
+    started = time.monotonic() if started is None else started
+
+    def phase(step: int) -> None:
+        if step:
+            log.debug("%s done after %.2f s", PHASES[step - 1], time.monotonic() - started)
+        if progress:
+            progress(step, len(PHASES), PHASES[step] if step < len(PHASES) else "done")
+
+    phase(0)
     timings: dict[str, float] = {}
     catalog = catalog or load_catalog()
     target = catalog.target(target_id)
@@ -92,9 +119,12 @@ def optimize(model_path: str, target_id: str, request: PlanRequest, *,
         check_loadable_sram(request.sram_per_loadable, catalog, target)
     graph = load_model(model_path, input_shapes)
     timings["load_s"] = time.monotonic() - started
+    phase(1)
     report = check_graph(graph, catalog, target_id)
     groups = build_groups(report)
     timings["check_and_group_s"] = time.monotonic() - started - timings["load_s"]
+    budget = Budget(request.time_limit_s, started, len(groups.groups), request.deterministic_limit_s)
+    phase(2)
     if request.dla_standalone:
         blockers = _standalone_blockers(report, groups)
         if blockers:
@@ -107,25 +137,42 @@ def optimize(model_path: str, target_id: str, request: PlanRequest, *,
         from optimizer.edits._planning import add_edit_options
 
         add_edit_options(model, report, catalog, str(model_path))
-    limit = request.max_loadables or int(catalog.rule("DLA-LOADABLES").params["max"])
+    # A dual-stream plan's loadables are in use once per stream, so its baselines and hints keep to half.
+    limit = loadable_limit(request, int(catalog.rule("DLA-LOADABLES").params["max"]))
     base = baselines(model, limit, request.allowed_precisions)
-    hint = min(base.values(), key=lambda pb: pb[1].total_ns)[0]
+    hint = _hint(model, base, request)
+    phase(3)
+    log.debug("%d layer groups; deterministic budget %.2f s, wall deadline in %.2f s", len(groups.groups),
+              budget.deterministic_s, budget.wall_left())
     solve_started = time.monotonic()
-    result, notes = _solve(model, report, catalog, request, hint)
+    result, notes = _solve(model, report, catalog, request, hint, budget)
+    log.debug("solver: %s, stopped by %s, %.2f deterministic s", result.outcome.value, result.stop.value,
+              result.deterministic_s)
+    phase(4)
+    deterministic_s = budget.deterministic_s
     timings["solve_s"] = time.monotonic() - solve_started
     breakdown = evaluate(model, result.placements)
     subgraphs = build_subgraphs(groups, result.placements)
     plan = _plan_json(graph_path=model_path, report=report, groups=groups, model=model, request=request,
-                      result=result, breakdown=breakdown, subgraphs=subgraphs, base=base, explain=explain)
+                      result=result, breakdown=breakdown, subgraphs=subgraphs, base=base, explain=explain,
+                      deterministic_s=deterministic_s)
+    if budget.wall_fired:
+        notes.append(f"the wall-clock limit (--time-limit {request.time_limit_s:g} s) stopped the solver before its "
+                     f"deterministic budget ({budget.deterministic_s:g}): this plan may differ between runs; "
+                     "raise --time-limit for a reproducible one")
     plan["warnings"] = notes + plan["warnings"]
     timings["total_s"] = time.monotonic() - started
+    phase(5)
     run = {
         "schema": "edgeplan.run/v1",
         "tool_version": __version__,
         "timings": timings,
         "solver": {"wall_s": result.wall_s, "variables": result.num_variables,
                    "constraints": result.num_constraints, "connectivity_rounds": result.iterations,
-                   "objective_ns": result.objective_ns, "evaluated_ns": breakdown.total_ns},
+                   "objective_ns": result.objective_ns, "evaluated_ns": breakdown.total_ns,
+                   "outcome": result.outcome.value, "stopped_by": result.stop.value,
+                   "deterministic_s": result.deterministic_s, "deterministic_budget_s": budget.deterministic_s,
+                   "wall_limit_fired": budget.wall_fired},
         "host": {"python": platform.python_version(), "platform": platform.platform(),
                  "cpu_count": os.cpu_count()},
         "groups": len(groups.groups),
@@ -136,40 +183,86 @@ def optimize(model_path: str, target_id: str, request: PlanRequest, *,
 
 
 def _solve(model: LatencyModel, report: CheckReport, catalog: Catalog, request: PlanRequest,
-           hint: tuple[Placement, ...]) -> tuple[SolveResult, list[str]]:
-    """The exact plan, or, for a request the baselines satisfy, the best baseline with its gap when the exact
-    model is too large or finds nothing in time; the notes say which."""
+           hint: tuple[Placement, ...], budget: Budget) -> tuple[SolveResult, list[str]]:
+    """The exact plan, or the best found in time, or, for a request the baselines satisfy, the best baseline
+    when the exact model is too large or finds nothing in time; the notes say which."""
     groups = len(model.groups.groups)
+    bound = cheapest_bound_ns(model, request)
+    baseline = objective_ns(request.objective, evaluate(model, hint))
+    if _unconstrained(request) and baseline <= bound:
+        return replace(_baseline_result(model, hint, request.objective, bound), status="OPTIMAL",
+                       outcome=Outcome.EXACT, stop=Stop.PROVEN), []
     if groups > MAX_EXACT_GROUPS and _unconstrained(request):
-        return _baseline_result(model, hint), [f"{groups} layer groups exceed the exact solver's {MAX_EXACT_GROUPS}: "
-                                               "the plan is the best baseline, not proven (gap 100%)"]
+        gap = (baseline - bound) / baseline if baseline else 0.0
+        return _baseline_result(model, hint, request.objective, bound), [
+            f"{groups} layer groups exceed the exact solver's {MAX_EXACT_GROUPS}: the plan is the best baseline, "
+            f"within {gap:.1%} of the cheapest-option bound"]
     try:
-        return PlanModel(model, report, catalog, request).solve(hint), []
+        if budget.wall_left() <= 0:  # loading and checking took the whole limit: do not even build the model
+            budget.wall_fired = True
+            result = replace(_baseline_result(model, hint, request.objective, bound), outcome=Outcome.NOT_FOUND,
+                             stop=Stop.WALL_LIMIT)
+        else:
+            result = PlanModel(model, report, catalog, request).solve(hint, budget)
     except InfeasibleError as exc:
-        timed_out = "time-limit" in exc.message
-        if timed_out and _unconstrained(request):
-            return _baseline_result(model, hint), [f"no plan found within --time-limit {request.time_limit_s:g} s: "
-                                                   "the plan is the best baseline, not proven (gap 100%)"]
-        names = []
-        if not timed_out and request.explain_infeasible:
-            names = PlanModel(model, report, catalog, request, explain=True).conflict()
-        detail = f"; constraints in conflict: {', '.join(names)}" if names else ""
+        detail = ""
+        if request.explain_infeasible:
+            names = PlanModel(model, report, catalog, request, explain=True).conflict(budget)
+            detail = ("; no time left within --time-limit to name the constraints in conflict" if names is None
+                      else f"; constraints in conflict: {', '.join(names)}" if names else "")
         raise InfeasibleError(f"{exc.message}{detail}", file=model.graph.path, node=exc.node) from None
+    if result.outcome is not Outcome.NOT_FOUND:
+        return replace(result, bound_ns=max(result.bound_ns, min(bound, result.objective_ns))), []
+    if not _unconstrained(request):
+        raise InfeasibleError(f"no plan found within --time-limit {request.time_limit_s:g} s; raise the limit "
+                              "(the request has constraints the baselines do not honour)", file=model.graph.path)
+    fallback = _baseline_result(model, hint, request.objective, bound)
+    gap = (fallback.objective_ns - bound) / fallback.objective_ns if fallback.objective_ns else 0.0
+    return (replace(fallback, stop=result.stop, deterministic_s=result.deterministic_s),
+            [f"no plan found within --time-limit {request.time_limit_s:g} s: the plan is the best baseline for "
+             f"{request.objective}, within {gap:.1%} of the cheapest-option bound"])
+
+
+def _hint(model: LatencyModel, base: Mapping[str, tuple], request: PlanRequest) -> tuple[Placement, ...]:
+    """The best baseline for the objective; for the pipelined objectives also TensorRT's loadables spread over
+    the DLA cores and the GPU (a balanced pipeline is a far better start than everything on one engine)."""
+    def score(b: Breakdown) -> int:
+        return objective_ns(request.objective, b)
+
+    candidates = [(score(b), k, p) for k, (p, b) in enumerate(base.values())]
+    if request.objective != "latency" and "trt_default" in base:
+        cores = 1 if request.objective == "dual-stream" else \
+            sum(d.startswith("dla") for d in model.target.devices)
+        spread = balanced_hint(model, base["trt_default"][0], request.allowed_precisions, score, cores)
+        candidates.append((score(evaluate(model, spread)), len(candidates), spread))
+    return min(candidates)[2]
 
 
 def _unconstrained(request: PlanRequest) -> bool:
     """No request the baselines could violate (they ignore pins, budgets and caps)."""
     return not (request.pins or request.precision_pins or request.int8_budget is not None
-                or request.latency_cap_ms is not None or request.dla_standalone or request.max_loadables
-                or request.objective != "latency")
+                or request.latency_cap_ms is not None or request.dla_standalone or request.max_loadables)
 
 
-def _baseline_result(model: LatencyModel, hint: tuple[Placement, ...]) -> SolveResult:
-    """The solver found no plan in time: the best baseline, FEASIBLE, with no proven bound (gap 100%)."""
-    total = evaluate(model, hint).total_ns
-    return SolveResult(placements=hint, status="FEASIBLE", objective_ns=total, bound_ns=0, total_ns=total,
+def objective_ns(objective: str, breakdown: Breakdown) -> int:
+    """The objective CP-SAT minimises, measured on an evaluated plan: what plan.json and the terminal print."""
+    busy = breakdown.busy_ns
+    if objective == "latency" or not busy:
+        return breakdown.total_ns
+    if objective == "dual-stream":  # two frames: each DLA core one, the shared engines twice
+        return max((1 if k.startswith("dla") else 2) * v for k, v in busy.items() if k != "dla1")
+    return max(busy.values())
+
+
+def _baseline_result(model: LatencyModel, hint: tuple[Placement, ...], objective: str, bound: int) -> SolveResult:
+    """The best baseline handed over as the plan, FEASIBLE, with the cheapest-option bound as its proof."""
+    breakdown = evaluate(model, hint)
+    score = objective_ns(objective, breakdown)
+    total = breakdown.total_ns
+    return SolveResult(placements=hint, status="FEASIBLE", objective_ns=score, bound_ns=min(bound, score),
+                       total_ns=total,
                        wall_s=0.0, iterations=0, num_variables=0, num_constraints=0,
-                       choices=tuple(() for _ in hint))
+                       choices=tuple(() for _ in hint), outcome=Outcome.BASELINE, stop=Stop.NOT_RUN)
 
 
 def _ms(ns: float) -> float:
@@ -197,10 +290,12 @@ def _predicted(request: PlanRequest, breakdown: Breakdown) -> dict[str, float]:
 
 def _plan_json(*, graph_path: str, report: CheckReport, groups: GroupGraph, model: LatencyModel,
                request: PlanRequest, result: SolveResult, breakdown: Breakdown, subgraphs: tuple[Subgraph, ...],
-               base: Mapping[str, tuple], explain: bool) -> dict[str, Any]:
+               base: Mapping[str, tuple], explain: bool, deterministic_s: float = 0.0) -> dict[str, Any]:
     graph = report.graph
     target = report.target
     placements = result.placements
+    objective = objective_ns(request.objective, breakdown)
+    bound = min(result.bound_ns, objective)
     group_subgraph = {g: s.id for s in subgraphs for g in s.groups}
     layers = []
     for node in graph.nodes:
@@ -230,12 +325,13 @@ def _plan_json(*, graph_path: str, report: CheckReport, groups: GroupGraph, mode
         "objective": request.objective,
         "solver": {
             "status": result.status,
-            "objective_ms": _ms(result.objective_ns),
-            "bound_ms": _ms(result.bound_ns),
-            "gap": round((result.objective_ns - result.bound_ns) / result.objective_ns, 6)
-            if result.objective_ns else 0.0,
+            "outcome": result.outcome.value,
+            "objective_ms": _ms(objective),
+            "bound_ms": _ms(bound),
+            "gap": round((objective - bound) / objective, 6) if objective else 0.0,
             "seed": request.seed,
             "workers": request.workers,
+            "deterministic_budget_s": deterministic_s,
             "groups": len(groups.groups),
         },
         "predicted": _predicted(request, breakdown),

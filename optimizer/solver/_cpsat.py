@@ -26,6 +26,7 @@ from optimizer.latency import (
     tensor_routes,
     transfer_engine,
 )
+from optimizer.solver._outcome import Budget, Outcome, Stop
 from optimizer.solver._request import DUAL_STREAMS, PlanRequest
 
 SCALE_SENSITIVITY = 1_000_000
@@ -50,6 +51,9 @@ class SolveResult:
     num_variables: int
     num_constraints: int
     choices: tuple[tuple[Choice, ...], ...] = field(default=(), repr=False)
+    outcome: Outcome = Outcome.EXACT
+    stop: Stop = Stop.PROVEN
+    deterministic_s: float = 0.0
 
 
 def _lin(terms: Iterable[tuple[int, cp_model.IntVar]]) -> cp_model.LinearExpr:
@@ -248,7 +252,52 @@ class PlanModel:
                         m.add(var + self.inslot[g, s] - 1 <= self.slot_core[s, choice.core])
         for s in self.slots:
             m.add(self.used[s] <= sum(self.inslot[g, s] for g in self.dla_groups))
+        self._slot_symmetry()
         self._convexity()
+
+    def interchangeable_slots(self) -> bool:
+        """Slots are labels unless they carry their own SRAM pool (DLA-SRAM-PER-LOADABLE) or the infeasibility
+        explanation counts them."""
+        return not self.explain and not self.lm.loadable_sram
+
+    def interchangeable_cores(self) -> bool:
+        """Throughput scores DLA0 and DLA1 alike; a pin naming one core breaks the tie."""
+        return (not self.explain and self.request.objective == "throughput"
+                and not any(d in ("dla0", "dla1") for d in self.request.pins.values()))
+
+    def _slot_symmetry(self) -> None:
+        """Symmetry breaking (every plan keeps one canonical copy, so every optimum survives): slots are
+        numbered by their first member (slot s holds a group g only if slot s-1 holds a group before g), and
+        with interchangeable cores slot 0 runs on DLA0. Without it a plan has up to 4! x 2 copies."""
+        m = self.model
+        if self.interchangeable_slots():
+            order = sorted(self.dla_groups)
+            for s in self.slots[1:]:
+                m.add(self.inslot[order[0], s] == 0)
+                seen = self.inslot[order[0], s - 1]  # does slot s-1 hold a group before the current one?
+                for g in order[1:]:
+                    m.add(self.inslot[g, s] <= seen)
+                    started = m.new_bool_var(f"loadable_started[{s - 1},{self.groups[g].anchor}]")
+                    m.add_max_equality(started, [seen, self.inslot[g, s - 1]])
+                    seen = started
+        if self.interchangeable_cores() and self.slots and self.interchangeable_slots():
+            m.add(self.slot_core[0, 0] == self.used[0])
+
+    def canonical(self, placements: tuple[Placement, ...]) -> tuple[Placement, ...]:
+        """The same plan relabelled as the symmetry-breaking constraints number it: slots by first member,
+        cores swapped so that slot 0 is on DLA0. A hint in another labelling would be discarded."""
+        if not self.slots:
+            return placements
+        slots = sorted({p.loadable for p in placements if p.loadable >= 0},
+                       key=lambda s: min(g for g, p in enumerate(placements) if p.loadable == s))
+        relabel = {old: new for new, old in enumerate(slots)} if self.interchangeable_slots() else \
+            {s: s for s in slots}
+        swap = False
+        if self.interchangeable_cores() and self.interchangeable_slots() and slots:
+            swap = next(p.core for p in placements if p.loadable == slots[0]) == 1
+        return tuple(Placement(p.option, core=(1 - p.core) if swap and p.option.device == "dla" else p.core,
+                               loadable=relabel.get(p.loadable, -1)) if p.loadable >= 0 else p
+                     for p in placements)
 
     def _group_neighbours(self) -> dict[int, set[int]]:
         neighbours: dict[int, set[int]] = {}
@@ -518,13 +567,15 @@ class PlanModel:
         m.minimize(self.goal)
 
     # ---- solving -----------------------------------------------------------------------------------
-    def _solver(self, time_limit: float) -> cp_model.CpSolver:
-        """The limit is CP-SAT's deterministic time (work done, not seconds elapsed), so a plan found
-        under the limit is the same on any machine and load; 3x the wall time is only a safety net."""
+    def _solver(self, budget: Budget, deterministic_s: float | None = None) -> cp_model.CpSolver:
+        """Stops on deterministic time (work done, not seconds elapsed), so a plan found under the limit is
+        the same on any machine and load; the command's wall-clock deadline is only a safety net."""
         solver = cp_model.CpSolver()
         params = solver.parameters
-        params.max_deterministic_time = max(self.request.time_limit_s, 0.05)
-        params.max_time_in_seconds = max(time_limit, 0.05) + 2 * self.request.time_limit_s
+        left = budget.deterministic_left() if deterministic_s is None else min(deterministic_s,
+                                                                                budget.deterministic_left())
+        params.max_deterministic_time = max(left, 1e-3)
+        params.max_time_in_seconds = max(budget.wall_left(), 1e-3)
         params.num_workers = self.request.workers
         params.random_seed = self.request.seed
         params.log_search_progress = False
@@ -533,8 +584,15 @@ class PlanModel:
             params.interleave_search = True  # deterministic with several workers
         return solver
 
+    def _run(self, solver: cp_model.CpSolver, budget: Budget) -> tuple[int, Stop]:
+        limit = solver.parameters.max_deterministic_time
+        status = solver.solve(self.model)
+        finished = status in (cp_model.OPTIMAL, cp_model.INFEASIBLE)
+        return status, budget.charge(solver.deterministic_time, limit, finished)
+
     def hint(self, placements: tuple[Placement, ...]) -> None:
         self.model.clear_hints()
+        placements = self.canonical(placements)
         for g, placement in enumerate(placements):
             for choice, var in zip(self.choices[g], self.x[g]):
                 hit = choice.option == placement.option and (choice.option.device != "dla"
@@ -555,23 +613,24 @@ class PlanModel:
             placements.append(Placement(choice.option, core=choice.core, loadable=slot))
         return tuple(placements)
 
-    def solve(self, hint: tuple[Placement, ...] | None = None) -> SolveResult:
-        """Solve, add connectivity cuts for split loadables, solve again; optimal only when proven."""
+    def solve(self, hint: tuple[Placement, ...] | None = None, budget: Budget | None = None) -> SolveResult:
+        """Solve, add connectivity cuts for split loadables, solve again; EXACT only when proven. Nothing
+        found within the budget is Outcome.NOT_FOUND (no placements), proven infeasibility raises."""
         started = time.monotonic()
-        deadline = started + self.request.time_limit_s
+        budget = budget or Budget(self.request.time_limit_s, groups=len(self.groups),
+                                 deterministic_s=self.request.deterministic_limit_s)
         if hint is not None:
             self.hint(hint)
         rounds = 0
         while True:
-            solver = self._solver(deadline - time.monotonic())
-            status = solver.solve(self.model)
+            solver = self._solver(budget)
+            status, stop = self._run(solver, budget)
             if status == cp_model.INFEASIBLE:
                 raise InfeasibleError("no plan meets every constraint")
             if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-                raise InfeasibleError(f"no plan found within --time-limit {self.request.time_limit_s:g} s "
-                                      f"({solver.status_name(status)}); raise the limit")
+                return self._result((), started, rounds, Outcome.NOT_FOUND, stop, budget, 0, 0)
             placements = self.extract(solver)
-            if not self.add_connectivity_cuts(placements) or time.monotonic() >= deadline:
+            if not self.add_connectivity_cuts(placements) or budget.exhausted():
                 break
             rounds += 1
             self.hint(placements)
@@ -581,17 +640,21 @@ class PlanModel:
         proven = status == cp_model.OPTIMAL and not split
         if split:
             placements = self.repair(placements, hint)
-        if self.request.objective != "latency" and proven and time.monotonic() < deadline:
-            # The tie-break gets as much *deterministic* time as the proof it refines: a wall-clock budget
-            # would make the chosen plan depend on the machine's speed and load.
-            budget = max(1.0, solver.deterministic_time)
-            placements = self._second_phase(objective, placements, deadline, budget)
+        if self.request.objective != "latency" and proven and not budget.exhausted():
+            # The tie-break gets at most as much deterministic time as the proof it refines.
+            placements, stop = self._second_phase(objective, placements, budget, max(1.0, solver.deterministic_time))
+        return self._result(placements, started, rounds, Outcome.EXACT if proven else Outcome.BEST_FOUND,
+                            stop, budget, objective, bound)
+
+    def _result(self, placements: tuple[Placement, ...], started: float, rounds: int, outcome: Outcome, stop: Stop,
+                budget: Budget, objective: int, bound: int) -> SolveResult:
         proto = self.model.proto
         return SolveResult(
-            placements=placements, status="OPTIMAL" if proven else "FEASIBLE", objective_ns=objective,
-            bound_ns=bound, total_ns=-1, wall_s=time.monotonic() - started, iterations=rounds,
-            num_variables=len(proto.variables), num_constraints=len(proto.constraints),
-            choices=tuple(tuple(c) for c in self.choices))
+            placements=placements, status="OPTIMAL" if outcome is Outcome.EXACT else "FEASIBLE",
+            objective_ns=objective, bound_ns=bound, total_ns=-1, wall_s=time.monotonic() - started,
+            iterations=rounds, num_variables=len(proto.variables), num_constraints=len(proto.constraints),
+            choices=tuple(tuple(c) for c in self.choices), outcome=outcome, stop=stop,
+            deterministic_s=round(budget.used_s, 6))
 
     def repair(self, placements: tuple[Placement, ...], fallback: tuple[Placement, ...] | None
                ) -> tuple[Placement, ...]:
@@ -609,30 +672,36 @@ class PlanModel:
     def _split(self, placements: tuple[Placement, ...]) -> bool:
         return any(len(parts) > 1 for parts in self._parts(placements))
 
-    def _second_phase(self, best: int, placements: tuple[Placement, ...], deadline: float,
-                      deterministic_budget: float) -> tuple[Placement, ...]:
+    def _second_phase(self, best: int, placements: tuple[Placement, ...], budget: Budget,
+                      deterministic_s: float) -> tuple[tuple[Placement, ...], Stop]:
         """Among plans with the optimal busiest-engine time, the one with the lowest latency; the
         incoming plan stays proven optimal for the busiest engine whatever this phase finds."""
         self.model.add(self.goal <= best)
         self.model.minimize(self.total)
         self.hint(placements)
-        solver = self._solver(deadline - time.monotonic())
-        solver.parameters.max_deterministic_time = deterministic_budget
-        status = solver.solve(self.model)
+        solver = self._solver(budget, deterministic_s)
+        status, stop = self._run(solver, budget)
+        if stop is Stop.WALL_LIMIT:
+            return placements, stop  # cut short by load: keep the proven plan rather than a load-dependent one
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             candidate = self.extract(solver)
             if not self._split(candidate):
-                return candidate
-        return placements
+                return candidate, stop
+        return placements, stop
 
-    def conflict(self) -> list[str]:
-        """Names of the assumptions in a sufficient infeasible core (explain mode)."""
-        solver = self._solver(self.request.time_limit_s)
+    def conflict(self, budget: Budget | None = None) -> list[str] | None:
+        """Names of the assumptions in a sufficient infeasible core (explain mode); None when the budget
+        left no time to find them."""
+        budget = budget or Budget(self.request.time_limit_s, groups=len(self.groups),
+                                 deterministic_s=self.request.deterministic_limit_s)
+        if budget.exhausted():
+            return None
+        solver = self._solver(budget)
         self.model.clear_assumptions()
         self.model.add_assumptions(list(self.assumptions.values()))
-        status = solver.solve(self.model)
+        status, _ = self._run(solver, budget)
         if status != cp_model.INFEASIBLE:
-            return []
+            return None if status == cp_model.UNKNOWN else []
         core = set(solver.sufficient_assumptions_for_infeasibility())
         return sorted(name for name, var in self.assumptions.items() if var.index in core)
 

@@ -18,7 +18,8 @@ PRECISIONS = ("int8", "fp16", "fp32")
 @dataclass(frozen=True)
 class PlanRequest:
     objective: str = "latency"
-    time_limit_s: float = 60.0
+    time_limit_s: float = 60.0  # wall-clock seconds for the whole optimize call
+    deterministic_limit_s: float | None = None  # CP-SAT deterministic seconds; None: derived from time_limit_s
     seed: int = 0
     workers: int = 1
     allowed_precisions: frozenset[str] = frozenset(PRECISIONS)
@@ -40,6 +41,8 @@ class PlanRequest:
             raise BadInputError(f"--objective must be one of {', '.join(OBJECTIVES)}, got '{self.objective}'")
         if self.time_limit_s <= 0:
             raise BadInputError(f"--time-limit must be > 0, got {self.time_limit_s}")
+        if self.deterministic_limit_s is not None and self.deterministic_limit_s <= 0:
+            raise BadInputError(f"--deterministic-limit must be > 0, got {self.deterministic_limit_s}")
         if self.workers < 1:
             raise BadInputError(f"solver workers must be >= 1, got {self.workers}")
         bad = set(self.allowed_precisions) - set(PRECISIONS)

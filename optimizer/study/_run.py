@@ -7,6 +7,7 @@ the planner's own result (no pins, default SRAM), so the best plan is never wors
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import csv
 import difflib
@@ -14,11 +15,18 @@ import fcntl
 import hashlib
 import importlib.metadata
 import io
+import json
+import logging
+import os
 import platform
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+import threading
+import time
+import warnings
+import zlib
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,12 +41,25 @@ from optimizer.fileio import atomic_write_text, dumps_json, sha256_file, write_j
 from optimizer.fusion import build_groups
 from optimizer.ir import load_model
 from optimizer.latency import load_profile
-from optimizer.plan import optimize, plan_html
+from optimizer.plan import optimize, plan_html, planned_from_plan
 from optimizer.solver import PlanRequest, check_target
+from optimizer.solver._outcome import deterministic_budget
 from optimizer.study._config import StudyConfig, load_config
 from optimizer.study._report import study_report_html
 
 STATES_DONE = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
+STATES_TAKEN = (*STATES_DONE, optuna.trial.TrialState.RUNNING)
+# A worker writes a heartbeat every HEARTBEAT_S while its trial runs; a RUNNING trial silent for GRACE_S
+# belongs to a dead worker (kill -9, lost host): fail_stale_trials fails it and RetryFailedTrialCallback
+# queues its parameters again, on SQLite and PostgreSQL alike.
+HEARTBEAT_S = 2
+GRACE_S = 10
+MAX_RETRY = 3
+# A trial gets the deterministic budget `optimize --time-limit` would get, and the wall clock stops it only
+# at this multiple: a study is only worth its `reproduce`, and a load-cut trial would not reproduce.
+TRIAL_WALL_FACTOR = 4
+METRICS = {"latency": "latency_ms", "throughput": "busiest_engine_ms", "dual-stream": "busiest_engine_ms"}
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -143,7 +164,9 @@ class _Space:
                 for group in self.groups.groups[bounds[stage]:bounds[stage + 1]]:
                     if any(acc == kind for acc, _ in group.support):
                         pins[group.anchor] = engine
-        return PlanRequest(objective=cfg.objective, time_limit_s=cfg.time_limit_s, seed=cfg.seed, pins=pins,
+        return PlanRequest(objective=cfg.objective, time_limit_s=cfg.time_limit_s * TRIAL_WALL_FACTOR,
+                           deterministic_limit_s=deterministic_budget(cfg.time_limit_s, len(self.groups.groups)),
+                           seed=cfg.seed, pins=pins,
                            sram_bytes=sram, sram_per_loadable=per_loadable, explain_infeasible=False)
 
 
@@ -163,22 +186,56 @@ def _objective(space: _Space):
             trial.set_user_attr("error", exc.one_line()[:300])
             raise optuna.TrialPruned(exc.one_line()[:200]) from None
         plan = planned.plan
-        trial.set_user_attr("plan_sha256", hashlib.sha256(dumps_json(plan).encode()).hexdigest())
+        text = dumps_json(plan)
+        trial.set_user_attr("plan_sha256", hashlib.sha256(text.encode()).hexdigest())
+        trial.set_user_attr("plan_zlib_b64", base64.b64encode(zlib.compress(text.encode(), 9)).decode())
         trial.set_user_attr("breakdown", plan["breakdown"])
         trial.set_user_attr("pins", len(request.pins))
+        if planned.run["solver"].get("wall_limit_fired"):
+            trial.set_user_attr("wall_limit_fired", True)  # this trial's plan depended on the machine's load
         return _score(plan, cfg.objective)
 
     return run
 
 
-def _storage(url: str) -> optuna.storages.BaseStorage:
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Heartbeats are experimental in Optuna and it warns when ask/tell (not optimize) uses them; the
+    exact trial count needs ask/tell under a lock, and _heartbeat below records the beats itself."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used with Study.optimize")
+        yield
+
+
+def _retry() -> type:
+    """Optuna 4.9 renamed RetryFailedTrialCallback (same behaviour): the one this Optuna has."""
+    return getattr(optuna.storages, "RetryHeartbeatStaleTrialCallback", optuna.storages.RetryFailedTrialCallback)
+
+
+def _storage(url: str) -> optuna.storages.RDBStorage:
     try:
         kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {"pool_pre_ping": True}
-        return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
+        with _quiet():
+            return optuna.storages.RDBStorage(
+                url, engine_kwargs=kwargs, heartbeat_interval=HEARTBEAT_S, grace_period=GRACE_S,
+                heartbeat_stale_trial_callback=_retry()(max_retry=MAX_RETRY))
     except Exception as exc:  # invalid URL, unreachable server, corrupted file
         detail = " ".join(str(exc).split())[:200]
         raise BadInputError(f"study storage {url.split('@')[-1]} cannot be opened: {type(exc).__name__}: {detail} "
                             "(remove or repair it, or pass another --storage)") from None
+
+
+def redact(url: str) -> str:
+    """The storage URL without its password, as storage.json and logs keep it."""
+    if "://" not in url or url.startswith("sqlite"):
+        return url
+    try:
+        import sqlalchemy
+
+        return sqlalchemy.engine.make_url(url).render_as_string(hide_password=True)
+    except Exception:  # not a URL sqlalchemy can parse: keep only the part after the credentials
+        return url.split("@")[-1]
 
 
 @contextlib.contextmanager
@@ -216,49 +273,122 @@ def _sampler(cfg: StudyConfig) -> optuna.samplers.BaseSampler:
     return optuna.samplers.TPESampler(seed=cfg.seed, n_startup_trials=min(5, cfg.n_trials))
 
 
-def _pruner(cfg: StudyConfig) -> optuna.pruners.BasePruner:
-    return optuna.pruners.MedianPruner() if cfg.pruner == "median" else optuna.pruners.NopPruner()
+def check_pruner(cfg: StudyConfig) -> None:
+    """A trial is one CP-SAT solve that reports no intermediate value, so a pruner would never prune."""
+    if cfg.pruner != "none":
+        raise BadInputError(f"pruner '{cfg.pruner}' is not supported: a trial is one CP-SAT solve with no "
+                            "intermediate values to prune on (remove the 'pruner' line)",
+                            file=str(cfg.source or ""))
+
+
+def identity(space: _Space) -> dict[str, Any]:
+    """What decides a study's trials; a stored study run with other values is another study."""
+    cfg = space.config
+    profile = load_profile(space.target.family, cfg.profile).text
+    return {"model_sha256": sha256_file(cfg.model), "target": cfg.target, "objective": cfg.objective,
+            "seed": cfg.seed, "sampler": cfg.sampler, "time_limit_s": cfg.time_limit_s,
+            "search_sram": cfg.search_sram, "max_partitions": cfg.max_partitions,
+            "input_shapes": {k: list(v) for k, v in sorted(cfg.input_shapes.items())},
+            "profile_sha256": hashlib.sha256(profile.encode()).hexdigest(), "catalog_sha256": space.catalog.sha256}
 
 
 def _done(study: optuna.Study) -> int:
     return len(study.get_trials(deepcopy=False, states=STATES_DONE))
 
 
-def _recover(study: optuna.Study) -> int:
-    """After a crash (SIGKILL mid-trial) a local study's RUNNING trials belong to no live worker: fail
-    them and queue their parameters again, so the trial is neither lost nor counted twice."""
-    running = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
-    for trial in running:
-        study._storage.set_trial_state_values(trial._trial_id, state=optuna.trial.TrialState.FAIL)
-        study.enqueue_trial(trial.params, skip_if_exists=False)
-    return len(running)
+def _count(study: optuna.Study, states: Sequence[optuna.trial.TrialState]) -> int:
+    return len(study.get_trials(deepcopy=False, states=tuple(states)))
 
 
-def _execute(space: _Space, storage_url: str, recover: bool = False) -> optuna.Study:
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+def _open(space: _Space, storage_url: str, new_study: bool) -> tuple[optuna.storages.RDBStorage, optuna.Study]:
+    """Creates or loads the study; refuses one stored with another identity unless a new study is asked for."""
     cfg = space.config
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    wanted = identity(space)
     with _lock(storage_url):  # also serialises creating the storage's schema on a fresh database
         storage = _storage(storage_url)
+        names = {s.study_name for s in optuna.get_all_study_summaries(storage, include_best_trial=False)}
+        if cfg.name in names:
+            stored = optuna.load_study(study_name=cfg.name, storage=storage).user_attrs.get("edgeplan_identity")
+            if stored != wanted and not new_study:
+                differs = sorted(k for k in {*wanted, *(stored or {})} if (stored or {}).get(k) != wanted.get(k))
+                raise BadInputError(f"study '{cfg.name}' in {redact(storage_url)} was run with another config "
+                                    f"({', '.join(differs)} differ); pass --new-study to replace it, or rename "
+                                    "the study", file=str(cfg.source or ""))
+            if stored != wanted:
+                log.warning("replacing study '%s' in %s (--new-study)", cfg.name, redact(storage_url))
+                optuna.delete_study(study_name=cfg.name, storage=storage)
         study = optuna.create_study(study_name=cfg.name, storage=storage, direction="minimize",
-                                    sampler=_sampler(cfg), pruner=_pruner(cfg), load_if_exists=True)
+                                    sampler=_sampler(cfg), pruner=optuna.pruners.NopPruner(), load_if_exists=True)
         if not study.trials:
+            study.set_user_attr("edgeplan_identity", wanted)
+            with _quiet():
+                study.set_metric_names([METRICS[cfg.objective]])
             study.enqueue_trial(space.default_params())
-        elif recover:
-            _recover(study)
+    return storage, study
+
+
+@contextlib.contextmanager
+def _heartbeat(storage: optuna.storages.RDBStorage, trial_id: int) -> Iterator[None]:
+    """Records the running trial's heartbeat from a thread (CP-SAT releases the GIL while it solves)."""
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(HEARTBEAT_S):
+            with contextlib.suppress(Exception):  # a missed beat is retried; a dead storage ends the trial anyway
+                storage.record_heartbeat(trial_id)
+
+    thread = threading.Thread(target=beat, name=f"edgeplan-heartbeat-{trial_id}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def _execute(space: _Space, storage_url: str, new_study: bool = False,
+             progress: Callable[[int, int], None] | None = None) -> optuna.Study:
+    """Runs trials until n_trials are done. Counting and asking are one step under a lock, so workers never
+    overshoot; a worker with nothing left to ask waits for the others' RUNNING trials, and takes over a
+    trial whose worker died (its heartbeat stopped), so every worker ends on the same finished study."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    cfg = space.config
+    storage, study = _open(space, storage_url, new_study)
+    study_id = storage.get_study_id_from_name(cfg.name)
     objective = _objective(space)
-    counted = (*STATES_DONE, optuna.trial.TrialState.RUNNING)
+    reported = -1
     while True:
-        with _lock(storage_url):
-            if len(study.get_trials(deepcopy=False, states=counted)) >= cfg.n_trials:
+        with _lock(storage_url), _quiet():
+            optuna.storages.fail_stale_trials(study)
+            taken = _count(study, STATES_TAKEN)
+            trial = study.ask() if taken < cfg.n_trials else None
+            if trial is not None:
+                trial_id = storage.get_trial_id_from_study_id_trial_number(study_id, trial.number)
+                storage.record_heartbeat(trial_id)
+                trial.set_user_attr("worker", f"{platform.node()}:{os.getpid()}")
+        done = _done(study)
+        if progress and done != reported:
+            progress(done, cfg.n_trials)
+            reported = done
+        if trial is None:
+            if _count(study, (optuna.trial.TrialState.RUNNING,)) == 0:
                 break
-            trial = study.ask()
-        try:
-            study.tell(trial, objective(trial))
-        except optuna.TrialPruned:
-            study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-        except BaseException:
-            study.tell(trial, state=optuna.trial.TrialState.FAIL)
-            raise
+            time.sleep(HEARTBEAT_S)  # another worker's trial is running (or its worker is dead: GRACE_S tells)
+            continue
+        with _heartbeat(storage, trial_id):
+            try:
+                value = objective(trial)
+            except optuna.TrialPruned:
+                with _quiet():
+                    study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+                continue
+            except BaseException:
+                with _quiet():
+                    study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                raise
+        with _quiet():
+            study.tell(trial, value)
     return study
 
 
@@ -279,10 +409,8 @@ def _write_artifacts(space: _Space, folder: Path, study: optuna.Study, storage_u
     if not completed:
         raise EdgeplanError("no trial produced a plan; see trials.csv for the errors", file=str(folder))
     best = min(completed, key=lambda t: (t.value, t.number))
-    request = space.request(optuna.trial.FixedTrial(best.params))
-    planned = optimize(str(cfg.model), cfg.target, request, input_shapes=cfg.input_shapes or None,
-                       profile_path=str(cfg.profile) if cfg.profile else None)
-    write_json(folder / "plan.json", planned.plan)
+    plan = best_plan(best, folder)
+    write_json(folder / "plan.json", plan)
     params = sorted({k for t in study.trials for k in t.params})
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -306,15 +434,31 @@ def _write_artifacts(space: _Space, folder: Path, study: optuna.Study, storage_u
         "model": {"path": str(cfg.model), "sha256": sha256_file(cfg.model)},
         "target": cfg.target, "objective": cfg.objective, "seed": cfg.seed, "sampler": cfg.sampler,
         "n_trials": cfg.n_trials, "storage": storage_url.split("@")[-1] if "@" in storage_url else storage_url,
+        "metric": METRICS[cfg.objective],
+        "wall_limited_trials": sorted(t.number for t in completed if t.user_attrs.get("wall_limit_fired")),
         "command_line": list(command), "best_trial": best.number, "best_value": best.value,
         "first_trial_value": baseline,
         "plan_sha256": hashlib.sha256((folder / "plan.json").read_bytes()).hexdigest(),
     }
     write_json(folder / "manifest.json", manifest)
-    atomic_write_text(folder / "plan.html", plan_html(planned))
-    atomic_write_text(folder / "report.html", study_report_html(cfg, study, planned.plan))
+    atomic_write_text(folder / "report.html", study_report_html(cfg, study, plan))
+    atomic_write_text(folder / "plan.html", plan_html(planned_from_plan(
+        plan, input_shapes=cfg.input_shapes or None, profile_path=str(cfg.profile) if cfg.profile else None,
+        catalog=space.catalog)))
     return StudyOutcome(folder=folder, best_value=best.value, best_trial=best.number,
                         trials=_done(study), baseline_value=baseline)
+
+
+def best_plan(trial: optuna.trial.FrozenTrial, folder: Path) -> dict[str, Any]:
+    """The plan the trial stored, checked against the hash it stored beside it (never re-solved)."""
+    packed = trial.user_attrs.get("plan_zlib_b64")
+    if not packed:
+        raise EdgeplanError(f"trial {trial.number} stored no plan (a study from an older edgeplan?); "
+                            "run it again with --new-study", file=str(folder))
+    text = zlib.decompress(base64.b64decode(packed)).decode()
+    if hashlib.sha256(text.encode()).hexdigest() != trial.user_attrs.get("plan_sha256"):
+        raise EdgeplanError(f"trial {trial.number}'s stored plan does not match its plan_sha256", file=str(folder))
+    return json.loads(text)
 
 
 def _latency(trial: optuna.trial.FrozenTrial) -> float | str:
@@ -324,36 +468,63 @@ def _latency(trial: optuna.trial.FrozenTrial) -> float | str:
 
 
 def run_study(config_path: str, out_dir: str | None = None, storage: str | None = None,
-              command: Sequence[str] = ()) -> StudyOutcome:
+              command: Sequence[str] = (), new_study: bool = False,
+              progress: Callable[[int, int], None] | None = None) -> StudyOutcome:
+    """Runs (or continues) the study a config describes; returns its best trial. A study stored under the
+    same name with another config is refused unless `new_study` replaces it. `progress(done, total)` is
+    called as trials finish."""
     cfg = load_config(config_path)
+    check_pruner(cfg)
     folder = Path(out_dir) if out_dir else Path(config_path).resolve().parent / cfg.name
-    folder.mkdir(parents=True, exist_ok=True)
     storage_url = storage or f"sqlite:///{(folder / 'study.db').resolve()}"
+    space = _Space(cfg)
+    folder.mkdir(parents=True, exist_ok=True)
+    _open(space, storage_url, new_study)  # refuses a changed config before anything in the folder is replaced
     text = Path(config_path).read_text(encoding="utf-8").replace(f'"{cfg.raw["model"]}"', f'"{cfg.model}"', 1)
     if cfg.profile is not None:  # the study folder keeps the profile it ran with, so reproduce needs nothing else
         atomic_write_text(folder / "profile.toml", cfg.profile.read_text(encoding="utf-8"))
         text = text.replace(f'"{cfg.raw["profile"]}"', '"profile.toml"', 1)
     atomic_write_text(folder / "config.toml", text)
     write_json(folder / "storage.json", {"url": storage_url.split("@")[-1] if "@" in storage_url else storage_url,
-                                         "shared": storage is not None})
-    space = _Space(cfg)
-    study = _execute(space, storage_url)
+                                         "shared": storage is not None, "url_redacted": redact(storage_url),
+                                         "password_stored": False})
+    study = _execute(space, storage_url, progress=progress)
     return _write_artifacts(space, folder, study, storage_url, command or sys.argv)
 
 
-def resume_study(folder: str, storage: str | None = None) -> StudyOutcome:
+def stored_storage(folder: Path) -> str:
+    """The storage a study folder ran on: its own SQLite file, or the shared URL if it can be rebuilt
+    without a password; a shared study whose URL needs one must be given --storage again."""
+    local = f"sqlite:///{(folder / 'study.db').resolve()}"
+    try:
+        record = json.loads((folder / "storage.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return local
+    if not record.get("shared"):
+        return local
+    url = record.get("url_redacted", "")
+    if url and "***" not in url and "://" in url:
+        return url
+    raise BadInputError(f"this study lives in shared storage ({url or record.get('url')}); pass --storage URL "
+                        "(its password is not stored), rather than starting a new local study", file=str(folder))
+
+
+def resume_study(folder: str, storage: str | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> StudyOutcome:
+    """Continues a study folder on the storage it ran on: a dead worker's trial is failed and run again."""
     folder_path = Path(folder)
     config = folder_path / "config.toml"
     if not config.is_file():
         raise BadInputError("not a study folder (no config.toml)", file=folder)
     cfg = load_config(config)
-    url = storage or f"sqlite:///{(folder_path / 'study.db').resolve()}"
+    check_pruner(cfg)
+    url = storage or stored_storage(folder_path)
     space = _Space(cfg)
-    study = _execute(space, url, recover=storage is None)
+    study = _execute(space, url, progress=progress)
     return _write_artifacts(space, folder_path, study, url, sys.argv)
 
 
-def reproduce_study(folder: str) -> tuple[bool, str]:
+def reproduce_study(folder: str, progress: Callable[[int, int], None] | None = None) -> tuple[bool, str]:
     """Reruns the study from its config and seed in a scratch folder; compares the best plan's bytes."""
     folder_path = Path(folder)
     config = folder_path / "config.toml"
@@ -365,7 +536,7 @@ def reproduce_study(folder: str) -> tuple[bool, str]:
         shutil.copy(config, scratch)
         if (folder_path / "profile.toml").is_file():
             shutil.copy(folder_path / "profile.toml", Path(tmp) / "profile.toml")
-        run_study(str(scratch), str(Path(tmp) / "rerun"), command=["reproduce", folder])
+        run_study(str(scratch), str(Path(tmp) / "rerun"), command=["reproduce", folder], progress=progress)
         again = (Path(tmp) / "rerun" / "plan.json").read_text()
     before = original.read_text()
     if again == before:

@@ -102,8 +102,33 @@ def test_dla_sram_differs_orin_xavier(catalog):
     assert catalog.target("xavier-agx").figure("dla_sram_bytes") == 4 << 20
 
 
-def test_catalog_hash_is_stable():
-    assert load_catalog().sha256 == load_catalog().sha256
+def test_catalog_hash_names_the_catalog_bytes(tmp_path):
+    """Same files, same hash in any process; one changed byte in any catalog file, another hash (studies and
+    batch keys rely on it to notice a changed catalog)."""
+    import subprocess
+    import sys
+    from importlib import resources
+    installed = load_catalog().sha256
+    base = resources.files("optimizer.constraints")
+    from optimizer.catalog._load import FAMILY_FILES
+    names = sorted(FAMILY_FILES)
+    for name in names:
+        (tmp_path / name).write_text((base / name).read_text(encoding="utf-8"), encoding="utf-8")
+    assert load_catalog(tmp_path).sha256 == installed
+    for seed in ("1", "2"):
+        other = subprocess.run([sys.executable, "-c", "from optimizer.catalog import load_catalog;"
+                                "print(load_catalog().sha256)"], capture_output=True, text=True, check=True,
+                               env={**__import__("os").environ, "PYTHONHASHSEED": seed})
+        assert other.stdout.strip() == installed
+    changed = set()
+    for name in names:
+        original = (tmp_path / name).read_text(encoding="utf-8")
+        (tmp_path / name).write_text(original + "\n# one more line\n", encoding="utf-8")
+        try:
+            changed.add(load_catalog(tmp_path).sha256)
+        finally:
+            (tmp_path / name).write_text(original, encoding="utf-8")
+    assert installed not in changed and len(changed) == len(names)
 
 
 def test_a_broken_catalog_fails_at_load(tmp_path):

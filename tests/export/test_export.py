@@ -134,13 +134,19 @@ def test_trtexec_commands_use_only_known_flags(tmp_path, favour):
 
 def test_rknn_files(tmp_path):
     model = _branchy(tmp_path)
-    plan_path, _ = _plan(tmp_path, model, "rk3576", precision_pins={"c1": "fp16"})
+    plan_path, plan = _plan(tmp_path, model, "rk3576", precision_pins={"c1": "fp16"})
+    by_node = {layer["node"]: layer["device"] for layer in plan["layers"]}
     out = tmp_path / "out"
     manifest = export_plan(plan_path, out)
     settings = json.loads((out / "runtime.json").read_text())
     assert settings["target_platform"] == "rk3576" and settings["do_quantization"]
     assert settings["custom_quantize_layers"] == {"b": "float16"}
-    assert "exp" not in settings["op_target"] or settings["op_target"]["e"] == "cpu"
+    cpu_tensors = {"e"} if by_node["exp"] == "cpu" else set()  # op_target is keyed by output tensor, not node
+    assert settings["op_target"] == {t: "cpu" for t in cpu_tensors}
+    pinned_path, pinned = _plan(tmp_path, model, "rk3576", pins={"exp": "cpu"})
+    assert {layer["node"]: layer["device"] for layer in pinned["layers"]}["exp"] == "cpu"
+    export_plan(pinned_path, tmp_path / "pinned")
+    assert json.loads((tmp_path / "pinned" / "runtime.json").read_text())["op_target"] == {"e": "cpu"}
     assert "custom_quantize_layers:" in (out / "custom_quantize_layers.yaml").read_text()
     py_compile.compile(str(out / "convert.py"), doraise=True)
     assert manifest["build"] == ["convert.py", "custom_quantize_layers.yaml", "runtime.json"]

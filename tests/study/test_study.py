@@ -264,3 +264,118 @@ def test_a_xavier_study_never_asks_for_more_sram_than_the_soc_has(tmp_path):
         pools = [int(b) for b in row["sram_per_loadable"].split()]
         assert len(pools) == 4 and sum(pools) <= 4 << 20, row
     assert any(sum(int(row[f"sram_loadable_{k}"]) for k in range(4)) > 4 << 20 for row in rows[1:])  # repaired
+
+
+def _best_row(folder: Path) -> dict[str, str]:
+    rows = [r for r in csv.DictReader((folder / "trials.csv").open()) if r["state"] == "COMPLETE"]
+    return min(rows, key=lambda r: (float(r["objective_value"]), int(r["number"])))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("objective", "target"), [("throughput", "xavier-agx"), ("dual-stream", "orin-agx")])
+def test_throughput_and_dual_stream_studies_write_the_best_trials_plan_and_reproduce(tmp_path, objective, target):
+    import hashlib
+    import json
+    config = _config(tmp_path, n_trials=5, name=objective.replace("-", ""), objective=objective)
+    config.write_text(config.read_text().replace('"orin-agx"', f'"{target}"') + "")
+    config.write_text(config.read_text().replace("seed = 7\n", "seed = 7\ntime_limit = 4.0\n"))
+    folder = tmp_path / "out"
+    outcome = run_study(str(config), str(folder))
+    best = _best_row(folder)
+    plan_bytes = (folder / "plan.json").read_bytes()
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert int(best["number"]) == outcome.best_trial == manifest["best_trial"]
+    assert hashlib.sha256(plan_bytes).hexdigest() == best["plan_sha256"] == manifest["plan_sha256"]
+    plan = json.loads(plan_bytes)
+    assert plan["objective"] == objective and plan["predicted"]["busiest_engine_ms"] == pytest.approx(
+        outcome.best_value) if objective == "throughput" else plan["objective"] == objective
+    result = subprocess.run([EDGEPLAN, "study", "reproduce", str(folder)], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_changed_config_is_refused_unless_a_new_study_is_asked_for(tmp_path):
+    import json
+    config = _config(tmp_path, n_trials=2, name="same")
+    folder = tmp_path / "out"
+    assert subprocess.run([EDGEPLAN, "study", str(config), "--out", str(folder)], capture_output=True,
+                          timeout=300).returncode == 0
+    kept = (folder / "config.toml").read_text()
+    config.write_text(config.read_text().replace('objective = "latency"', 'objective = "throughput"'))
+    refused = subprocess.run([EDGEPLAN, "study", str(config), "--out", str(folder)], capture_output=True, text=True,
+                             timeout=300)
+    assert refused.returncode == 2 and "another config (objective differ)" in refused.stderr, refused.stderr
+    assert "--new-study" in refused.stderr and "Traceback" not in refused.stderr
+    assert (folder / "config.toml").read_text() == kept  # nothing in the folder replaced
+    fresh = subprocess.run([EDGEPLAN, "study", str(config), "--out", str(folder), "--new-study"], capture_output=True,
+                           text=True, timeout=300)
+    assert fresh.returncode == 0, fresh.stderr
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["objective"] == "throughput" and manifest["metric"] == "busiest_engine_ms"
+    assert len(list(csv.DictReader((folder / "trials.csv").open()))) == 2  # the old trials are gone
+
+
+def test_metric_names_are_set_and_the_median_pruner_is_refused(tmp_path):
+    import optuna
+    folder = tmp_path / "out"
+    run_study(str(_config(tmp_path, n_trials=1, name="m", objective="throughput")), str(folder))
+    study = optuna.load_study(study_name="m", storage=f"sqlite:///{folder / 'study.db'}")
+    assert study.metric_names == ["busiest_engine_ms"]
+    config = _config(tmp_path, n_trials=1, name="p")
+    config.write_text(config.read_text().replace("seed = 7\n", 'seed = 7\npruner = "median"\n'))
+    with pytest.raises(BadInputError, match="no intermediate values"):
+        run_study(str(config), str(tmp_path / "p"))
+
+
+def test_resume_of_a_shared_study_needs_its_storage(tmp_path):
+    import json
+    folder = tmp_path / "out"
+    run_study(str(_config(tmp_path, n_trials=1, name="r")), str(folder))
+    (folder / "storage.json").write_text(json.dumps({"url": "db.example:5432/edgeplan", "shared": True,
+                                                     "url_redacted": "postgresql+psycopg://u:***@db.example/edgeplan"}))
+    result = subprocess.run([EDGEPLAN, "study", "resume", str(folder)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "pass --storage URL" in result.stderr, result.stderr
+    assert not (folder / "study.db-journal").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not PG_URL, reason="EDGEPLAN_PG_URL (a PostgreSQL server; .ci/run starts one) is not set")
+def test_four_workers_on_postgresql_one_killed_end_with_the_exact_count_after_resume(tmp_path):
+    """kill -9 of a worker mid-trial: its heartbeat stops, a survivor fails the trial and reruns its
+    parameters (RetryFailedTrialCallback); resume without --storage uses the stored shared URL."""
+    import optuna
+    name = f"pgkill{os.getpid()}{int(time.time())}"
+    n = 12
+    config = _config(tmp_path, n_trials=n, name=name)
+    workers = [subprocess.Popen([EDGEPLAN, "study", str(config), "--out", str(tmp_path / f"w{i}"), "--storage",
+                                 PG_URL], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+               for i in range(4)]
+    pids = {w.pid: w for w in workers}
+    victim = None
+    deadline = time.monotonic() + 240
+    while victim is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+        try:
+            trials = optuna.load_study(study_name=name, storage=PG_URL).trials
+        except KeyError:
+            continue
+        if sum(t.state.name == "COMPLETE" for t in trials) < 2:
+            continue
+        for t in trials:
+            pid = int(t.user_attrs.get("worker", ":0").rsplit(":", 1)[1])
+            if t.state.name == "RUNNING" and pid in pids:
+                victim = pids[pid]
+                os.kill(pid, signal.SIGKILL)
+                break
+    assert victim is not None, "no worker was caught mid-trial"
+    victim.wait()
+    for worker in workers:
+        if worker is not victim:
+            _, err = worker.communicate(timeout=300)
+            assert worker.returncode == 0, err
+    survivor = next(i for i, w in enumerate(workers) if w is not victim)
+    result = subprocess.run([EDGEPLAN, "study", "resume", str(tmp_path / f"w{survivor}")], capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    states = [t.state.name for t in optuna.load_study(study_name=name, storage=PG_URL).trials]
+    assert states.count("COMPLETE") + states.count("PRUNED") == n
+    assert states.count("FAIL") == 1 and "RUNNING" not in states and "WAITING" not in states
