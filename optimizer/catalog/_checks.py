@@ -51,16 +51,40 @@ def _static(shape: tuple | None) -> bool:
 
 
 def static_shapes(rule: Rule, view: LayerView) -> str | None:
-    for name in (*view.graph.runtime_inputs(view.node), *view.node.outputs):
+    """Dynamic and unresolved dims; data-dependent ones are data_dependent_shapes' (their own rule)."""
+    graph = view.graph
+    for name in (*graph.runtime_inputs(view.node), *view.node.outputs):
         if not name:
             continue
-        shape = view.graph.shape(name)
+        cause = graph.shape_causes.get(name)
+        if cause == "data-dependent":
+            continue
+        shape = graph.shape(name)
+        origin = graph.shape_origins.get(name, "")
+        if cause == "unresolved":
+            return (f"tensor '{name}' dims {list(shape) if shape is not None else '(rank unknown)'} could not be "
+                    f"resolved from the static inputs (inference stops at node '{origin}'); static shapes required")
         if shape is None:
             return f"tensor '{name}' has no inferable shape; static shapes required"
         dynamic = [d for d in shape if not isinstance(d, int)]
         if dynamic:
-            return (f"tensor '{name}' dims {list(shape)} are dynamic ({', '.join(map(str, dynamic))}); "
+            source = f" from input '{origin}'" if origin else ""
+            return (f"tensor '{name}' dims {list(shape)} are dynamic ({', '.join(map(str, dynamic))}){source}; "
                     "static shapes required (fix with --input-shape)")
+    return None
+
+
+def data_dependent_shapes(rule: Rule, view: LayerView) -> str | None:
+    """Sizes that only the data decides (NonZero, NMS, a TopK k or a Reshape target computed from values)."""
+    graph = view.graph
+    for name in (*graph.runtime_inputs(view.node), *view.node.outputs):
+        if name and graph.shape_causes.get(name) == "data-dependent":
+            shape = graph.shape(name)
+            origin = graph.shape_origins.get(name, "")
+            op = graph.node(origin).op_type if origin and graph.has_node(origin) else "a run-time value"
+            return (f"tensor '{name}' dims {list(shape) if shape is not None else '(rank unknown)'} depend on the "
+                    f"data (sizes decided at run time by {op} node '{origin}'); the accelerator needs sizes known "
+                    "at build time, which no input shape gives")
     return None
 
 
@@ -441,6 +465,7 @@ CHECKS: Mapping[str, Check] = {
     "generation_only": generation_only, "softmax_shape": softmax_shape,
     "layout_transparent": layout_transparent, "never": never, "npu_op": npu_op,
     "precision_only": precision_only, "matmul_k": matmul_k, "norm_axes": norm_axes,
+    "data_dependent_shapes": data_dependent_shapes,
 }
 
 

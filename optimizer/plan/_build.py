@@ -12,7 +12,15 @@ from typing import Any
 
 from optimizer import __version__
 from optimizer.catalog import Catalog, Target, load_catalog
-from optimizer.check import CheckReport, check_graph, model_block
+from optimizer.check import (
+    CheckReport,
+    check_graph,
+    conversion_warnings,
+    model_block,
+    opset_conversion,
+    size_warnings,
+    unknown_sizes,
+)
 from optimizer.errors import BadInputError, InfeasibleError
 from optimizer.fusion import GroupGraph, build_groups
 from optimizer.ir import BYTES_PER_ELEMENT, load_model
@@ -357,6 +365,9 @@ def _plan_json(*, graph_path: str, report: CheckReport, groups: GroupGraph, mode
             entry["pipelined_fps"] = round(frames * 1e9 / cycle, 3) if cycle else 0.0
             entry["throughput_speedup"] = round(plan["predicted"]["throughput_fps"] / entry["pipelined_fps"], 4) \
                 if entry["pipelined_fps"] else None
+    plan["unknown_sizes"] = unknown_sizes(graph)
+    plan["opset_conversion"] = opset_conversion(graph)
+    plan["warnings"].extend(conversion_warnings(graph) + size_warnings(plan["unknown_sizes"]))
     plan["edits"] = sorted({p.option.edit for p in placements if p.option.edit})
     if plan["edits"]:
         plan["warnings"].append("the plan assumes model edits: apply them with `edgeplan edit MODEL --apply "
