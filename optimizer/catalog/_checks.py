@@ -262,6 +262,19 @@ def deconv_channels(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
+def deconv_padding(rule: Rule, view: LayerView) -> str | None:
+    """The pads, then output_padding: TensorRT applies an ONNX output_padding as post-padding of the
+    deconvolution layer (negative: it grows the output), which DLA's "padding must be 0" excludes."""
+    found = each_in_range(rule, view)
+    if found is not None:
+        return found
+    extra = view.attr("output_padding")
+    if extra and any(v != 0 for v in extra):
+        return (f"output_padding {list(extra)} (TensorRT builds it as post-padding {[-v for v in extra]}); "
+                f"padding must be 0")
+    return None
+
+
 def pool_2d(rule: Rule, view: LayerView) -> str | None:
     if view.node.op_type not in rule.params["ops"]:
         return f"{view.node.op_type} is not a MAX or AVERAGE pooling"
@@ -458,7 +471,9 @@ CHECKS: Mapping[str, Check] = {
     "fc_weights": fc_weights, "each_in_range": each_in_range, "in_range": in_range, "in_set": in_set,
     "pads_lt_kernel": pads_lt_kernel, "output_channels": output_channels, "cbuf": cbuf,
     "deconv_kernel": deconv_kernel, "deconv_square_stride": deconv_square_stride,
-    "deconv_channels": deconv_channels, "pool_2d": pool_2d, "op_in": op_in, "leaky_slope": leaky_slope,
+    "deconv_channels": deconv_channels,
+    "deconv_padding": deconv_padding,
+    "pool_2d": pool_2d, "op_in": op_in, "leaky_slope": leaky_slope,
     "clip_range": clip_range, "const_input": const_input, "concat_axis": concat_axis,
     "min_runtime_inputs": min_runtime_inputs, "same_spatial": same_spatial,
     "resize_scales": resize_scales, "resize_mode_scale": resize_mode_scale, "resize_mode": resize_mode,

@@ -20,7 +20,10 @@ PALETTE = {
 }
 LANE_COLOUR = {"gpu": "#76b900", "dla0": "#1f77b4", "dla1": "#17becf", "npu": "#ff7f0e", "cpu": "#9467bd",
                "transfers": "#7f7f7f"}
-DOT_TIMEOUT_S = 60.0
+DOT_TIMEOUT_S = 30.0
+# Past this many groups a drawing of every group is neither readable nor quick (8,750 groups: over a minute of
+# layout); the graph is drawn one node per engine instead, and the tables keep every group.
+MAX_DRAWN_GROUPS = 1500
 
 
 def fill(device: str, precision: str) -> str:
@@ -191,3 +194,35 @@ def comparison_svg(rows: Sequence[Comparison], metric: str, width: int = 640) ->
     out.append(f'<text x="{left + plot / 2}" y="{axis_y + 32}" text-anchor="middle" font-size="12">'
                f'{escape(metric)} ({escape(unit)}; {better})</text></svg>')
     return "".join(out)
+
+
+def engine_dot(groups: Sequence[GroupView], edges: Sequence[EdgeView],
+               subgraphs: Sequence[tuple[int, str, int]]) -> str:
+    """One node per engine (its groups and time), one edge per pair of engines with the bytes and time moved."""
+    lines = ["digraph engines {", 'graph [rankdir=TB, nodesep=0.3, ranksep=0.35, fontname="Helvetica"];',
+             'node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=10];',
+             'edge [fontname="Helvetica", fontsize=8, color="#d62728", fontcolor="#d62728"];']
+    members: dict[int, list[GroupView]] = {}
+    for g in groups:
+        members.setdefault(g.subgraph, []).append(g)
+    for sid, device, loadable in subgraphs:
+        own = members.get(sid, [])
+        precisions = sorted({g.precision for g in own})
+        precision = precisions[0] if len(precisions) == 1 else "fp16"
+        what = f"loadable {loadable} on {device}" if loadable >= 0 else device
+        label = f"engine {sid}: {_dot_text(what)}\\n{len(own)} groups, {sum(g.ms for g in own):.3f} ms"
+        text = "white" if precision == "int8" else "black"
+        lines.append(f'e{sid} [id="engine{sid}", class="engine dev_{_dot_text(device)}", label="{label}", '
+                     f'fillcolor="{fill(device, precision)}", fontcolor="{text}"];')
+    engine_of = {g.index: g.subgraph for g in groups}
+    moved: dict[tuple[int, int], tuple[int, float]] = {}
+    for e in edges:
+        if e.src < 0 or not e.boundary or engine_of[e.src] == engine_of[e.dst]:
+            continue
+        key = (engine_of[e.src], engine_of[e.dst])
+        size, ms = moved.get(key, (0, 0.0))
+        moved[key] = (size + e.bytes, ms + e.ms)
+    for (a, b), (size, ms) in sorted(moved.items()):
+        lines.append(f'e{a} -> e{b} [label="{_bytes(size)} {ms:.3f} ms"];')
+    lines.append("}")
+    return "\n".join(lines) + "\n"

@@ -11,7 +11,15 @@ import json
 from html import escape
 
 from optimizer.plan._build import Planned
-from optimizer.plan._drawing import PALETTE, comparison_svg, group_dot, render_dot, timeline_svg
+from optimizer.plan._drawing import (
+    MAX_DRAWN_GROUPS,
+    PALETTE,
+    comparison_svg,
+    engine_dot,
+    group_dot,
+    render_dot,
+    timeline_svg,
+)
 from optimizer.plan._views import GroupView, PlanView, plan_view, ratios
 
 STYLE = """
@@ -170,8 +178,14 @@ def plan_html(planned: Planned) -> str:
     graph = planned.report.graph
     verdicts = {node.name: _verdict_text(planned, node.name) for node in graph.nodes}
     inputs = [t for t in graph.inputs if any(e.src < 0 and e.tensor == t for e in view.edges)]
-    svg = render_dot(group_dot(view.groups, view.edges, view.subgraphs, inputs), len(view.groups))
-    graph_part = (f'<div class="graph">{svg}</div>' if svg is not None else
+    if len(view.groups) <= MAX_DRAWN_GROUPS:
+        svg = render_dot(group_dot(view.groups, view.edges, view.subgraphs, inputs), len(view.groups))
+        note = ""
+    else:
+        svg = render_dot(engine_dot(view.groups, view.edges, view.subgraphs), len(view.subgraphs))
+        note = (f'<p class="warn">{len(view.groups)} layer groups are more than a drawing can show '
+                f"({MAX_DRAWN_GROUPS}): one node per engine; every group is in the table below.</p>")
+    graph_part = note + (f'<div class="graph">{svg}</div>' if svg is not None else
                   '<p class="warn">The graph is not drawn: Graphviz <code>dot</code> is not installed (install the '
                   "graphviz package) or gave up on this size; the tables below carry the same data.</p>")
     payload = {"groups": {str(g.index): {"members": list(g.members), "ops": list(g.op_types), "device": g.device,

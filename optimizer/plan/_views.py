@@ -107,14 +107,14 @@ def metric_value(objective: str, breakdown: Breakdown) -> float:
     return round(frames * 1e9 / cycle, 3) if cycle else 0.0
 
 
-def _transfer_delta_ns(planned: Planned, g: int, kind: str) -> int:
+def _transfer_delta_ns(planned: Planned, g: int, kind: str, edges: dict[int, list]) -> int:
     """Transfers this group would need beside its neighbours as placed, were it on `kind`, minus those it has."""
     model = planned.model
     placements = planned.placements
     precision = placements[g].option.precision
     here = DEVICE_KIND[placements[g].device]
     delta = 0
-    for edge in planned.groups.edges:
+    for edge in edges.get(g, ()):
         if edge.dst == g and edge.src >= 0:
             other = placements[edge.src]
             src = DEVICE_KIND[other.device]
@@ -127,11 +127,21 @@ def _transfer_delta_ns(planned: Planned, g: int, kind: str) -> int:
     return delta
 
 
+def edges_by_group(planned: Planned) -> dict[int, list]:
+    """Each group's incoming and outgoing edges, indexed once (a scan of every edge per group is quadratic)."""
+    index: dict[int, list] = {}
+    for edge in planned.groups.edges:
+        index.setdefault(edge.dst, []).append(edge)
+        if edge.src >= 0 and edge.src != edge.dst:
+            index.setdefault(edge.src, []).append(edge)
+    return index
+
+
 def _crossing(model, tensor: str, src: str, dst: str, precision: str) -> int:
     return 0 if src == dst else int(model.transfer(tensor, src, dst, precision)[1])
 
 
-def _alternatives(planned: Planned, g: int) -> tuple[Alternative, ...]:
+def _alternatives(planned: Planned, g: int, edges: dict[int, list]) -> tuple[Alternative, ...]:
     model = planned.model
     group = planned.groups.groups[g]
     chosen = DEVICE_KIND[planned.placements[g].device]
@@ -145,7 +155,7 @@ def _alternatives(planned: Planned, g: int) -> tuple[Alternative, ...]:
         label = f"{option.device}/{option.precision}" + (f"/{option.cores}c" if option.device == "npu" else "")
         if option.device not in best or ns < best[option.device][0]:
             best[option.device] = (ns, label)
-    return tuple(Alternative(label, _ms(ns), _ms(_transfer_delta_ns(planned, g, device)))
+    return tuple(Alternative(label, _ms(ns), _ms(_transfer_delta_ns(planned, g, device, edges)))
                  for device, (ns, label) in sorted(best.items()))
 
 
@@ -188,11 +198,12 @@ def _reason(planned: Planned, g: int, ms: float, alternatives: tuple[Alternative
 def group_views(planned: Planned) -> tuple[GroupView, ...]:
     subgraph_of = {g: s.id for s in planned.subgraphs for g in s.groups}
     graph = planned.report.graph
+    edges = edges_by_group(planned)
     views = []
     for g, group in enumerate(planned.groups.groups):
         placement = planned.placements[g]
         ms = _ms(planned.breakdown.group_ns[g])
-        alternatives = _alternatives(planned, g)
+        alternatives = _alternatives(planned, g, edges)
         views.append(GroupView(
             index=g, anchor=group.anchor, members=group.members,
             op_types=tuple(graph.node(m).op_type for m in group.members), device=placement.device,

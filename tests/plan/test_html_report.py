@@ -178,3 +178,15 @@ def test_a_written_plan_rebuilds_to_the_same_figures(tmp_path, target, objective
     assert again.placements == planned.placements
     assert again.breakdown.total_ns == planned.breakdown.total_ns
     assert plan_html(again).count('class="bar group"') == plan_html(planned).count('class="bar group"')
+
+
+@needs_dot
+def test_past_the_drawing_limit_the_graph_is_one_node_per_engine(monkeypatch):
+    import optimizer.plan._html as page_module
+
+    planned = optimize(str(EXAMPLES / "yolov8n.onnx"), "rk3566", PlanRequest())
+    monkeypatch.setattr(page_module, "MAX_DRAWN_GROUPS", 10)
+    page = plan_html(planned)
+    assert 'class="node group' not in page
+    assert len(re.findall(r'<g id="engine\d+" class="node engine', page)) == len(planned.subgraphs)
+    assert "one node per engine" in page and page.count('<tr data-group=') == len(planned.groups.groups)
