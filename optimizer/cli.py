@@ -9,7 +9,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from optimizer import __version__
 from optimizer._progress import Progress
@@ -63,7 +63,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _targets(args: argparse.Namespace) -> int:
     catalog = load_catalog()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for target in catalog.targets.values():
         figures = {name: {"value": f.value, "unit": f.unit, "source": f.source,
                           **({"derived": True} if f.derived else {}), **({"assumed": True} if f.assumed else {})}
@@ -71,6 +71,7 @@ def _targets(args: argparse.Namespace) -> int:
         rows.append({"id": target.id, "name": target.name, "family": target.family,
                      "generation": target.generation, "accelerator": target.accelerator,
                      "fallback": target.fallback, "devices": list(target.devices),
+                     "accelerator_cores": target.cores,
                      "precisions": {k: list(v) for k, v in target.precisions.items()},
                      "variant_of": target.base or None, "power_mode": target.features.get("power_mode"),
                      "calibration": target.calibration, "figures": figures})
@@ -78,18 +79,25 @@ def _targets(args: argparse.Namespace) -> int:
         sys.stdout.write(dumps_json({"schema": "edgeplan.targets/v1", "catalog_sha256": catalog.sha256,
                                      "targets": rows}))
         return 0
-    print(f"{'target':<14} {'devices':<16} {'accelerator peak':<26} {'DRAM':>9}  {'profile':<8} name")
-    for row in rows:
-        fig = row["figures"]
-        acc = row["accelerator"]
-        peak = f"{fig[f'{acc}_int8_tops']['value']:g} TOPS int8"
-        if f"{acc}_fp16_tops" in fig:
-            peak += f" / {fig[f'{acc}_fp16_tops']['value']:g} fp16"
-        print(f"{row['id']:<14} {','.join(row['devices']):<16} {peak:<26} "
-              f"{fig['dram_gbps']['value']:>6g} GB/s  {row['calibration']:<8} {row['name']}")
+    peaks = [_peak_text(row) for row in rows]
+    width, peak_width = max(14, *(len(row["id"]) for row in rows)), max(26, *(len(p) for p in peaks))
+    print(f"{'target':<{width}} {'devices':<16} {'accelerator peak':<{peak_width}} {'DRAM':>9}  {'profile':<8} name")
+    for row, peak in zip(rows, peaks):
+        print(f"{row['id']:<{width}} {','.join(row['devices']):<16} {peak:<{peak_width}} "
+              f"{row['figures']['dram_gbps']['value']:>6g} GB/s  {row['calibration']:<8} {row['name']}")
     print("\nper-core figures; a variant (power mode, module size) shares its base's rules; 'profile' is the key"
           " of its fitted latency constants; sources: edgeplan targets --json")
     return 0
+
+
+def _peak_text(row: dict[str, Any]) -> str:
+    """The accelerator's per-core peaks; a target without it (GPU-only Jetson) shows its fallback's."""
+    fig = row["figures"]
+    acc = row["accelerator"] if row["accelerator_cores"] else row["fallback"]
+    peak = f"{fig[f'{acc}_int8_tops']['value']:g} TOPS int8"
+    if f"{acc}_fp16_tops" in fig:
+        peak += f" / {fig[f'{acc}_fp16_tops']['value']:g} fp16"
+    return peak if row["accelerator_cores"] else f"no {row['accelerator'].upper()}: {acc} {peak}"
 
 
 def _load(args: argparse.Namespace):

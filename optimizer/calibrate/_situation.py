@@ -143,17 +143,18 @@ def _check(situation: Situation, target: Target, where: str) -> None:
         raise BadInputError(f"--metric must be one of {', '.join(METRICS)}, got '{situation.metric}'", file=where)
     if acc in ("dla", "npu") and target.accelerator != acc:
         raise BadInputError(f"{target.id} has no {acc.upper()}; its accelerator is {target.accelerator}", file=where)
+    if acc in ("dla", "npu") and not target.has_accelerator:
+        raise BadInputError(f"{target.id} has no {acc.upper()}: use --accelerator {target.fallback}", file=where)
     if acc == "gpu" and "gpu" not in target.precisions:
         raise BadInputError(f"{target.id} has no GPU", file=where)
     if acc == "cpu" and (target.accelerator != "npu" or "cpu" not in target.precisions):
         raise BadInputError(f"--accelerator cpu (the whole model on the SoC's CPU) is modelled for RKNN targets, "
                             f"not {target.id}", file=where)
-    device = {"auto": target.accelerator}.get(acc, acc)
+    device = {"auto": target.accelerator if target.has_accelerator else target.fallback}.get(acc, acc)
     if situation.precision not in target.precisions.get(device, ()):
         raise BadInputError(f"{device} on {target.id} offers {', '.join(target.precisions.get(device, ()))}, "
                             f"not {situation.precision}", file=where)
-    most = int(target.figure("dla_cores") if target.accelerator == "dla" else target.features.get("npu_cores", 1))
-    most = 1 if acc in ("gpu", "cpu") else most
+    most = 1 if acc in ("gpu", "cpu") else max(target.cores, 1)  # a GPU-only module still runs its one GPU engine
     if not 1 <= situation.cores <= most:
         raise BadInputError(f"--cores must be 1..{most} on {target.id}, got {situation.cores}", file=where)
     if situation.batch < 1 or situation.gpu_batch < 0:

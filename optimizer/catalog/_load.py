@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import tomllib
 from collections.abc import Mapping
 from importlib import resources
@@ -16,6 +17,7 @@ from optimizer.errors import BadInputError
 
 FAMILY_FILES = ("nvidia_dla.toml", "rockchip_rknn.toml")
 PRECISIONS = ("int8", "fp16", "fp32")
+CATALOG_ENV = "EDGEPLAN_CATALOG_DIR"  # a folder of extra target files (see load_catalog)
 
 
 def _fail(path: str, message: str) -> BadInputError:
@@ -64,13 +66,52 @@ def _target(target_id: str, raw: Mapping[str, Any], family: str, accelerator: st
         if any(v not in PRECISIONS for v in values):
             raise _fail(path, f"target {target_id} offers unknown precision in {kind}: {values}")
     base = raw.get("base", "")
+    devices = tuple(raw["devices"])
+    cores = _accelerator_cores(target_id, devices, precisions, figures, raw.get("features", {}), accelerator,
+                               fallback, path)
     return Target(
         id=target_id, family=family, name=raw["name"], generation=raw["generation"],
-        accelerator=accelerator, fallback=fallback, devices=tuple(raw["devices"]),
+        accelerator=accelerator, fallback=fallback, devices=devices,
         precisions=MappingProxyType(precisions), figures=MappingProxyType(figures),
         features=_freeze(dict(raw.get("features", {}))), base=base,
-        calibration=raw.get("calibration", base or target_id),
+        calibration=raw.get("calibration", base or target_id), cores=cores,
     )
+
+
+def _accelerator_cores(target_id: str, devices: tuple[str, ...], precisions: Mapping[str, tuple[str, ...]],
+                       figures: Mapping[str, Figure], features: Mapping[str, Any], accelerator: str,
+                       fallback: str, path: str) -> int:
+    """How many accelerator cores a target has, from its own devices: numbered engines (dla0, dla1) count
+    one each; a single engine named after the accelerator (npu) has `<acc>_cores` cores (default 1). A
+    target without the accelerator (an Orin Nano) lists neither the engines nor their precisions."""
+    numbered = [d for d in devices if d.startswith(accelerator) and d[len(accelerator):].isdigit()]
+    if numbered and numbered != [f"{accelerator}{k}" for k in range(len(numbered))]:
+        raise _fail(path, f"target {target_id} devices {list(devices)}: {accelerator} engines must be "
+                          f"{accelerator}0..{accelerator}{len(numbered) - 1}, in order")
+    unknown = set(devices) - set(numbered) - {accelerator, fallback}
+    if unknown or fallback not in devices:
+        raise _fail(path, f"target {target_id} devices {list(devices)}: only {fallback}, {accelerator} or "
+                          f"{accelerator}0.. are known, and {fallback} is required")
+    declared = figures.get(f"{accelerator}_cores")
+    if numbered:
+        cores = len(numbered)
+        if declared is not None and int(declared.value) != cores:
+            raise _fail(path, f"target {target_id} figure {accelerator}_cores = {declared.value:g} but it lists "
+                              f"{cores} {accelerator} engine(s) in devices")
+    elif accelerator in devices:
+        cores = int(features.get(f"{accelerator}_cores", declared.value if declared else 1))
+        if declared is not None and int(declared.value) != cores:
+            raise _fail(path, f"target {target_id} figure {accelerator}_cores = {declared.value:g} but its features "
+                              f"say {cores}")
+    else:
+        cores = 0
+    if (cores > 0) != (accelerator in precisions):
+        raise _fail(path, f"target {target_id}: {accelerator} precisions must be given exactly when the target "
+                          f"has {accelerator} engines ({cores} here)")
+    if set(precisions) - {accelerator, fallback}:
+        raise _fail(path, f"target {target_id} precisions name {sorted(set(precisions) - {accelerator, fallback})}; "
+                          f"only {accelerator} and {fallback} are known")
+    return cores
 
 
 def _resolve_variants(raw_targets: Mapping[str, Any], path: str) -> dict[str, dict[str, Any]]:
@@ -127,20 +168,37 @@ def _op_condition(op: str, raw: Mapping[str, Any], socs: tuple[str, ...], path: 
                        socs=tuple(raw.get("socs", ())), precisions=tuple(raw.get("precisions", ())))
 
 
-def load_family(text: str, path: str) -> tuple[Family, dict[str, Target]]:
+def _parse(text: str, path: str) -> dict[str, Any]:
     try:
-        raw = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise _fail(path, str(exc)) from None
+
+
+def load_family(text: str, path: str, extra: tuple[tuple[Mapping[str, Any], str], ...] = ()
+                ) -> tuple[Family, dict[str, Target]]:
+    """A family file, plus the [targets.*] of extra files (raw TOML, path) that name this family."""
+    raw = _parse(text, path)
     name, accelerator, fallback = raw["family"], raw["accelerator"], raw["fallback"]
-    resolved = _resolve_variants(raw["targets"], path)
-    targets = {tid: _target(tid, t, name, accelerator, fallback, path) for tid, t in resolved.items()}
+    raw_targets = dict(raw["targets"])
+    origin = dict.fromkeys(raw_targets, path)
+    for extra_raw, extra_path in extra:
+        for tid, entry in extra_raw.get("targets", {}).items():
+            if tid in raw_targets:
+                raise _fail(extra_path, f"target {tid} is already defined in {origin[tid]}")
+            raw_targets[tid] = entry
+            origin[tid] = extra_path
+    resolved = _resolve_variants(raw_targets, path)
+    targets = {tid: _target(tid, t, name, accelerator, fallback, origin[tid]) for tid, t in resolved.items()}
     rules = tuple(_rule(r, name, path) for r in raw.get("rules", ()))
     seen: set[str] = set()
     for rule in rules:
         if rule.id in seen:
             raise _fail(path, f"rule {rule.id} appears twice")
         seen.add(rule.id)
+    sources = dict(raw.get("sources", {}))
+    for extra_raw, _ in extra:
+        sources.update(extra_raw.get("sources", {}))
     family = Family(
         name=name, accelerator=accelerator, fallback=fallback,
         layer_kinds=MappingProxyType(dict(raw.get("layer_kinds", {}))),
@@ -148,26 +206,53 @@ def load_family(text: str, path: str) -> tuple[Family, dict[str, Target]]:
         formats=_freeze(raw.get("formats", {})),
         op_support=MappingProxyType(_op_support(raw.get("ops", {}), tuple(t for t in targets if not targets[t].base),
                                                 path)),
-        sources=MappingProxyType(dict(raw.get("sources", {}))), path=path,
+        sources=MappingProxyType(sources), path=path,
     )
     return family, targets
 
 
-def load_catalog(directory: str | Path | None = None) -> Catalog:
-    """The installed catalog, or the TOML files of another folder (for tests and new targets)."""
+EXTRA_KEYS = frozenset(("schema", "family", "sources", "targets"))
+
+
+def _extra_files(directory: str | Path) -> list[tuple[str, str]]:
+    """(name, text) of every *.toml in a folder of extra targets, in name order."""
+    folder = Path(directory)
+    if not folder.is_dir():
+        raise BadInputError(f"{CATALOG_ENV}: not a folder", file=str(folder))
+    return [(str(f), f.read_text(encoding="utf-8")) for f in sorted(folder.glob("*.toml"))]
+
+
+def load_catalog(directory: str | Path | None = None, extra_dir: str | Path | None = None) -> Catalog:
+    """The installed catalog (or the family files of another folder), plus the targets of the TOML files
+    in `extra_dir` (default: the folder named by $EDGEPLAN_CATALOG_DIR). An extra file names its
+    `family` and holds only [targets.*] (and [sources]): a new module of a known family is data only."""
     families: dict[str, Family] = {}
     targets: dict[str, Target] = {}
     digest = hashlib.sha256()
     base = resources.files("optimizer.constraints") if directory is None else Path(directory)
-    for name in FAMILY_FILES:
-        entry = base / name
-        text = entry.read_text(encoding="utf-8")
+    extra_dir = extra_dir if extra_dir is not None else os.environ.get(CATALOG_ENV) or None
+    texts = [(name, (base / name).read_text(encoding="utf-8")) for name in FAMILY_FILES]
+    extra_texts = _extra_files(extra_dir) if extra_dir else []
+    extras: dict[str, list[tuple[Mapping[str, Any], str]]] = {}
+    for path, text in extra_texts:
+        raw = _parse(text, path)
+        stray = sorted(set(raw) - EXTRA_KEYS)
+        if stray or "family" not in raw:
+            raise _fail(path, f"an extra catalog file names its family and adds [targets.*] only (found {stray})"
+                        if stray else "an extra catalog file must name its family")
+        extras.setdefault(raw["family"], []).append((raw, path))
+    for name, text in texts:
         digest.update(name.encode() + b"\0" + text.encode())
-        family, family_targets = load_family(text, name)
+        family_name = _parse(text, name)["family"]
+        family, family_targets = load_family(text, name, tuple(extras.pop(family_name, ())))
         families[family.name] = family
         for tid, target in family_targets.items():
             if tid in targets:
                 raise _fail(name, f"target {tid} defined twice")
             targets[tid] = target
+    for family_name, files in extras.items():
+        raise _fail(files[0][1], f"family '{family_name}' is not one of {sorted(families)}")
+    for path, text in extra_texts:
+        digest.update(Path(path).name.encode() + b"\0" + text.encode())
     return Catalog(families=MappingProxyType(families), targets=MappingProxyType(targets),
                    sha256=digest.hexdigest())

@@ -88,6 +88,7 @@ class Target:
     features: Mapping[str, Any]
     base: str = ""  # a variant (power mode, memory size) shares its base target's rules and op support
     calibration: str = ""  # the key of this target's fitted constants in a latency profile
+    cores: int = 0  # accelerator cores this target has (0: none, e.g. an Orin Nano has no DLA)
 
     @property
     def rules_id(self) -> str:
@@ -99,6 +100,17 @@ class Target:
     @property
     def kinds(self) -> tuple[str, ...]:
         return tuple(self.precisions)
+
+    @property
+    def has_accelerator(self) -> bool:
+        """False for a module whose family has an accelerator it lacks (GPU-only Jetsons)."""
+        return self.cores > 0
+
+    @property
+    def accelerator_devices(self) -> tuple[str, ...]:
+        """The engines of the accelerator as the plan names them: dla0, dla1 / npu."""
+        return tuple(d for d in self.devices if d == self.accelerator
+                     or (d.startswith(self.accelerator) and d[len(self.accelerator):].isdigit()))
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ def io_facts(graph: Graph, catalog: Catalog, target: Target, verdicts: dict[str,
         stride = _rule_params(catalog, "DLA-IO-HWC4-STRIDE")[target.generation]
         for name in graph.inputs:
             entry: dict[str, Any] = {"tensor": name, "shape": list(graph.shape(name) or [])}
-            for precision in target.precisions["dla"]:
+            for precision in target.precisions.get("dla", ()):
                 ok, why = dla_hwc4_ok(graph, name, catalog, target, precision, verdicts)
                 entry[f"dla_hwc4_{precision}"] = ok
                 if not ok:

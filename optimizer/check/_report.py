@@ -122,6 +122,10 @@ def render_table(report: CheckReport, max_rows: int = 60) -> str:
     for verdict in report.verdicts:
         for v in verdict.violations:
             rows.setdefault((verdict.name, v.rule, v.message), []).append(v.precision)
+    if not target.has_accelerator:
+        lines.append(f"{target.id} has no {target.accelerator.upper()}: every node runs on the "
+                     f"{target.fallback.upper()}")
+        return "\n".join(lines) + "\n"
     if not rows:
         lines.append(f"every node meets every {target.accelerator.upper()} rule")
         return "\n".join(lines) + "\n"

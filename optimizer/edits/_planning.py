@@ -56,7 +56,7 @@ def add_edit_options(model: LatencyModel, report: CheckReport, catalog: Catalog,
                                     io=edited_report.io, standalone=model.capability == "standalone")
         anchor_group = edited_groups.node_group[edit.target]
         added = False
-        for precision in target.precisions[target.accelerator]:
+        for precision in target.precisions.get(target.accelerator, ()):
             device = target.accelerator
             if (device, precision) not in edited_groups.groups[anchor_group].support:
                 continue

@@ -37,6 +37,8 @@ from optimizer.solver import (
     Stop,
     balanced_hint,
     cheapest_bound_ns,
+    check_target,
+    loadable_limit,
 )
 
 log = logging.getLogger(__name__)
@@ -116,16 +118,13 @@ def optimize(model_path: str, target_id: str, request: PlanRequest, *,
     timings: dict[str, float] = {}
     catalog = catalog or load_catalog()
     target = catalog.target(target_id)
-    if request.objective == "dual-stream" and target.accelerator != "dla":
-        raise BadInputError(f"--objective dual-stream needs two DLA cores; {target_id} has none")
-    if request.dla_standalone and target.accelerator != "dla":
-        raise BadInputError(f"--dla-standalone applies to Jetson targets, not {target_id}")
+    check_target(request, target)
     profile = load_profile(target.family, profile_path)
     if request.sram_bytes is not None and target.accelerator == "dla":
         check_pool_size(request.sram_bytes, "dla_sram_bytes", catalog)
     if request.sram_per_loadable:
-        if target.accelerator != "dla":
-            raise BadInputError(f"per-loadable SRAM pools apply to Jetson targets, not {target_id}")
+        if target.accelerator != "dla" or not target.has_accelerator:
+            raise BadInputError(f"per-loadable SRAM pools apply to Jetson targets with a DLA, not {target_id}")
         check_loadable_sram(request.sram_per_loadable, catalog, target)
     graph = load_model(model_path, input_shapes)
     timings["load_s"] = time.monotonic() - started
@@ -147,7 +146,8 @@ def optimize(model_path: str, target_id: str, request: PlanRequest, *,
         from optimizer.edits._planning import add_edit_options
 
         add_edit_options(model, report, catalog, str(model_path))
-    limit = request.max_loadables or int(catalog.rule("DLA-LOADABLES").params["max"])
+    # A dual-stream plan's loadables are in use once per stream, so its baselines and hints keep to half.
+    limit = loadable_limit(request, int(catalog.rule("DLA-LOADABLES").params["max"]))
     base = baselines(model, limit, request.allowed_precisions)
     hint = _hint(model, base, request)
     phase(3)

@@ -128,7 +128,10 @@ def markdown_report(planned: Planned) -> str:
                 for t in plan["transfers"]]
     fallback = target.fallback
     off = [layer for layer in plan["layers"] if layer["device"] == fallback and layer["role"] == "anchor"]
-    if off:
+    if off and not target.has_accelerator:
+        out += ["", f"## Why these layers are on the {fallback.upper()}", "",
+                f"{target.id} has no {target.accelerator.upper()}: every layer runs on the {fallback.upper()}."]
+    elif off:
         out += ["", f"## Why these layers are on the {fallback.upper()}", "", "| node | op | reason |", "|---|---|---|"]
         for layer in off:
             out.append(f"| {layer['node']} | {layer['op_type']} | {_why_not(planned, layer['node'])} |")

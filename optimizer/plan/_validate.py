@@ -15,7 +15,7 @@ from optimizer.catalog import Catalog, Target
 from optimizer.check import check_graph
 from optimizer.ir import Graph, load_model
 from optimizer.plan._build import PLAN_SCHEMA
-from optimizer.solver import OBJECTIVES
+from optimizer.solver import DUAL_STREAMS, OBJECTIVES
 
 PRECISIONS = ("int8", "fp16", "fp32")
 IO_FORMATS = ("dla_linear", "dla_hwc4", "chw16", "chw32", "chw4", "linear")
@@ -253,9 +253,13 @@ def _check_subgraphs(plan, graph: Graph, catalog: Catalog, target, device_of) ->
     missing = compute - set(seen)
     if missing:
         problems.append(f"{len(missing)} node(s) in no subgraph, e.g. {sorted(missing)[0]}")
-    limit = plan.get("request", {}).get("max_loadables") or int(catalog.rule("DLA-LOADABLES").params["max"])
+    at_once = int(catalog.rule("DLA-LOADABLES").params["max"])
+    limit = plan.get("request", {}).get("max_loadables") or at_once
     if len(dla) > limit:
         problems.append(f"DLA-LOADABLES: {len(dla)} DLA subgraphs, limit {limit}")
+    if plan.get("objective") == "dual-stream" and DUAL_STREAMS * len(dla) > at_once:
+        problems.append(f"DLA-LOADABLES: dual-stream runs the plan's {len(dla)} DLA loadables once per stream, "
+                        f"{DUAL_STREAMS * len(dla)} at once; at most {at_once}")
     return problems
 
 

@@ -27,7 +27,7 @@ from optimizer.latency import (
     transfer_engine,
 )
 from optimizer.solver._outcome import Budget, Outcome, Stop
-from optimizer.solver._request import PlanRequest
+from optimizer.solver._request import DUAL_STREAMS, PlanRequest
 
 SCALE_SENSITIVITY = 1_000_000
 
@@ -88,6 +88,13 @@ def dominant_precisions(lm: LatencyModel, request: PlanRequest) -> list[dict[str
     return out
 
 
+def loadable_limit(request: PlanRequest, at_once: int) -> int:
+    """DLA-LOADABLES per plan: at most `at_once` loadables are in use together (seed 000 §12). A
+    dual-stream plan runs as one engine per DLA core (seed 004), so its loadables are in use twice."""
+    limit = request.max_loadables or at_once
+    return min(limit, at_once // DUAL_STREAMS) if request.objective == "dual-stream" else limit
+
+
 class PlanModel:
     """Builds and solves one CP-SAT model; `explain` builds the assumption-literal variant."""
 
@@ -101,6 +108,7 @@ class PlanModel:
         self.target = lm.target
         self.groups = lm.groups.groups
         self.jetson = self.target.accelerator == "dla"
+        self.dla_cores = tuple(range(self.target.cores)) if self.jetson else ()  # from the target, 0 to 2
         self.model = cp_model.CpModel()
         self.assumptions: dict[str, cp_model.IntVar] = {}
         self.cuts = 0
@@ -131,8 +139,8 @@ class PlanModel:
             return (0,)
         pinned = {self.request.pins.get(m) for m in self.groups[group_index].members}
         if self.request.objective == "throughput":
-            return (0, 1)
-        if "dla1" in pinned:
+            return self.dla_cores
+        if "dla1" in pinned and 1 in self.dla_cores:
             return (1,)
         return (0,)
 
@@ -218,11 +226,11 @@ class PlanModel:
         self.limit = 0
         if not self.jetson or not self.dla_groups:
             return
-        limit = self.request.max_loadables or int(self.catalog.rule("DLA-LOADABLES").params["max"])
+        limit = loadable_limit(self.request, int(self.catalog.rule("DLA-LOADABLES").params["max"]))
         count = min(len(self.dla_groups), max(limit, 16) if self.explain else limit)
         self.limit = limit
         self.slots = list(range(count))
-        cores = (0, 1)
+        cores = self.dla_cores
         for s in self.slots:
             self.used.append(m.new_bool_var(f"loadable_used[{s}]"))
             for c in cores:
@@ -525,7 +533,7 @@ class PlanModel:
         busy.setdefault(reformat_engine(self.target), []).extend(self.change_terms)
         launch = self.lm.launch_ns() if self.jetson else 0
         for s in self.slots:
-            for c in (0, 1):
+            for c in self.dla_cores:
                 busy.setdefault(f"dla{c}", []).append((launch, self.slot_core[s, c]))
         return {k: _lin(v) for k, v in busy.items()}
 
@@ -658,6 +666,9 @@ class PlanModel:
         if len(parts) <= self.limit or fallback is None:
             label = {g: k for k, part in enumerate(sorted(parts, key=min)) for g in part}
             return tuple(Placement(p.option, p.core, label.get(g, -1)) for g, p in enumerate(placements))
+        if len({p.loadable for p in fallback if p.loadable >= 0}) > self.limit:  # a dual-stream hint
+            raise InfeasibleError(f"no plan with connected DLA loadables found within --time-limit "
+                                  f"{self.request.time_limit_s:g} s; raise the limit")
         return fallback
 
     def _split(self, placements: tuple[Placement, ...]) -> bool:

@@ -6,9 +6,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from optimizer.catalog import Target
 from optimizer.errors import BadInputError
 
 OBJECTIVES = ("latency", "throughput", "dual-stream")
+DUAL_STREAMS = 2  # seed 004 §七.2: camera 0 on DLA0, camera 1 on DLA1
 PIN_DEVICES = ("gpu", "dla", "dla0", "dla1", "npu", "cpu")
 PRECISIONS = ("int8", "fp16", "fp32")
 
@@ -64,6 +66,21 @@ class PlanRequest:
         object.__setattr__(self, "pins", MappingProxyType(dict(self.pins)))
         object.__setattr__(self, "precision_pins", MappingProxyType(dict(self.precision_pins)))
         object.__setattr__(self, "sensitivity", MappingProxyType(dict(self.sensitivity)))
+
+
+def check_target(request: PlanRequest, target: Target) -> None:
+    """What a request needs of the target's engines, checked before any model is read (exit 2)."""
+    if request.objective == "dual-stream" and (target.accelerator != "dla" or target.cores < DUAL_STREAMS):
+        has = f"{target.cores} DLA core(s)" if target.accelerator == "dla" and target.cores else "no DLA"
+        raise BadInputError(f"--objective dual-stream runs one stream per DLA core and needs {DUAL_STREAMS}; "
+                            f"{target.id} has {has} (use --objective latency or throughput)")
+    if request.dla_standalone and not (target.accelerator == "dla" and target.has_accelerator):
+        raise BadInputError(f"--dla-standalone needs a DLA; {target.id} has none")
+    for node, device in sorted(request.pins.items()):
+        exists = target.accelerator == "dla" and (device in target.devices or (device == "dla" and target.cores))
+        if device.startswith("dla") and not exists:
+            cores = f"{target.cores} DLA core(s)" if target.accelerator == "dla" else "no DLA"
+            raise BadInputError(f"--pin {node}={device}: {target.id} has {cores}")
 
 
 def parse_assignments(values: list[str] | None, flag: str) -> dict[str, str]:

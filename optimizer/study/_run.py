@@ -43,7 +43,7 @@ from optimizer.fusion import build_groups
 from optimizer.ir import load_model
 from optimizer.latency import load_profile
 from optimizer.plan import optimize, plan_html, planned_from_plan
-from optimizer.solver import PlanRequest
+from optimizer.solver import PlanRequest, check_target
 from optimizer.solver._outcome import deterministic_budget
 from optimizer.study._config import StudyConfig, load_config
 from optimizer.study._report import study_report_html
@@ -73,6 +73,8 @@ class StudyOutcome:
 
 
 def _sram_choices(catalog: Catalog, target: Target) -> list[int]:
+    if target.accelerator == "dla" and not target.has_accelerator:
+        return [0]  # a GPU-only module: no DLA SRAM to search
     if target.accelerator == "dla":
         top = int(target.figure("dla_sram_bytes"))
         minimum = int(catalog.rule("DLA-POOL-POW2").params["min_bytes"])
@@ -111,6 +113,7 @@ class _Space:
         self.config = config
         self.catalog = load_catalog()
         self.target = self.catalog.target(config.target)
+        check_target(PlanRequest(objective=config.objective), self.target)  # exit 2 before any trial runs
         graph = load_model(config.model, config.input_shapes or None)
         report = check_graph(graph, self.catalog, config.target)
         self.groups = build_groups(report)
@@ -118,7 +121,7 @@ class _Space:
         self.engines = _engines(self.target)
         self.default_sram = self._default_sram()
         self.loadables = int(self.catalog.rule("DLA-LOADABLES").params["max"]) if self.target.accelerator == "dla" \
-            else 0
+            and self.target.has_accelerator else 0
 
     def _default_sram(self) -> int:
         target = self.target

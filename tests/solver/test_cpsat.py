@@ -15,7 +15,7 @@ from optimizer.fusion import build_groups
 from optimizer.ir import load_model
 from optimizer.latency import LatencyModel, Option, Placement, evaluate, group_options, load_profile
 from optimizer.plan import optimize, validate_plan
-from optimizer.solver import PlanRequest
+from optimizer.solver import PlanRequest, loadable_limit
 from tests.solver.conftest import add, build_model, chain, concat, conv, gpu_only
 
 CATALOG = load_catalog()
@@ -366,7 +366,8 @@ def test_symmetry_breaking_keeps_the_brute_force_optimum_and_numbers_slots_canon
     path = chain(tmp_path / "m.onnx", "CXCXCXC")
     planned = _solve(path, "orin-agx", favour_dla, objective=objective)
     assert planned.plan["solver"]["status"] == "OPTIMAL"
-    assert _objective(planned) == brute_force(_model(path, "orin-agx", favour_dla), objective)
+    limit = loadable_limit(PlanRequest(objective=objective), 4)  # dual-stream: 2 per stream, 4 at once
+    assert _objective(planned) == brute_force(_model(path, "orin-agx", favour_dla), objective, limit)
     slots = sorted({p.loadable for p in planned.placements if p.loadable >= 0})
     firsts = [min(g for g, p in enumerate(planned.placements) if p.loadable == s) for s in slots]
     assert slots == list(range(len(slots))) and firsts == sorted(firsts)
