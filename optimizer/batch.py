@@ -12,7 +12,6 @@ from __future__ import annotations
 import csv
 import glob
 import hashlib
-import html
 import io
 import json
 import logging
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer import __version__
+from optimizer.batch_summary import summary_html
 from optimizer.errors import BadInputError, EdgeplanError, InfeasibleError
 from optimizer.fileio import atomic_write_text, sha256_file, write_json
 
@@ -315,17 +315,4 @@ def write_summaries(out: Path, rows: Sequence[dict[str, Any]]) -> None:
     for row in rows:
         writer.writerow({k: row.get(k, "") for k in SUMMARY_FIELDS})
     atomic_write_text(out / "summary.csv", buffer.getvalue())
-    head = "".join(f"<th>{html.escape(f)}</th>" for f in SUMMARY_FIELDS if f != "plan")
-    body = []
-    for row in rows:
-        colour = {"ok": "#e8f5e9", "infeasible": "#fff8e1"}.get(row.get("status"), "#ffebee")
-        cells = "".join(f"<td>{html.escape(str(row.get(f, '')))}</td>" for f in SUMMARY_FIELDS if f != "plan")
-        body.append(f'<tr style="background:{colour}">{cells}</tr>')
-    ok = sum(r.get("status") == "ok" for r in rows)
-    atomic_write_text(out / "summary.html", f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>edgeplan batch</title>
-<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse;font-size:12px}}
-td,th{{border:1px solid #ddd;padding:2px 6px}}</style></head><body>
-<h1>edgeplan batch</h1><p>{len(rows)} jobs: {ok} ok, {len(rows) - ok} not.</p>
-<table><tr>{head}</tr>{"".join(body)}</table></body></html>
-""")
+    atomic_write_text(out / "summary.html", summary_html(rows, out))

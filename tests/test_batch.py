@@ -34,7 +34,7 @@ def test_broken_model_is_recorded_and_the_rest_finish(tmp_path):
     summary = list(csv.DictReader((tmp_path / "out" / "summary.csv").open()))
     assert len(summary) == 6 and {"model", "target", "status", "error", "latency_ms", "speedup", "solve_s",
                                   "accelerator_coverage", "nodes"} <= set(summary[0])
-    assert "<table>" in (tmp_path / "out" / "summary.html").read_text()
+    assert "<table class=\"sortable\">" in (tmp_path / "out" / "summary.html").read_text()
 
 
 def test_resume_skips_finished_jobs_by_content_hash(tmp_path):

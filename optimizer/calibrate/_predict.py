@@ -45,6 +45,7 @@ class Prediction:
 def predict(model_path: str | Path, target_id: str, situation: Situation, *, catalog: Catalog | None = None,
             profile_path: str | Path | None = None,
             input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> Prediction:
+    """The latency model's figure for one fixed configuration (no optimisation), as `edgeplan predict` prints."""
     catalog = catalog or load_catalog()
     target = catalog.target(target_id)
     profile = load_profile(target.family, profile_path)

@@ -25,6 +25,7 @@ EXPORT_SCHEMA = "edgeplan.export/v1"
 
 
 def read_plan(path: Path) -> dict[str, Any]:
+    """Reads and validates the shape of a plan.json; bad input is a BadInputError naming the file."""
     if not path.is_file():
         raise BadInputError("plan file not found", file=str(path))
     try:
@@ -66,6 +67,7 @@ def _shape_problem(plan: dict[str, Any]) -> str:
 
 
 def export_plan(plan_path: str | Path, out_dir: str | Path, model_path: str | None = None) -> dict[str, Any]:
+    """Writes one ONNX sub-model per plan subgraph, manifest.json and the vendor build files; returns the manifest."""
     plan_path = Path(plan_path)
     plan = read_plan(plan_path)
     model_file = Path(model_path or plan["model"]["path"])

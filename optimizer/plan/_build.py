@@ -213,12 +213,7 @@ def _unconstrained(request: PlanRequest) -> bool:
 
 def objective_ns(objective: str, breakdown: Breakdown) -> int:
     """The objective CP-SAT minimises, measured on an evaluated plan: what plan.json and the terminal print."""
-    busy = breakdown.busy_ns
-    if objective == "latency" or not busy:
-        return breakdown.total_ns
-    if objective == "dual-stream":  # two frames: each DLA core one, the shared engines twice
-        return max((1 if k.startswith("dla") else 2) * v for k, v in busy.items() if k != "dla1")
-    return max(busy.values())
+    return objective_cycle_ns(objective, breakdown)[0]
 
 
 def _baseline_result(model: LatencyModel, hint: tuple[Placement, ...]) -> SolveResult:
@@ -233,18 +228,22 @@ def _ms(ns: float) -> float:
     return round(ns / 1e6, 6)
 
 
-def _predicted(request: PlanRequest, breakdown: Breakdown) -> dict[str, float]:
-    latency = breakdown.total_ns
+def objective_cycle_ns(objective: str, breakdown: Breakdown) -> tuple[int, int]:
+    """(ns per cycle, frames per cycle) as the objective counts them: the whole frame in sequence for latency,
+    the busiest engine for throughput, two streams on the two DLA cores sharing the GPU for dual-stream."""
     busy = breakdown.busy_ns
-    if request.objective == "throughput":
-        cycle = max(busy.values()) if busy else latency
-        frames = 1
-    elif request.objective == "dual-stream":
-        cycle = max(busy.get("dla0", 0), 2 * busy.get("gpu", 0))
-        frames = 2
-    else:
-        cycle, frames = latency, 1
-    return {"latency_ms": _ms(latency), "throughput_fps": round(frames * 1e9 / cycle, 3) if cycle else 0.0,
+    if objective == "throughput":
+        return (max(busy.values()) if busy else breakdown.total_ns), 1
+    if objective == "dual-stream":
+        return max(busy.get("dla0", 0), 2 * busy.get("gpu", 0)), 2
+    return breakdown.total_ns, 1
+
+
+def _predicted(request: PlanRequest, breakdown: Breakdown) -> dict[str, float]:
+    busy = breakdown.busy_ns
+    cycle, frames = objective_cycle_ns(request.objective, breakdown)
+    return {"latency_ms": _ms(breakdown.total_ns),
+            "throughput_fps": round(frames * 1e9 / cycle, 3) if cycle else 0.0,
             "busiest_engine_ms": _ms(max(busy.values()) if busy else 0)}
 
 
@@ -312,6 +311,11 @@ def _plan_json(*, graph_path: str, report: CheckReport, groups: GroupGraph, mode
         entry["speedup"] = round(entry["latency_ms"] / plan["predicted"]["latency_ms"], 4) \
             if plan["predicted"]["latency_ms"] else None
         entry["subgraphs"] = len({p.engine for p in base[name][0]})
+        if request.objective != "latency":  # the baseline run as this objective runs the plan, pipelined
+            cycle, frames = objective_cycle_ns(request.objective, base[name][1])
+            entry["pipelined_fps"] = round(frames * 1e9 / cycle, 3) if cycle else 0.0
+            entry["throughput_speedup"] = round(plan["predicted"]["throughput_fps"] / entry["pipelined_fps"], 4) \
+                if entry["pipelined_fps"] else None
     plan["edits"] = sorted({p.option.edit for p in placements if p.option.edit})
     if plan["edits"]:
         plan["warnings"].append("the plan assumes model edits: apply them with `edgeplan edit MODEL --apply "

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from optimizer.fileio import atomic_write_text, write_json
 from optimizer.plan._build import Planned
+from optimizer.plan._html import plan_html
+from optimizer.plan._views import ratios
 
 
 def write_plan_files(planned: Planned, folder: Path) -> None:
@@ -14,6 +16,7 @@ def write_plan_files(planned: Planned, folder: Path) -> None:
     write_json(folder / "plan.json", planned.plan)
     write_json(folder / "run.json", planned.run)
     atomic_write_text(folder / "report.md", markdown_report(planned))
+    atomic_write_text(folder / "report.html", plan_html(planned))
 
 
 def _why_not(planned: Planned, node: str) -> str:
@@ -51,14 +54,14 @@ def terminal_summary(planned: Planned, out_dir: str) -> str:
     pred = plan["predicted"]
     lines.append(f"predicted latency {pred['latency_ms']:.3f} ms, throughput {pred['throughput_fps']:.1f} fps")
     for name, base in plan["baselines"].items():
-        lines.append(f"  vs {name:<12} {base['latency_ms']:.3f} ms  (speedup x{base['speedup']:.2f})")
+        lines.append(f"  vs {name:<12} {base['latency_ms']:.3f} ms  ({ratios(base)})")
     devices = Counter(layer["device"] for layer in plan["layers"] if layer["role"] != "constant")
     lines.append("nodes per device: " + ", ".join(f"{d} {n}" for d, n in sorted(devices.items())))
     lines.append(f"{len(plan['subgraphs'])} subgraph(s), {len(plan['transfers'])} transfer(s)")
     lines.append("where the time goes: " + ", ".join(f"{k} {v:.3f} ms" for k, v in _where_time_goes(planned) if v))
     for warning in plan.get("warnings", []):
         lines.append(f"warning: {warning}")
-    lines.append(f"wrote {out_dir}/plan.json, {out_dir}/run.json, {out_dir}/report.md")
+    lines.append(f"wrote {out_dir}/plan.json, {out_dir}/run.json, {out_dir}/report.md, {out_dir}/report.html")
     return "\n".join(lines) + "\n"
 
 
@@ -71,11 +74,12 @@ def markdown_report(planned: Planned) -> str:
            f"(objective {plan['solver']['objective_ms']:.4f} ms, proven bound {plan['solver']['bound_ms']:.4f} ms, "
            f"gap {plan['solver']['gap']:.2%}).", ""]
     pred = plan["predicted"]
-    out += ["## Prediction and baselines", "", "| plan | latency (ms) | throughput (fps) | speedup |",
-            "|---|---:|---:|---:|",
-            f"| edgeplan | {pred['latency_ms']:.4f} | {pred['throughput_fps']:.1f} | 1.00 |"]
+    out += ["## Prediction and baselines", "", "| plan | latency (ms) | throughput (fps) | edgeplan's gain |",
+            "|---|---:|---:|---|",
+            f"| edgeplan | {pred['latency_ms']:.4f} | {pred['throughput_fps']:.1f} | - |"]
     for name, base in plan["baselines"].items():
-        out.append(f"| {name} | {base['latency_ms']:.4f} | {base['throughput_fps']:.1f} | {base['speedup']:.2f} |")
+        fps = base.get("pipelined_fps", base["throughput_fps"])
+        out.append(f"| {name} | {base['latency_ms']:.4f} | {fps:.1f} | {ratios(base)} |")
     out += ["", "## Where the time goes", "", "| part | ms |", "|---|---:|"]
     out += [f"| {k} | {v:.4f} |" for k, v in _where_time_goes(planned)]
     if plan.get("warnings"):
