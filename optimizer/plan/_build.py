@@ -19,7 +19,16 @@ from optimizer.ir import BYTES_PER_ELEMENT, load_model
 from optimizer.latency import Breakdown, LatencyModel, Placement, evaluate, load_profile, tensor_routes
 from optimizer.plan._baselines import baselines
 from optimizer.plan._subgraphs import Subgraph, build_subgraphs
-from optimizer.solver import Budget, Outcome, PlanModel, PlanRequest, SolveResult, Stop
+from optimizer.solver import (
+    Budget,
+    Outcome,
+    PlanModel,
+    PlanRequest,
+    SolveResult,
+    Stop,
+    balanced_hint,
+    cheapest_bound_ns,
+)
 
 log = logging.getLogger(__name__)
 PLAN_SCHEMA = "edgeplan.plan/v1"
@@ -131,7 +140,7 @@ def optimize(model_path: str, target_id: str, request: PlanRequest, *,
         add_edit_options(model, report, catalog, str(model_path))
     limit = request.max_loadables or int(catalog.rule("DLA-LOADABLES").params["max"])
     base = baselines(model, limit, request.allowed_precisions)
-    hint = min(base.values(), key=lambda pb: objective_ns(request.objective, pb[1]))[0]
+    hint = _hint(model, base, request)
     phase(3)
     log.debug("%d layer groups; deterministic budget %.2f s, wall deadline in %.2f s", len(groups.groups),
               budget.deterministic_s, budget.wall_left())
@@ -178,13 +187,21 @@ def _solve(model: LatencyModel, report: CheckReport, catalog: Catalog, request: 
     """The exact plan, or the best found in time, or, for a request the baselines satisfy, the best baseline
     when the exact model is too large or finds nothing in time; the notes say which."""
     groups = len(model.groups.groups)
+    bound = cheapest_bound_ns(model, request)
+    baseline = objective_ns(request.objective, evaluate(model, hint))
+    if _unconstrained(request) and baseline <= bound:
+        return replace(_baseline_result(model, hint, request.objective, bound), status="OPTIMAL",
+                       outcome=Outcome.EXACT, stop=Stop.PROVEN), []
     if groups > MAX_EXACT_GROUPS and _unconstrained(request):
-        return _baseline_result(model, hint), [f"{groups} layer groups exceed the exact solver's {MAX_EXACT_GROUPS}: "
-                                               "the plan is the best baseline, not proven (gap 100%)"]
+        gap = (baseline - bound) / baseline if baseline else 0.0
+        return _baseline_result(model, hint, request.objective, bound), [
+            f"{groups} layer groups exceed the exact solver's {MAX_EXACT_GROUPS}: the plan is the best baseline, "
+            f"within {gap:.1%} of the cheapest-option bound"]
     try:
         if budget.wall_left() <= 0:  # loading and checking took the whole limit: do not even build the model
             budget.wall_fired = True
-            result = replace(_baseline_result(model, hint), outcome=Outcome.NOT_FOUND, stop=Stop.WALL_LIMIT)
+            result = replace(_baseline_result(model, hint, request.objective, bound), outcome=Outcome.NOT_FOUND,
+                             stop=Stop.WALL_LIMIT)
         else:
             result = PlanModel(model, report, catalog, request).solve(hint, budget)
     except InfeasibleError as exc:
@@ -195,14 +212,30 @@ def _solve(model: LatencyModel, report: CheckReport, catalog: Catalog, request: 
                       else f"; constraints in conflict: {', '.join(names)}" if names else "")
         raise InfeasibleError(f"{exc.message}{detail}", file=model.graph.path, node=exc.node) from None
     if result.outcome is not Outcome.NOT_FOUND:
-        return result, []
+        return replace(result, bound_ns=max(result.bound_ns, min(bound, result.objective_ns))), []
     if not _unconstrained(request):
         raise InfeasibleError(f"no plan found within --time-limit {request.time_limit_s:g} s; raise the limit "
                               "(the request has constraints the baselines do not honour)", file=model.graph.path)
-    fallback = _baseline_result(model, hint)
+    fallback = _baseline_result(model, hint, request.objective, bound)
+    gap = (fallback.objective_ns - bound) / fallback.objective_ns if fallback.objective_ns else 0.0
     return (replace(fallback, stop=result.stop, deterministic_s=result.deterministic_s),
             [f"no plan found within --time-limit {request.time_limit_s:g} s: the plan is the best baseline for "
-             f"{request.objective}, not proven (gap 100%)"])
+             f"{request.objective}, within {gap:.1%} of the cheapest-option bound"])
+
+
+def _hint(model: LatencyModel, base: Mapping[str, tuple], request: PlanRequest) -> tuple[Placement, ...]:
+    """The best baseline for the objective; for the pipelined objectives also TensorRT's loadables spread over
+    the DLA cores and the GPU (a balanced pipeline is a far better start than everything on one engine)."""
+    def score(b: Breakdown) -> int:
+        return objective_ns(request.objective, b)
+
+    candidates = [(score(b), k, p) for k, (p, b) in enumerate(base.values())]
+    if request.objective != "latency" and "trt_default" in base:
+        cores = 1 if request.objective == "dual-stream" else \
+            sum(d.startswith("dla") for d in model.target.devices)
+        spread = balanced_hint(model, base["trt_default"][0], request.allowed_precisions, score, cores)
+        candidates.append((score(evaluate(model, spread)), len(candidates), spread))
+    return min(candidates)[2]
 
 
 def _unconstrained(request: PlanRequest) -> bool:
@@ -216,10 +249,13 @@ def objective_ns(objective: str, breakdown: Breakdown) -> int:
     return objective_cycle_ns(objective, breakdown)[0]
 
 
-def _baseline_result(model: LatencyModel, hint: tuple[Placement, ...]) -> SolveResult:
-    """The solver found no plan in time: the best baseline, FEASIBLE, with no proven bound (gap 100%)."""
-    total = evaluate(model, hint).total_ns
-    return SolveResult(placements=hint, status="FEASIBLE", objective_ns=total, bound_ns=0, total_ns=total,
+def _baseline_result(model: LatencyModel, hint: tuple[Placement, ...], objective: str, bound: int) -> SolveResult:
+    """The best baseline handed over as the plan, FEASIBLE, with the cheapest-option bound as its proof."""
+    breakdown = evaluate(model, hint)
+    score = objective_ns(objective, breakdown)
+    total = breakdown.total_ns
+    return SolveResult(placements=hint, status="FEASIBLE", objective_ns=score, bound_ns=min(bound, score),
+                       total_ns=total,
                        wall_s=0.0, iterations=0, num_variables=0, num_constraints=0,
                        choices=tuple(() for _ in hint), outcome=Outcome.BASELINE, stop=Stop.NOT_RUN)
 

@@ -1,8 +1,11 @@
 """The CP-SAT planner: decisions per layer group under every catalog rule, explained when infeasible."""
 
+from optimizer.solver._bounds import cheapest_bound_ns
 from optimizer.solver._cpsat import Choice, PlanModel, SolveResult
+from optimizer.solver._hints import balanced_hint
 from optimizer.solver._outcome import DETERMINISTIC_PER_SECOND, Budget, Outcome, Stop
 from optimizer.solver._request import OBJECTIVES, PIN_DEVICES, PlanRequest, parse_assignments
 
 __all__ = ["DETERMINISTIC_PER_SECOND", "OBJECTIVES", "PIN_DEVICES", "Budget", "Choice", "Outcome", "PlanModel",
-           "PlanRequest", "SolveResult", "Stop", "parse_assignments"]
+           "PlanRequest", "SolveResult", "Stop", "balanced_hint", "cheapest_bound_ns",
+           "parse_assignments"]

@@ -244,7 +244,52 @@ class PlanModel:
                         m.add(var + self.inslot[g, s] - 1 <= self.slot_core[s, choice.core])
         for s in self.slots:
             m.add(self.used[s] <= sum(self.inslot[g, s] for g in self.dla_groups))
+        self._slot_symmetry()
         self._convexity()
+
+    def interchangeable_slots(self) -> bool:
+        """Slots are labels unless they carry their own SRAM pool (DLA-SRAM-PER-LOADABLE) or the infeasibility
+        explanation counts them."""
+        return not self.explain and not self.lm.loadable_sram
+
+    def interchangeable_cores(self) -> bool:
+        """Throughput scores DLA0 and DLA1 alike; a pin naming one core breaks the tie."""
+        return (not self.explain and self.request.objective == "throughput"
+                and not any(d in ("dla0", "dla1") for d in self.request.pins.values()))
+
+    def _slot_symmetry(self) -> None:
+        """Symmetry breaking (every plan keeps one canonical copy, so every optimum survives): slots are
+        numbered by their first member (slot s holds a group g only if slot s-1 holds a group before g), and
+        with interchangeable cores slot 0 runs on DLA0. Without it a plan has up to 4! x 2 copies."""
+        m = self.model
+        if self.interchangeable_slots():
+            order = sorted(self.dla_groups)
+            for s in self.slots[1:]:
+                m.add(self.inslot[order[0], s] == 0)
+                seen = self.inslot[order[0], s - 1]  # does slot s-1 hold a group before the current one?
+                for g in order[1:]:
+                    m.add(self.inslot[g, s] <= seen)
+                    started = m.new_bool_var(f"loadable_started[{s - 1},{self.groups[g].anchor}]")
+                    m.add_max_equality(started, [seen, self.inslot[g, s - 1]])
+                    seen = started
+        if self.interchangeable_cores() and self.slots and self.interchangeable_slots():
+            m.add(self.slot_core[0, 0] == self.used[0])
+
+    def canonical(self, placements: tuple[Placement, ...]) -> tuple[Placement, ...]:
+        """The same plan relabelled as the symmetry-breaking constraints number it: slots by first member,
+        cores swapped so that slot 0 is on DLA0. A hint in another labelling would be discarded."""
+        if not self.slots:
+            return placements
+        slots = sorted({p.loadable for p in placements if p.loadable >= 0},
+                       key=lambda s: min(g for g, p in enumerate(placements) if p.loadable == s))
+        relabel = {old: new for new, old in enumerate(slots)} if self.interchangeable_slots() else \
+            {s: s for s in slots}
+        swap = False
+        if self.interchangeable_cores() and self.interchangeable_slots() and slots:
+            swap = next(p.core for p in placements if p.loadable == slots[0]) == 1
+        return tuple(Placement(p.option, core=(1 - p.core) if swap and p.option.device == "dla" else p.core,
+                               loadable=relabel.get(p.loadable, -1)) if p.loadable >= 0 else p
+                     for p in placements)
 
     def _group_neighbours(self) -> dict[int, set[int]]:
         neighbours: dict[int, set[int]] = {}
@@ -539,6 +584,7 @@ class PlanModel:
 
     def hint(self, placements: tuple[Placement, ...]) -> None:
         self.model.clear_hints()
+        placements = self.canonical(placements)
         for g, placement in enumerate(placements):
             for choice, var in zip(self.choices[g], self.x[g]):
                 hit = choice.option == placement.option and (choice.option.device != "dla"

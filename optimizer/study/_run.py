@@ -41,7 +41,7 @@ from optimizer.fileio import atomic_write_text, dumps_json, sha256_file, write_j
 from optimizer.fusion import build_groups
 from optimizer.ir import load_model
 from optimizer.latency import load_profile
-from optimizer.plan import optimize, plan_html
+from optimizer.plan import optimize, plan_html, planned_from_plan
 from optimizer.solver import PlanRequest
 from optimizer.solver._outcome import deterministic_budget
 from optimizer.study._config import StudyConfig, load_config
@@ -438,24 +438,12 @@ def _write_artifacts(space: _Space, folder: Path, study: optuna.Study, storage_u
         "plan_sha256": hashlib.sha256((folder / "plan.json").read_bytes()).hexdigest(),
     }
     write_json(folder / "manifest.json", manifest)
-    _write_plan_page(space, best, plan, folder)
     atomic_write_text(folder / "report.html", study_report_html(cfg, study, plan))
+    atomic_write_text(folder / "plan.html", plan_html(planned_from_plan(
+        plan, input_shapes=cfg.input_shapes or None, profile_path=str(cfg.profile) if cfg.profile else None,
+        catalog=space.catalog)))
     return StudyOutcome(folder=folder, best_value=best.value, best_trial=best.number,
                         trials=_done(study), baseline_value=baseline)
-
-
-def _write_plan_page(space: _Space, best: optuna.trial.FrozenTrial, plan: dict[str, Any], folder: Path) -> None:
-    """plan.html needs the planner's objects, not only plan.json: the best trial is planned once more and its
-    page written only if that plan is byte for byte the stored one (a load-cut trial may not be)."""
-    cfg = space.config
-    planned = optimize(str(cfg.model), cfg.target, space.request(optuna.trial.FixedTrial(best.params)),
-                       input_shapes=cfg.input_shapes or None, profile_path=str(cfg.profile) if cfg.profile else None)
-    if dumps_json(planned.plan) == dumps_json(plan):
-        atomic_write_text(folder / "plan.html", plan_html(planned))
-    else:
-        log.warning("trial %d did not replan byte for byte (its solve was cut by the wall clock); plan.html "
-                    "not written, plan.json is the trial's", best.number)
-        (folder / "plan.html").unlink(missing_ok=True)
 
 
 def best_plan(trial: optuna.trial.FrozenTrial, folder: Path) -> dict[str, Any]:

@@ -163,3 +163,18 @@ def test_largest_zoo_model_report_draws_every_group():
     planned = optimize(str(model), "rk3588", PlanRequest())
     page = plan_html(planned)
     assert len(re.findall(r'<g id="g\d+" class="node group', page)) == len(planned.groups.groups)
+
+
+@pytest.mark.parametrize(("target", "objective"), [("xavier-agx", "throughput"), ("rk3588", "latency")])
+def test_a_written_plan_rebuilds_to_the_same_figures(tmp_path, target, objective):
+    """The study's page comes from the best trial's stored plan: rebuilt, it scores exactly as written."""
+    import json
+
+    from optimizer.plan import planned_from_plan
+
+    planned = optimize(str(EXAMPLES / "resnet18.onnx"), target, PlanRequest(objective=objective, time_limit_s=5))
+    write_plan_files(planned, tmp_path)
+    again = planned_from_plan(json.loads((tmp_path / "plan.json").read_text()))
+    assert again.placements == planned.placements
+    assert again.breakdown.total_ns == planned.breakdown.total_ns
+    assert plan_html(again).count('class="bar group"') == plan_html(planned).count('class="bar group"')

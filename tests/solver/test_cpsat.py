@@ -13,7 +13,7 @@ from optimizer.check import check_graph
 from optimizer.errors import BadInputError, InfeasibleError
 from optimizer.fusion import build_groups
 from optimizer.ir import load_model
-from optimizer.latency import LatencyModel, Placement, evaluate, group_options, load_profile
+from optimizer.latency import LatencyModel, Option, Placement, evaluate, group_options, load_profile
 from optimizer.plan import optimize, validate_plan
 from optimizer.solver import PlanRequest
 from tests.solver.conftest import add, build_model, chain, concat, conv, gpu_only
@@ -297,22 +297,70 @@ def test_latency_cap_for_throughput(tmp_path, favour_dla):
     assert capped.plan["predicted"]["latency_ms"] <= cap * 10
 
 
-def test_no_plan_in_time_hands_over_the_best_baseline(tmp_path):
-    """A graph too large for the time limit still gets a valid plan (the best baseline) with its gap."""
+def _long_chain(tmp_path, n: int = 400):
     from onnx import helper
 
     from tests.conftest import save_model, value, weight
     nodes, src = [], "x"
-    for i in range(400):
-        dst = "y" if i == 399 else f"t{i}"
+    for i in range(n):
+        dst = "y" if i == n - 1 else f"t{i}"
         nodes.append(helper.make_node("Conv" if i % 2 == 0 else "Exp", [src, "w"] if i % 2 == 0 else [src], [dst],
                                       name=f"n{i}", **({"kernel_shape": [1, 1]} if i % 2 == 0 else {})))
         src = dst
-    path = save_model(tmp_path / "long.onnx", nodes, [value("x", [1, 8, 8, 8])], [value("y", None)],
+    return save_model(tmp_path / "long.onnx", nodes, [value("x", [1, 8, 8, 8])], [value("y", None)],
                       [weight("w", [8, 8, 1, 1])])
+
+
+def test_the_cheapest_option_bound_proves_a_baseline_without_a_model(tmp_path):
+    """All-GPU is every group's cheapest option and moves nothing: the bound proves it before any model."""
+    path = _long_chain(tmp_path)
     planned = optimize(str(path), "orin-agx", PlanRequest(time_limit_s=0.01))
+    solver = planned.plan["solver"]
+    assert (solver["status"], solver["gap"]) == ("OPTIMAL", 0.0) and solver["bound_ms"] == solver["objective_ms"]
+    assert planned.run["solver"]["variables"] == 0
+    assert validate_plan(planned.plan, CATALOG, str(path)) == []
+
+
+def test_no_plan_in_time_hands_over_the_best_baseline_with_a_real_gap(tmp_path, favour_dla):
+    """A graph too large for the time limit still gets a valid plan (the best baseline); its gap is measured
+    against the cheapest-option bound, not declared 100%."""
+    from optimizer.solver import cheapest_bound_ns
+
+    path = _long_chain(tmp_path)
+    planned = optimize(str(path), "orin-agx", PlanRequest(time_limit_s=0.01), profile_path=favour_dla)
     solver = planned.plan["solver"]  # deterministic time limits: the same outcome on any machine
-    assert (solver["status"], solver["bound_ms"], solver["gap"]) == ("FEASIBLE", 0.0, 1.0)
+    assert solver["status"] == "FEASIBLE" and 0.0 < solver["gap"] < 1.0
+    assert solver["bound_ms"] == round(cheapest_bound_ns(planned.model, PlanRequest()) / 1e6, 6)
     assert validate_plan(planned.plan, CATALOG, str(path)) == []
     with pytest.raises(InfeasibleError, match="time-limit"):
-        optimize(str(path), "orin-agx", PlanRequest(time_limit_s=0.01, pins={"n0": "dla"}))
+        optimize(str(path), "orin-agx", PlanRequest(time_limit_s=0.01, pins={"n0": "dla"}),
+                 profile_path=favour_dla)
+
+
+@pytest.mark.parametrize("objective", ["latency", "throughput", "dual-stream"])
+def test_symmetry_breaking_keeps_the_brute_force_optimum_and_numbers_slots_canonically(tmp_path, favour_dla,
+                                                                                        objective):
+    """Slots numbered by their first member, slot 0 on DLA0 for throughput: one copy of every plan survives."""
+    path = chain(tmp_path / "m.onnx", "CXCXCXC")
+    planned = _solve(path, "orin-agx", favour_dla, objective=objective)
+    assert planned.plan["solver"]["status"] == "OPTIMAL"
+    assert _objective(planned) == brute_force(_model(path, "orin-agx", favour_dla), objective)
+    slots = sorted({p.loadable for p in planned.placements if p.loadable >= 0})
+    firsts = [min(g for g, p in enumerate(planned.placements) if p.loadable == s) for s in slots]
+    assert slots == list(range(len(slots))) and firsts == sorted(firsts)
+    if slots:
+        assert next(p.core for p in planned.placements if p.loadable == 0) == 0
+
+
+def test_a_hint_in_another_labelling_is_relabelled_to_the_canonical_one(tmp_path, favour_dla):
+    from optimizer.solver import PlanModel
+
+    path = chain(tmp_path / "m.onnx", "CXCXC")
+    lm = _model(path, "orin-agx", favour_dla)
+    report = check_graph(lm.graph, CATALOG, "orin-agx")
+    model = PlanModel(lm, report, CATALOG, PlanRequest(objective="throughput"))
+    dla = Option("dla", "int8")
+    gpu = Option("gpu", "int8")
+    hint = (Placement(dla, 1, 2), Placement(gpu), Placement(dla, 0, 0), Placement(gpu), Placement(dla, 1, 1))
+    assert model.canonical(hint) == (Placement(dla, 0, 0), Placement(gpu), Placement(dla, 1, 1), Placement(gpu),
+                                     Placement(dla, 0, 2))

@@ -71,7 +71,7 @@ def test_a_tiny_limit_falls_back_to_the_best_baseline_for_every_objective(tmp_pa
     result = _optimize(tmp_path / "out", "--time-limit", "0.01", model=_long_chain(tmp_path), objective=objective)
     assert result.returncode == 0, result.stderr
     plan = json.loads((tmp_path / "out" / "plan.json").read_text())
-    assert plan["solver"]["outcome"] == "baseline" and plan["solver"]["gap"] == 1.0
+    assert plan["solver"]["outcome"] == "baseline" and 0.0 < plan["solver"]["gap"] < 1.0  # the bound gives a real gap
     assert any("best baseline" in w for w in plan["warnings"])
     assert "warning: no plan found within --time-limit 0.01 s" in result.stdout
 
@@ -97,7 +97,8 @@ def test_the_wall_clock_safety_net_reports_itself(tmp_path):
 def test_the_whole_call_counts_against_the_limit(tmp_path):
     """Time already spent before optimize() (the CLI's start) leaves the solver nothing: baseline, not a hang."""
     import time
-    planned = optimize(str(_long_chain(tmp_path)), "orin-agx", PlanRequest(time_limit_s=5, deterministic_limit_s=50),
+    planned = optimize(str(_long_chain(tmp_path)), "orin-agx",  # throughput: the cheapest-option bound proves nothing
+                       PlanRequest(objective="throughput", time_limit_s=5, deterministic_limit_s=50),
                        started=time.monotonic() - 5)
     assert planned.plan["solver"]["outcome"] == "baseline"
     assert planned.run["solver"]["wall_limit_fired"]

@@ -1,0 +1,54 @@
+"""A written plan.json back into everything its page needs, without solving again.
+
+A study's best plan is the plan its best trial stored (never re-solved, so that it stays the trial's); its
+page needs the groups, the latency model and the baselines, which follow from the model, the target and the
+request the plan records. Each group's placement is read from its anchor layer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from optimizer.catalog import Catalog, load_catalog
+from optimizer.check import check_graph
+from optimizer.errors import BadInputError
+from optimizer.fusion import build_groups
+from optimizer.ir import load_model
+from optimizer.latency import LatencyModel, Option, Placement, evaluate, load_profile
+from optimizer.plan._baselines import baselines
+from optimizer.plan._build import Planned
+from optimizer.plan._subgraphs import build_subgraphs
+
+
+def _placement(layer: Mapping[str, Any], loadable: int) -> Placement:
+    device = str(layer["device"])
+    kind = "dla" if device.startswith("dla") else device
+    option = Option(kind, str(layer["precision"]), cores=int(layer.get("cores") or 1),
+                    sparsity=str(layer.get("sparsity", "dense")), edit=layer.get("edit"))
+    return Placement(option, core=int(device[3:]) if kind == "dla" else 0, loadable=loadable if kind == "dla" else -1)
+
+
+def planned_from_plan(plan: Mapping[str, Any], *, input_shapes: Mapping[str, tuple[int, ...]] | None = None,
+                      profile_path: str | None = None, catalog: Catalog | None = None) -> Planned:
+    catalog = catalog or load_catalog()
+    target = catalog.target(str(plan["target"]))
+    graph = load_model(str(plan["model"]["path"]), input_shapes)
+    report = check_graph(graph, catalog, target.id)
+    groups = build_groups(report)
+    request = plan.get("request", {})
+    model = LatencyModel(groups, catalog, target, load_profile(target.family, profile_path),
+                         request.get("sram_bytes"), io=report.io, standalone=bool(request.get("dla_standalone")),
+                         loadable_sram=tuple(request.get("sram_per_loadable") or ()))
+    loadable_of = {int(s["id"]): int(s.get("loadable", -1)) for s in plan["subgraphs"]}
+    anchors = {layer["group"]: layer for layer in plan["layers"] if layer.get("role") == "anchor"}
+    if sorted(anchors) != list(range(len(groups.groups))):
+        raise BadInputError(f"the plan's layer groups ({len(anchors)}) are not the model's ({len(groups.groups)})",
+                            file=str(plan["model"]["path"]))
+    placements = tuple(_placement(anchors[g], loadable_of.get(int(anchors[g]["subgraph"]), -1))
+                       for g in range(len(groups.groups)))
+    limit = int(request.get("max_loadables") or catalog.rule("DLA-LOADABLES").params["max"])
+    allowed = frozenset(request.get("allowed_precisions") or ("int8", "fp16", "fp32"))
+    return Planned(plan=dict(plan), run={}, report=report, groups=groups, model=model, placements=placements,
+                   breakdown=evaluate(model, placements), subgraphs=build_subgraphs(groups, placements),
+                   baselines=baselines(model, limit, allowed))
