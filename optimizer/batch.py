@@ -35,8 +35,8 @@ from optimizer.fileio import atomic_write_text, sha256_file, write_json
 
 log = logging.getLogger(__name__)
 PARENT_POLL_S = 1.0  # how often a worker checks that the batch that started it is still alive
-SUMMARY_FIELDS = ("model", "target", "status", "error", "nodes", "groups", "accelerator_coverage", "latency_ms",
-                  "baseline", "baseline_ms", "speedup", "solver_status", "solve_s", "wall_s", "plan")
+SUMMARY_FIELDS = ("model", "target", "status", "error", "unknown_sizes", "nodes", "groups", "accelerator_coverage",
+                  "latency_ms", "baseline", "baseline_ms", "speedup", "solver_status", "solve_s", "wall_s", "plan")
 
 
 @dataclass(frozen=True)
@@ -129,6 +129,7 @@ def run_job(job: Job) -> dict[str, Any]:
                    latency_ms=plan["predicted"]["latency_ms"], baseline=name, baseline_ms=base["latency_ms"],
                    speedup=base["speedup"], solver_status=plan["solver"]["status"],
                    solve_s=round(planned.run["timings"]["solve_s"], 3), plan=str(folder / "plan.json"))
+        row.update(_size_status(plan))
     except InfeasibleError as exc:
         row.update(status="infeasible", error=exc.one_line())
     except EdgeplanError as exc:
@@ -138,6 +139,19 @@ def run_job(job: Job) -> dict[str, Any]:
     row["wall_s"] = round(time.monotonic() - started, 3)
     write_json(folder / "job.json", {"key": job.key, "row": row})
     return row
+
+
+def _size_status(plan: dict[str, Any]) -> dict[str, str]:
+    """A plan that rests on dynamic or unresolved dims is not plainly ok: its status is needs-shapes."""
+    from optimizer.check import size_note
+
+    sizes = plan.get("unknown_sizes")
+    if not sizes:
+        return {}
+    out = {"unknown_sizes": size_note(sizes)}
+    if sizes["needs_shapes"]:
+        out["status"] = "needs-shapes"
+    return out
 
 
 def _finished(job: Job) -> dict[str, Any] | None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 COLUMNS = (("model", "model", "text"), ("target", "target", "text"), ("status", "status", "text"),
-           ("nodes", "nodes", "int"), ("groups", "groups", "int"),
+           ("unknown_sizes", "unknown sizes", "text"), ("nodes", "nodes", "int"), ("groups", "groups", "int"),
            ("accelerator_coverage", "on accelerator", "pct"), ("latency_ms", "predicted (ms)", "ms"),
            ("baseline", "best baseline", "text"), ("baseline_ms", "baseline (ms)", "ms"),
            ("speedup", "latency gain", "x"), ("solver_status", "solver", "text"), ("solve_s", "solve (s)", "s"),

@@ -234,7 +234,8 @@ def _suggest(args: argparse.Namespace) -> int:
     for s in suggestions:
         gain = "advice" if not s.edit.applicable else ("-" if s.gain_ms is None else f"{s.gain_ms:.4f}")
         print(f"{s.edit.id:<48} {s.edit.rule:<24} {gain:>10}  {s.edit.rationale}")
-    print(f"base plan: {base} ms; apply with: edgeplan edit {args.model} --apply ID[,ID...] --out NEW.onnx")
+    given = "".join(f" --input-shape {spec}" for spec in args.input_shape or [])
+    print(f"base plan: {base} ms; apply with: edgeplan edit {args.model} --apply ID[,ID...]{given} --out NEW.onnx")
     return 0
 
 
@@ -307,11 +308,17 @@ def _batch(args: argparse.Namespace) -> int:
     finally:
         bar.close()
     ok = sum(r["status"] == "ok" for r in rows)
+    shapes = sum(r["status"] == "needs-shapes" for r in rows)
     skipped = sum(bool(r.get("skipped")) for r in rows)
-    print(f"edgeplan batch: {len(rows)} jobs, {ok} ok, {len(rows) - ok} failed or infeasible, {skipped} skipped "
-          f"(already done); wrote {args.out}/summary.csv and summary.html")
+    print(f"edgeplan batch: {len(rows)} jobs, {ok} ok, {len(rows) - ok - shapes} failed or infeasible, "
+          + (f"{shapes} needs-shapes, " if shapes else "")
+          + f"{skipped} skipped (already done); wrote {args.out}/summary.csv and summary.html")
     for row in rows:
-        if row["status"] != "ok":
+        if row["status"] == "needs-shapes":
+            print(f"edgeplan: needs-shapes: {row['model']} on {row['target']}: planned on unknown sizes "
+                  f"({row.get('unknown_sizes', '')}); fix its inputs with edgeplan edit --apply fix-dims@INPUT",
+                  file=sys.stderr)
+        elif row["status"] != "ok":
             print(f"edgeplan: {row['status']}: {row['error']}", file=sys.stderr)
     # a pipeline must notice: 2 if any job failed on bad input, 1 if any request was infeasible
     statuses = {r["status"] for r in rows}

@@ -51,16 +51,40 @@ def _static(shape: tuple | None) -> bool:
 
 
 def static_shapes(rule: Rule, view: LayerView) -> str | None:
-    for name in (*view.graph.runtime_inputs(view.node), *view.node.outputs):
+    """Dynamic and unresolved dims; data-dependent ones are data_dependent_shapes' (their own rule)."""
+    graph = view.graph
+    for name in (*graph.runtime_inputs(view.node), *view.node.outputs):
         if not name:
             continue
-        shape = view.graph.shape(name)
+        cause = graph.shape_causes.get(name)
+        if cause == "data-dependent":
+            continue
+        shape = graph.shape(name)
+        origin = graph.shape_origins.get(name, "")
+        if cause == "unresolved":
+            return (f"tensor '{name}' dims {list(shape) if shape is not None else '(rank unknown)'} could not be "
+                    f"resolved from the static inputs (inference stops at node '{origin}'); static shapes required")
         if shape is None:
             return f"tensor '{name}' has no inferable shape; static shapes required"
         dynamic = [d for d in shape if not isinstance(d, int)]
         if dynamic:
-            return (f"tensor '{name}' dims {list(shape)} are dynamic ({', '.join(map(str, dynamic))}); "
+            source = f" from input '{origin}'" if origin else ""
+            return (f"tensor '{name}' dims {list(shape)} are dynamic ({', '.join(map(str, dynamic))}){source}; "
                     "static shapes required (fix with --input-shape)")
+    return None
+
+
+def data_dependent_shapes(rule: Rule, view: LayerView) -> str | None:
+    """Sizes that only the data decides (NonZero, NMS, a TopK k or a Reshape target computed from values)."""
+    graph = view.graph
+    for name in (*graph.runtime_inputs(view.node), *view.node.outputs):
+        if name and graph.shape_causes.get(name) == "data-dependent":
+            shape = graph.shape(name)
+            origin = graph.shape_origins.get(name, "")
+            op = graph.node(origin).op_type if origin and graph.has_node(origin) else "a run-time value"
+            return (f"tensor '{name}' dims {list(shape) if shape is not None else '(rank unknown)'} depend on the "
+                    f"data (sizes decided at run time by {op} node '{origin}'); the accelerator needs sizes known "
+                    "at build time, which no input shape gives")
     return None
 
 
@@ -235,6 +259,19 @@ def deconv_channels(rule: Rule, view: LayerView) -> str | None:
     lo, hi = rule.params["min"], rule.params["max"]
     if not (lo <= c_in <= hi and lo <= c_out <= hi):
         return f"{c_in} input / {c_out} output channels, each must be in [{lo}, {hi}]"
+    return None
+
+
+def deconv_padding(rule: Rule, view: LayerView) -> str | None:
+    """The pads, then output_padding: TensorRT applies an ONNX output_padding as post-padding of the
+    deconvolution layer (negative: it grows the output), which DLA's "padding must be 0" excludes."""
+    found = each_in_range(rule, view)
+    if found is not None:
+        return found
+    extra = view.attr("output_padding")
+    if extra and any(v != 0 for v in extra):
+        return (f"output_padding {list(extra)} (TensorRT builds it as post-padding {[-v for v in extra]}); "
+                f"padding must be 0")
     return None
 
 
@@ -434,13 +471,16 @@ CHECKS: Mapping[str, Check] = {
     "fc_weights": fc_weights, "each_in_range": each_in_range, "in_range": in_range, "in_set": in_set,
     "pads_lt_kernel": pads_lt_kernel, "output_channels": output_channels, "cbuf": cbuf,
     "deconv_kernel": deconv_kernel, "deconv_square_stride": deconv_square_stride,
-    "deconv_channels": deconv_channels, "pool_2d": pool_2d, "op_in": op_in, "leaky_slope": leaky_slope,
+    "deconv_channels": deconv_channels,
+    "deconv_padding": deconv_padding,
+    "pool_2d": pool_2d, "op_in": op_in, "leaky_slope": leaky_slope,
     "clip_range": clip_range, "const_input": const_input, "concat_axis": concat_axis,
     "min_runtime_inputs": min_runtime_inputs, "same_spatial": same_spatial,
     "resize_scales": resize_scales, "resize_mode_scale": resize_mode_scale, "resize_mode": resize_mode,
     "generation_only": generation_only, "softmax_shape": softmax_shape,
     "layout_transparent": layout_transparent, "never": never, "npu_op": npu_op,
     "precision_only": precision_only, "matmul_k": matmul_k, "norm_axes": norm_axes,
+    "data_dependent_shapes": data_dependent_shapes,
 }
 
 

@@ -5,10 +5,14 @@ from optimizer.check._report import (
            CheckReport,
            check_graph,
            check_json,
+           conversion_warnings,
            model_block,
+           opset_conversion,
            render_table,
 )
+from optimizer.check._sizes import size_note, size_warnings, unknown_sizes
 from optimizer.check._verdicts import NodeVerdict, Violation, layer_kind
 
-__all__ = ["CHECK_SCHEMA", "CheckReport", "NodeVerdict", "Violation", "check_graph", "check_json", "layer_kind",
-           "model_block", "render_table"]
+__all__ = ["CHECK_SCHEMA", "CheckReport", "NodeVerdict", "Violation", "check_graph", "check_json",
+           "conversion_warnings", "layer_kind", "model_block", "opset_conversion", "render_table", "size_note",
+           "size_warnings", "unknown_sizes"]

@@ -8,6 +8,7 @@ from typing import Any
 
 from optimizer.catalog import Catalog, Target
 from optimizer.check._io import io_facts
+from optimizer.check._sizes import size_warnings, unknown_sizes
 from optimizer.check._verdicts import NodeVerdict, node_verdict
 from optimizer.ir import Graph
 
@@ -40,6 +41,20 @@ def model_block(graph: Graph) -> dict[str, Any]:
     return {"path": graph.path, "sha256": graph.sha256, "num_nodes": len(graph.nodes)}
 
 
+def opset_conversion(graph: Graph) -> dict[str, Any] | None:
+    """How the model was read when its opset was below 7 (None when it was read as it is)."""
+    if graph.converted_from_opset is None:
+        return None
+    return {"from": graph.converted_from_opset, "to": graph.opset, "by": "onnx.version_converter"}
+
+
+def conversion_warnings(graph: Graph) -> list[str]:
+    if graph.converted_from_opset is None:
+        return []
+    return [f"the model declares opset {graph.converted_from_opset}; it was converted to opset {graph.opset} with "
+            "onnx.version_converter and checked as converted (node names kept)"]
+
+
 def check_json(report: CheckReport) -> dict[str, Any]:
     """The report as edgeplan.check/v1 (formats.md), what `check --json` writes."""
     nodes = []
@@ -60,6 +75,8 @@ def check_json(report: CheckReport) -> dict[str, Any]:
         "model": model_block(report.graph),
         "catalog_sha256": report.catalog_sha256,
         "dynamic_dims": [{"tensor": t, "axis": a, "symbol": s} for t, a, s in report.graph.dynamic_dims],
+        "unknown_sizes": unknown_sizes(report.graph),
+        "opset_conversion": opset_conversion(report.graph),
         "summary": summary(report),
         "io": report.io,
         "nodes": nodes,
@@ -91,6 +108,8 @@ def render_table(report: CheckReport, max_rows: int = 60) -> str:
     if report.graph.dynamic_dims:
         dims = ", ".join(f"{t}[{a}]={sym}" for t, a, sym in report.graph.dynamic_dims)
         lines.append(f"dynamic dims: {dims} (fix with --input-shape NAME=1x3x224x224)")
+    lines.extend(f"warning: {w}" for w in conversion_warnings(report.graph))
+    lines.extend(f"warning: {w}" for w in size_warnings(unknown_sizes(report.graph)))
     lines.append("")
     lines.append(f"{'accelerator':<12}" + "".join(f"{p:>8}" for p in ("int8", "fp16", "fp32")))
     for accelerator, per in s["runnable"].items():

@@ -58,16 +58,20 @@ def candidate_edits(report: CheckReport, input_shapes: Mapping[str, tuple[int, .
     target = report.target
     edits: list[Edit] = []
     static_rule = "DLA-STATIC" if target.accelerator == "dla" else "RKNN-STATIC"
-    for tensor in sorted({t for t, _, _ in graph.dynamic_dims}):
-        shape = graph.shape(tensor) or ()
+    # inputs still dynamic, and those --input-shape fixed for this run only (the file keeps them dynamic)
+    declared: dict[str, dict[int, str]] = {}
+    for tensor, axis, symbol in (*graph.dynamic_dims, *graph.fixed_dims):
+        declared.setdefault(tensor, {})[axis] = symbol
+    for tensor in sorted(declared):
+        shape = [declared[tensor].get(i, d) for i, d in enumerate(graph.shape(tensor) or ())]
         given = (input_shapes or {}).get(tensor)
         dims = list(given) if given else [1 if (i == 0 and not isinstance(d, int)) else d for i, d in enumerate(shape)]
         known = all(isinstance(d, int) for d in dims)
         edits.append(Edit(
             id=f"fix-dims@{tensor}", kind="fix-dims", target=tensor, rule=static_rule, applicable=known,
-            rationale=(f"input {tensor} has dynamic dims {list(shape)}; fixing them to {dims} lets the accelerator "
-                       "build it" if known else f"input {tensor} has dynamic dims {list(shape)}; give the sizes "
-                       "with --input-shape to make this a rewrite"),
+            rationale=(f"input {tensor} has dynamic dims {shape}; fixing them to {dims} in the file lets the "
+                       "accelerator build it" if known else f"input {tensor} has dynamic dims {shape}; give the "
+                       "sizes with --input-shape to make this a rewrite"),
             params=MappingProxyType({"dims": dims})))
     if target.accelerator == "dla":
         edits += _dla_edits(report)

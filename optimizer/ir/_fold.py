@@ -22,6 +22,10 @@ FOLDABLE = frozenset({
     "ConstantOfShape", "Range", "Expand", "Identity", "ReduceProd", "ReduceSum", "ReduceMax",
     "ReduceMin", "Transpose", "Flatten", "Split", "Tile", "Pow", "Reciprocal", "Sign", "Constant",
     "GatherElements", "CastLike", "Round",
+    # further ops exporters put in shape arithmetic (TF 'same' padding clips, torch index updates, masks)
+    "Clip", "ScatterND", "ScatterElements", "CumSum", "Trilu", "ArgMax", "ArgMin", "ReduceMean", "NonZero",
+    "TopK", "Xor", "Pad", "OneHot", "Compress", "Unique", "IsNaN", "IsInf", "Sum", "Mean", "BitShift",
+    "GatherND",
 })
 
 

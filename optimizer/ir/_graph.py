@@ -62,6 +62,12 @@ class Graph:
     outputs: tuple[str, ...]
     constants: Mapping[str, np.ndarray]  # values known at build time (small ones only)
     dynamic_dims: tuple[tuple[str, int, str], ...]  # (tensor, axis, symbol) of graph inputs
+    converted_from_opset: int | None = None  # the file's opset when onnx.version_converter raised it to 7
+    fixed_dims: tuple[tuple[str, int, str], ...] = ()  # symbolic input dims of the file that --input-shape set
+    # tensor -> why its shape is not concrete: "dynamic" (follows from a symbolic input dim),
+    # "data-dependent" (NonZero, NMS, a size computed from run-time values) or "unresolved"
+    shape_causes: Mapping[str, str] = field(default_factory=dict)
+    shape_origins: Mapping[str, str] = field(default_factory=dict)  # tensor -> node (or input) the cause starts at
     _producer: Mapping[str, int] = field(repr=False, compare=False, default_factory=dict)
     _consumers: Mapping[str, tuple[int, ...]] = field(repr=False, compare=False, default_factory=dict)
     _by_name: Mapping[str, int] = field(repr=False, compare=False, default_factory=dict)
@@ -70,7 +76,11 @@ class Graph:
     def build(path: str, sha256: str, opset: int, nodes: tuple[Node, ...],
               tensors: Mapping[str, TensorInfo], inputs: tuple[str, ...], outputs: tuple[str, ...],
               constants: Mapping[str, np.ndarray],
-              dynamic_dims: tuple[tuple[str, int, str], ...]) -> Graph:
+              dynamic_dims: tuple[tuple[str, int, str], ...],
+              fixed_dims: tuple[tuple[str, int, str], ...] = (),
+              converted_from_opset: int | None = None,
+              shape_causes: Mapping[str, str] | None = None,
+              shape_origins: Mapping[str, str] | None = None) -> Graph:
         producer = {out: n.index for n in nodes for out in n.outputs if out}
         consumers: dict[str, list[int]] = {}
         for n in nodes:
@@ -80,7 +90,10 @@ class Graph:
         return Graph(
             path=path, sha256=sha256, opset=opset, nodes=nodes,
             tensors=MappingProxyType(dict(tensors)), inputs=inputs, outputs=outputs,
-            constants=MappingProxyType(dict(constants)), dynamic_dims=dynamic_dims,
+            constants=MappingProxyType(dict(constants)), dynamic_dims=dynamic_dims, fixed_dims=fixed_dims,
+            converted_from_opset=converted_from_opset,
+            shape_causes=MappingProxyType(dict(shape_causes or {})),
+            shape_origins=MappingProxyType(dict(shape_origins or {})),
             _producer=MappingProxyType(producer),
             _consumers=MappingProxyType({k: tuple(v) for k, v in consumers.items()}),
             _by_name=MappingProxyType({n.name: n.index for n in nodes}),

@@ -205,6 +205,19 @@ def _concat(ctx: NodeContext) -> dict[str, Any]:
     return {"axis": _axis(ctx, 0, rank)}
 
 
+def _resize_per_axis(values: Any, axes: tuple[int, ...] | None, rank: int | None) -> list[float | None] | None:
+    """Resize-18's `axes`: scales or sizes name only those axes (in that order); the others are None."""
+    flat = [float(v) for v in values.reshape(-1)]
+    if axes is None:
+        return list(flat)
+    if rank is None or len(axes) != len(flat) or not all(-rank <= a < rank for a in axes):
+        return None
+    full: list[float | None] = [None] * rank
+    for axis, v in zip(axes, flat):
+        full[axis % rank] = v
+    return full
+
+
 def _resize(ctx: NodeContext) -> dict[str, Any]:
     mode = ctx.attr("mode", "string", "nearest")
     out: dict[str, Any] = {
@@ -220,13 +233,18 @@ def _resize(ctx: NodeContext) -> dict[str, Any]:
             None if value is None else tuple(float(v) for v in value.reshape(-1)))
     else:
         value = ctx.const(2)
+        in_shape = ctx.shape(0)
+        axes = ctx.attr("axes", "ints") if ctx.opset >= 18 else None
+        rank = None if in_shape is None else len(in_shape)
         if value is not None and value.size > 0:
-            scales = tuple(float(v) for v in value.reshape(-1))
+            named = _resize_per_axis(value, axes, rank)
+            scales = None if named is None else tuple(1.0 if v is None else v for v in named)
         else:
             sizes = ctx.const(3)
-            in_shape = ctx.shape(0)
-            if sizes is not None and sizes.size and _static(in_shape) and len(in_shape) == sizes.size:
-                scales = tuple(float(s) / d if d else 0.0 for s, d in zip(sizes.reshape(-1), in_shape))
+            named = None if sizes is None or not sizes.size else _resize_per_axis(sizes, axes, rank)
+            if named is not None and _static(in_shape) and len(in_shape) == len(named):
+                scales = tuple((float(s) / d if d else 0.0) if s is not None else 1.0
+                               for s, d in zip(named, in_shape))
     if scales is None:
         in_shape, out_shape = ctx.shape(0), ctx.out_shape()
         if _static(in_shape) and _static(out_shape) and len(in_shape) == len(out_shape):

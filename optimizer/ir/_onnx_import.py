@@ -9,26 +9,28 @@ from types import MappingProxyType
 
 import numpy as np
 import onnx
-from onnx import numpy_helper, shape_inference
+from onnx import numpy_helper, shape_inference, version_converter
 
 from optimizer.errors import BadInputError
 from optimizer.ir._cost import node_work
-from optimizer.ir._fold import constant_node_value, fold_node
+from optimizer.ir._fold import constant_node_value
 from optimizer.ir._graph import Graph, Node, TensorInfo
 from optimizer.ir._normalize import NodeContext, normalise
 from optimizer.ir._safety import (
     MAX_TENSOR_ELEMENTS,
+    MIN_OPSET,
     check_tensors,
     default_opset,
     iter_graphs,
     parse_model,
     read_model_bytes,
 )
+from optimizer.ir._shapes import SHAPE_INPUTS, resolve
 
 CONTROL_FLOW = frozenset({"If", "Loop", "Scan", "SequenceMap"})
 INLINE_CONSTANT_LIMIT = 1 << 16  # initializers up to this many elements are kept as values
 _KNOWN_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training"})
-_DTYPES = {
+_DTYPES: dict[int, str] = {
     onnx.TensorProto.FLOAT: "float32", onnx.TensorProto.FLOAT16: "float16",
     onnx.TensorProto.BFLOAT16: "bfloat16", onnx.TensorProto.DOUBLE: "float64",
     onnx.TensorProto.INT8: "int8", onnx.TensorProto.UINT8: "uint8", onnx.TensorProto.INT16: "int16",
@@ -87,6 +89,48 @@ def _apply_input_shapes(model: onnx.ModelProto, overrides: Mapping[str, tuple[in
         shape.ClearField("dim")
         for d in dims:
             shape.dim.add().dim_value = d
+
+
+def _convert_old_opset(model: onnx.ModelProto, shown: str) -> tuple[onnx.ModelProto, int | None]:
+    """Opsets below 7 go through onnx.version_converter (their vendor parsers and onnx's inference start at 7);
+    returns the model to use and the opset it was converted from (None when it was not)."""
+    versions = {imp.domain: imp.version for imp in model.opset_import}
+    version = versions.get("", versions.get("ai.onnx"))
+    if version is None or not 1 <= version < MIN_OPSET:
+        return model, None
+    working = onnx.ModelProto()
+    working.CopyFrom(model)
+    listed = {v.name for v in working.graph.input}
+    added = []  # before IR 4 initializers were graph inputs, and the converter's adapters still expect that
+    for tensor in working.graph.initializer:
+        if tensor.name not in listed:
+            working.graph.input.append(onnx.helper.make_tensor_value_info(tensor.name, tensor.data_type,
+                                                                          list(tensor.dims)))
+            added.append(tensor.name)
+    try:
+        converted = version_converter.convert_version(working, MIN_OPSET)
+    except Exception as exc:  # the converter raises its own ConvertError, RuntimeError or IndexError
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        first = first.rpartition("failed: ")[2] or first  # drop the C++ assertion's file and line
+        first = first.rpartition(": ")[2] if first.startswith("/") else first
+        raise BadInputError(f"opset {version} is below {MIN_OPSET} and onnx.version_converter could not convert it "
+                            f"to opset {MIN_OPSET} ({first[:200]}); convert the model with a newer exporter",
+                            file=shown) from None
+    kept = [v for v in converted.graph.input if v.name not in set(added)]
+    del converted.graph.input[:]
+    converted.graph.input.extend(kept)
+    return converted, version
+
+
+def _symbolic_dims(model: onnx.ModelProto, names: set[str]) -> tuple[tuple[str, int, str], ...]:
+    """The file's own symbolic dims of these inputs (before --input-shape fixes them)."""
+    out = []
+    for value in model.graph.input:
+        if value.name in names:
+            for axis, d in enumerate(_value_shape(value) or ()):
+                if not isinstance(d, int):
+                    out.append((value.name, axis, str(d)))
+    return tuple(out)
 
 
 def _check_input_dims(model: onnx.ModelProto, shown: str) -> None:
@@ -235,37 +279,46 @@ def _topological(deps: list[set[int]], names: list[str], shown: str) -> list[int
     return order
 
 
+def _without_external_shape_data(model: onnx.ModelProto) -> onnx.ModelProto:
+    """onnx's inference refuses a Reshape target, Pad amount or Resize scale stored as external data it
+    cannot read (structure-only files); such initializers become plain typed inputs for it, so the size
+    they decide is simply unknown (the pass then calls it unresolved, never a dynamic input)."""
+    external = {t.name for t in model.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL}
+    if not external:
+        return model
+    needed = {node.input[p] for node in model.graph.node for p in SHAPE_INPUTS.get(node.op_type, ())
+              if p < len(node.input) and node.input[p] in external}
+    if not needed:
+        return model
+    view = onnx.ModelProto()
+    view.CopyFrom(model)
+    kept = [t for t in view.graph.initializer if t.name not in needed]
+    listed = {v.name for v in view.graph.input}
+    for tensor in view.graph.initializer:
+        if tensor.name in needed and tensor.name not in listed:
+            view.graph.input.append(onnx.helper.make_tensor_value_info(tensor.name, tensor.data_type,
+                                                                       list(tensor.dims)))
+    del view.graph.initializer[:]
+    view.graph.initializer.extend(kept)
+    return view
+
+
 def _infer(model: onnx.ModelProto, shown: str, strict: bool = False) -> onnx.ModelProto:
     """strict: the model as given must type- and shape-check (a Gemm on a rank-1 tensor is bad input);
     the folding rounds after it only refine shapes."""
     try:
-        return shape_inference.infer_shapes(model, check_type=strict, strict_mode=strict, data_prop=True)
+        return shape_inference.infer_shapes(_without_external_shape_data(model), check_type=strict,
+                                            strict_mode=strict, data_prop=True)
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise BadInputError(f"shape inference failed: {first[:300]}", file=shown) from None
 
 
-def _shapes_of(model: onnx.ModelProto) -> dict[str, tuple | None]:
-    graph = model.graph
-    shapes: dict[str, tuple | None] = {}
-    for value in (*graph.input, *graph.value_info, *graph.output):
-        shape = _value_shape(value)
-        if shape is not None or value.name not in shapes:
-            shapes[value.name] = shape
-    for tensor in graph.initializer:
-        shapes[tensor.name] = tuple(int(d) for d in tensor.dims)
-    return shapes
-
-
-def _dtypes_of(model: onnx.ModelProto) -> dict[str, str]:
-    graph = model.graph
-    out = {}
-    for value in (*graph.input, *graph.value_info, *graph.output):
-        if value.type.HasField("tensor_type"):
-            out[value.name] = _DTYPES.get(value.type.tensor_type.elem_type, "unknown")
-    for tensor in graph.initializer:
-        out[tensor.name] = _DTYPES.get(tensor.data_type, "unknown")
-    return out
+def _reinfer(working: onnx.ModelProto, shown: str) -> onnx.ModelProto | None:
+    try:
+        return _infer(working, shown)
+    except BadInputError:
+        return None
 
 
 def _inline_initializers(model: onnx.ModelProto) -> dict[str, np.ndarray]:
@@ -282,47 +335,6 @@ def _inline_initializers(model: onnx.ModelProto) -> dict[str, np.ndarray]:
     return values
 
 
-def _fold_and_infer(model: onnx.ModelProto, order: list[int], opset: int, shown: str
-                    ) -> tuple[onnx.ModelProto, dict[str, np.ndarray], set[int]]:
-    """Alternates shape inference and constant folding until nothing new folds (at most 4 rounds)."""
-    known = _inline_initializers(model)
-    folded: set[int] = set()
-    inferred = _infer(model, shown, strict=True)
-    for _ in range(4):
-        shapes = _shapes_of(inferred)
-        progress = False
-        for index in order:
-            if index in folded:
-                continue
-            node = model.graph.node[index]
-            values = fold_node(node, opset, known, shapes)
-            if values is None or len(values) < len([o for o in node.output if o]):
-                continue
-            for name, value in zip(node.output, values):
-                if name:
-                    known[name] = value
-            folded.add(index)
-            progress = True
-        if not progress:
-            break
-        working = onnx.ModelProto()
-        working.CopyFrom(model)
-        for index in sorted(folded):
-            node = working.graph.node[index]
-            if node.op_type == "Constant" or len(node.output) != 1:
-                continue
-            replacement = onnx.helper.make_node("Constant", [], [node.output[0]], name=node.name,
-                                                value=numpy_helper.from_array(known[node.output[0]]))
-            node.CopyFrom(replacement)
-        inferred = _infer(working, shown)
-        for value in list(inferred.graph.value_info):
-            if value.name in known:
-                continue
-        inferred.graph.ClearField("node")
-        inferred.graph.node.extend(model.graph.node)
-    return inferred, known, folded
-
-
 def load_model(path: str | Path, input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> Graph:
     """Reads an ONNX file into the graph IR.
 
@@ -333,6 +345,7 @@ def load_model(path: str | Path, input_shapes: Mapping[str, tuple[int, ...]] | N
     shown = str(path)
     data = read_model_bytes(path)
     model = parse_model(data, shown)
+    model, converted_from = _convert_old_opset(model, shown)
     opset = default_opset(model, shown)
     check_tensors(model, path)
     try:
@@ -340,12 +353,15 @@ def load_model(path: str | Path, input_shapes: Mapping[str, tuple[int, ...]] | N
     except BadInputError as exc:
         raise BadInputError(exc.message, file=shown, node=exc.node) from None
     order = _validate_structure(model, names, opset, shown)
+    fixed: tuple[tuple[str, int, str], ...] = ()
     if input_shapes:
+        fixed = _symbolic_dims(model, set(input_shapes))
         _apply_input_shapes(model, input_shapes, shown)
     _check_input_dims(model, shown)
-    inferred, known, folded = _fold_and_infer(model, order, opset, shown)
-    shapes = _shapes_of(inferred)
-    dtypes = _dtypes_of(inferred)
+    resolved = resolve(model, _infer(model, shown, strict=True), order, names, _inline_initializers(model),
+                       lambda working: _reinfer(working, shown))
+    shapes, known, folded = resolved.shapes, resolved.values, resolved.folded
+    dtypes = {name: _DTYPES.get(elem, "unknown") for name, elem in resolved.elem_types.items()}
     initializers = {t.name for t in model.graph.initializer}
     constant_outputs = {o for i in folded for o in model.graph.node[i].output if o}
     for index in order:
@@ -395,5 +411,7 @@ def load_model(path: str | Path, input_shapes: Mapping[str, tuple[int, ...]] | N
     return Graph.build(
         path=shown, sha256=hashlib.sha256(data).hexdigest(), opset=opset, nodes=tuple(nodes),
         tensors=tensors, inputs=inputs, outputs=tuple(v.name for v in model.graph.output),
-        constants=known, dynamic_dims=dynamic,
+        constants=known, dynamic_dims=dynamic, fixed_dims=fixed, shape_causes=resolved.causes,
+        converted_from_opset=converted_from,
+        shape_origins=resolved.origins,
     )

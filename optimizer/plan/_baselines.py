@@ -41,16 +41,15 @@ def trt_default(model: LatencyModel, limit: int, allowed: frozenset[str] = ALL) 
 
 def assign_loadables(model: LatencyModel, placements: tuple[Placement, ...], limit: int,
                      allowed: frozenset[str] = ALL) -> tuple[Placement, ...]:
-    """Labels convex connected DLA regions as loadables in topological order; past the limit -> GPU."""
-    while True:
-        unlabelled = tuple(Placement(p.option, p.core, -1) for p in placements)
-        regions = [s for s in build_subgraphs(model.groups, unlabelled) if s.device.startswith("dla")]
-        if len(regions) <= limit:
-            label = {g: k for k, region in enumerate(regions) for g in region.groups}
-            return tuple(Placement(p.option, p.core, label.get(g, -1)) for g, p in enumerate(placements))
-        spill = set(regions[limit].groups)
-        placements = tuple(
-            _on_gpu(model, g, allowed) if g in spill else p for g, p in enumerate(placements))
+    """Labels convex connected DLA regions as loadables in topological order; past the limit -> GPU.
+
+    One pass, as TensorRT does it: the regions are formed once and those past the limit fall back."""
+    unlabelled = tuple(Placement(p.option, p.core, -1) for p in placements)
+    regions = [s for s in build_subgraphs(model.groups, unlabelled) if s.device.startswith("dla")]
+    label = {g: k for k, region in enumerate(regions[:limit]) for g in region.groups}
+    spill = {g for region in regions[limit:] for g in region.groups}
+    return tuple(_on_gpu(model, g, allowed) if g in spill else Placement(p.option, p.core, label.get(g, -1))
+                 for g, p in enumerate(placements))
 
 
 def npu_default(model: LatencyModel, allowed: frozenset[str] = ALL) -> tuple[Placement, ...]:

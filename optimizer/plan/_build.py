@@ -12,7 +12,15 @@ from typing import Any
 
 from optimizer import __version__
 from optimizer.catalog import Catalog, Target, load_catalog
-from optimizer.check import CheckReport, check_graph, model_block
+from optimizer.check import (
+    CheckReport,
+    check_graph,
+    conversion_warnings,
+    model_block,
+    opset_conversion,
+    size_warnings,
+    unknown_sizes,
+)
 from optimizer.errors import BadInputError, InfeasibleError
 from optimizer.fusion import GroupGraph, build_groups
 from optimizer.ir import BYTES_PER_ELEMENT, load_model
@@ -33,7 +41,7 @@ from optimizer.solver import (
 log = logging.getLogger(__name__)
 PLAN_SCHEMA = "edgeplan.plan/v1"
 PHASES = ("load", "check", "latency model and baselines", "solve", "plan")
-TRANSFER_WARNING_SHARE = 0.20  # seed 004 §七.4: DMA copies above 20% of the total mean a poor partition
+TRANSFER_WARNING_PERCENT = 20  # seed 004 §七.4: DMA copies of 20% of the total or more (20％以上) mean a poor partition
 # Above this many layer groups the exact CP-SAT model takes longer to build and solve than any time limit
 # here allows (1,000 groups: 6.6 s of solving; 5,000: 105 s in all, on this 2-core machine); the best baseline
 # is handed over.
@@ -260,6 +268,14 @@ def _baseline_result(model: LatencyModel, hint: tuple[Placement, ...], objective
                        choices=tuple(() for _ in hint), outcome=Outcome.BASELINE, stop=Stop.NOT_RUN)
 
 
+def partition_warning(transfer_ns: int, total_ns: int) -> str | None:
+    """Seed 004's poor-partition heuristic, at 20% or more, compared in integers (no rounding at the edge)."""
+    if total_ns <= 0 or transfer_ns * 100 < TRANSFER_WARNING_PERCENT * total_ns:
+        return None
+    return (f"transfers take {transfer_ns / total_ns:.0%} of the latency ({TRANSFER_WARNING_PERCENT}% or more): "
+            "a poor partition per the scheduling guide (seed 004); consider pinning or model edits")
+
+
 def _ms(ns: float) -> float:
     return round(ns / 1e6, 6)
 
@@ -352,14 +368,16 @@ def _plan_json(*, graph_path: str, report: CheckReport, groups: GroupGraph, mode
             entry["pipelined_fps"] = round(frames * 1e9 / cycle, 3) if cycle else 0.0
             entry["throughput_speedup"] = round(plan["predicted"]["throughput_fps"] / entry["pipelined_fps"], 4) \
                 if entry["pipelined_fps"] else None
+    plan["unknown_sizes"] = unknown_sizes(graph)
+    plan["opset_conversion"] = opset_conversion(graph)
+    plan["warnings"].extend(conversion_warnings(graph) + size_warnings(plan["unknown_sizes"]))
     plan["edits"] = sorted({p.option.edit for p in placements if p.option.edit})
     if plan["edits"]:
         plan["warnings"].append("the plan assumes model edits: apply them with `edgeplan edit MODEL --apply "
                                 + ",".join(plan["edits"]) + "` and re-plan the edited model before export")
-    share = breakdown.transfer_ns / breakdown.total_ns if breakdown.total_ns else 0.0
-    if share > TRANSFER_WARNING_SHARE:
-        plan["warnings"].append(f"transfers take {share:.0%} of the latency (> 20%): a poor partition per the "
-                                "scheduling guide (seed 004); consider pinning or model edits")
+    warning = partition_warning(breakdown.transfer_ns, breakdown.total_ns)
+    if warning:
+        plan["warnings"].append(warning)
     if any(p.option.sparsity != "dense" for p in placements):
         plan["warnings"].append("the plan uses RKNN sparse weights: train them with autosparsity "
                                 "(RKNN-SPARSE-MODES) and convert with sparse_infer=True")

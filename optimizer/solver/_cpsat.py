@@ -426,14 +426,16 @@ class PlanModel:
             return
         graph = self.lm.graph
         m = self.model
+        ties = [r for r in self.catalog.rules_of(self.target)
+                if r.id in ("DLA-CONCAT-INT8-RANGE", "DLA-POOL-INT8-SCALE")]
         for g, group in enumerate(self.groups):
             dla_int8 = self.dp[g].get(("dla", "int8"))
             if dla_int8 is None:
                 continue
             for name in group.members:
                 node = graph.node(name)
-                rule = ("DLA-CONCAT-INT8-RANGE" if node.op_type == "Concat" else
-                        "DLA-POOL-INT8-SCALE" if node.op_type in ("MaxPool", "AveragePool") else None)
+                kind = self.report.verdict(name).kind  # the rules' kinds: every pooling, global ones too
+                rule = next((r.id for r in ties if r.applies(self.target, kind, "int8")), None)
                 if rule is None:
                     continue
                 for t in graph.runtime_inputs(node):

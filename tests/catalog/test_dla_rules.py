@@ -114,6 +114,17 @@ def test_deconv_pad_groups_dilation(catalog, build, pads, group, dilation, rule,
     assert check(catalog, path, rule) is fails
 
 
+@pytest.mark.parametrize(("output_padding", "fails"), [((0, 0), False), ((0, 1), True), ((1, 1), True)])
+def test_deconv_output_padding_is_padding(catalog, build, output_padding, fails):
+    """ONNX allows output_padding < stride; TensorRT builds it as post-padding, which DLA forbids."""
+    from onnx import helper
+    node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="n", kernel_shape=[2, 2], strides=[2, 2],
+                            output_padding=list(output_padding))
+    path = build.model(node, [1, 8, 8, 8], [weight("w", [8, 8, 2, 2])])
+    assert check(catalog, path, "DLA-DECONV-PAD") is fails
+    assert check(catalog, path, "DLA-DECONV-PAD", precision="int8") is fails
+
+
 @pytest.mark.parametrize(("c_out", "fails"), [(8192, False), (8193, True)])
 def test_deconv_channels(catalog, build, c_out, fails):
     path = build.deconv(c_in=1, c_out=c_out, kernel=(1, 1), strides=(1, 1), h=1, w=1)
@@ -234,6 +245,32 @@ def _resize(build, scales, mode):
 ])
 def test_resize(catalog, build, scales, mode, rule, fails):
     assert check(catalog, _resize(build, scales, mode), rule) is fails
+
+
+# Resize-18 `axes`: scales (or sizes) name only those axes, in that order; the unnamed ones stay 1.
+@pytest.mark.parametrize(("axes", "scales", "mode", "rule", "fails"), [
+    ([2, 3], [2, 2], "nearest", "DLA-RESIZE-SCALES", False),
+    ([1, 2, 3], [1, 2, 2], "nearest", "DLA-RESIZE-SCALES", False),
+    ([1, 2, 3], [2, 2, 2], "nearest", "DLA-RESIZE-SCALES", True),
+    ([2, 3], [32, 32], "nearest", "DLA-RESIZE-NEAREST", False),
+    ([2, 3], [33, 1], "nearest", "DLA-RESIZE-NEAREST", True),
+    ([3, 2], [4, 1], "linear", "DLA-RESIZE-BILINEAR", False),
+    ([3, 2], [5, 1], "linear", "DLA-RESIZE-BILINEAR", True),
+    ([-1, -2], [1, 5], "linear", "DLA-RESIZE-BILINEAR", True),
+    ([-1, -2], [4, 4], "linear", "DLA-RESIZE-BILINEAR", False),
+])
+def test_resize_axes(catalog, build, axes, scales, mode, rule, fails):
+    path = build.op("Resize", [1, 8, 4, 4], inputs=["x", "", "s"], inits=[const("s", np.array(scales, np.float32))],
+                    mode=mode, axes=axes, opset=18)
+    assert check(catalog, path, rule) is fails
+
+
+@pytest.mark.parametrize(("sizes", "fails"), [([128, 4], False), ([132, 4], True), ([4, 128], False)])
+def test_resize_axes_with_sizes(catalog, build, sizes, fails):
+    path = build.op("Resize", [1, 8, 4, 4], inputs=["x", "", "", "z"], inits=[const("z", np.array(sizes, np.int64))],
+                    mode="nearest", axes=[2, 3], opset=18)
+    assert not check(catalog, path, "DLA-RESIZE-SCALES")
+    assert check(catalog, path, "DLA-RESIZE-NEAREST") is fails
 
 
 def test_unary_abs_only(catalog, build):

@@ -200,10 +200,49 @@ def test_duplicate_outputs(tmp_path):
         load_model(path)
 
 
-@pytest.mark.parametrize("opset", [1, 99])
+@pytest.mark.parametrize("opset", [0, 99])
 def test_opset_out_of_range(tmp_path, opset):
     with pytest.raises(BadInputError, match=f"opset {opset}"):
         load_model(_relu(tmp_path, opset=opset))
+
+
+def _old_conv_add(tmp_path, opset: int, ir_version: int = 3):
+    """Conv + Add(broadcast, axis) + Relu as exporters wrote them before opset 7; structure-only weight."""
+    add_attrs = {"broadcast": 1, "axis": 1} if opset < 7 else {}
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c", "b"], ["a"], name="add", **add_attrs),
+             helper.make_node("Relu", ["a"], ["y"], name="relu")]
+    w = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[4, 4, 3, 3], data_location=TensorProto.EXTERNAL)
+    for key, val in (("location", "w.bin"), ("offset", "0"), ("length", "576")):
+        entry = w.external_data.add()
+        entry.key, entry.value = key, val
+    graph = helper.make_graph(nodes, "old", [value("x", [1, 4, 8, 8])], [value("y", None)],
+                              [w, const("b", np.zeros((4, 1, 1), np.float32))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = ir_version
+    path = tmp_path / f"opset{opset}.onnx"
+    onnx.save(model, path)
+    return path
+
+
+@pytest.mark.parametrize(("opset", "converted"), [(1, 1), (6, 6), (7, None), (8, None)])
+def test_opsets_below_7_are_converted(tmp_path, opset, converted):
+    graph = load_model(_old_conv_add(tmp_path, opset))
+    assert graph.converted_from_opset == converted
+    assert graph.opset == max(opset, 7)
+    assert [n.name for n in graph.nodes] == ["conv", "add", "relu"]  # names survive the conversion
+    assert graph.inputs == ("x",) and graph.shape("y") == (1, 4, 8, 8)
+    assert "b" not in graph.inputs  # initializers listed as inputs only for the converter
+
+
+def test_an_opset_the_converter_cannot_raise_is_one_clear_error(tmp_path):
+    path = save_model(tmp_path / "m.onnx", [helper.make_node("Pad", ["x"], ["y"], name="p", paddings=[0, 1, 0, 1])],
+                      [value("x", [1, 4])], [value("y", None)], opset=1)
+    with pytest.raises(BadInputError) as info:
+        load_model(path)
+    message = info.value.one_line()
+    assert "opset 1 is below 7" in message and "onnx.version_converter" in message and "Pad" in message
+    assert "\n" not in message and ".h:" not in message
 
 
 @pytest.mark.parametrize("dim", [0, -3, 1 << 40])

@@ -148,8 +148,9 @@ def _hand_made(tmp: Path) -> list[Path]:
                   helper.make_node("Relu", ["a"], ["b"], name="second"),
                   helper.make_node("Relu", ["b"], ["y"], name="third")], x, y)
     add("self_loop", [helper.make_node("Add", ["x", "y"], ["y"], name="loop")], x, y)
-    for opset in (1, 6, 99, 10_000):
+    for opset in (0, 99, 10_000):  # opsets 1-6 are converted to 7 when onnx.version_converter can
         add(f"opset_{opset}", [helper.make_node("Relu", ["x"], ["y"], name="r")], x, y, opset=opset)
+    add("opset_1_unconvertible", [helper.make_node("Pad", ["x"], ["y"], name="p", paddings=[0, 0])], x, y, opset=1)
     add("unknown_domain", [helper.make_node("Magic", ["x"], ["y"], name="m", domain="evil.ops")], x, y,
         domain_opsets=[helper.make_opsetid("evil.ops", 1)])
     add("unknown_op", [helper.make_node("NotAnOp", ["x"], ["y"], name="m")], x, y)

@@ -190,6 +190,28 @@ def test_int8_concat_inputs_share_a_scale(tmp_path, favour_dla, monkeypatch):
     assert layers["C"]["device"].startswith("dla") and layers["C"]["precision"] == "int8"
 
 
+@pytest.mark.parametrize("pool", ["GlobalAveragePool", "GlobalMaxPool", "MaxPool"])
+def test_int8_pooling_input_shares_a_scale(tmp_path, favour_dla, monkeypatch, pool):
+    """DLA-POOL-INT8-SCALE counts global poolings like any pooling: on DLA in INT8 the input is INT8 too."""
+    from onnx import helper
+
+    from tests.conftest import save_model, value, weight
+    window = {"kernel_shape": [2, 2], "strides": [2, 2]} if pool == "MaxPool" else {}
+    nodes = [helper.make_node("Conv", ["x", "wa"], ["a"], name="A", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node(pool, ["a"], ["p"], name="P", **window),
+             helper.make_node("Conv", ["p", "wd"], ["y"], name="D", kernel_shape=[1, 1])]
+    path = save_model(tmp_path / "m.onnx", nodes, [value("x", [1, 16, 8, 8])], [value("y", None)],
+                      [weight("wa", [16, 16, 3, 3]), weight("wd", [16, 16, 1, 1])])
+    on_dla = {"P": "dla"}
+    with pytest.raises(InfeasibleError, match="DLA-POOL-INT8-SCALE"):
+        _solve(path, "orin-agx", favour_dla, pins=on_dla, precision_pins={"A": "fp16", "P": "int8"})
+    tied = _solve(path, "orin-agx", favour_dla, pins=on_dla, precision_pins={"A": "int8", "P": "int8"})
+    assert {la["node"]: la["precision"] for la in tied.plan["layers"]}["P"] == "int8"
+    monkeypatch.setattr(cpsat.PlanModel, "_int8_scale_ties", lambda self: None)
+    loose = _solve(path, "orin-agx", favour_dla, pins=on_dla, precision_pins={"A": "fp16", "P": "int8"})
+    assert {la["node"]: la["device"] for la in loose.plan["layers"]}["P"] == "dla0"
+
+
 def test_pins_are_respected(tmp_path, favour_dla):
     path = chain(tmp_path / "m.onnx", "CCC")
     planned = _solve(path, "orin-agx", favour_dla, pins={"C1": "gpu"}, precision_pins={"C2": "fp16"})
