@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from typing import Any
 
 PERIOD_S = 5.0  # plain lines: the first after this long (short work prints none), then at most this often
 log = logging.getLogger("edgeplan.progress")
@@ -17,7 +18,7 @@ class Progress:
     def __init__(self, what: str, enabled: bool = True) -> None:
         self.what = what
         self.enabled = enabled
-        self.bar = None
+        self.bar: Any = None  # a tqdm bar, made on the first call on a terminal
         self.last = time.monotonic()
         self.printed = False
         self.tty = sys.stderr.isatty()

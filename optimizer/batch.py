@@ -296,7 +296,7 @@ def run_pool(jobs: Sequence[Job], workers: int, record: Callable[[dict[str, Any]
         while held:
             sentinels = {process.sentinel: conn for conn, (process, _) in held.items()}
             for ready in wait([*held, *sentinels]):
-                conn = ready if isinstance(ready, Connection) else sentinels[ready]
+                conn = ready if isinstance(ready, Connection) else sentinels[int(ready)]  # type: ignore[arg-type]
                 if conn not in held:
                     continue  # both its pipe and its sentinel were ready; handled already
                 process, job = held.pop(conn)

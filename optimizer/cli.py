@@ -361,8 +361,8 @@ EXAMPLES = {
 }
 
 
-def _common() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+def _common() -> _Parser:
+    common = _Parser(add_help=False)
     loud = common.add_mutually_exclusive_group()
     loud.add_argument("-q", "--quiet", dest="verbosity", action="store_const", const=-1, default=0,
                       help="warnings and errors only, no progress")

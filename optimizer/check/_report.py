@@ -28,6 +28,7 @@ class CheckReport:
 
 
 def check_graph(graph: Graph, catalog: Catalog, target_id: str) -> CheckReport:
+    """Every node's verdict on every accelerator and precision of the target, with the rules behind each no."""
     target = catalog.target(target_id)
     rules: dict[tuple[str, str], tuple] = {}
     verdicts = tuple(node_verdict(graph, node, catalog, target, rules) for node in graph.nodes)
@@ -55,6 +56,7 @@ def conversion_warnings(graph: Graph) -> list[str]:
 
 
 def check_json(report: CheckReport) -> dict[str, Any]:
+    """The report as edgeplan.check/v1 (formats.md), what `check --json` writes."""
     nodes = []
     for verdict in report.verdicts:
         entry: dict[str, Any] = {

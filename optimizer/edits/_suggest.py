@@ -38,6 +38,7 @@ def _replan_ms(path: Path, target: str, request: PlanRequest, shapes) -> float |
 def suggest(model_path: str, target: str, *, input_shapes: Mapping[str, tuple[int, ...]] | None = None,
             request: PlanRequest | None = None, catalog: Catalog | None = None) -> tuple[float | None,
                                                                                          list[Suggestion]]:
+    """Model edits that remove vendor violations, each re-planned for its gain; returns (base latency, edits)."""
     catalog = catalog or load_catalog()
     request = request or PlanRequest(time_limit_s=20)
     graph = load_model(model_path, input_shapes)

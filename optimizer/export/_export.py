@@ -31,6 +31,7 @@ EXPORT_SCHEMA = "edgeplan.export/v1"
 
 
 def read_plan(path: Path) -> dict[str, Any]:
+    """Reads and validates the shape of a plan.json; bad input is a BadInputError naming the file."""
     if not path.is_file():
         raise BadInputError("plan file not found", file=str(path))
     if path.stat().st_size > MAX_FILE_BYTES:
@@ -84,6 +85,7 @@ def _nonfinite(value: Any, where: str = "") -> str:
 
 
 def export_plan(plan_path: str | Path, out_dir: str | Path, model_path: str | None = None) -> dict[str, Any]:
+    """Writes one ONNX sub-model per plan subgraph, manifest.json and the vendor build files; returns the manifest."""
     plan_path = Path(plan_path)
     plan = read_plan(plan_path)
     shown_plan = str(plan_path)

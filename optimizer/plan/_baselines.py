@@ -65,6 +65,7 @@ def npu_default(model: LatencyModel, allowed: frozenset[str] = ALL) -> tuple[Pla
 
 
 def baselines(model: LatencyModel, limit: int, allowed: frozenset[str] = ALL) -> dict[str, tuple]:
+    """What the vendor tools would do by default, each as (placements, breakdown) under the same latency model."""
     if model.target.accelerator == "dla":
         gpu = gpu_only(model, allowed)
         trt = trt_default(model, limit, allowed)

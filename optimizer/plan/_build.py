@@ -255,12 +255,7 @@ def _unconstrained(request: PlanRequest) -> bool:
 
 def objective_ns(objective: str, breakdown: Breakdown) -> int:
     """The objective CP-SAT minimises, measured on an evaluated plan: what plan.json and the terminal print."""
-    busy = breakdown.busy_ns
-    if objective == "latency" or not busy:
-        return breakdown.total_ns
-    if objective == "dual-stream":  # two frames: each DLA core one, the shared engines twice
-        return max((1 if k.startswith("dla") else 2) * v for k, v in busy.items() if k != "dla1")
-    return max(busy.values())
+    return objective_cycle_ns(objective, breakdown)[0]
 
 
 def _baseline_result(model: LatencyModel, hint: tuple[Placement, ...], objective: str, bound: int) -> SolveResult:

@@ -586,7 +586,7 @@ class PlanModel:
             params.interleave_search = True  # deterministic with several workers
         return solver
 
-    def _run(self, solver: cp_model.CpSolver, budget: Budget) -> tuple[int, Stop]:
+    def _run(self, solver: cp_model.CpSolver, budget: Budget) -> tuple[cp_model.CpSolverStatus, Stop]:
         limit = solver.parameters.max_deterministic_time
         status = solver.solve(self.model)
         finished = status in (cp_model.OPTIMAL, cp_model.INFEASIBLE)

@@ -293,6 +293,7 @@ def test_throughput_and_dual_stream_studies_write_the_best_trials_plan_and_repro
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_a_changed_config_is_refused_unless_a_new_study_is_asked_for(tmp_path):
     import json
     config = _config(tmp_path, n_trials=2, name="same")
@@ -314,6 +315,7 @@ def test_a_changed_config_is_refused_unless_a_new_study_is_asked_for(tmp_path):
     assert len(list(csv.DictReader((folder / "trials.csv").open()))) == 2  # the old trials are gone
 
 
+@pytest.mark.slow
 def test_metric_names_are_set_and_the_median_pruner_is_refused(tmp_path):
     import optuna
     folder = tmp_path / "out"
