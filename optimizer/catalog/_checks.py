@@ -479,18 +479,19 @@ def data_dtypes(rule: Rule, view: LayerView) -> str | None:
 
 
 def norm_axes(rule: Rule, view: LayerView) -> str | None:
-    """exNorm normalises NCHW axes [1] or [1,2,3]: a 4-D tensor only from axis 1 on (a W-only or H,W
-    LayerNorm is neither); a 2-D/3-D token tensor only over its last axis, which becomes the channel."""
+    """exNorm normalises NCHW axes [1] or [1,2,3]: a 4-D tensor from axis 1 on, or over its last axis
+    alone (a channels-last LayerNorm: the toolkit moves that axis to the channel); a 2-D/3-D token tensor
+    only over its last axis, which becomes the channel. An H,W LayerNorm (4-D axis 2) is neither."""
     shape = view.in_shape()
     axis = view.attr("axis")
     if shape is None or axis is None:
         return None
     rank = len(shape)
     axis = axis + rank if axis < 0 else axis
-    allowed = 1 if rank == 4 else rank - 1
-    if axis == allowed and rank <= 4:
+    if rank <= 4 and (axis == rank - 1 or (rank == 4 and axis == 1)):
         return None
-    return f"normalises axes {list(range(axis, rank))} of {list(shape)}; only [1] or [1,2,3] supported"
+    return (f"normalises axes {list(range(axis, rank))} of {list(shape)}; only the channel axis, "
+            "[1,2,3] or the last axis alone supported")
 
 
 def norm_limits(rule: Rule, view: LayerView) -> str | None:
