@@ -721,6 +721,39 @@ def _moving_transpose(graph: Graph, node: Node) -> bool:
     return moved != sorted(moved)
 
 
+_TO_NHWC, _TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
+
+
+def _channels_last_pair(graph: Graph, node: Node, limit: int = 64) -> bool:
+    """A 4-D NCHW->NHWC Transpose with its inverse NHWC->NCHW downstream (or the inverse with its opener
+    upstream): the toolkit runs the channels-last region between them in NCHW and both fold away."""
+    perm = tuple(node.attrs.get("perm") or ())
+    if perm not in (_TO_NHWC, _TO_NCHW):
+        return False
+    downstream = perm == _TO_NHWC
+    want = _TO_NCHW if downstream else _TO_NHWC
+    frontier, seen = [node], {node.name}
+    while frontier and len(seen) <= limit:
+        current = frontier.pop()
+        if downstream:
+            nxt = [c for out in current.outputs for c in graph.consumers(out)]
+        else:
+            nxt = [p for i in current.inputs if i and not graph.is_constant(i)
+                   for p in (graph.producer(i),) if p is not None]
+        for other in nxt:
+            if other.name in seen:
+                continue
+            seen.add(other.name)
+            if other.op_type == "Transpose":
+                other_perm = tuple(other.attrs.get("perm") or ())
+                if other_perm == want:
+                    return True
+                if other_perm == perm:
+                    continue
+            frontier.append(other)
+    return False
+
+
 def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | None:
     """A layout op that really moves data in the NPU's NC1HWC2 layout (C innermost): a 4-D Transpose that
     reorders non-unit axes, or a Reshape that changes the channel of the 4-D form. A Transpose right after
@@ -736,6 +769,8 @@ def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
         if (producer is not None and producer.op_type == "MatMul") or \
                 _activation_matmul_operand(graph, node.outputs[0]) is not None:
             return None  # folded into exMatMul's operand or result layout
+        if _channels_last_pair(graph, node):
+            return None
         if _moving_transpose(graph, node):
             perm = list(view.attr("perm") or ())
             return f"Transpose perm {perm} of {list(src)} moves data (a gather in the NC1HWC2 layout)"

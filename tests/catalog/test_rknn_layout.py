@@ -45,6 +45,27 @@ def test_reshape_on_rk3566_is_cpu_only_when_it_changes_the_channel(catalog, tmp_
     assert on_npu(catalog, path, "rk3562", "int8")
 
 
+@pytest.mark.parametrize("closed", [True, False])
+def test_a_channels_last_transpose_pair_folds_on_rk3566(catalog, tmp_path, closed):
+    # corpus nn_window_attention_pad_roll: (0,2,3,1) -> channels-last LayerNorm -> ... -> (0,3,1,2) both fold;
+    # without the inverse the opening transpose still moves data
+    inits = [const("s", np.ones(8, np.float32)), const("bias", np.zeros(8, np.float32))]
+    nodes = [helper.make_node("Transpose", ["a"], ["t"], name="n", perm=[0, 2, 3, 1]),
+             helper.make_node("LayerNormalization", ["t", "s", "bias"], ["l"], name="ln", axis=-1),
+             helper.make_node("Relu", ["l"], ["r"], name="act")]
+    if closed:
+        nodes.append(helper.make_node("Transpose", ["r"], ["b"], name="back", perm=[0, 3, 1, 2]))
+    else:
+        nodes.append(helper.make_node("Identity", ["r"], ["b"], name="back"))
+    body = [helper.make_node("Relu", ["x"], ["a"], name="head"), *nodes,
+            helper.make_node("Relu", ["b"], ["c"], name="tail")]
+    path = save_model(tmp_path / "m.onnx", body, [value("x", [1, 8, 4, 4])], [value("c", None)], inits, opset=17)
+    assert on_npu(catalog, path, "rk3566") is closed
+    assert on_npu(catalog, path, "rk3566", node="ln")
+    if closed:
+        assert on_npu(catalog, path, "rk3566", node="back")
+
+
 def test_a_transpose_after_a_reshape_is_merged_into_it(catalog, tmp_path):
     # yolov8 DFL: Reshape [1,64,30] -> [1,4,16,30], Transpose (0,2,1,3): one CPU Reshape layer on rk3566
     nodes = [helper.make_node("Reshape", ["a", "s"], ["r"], name="n"),
