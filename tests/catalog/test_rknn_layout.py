@@ -162,3 +162,22 @@ def test_a_head_split_of_tokens_folds_on_rk3566(catalog, tmp_path):
              helper.make_node("Transpose", ["r"], ["b"], name="t", perm=[0, 2, 1, 3])]
     path = _inner(tmp_path, nodes, [1, 49, 128], [weight("w", [128, 128]), const("s", np.array([1, 49, 8, 16], np.int64))])
     assert on_npu(catalog, path, "rk3566", node="n") and on_npu(catalog, path, "rk3566", node="t")
+
+
+@pytest.mark.parametrize("from_constant", [True, False])
+def test_a_subgraph_of_constants_is_folded_by_the_toolkit(catalog, tmp_path, from_constant):
+    # corpus nn_window_attention_pad_roll: the Mod/Sub/ConstantOfShape/Cast chain computing the pad has no
+    # layer; edgenext's sin/cos position embedding is such a chain whose values edgeplan cannot compute
+    # (CumSum of a weight, Sin, Cos): it is a build-time constant, not a CPU layer
+    source = "w" if from_constant else "x"
+    nodes = [helper.make_node("Mul", [source, "k"], ["m"], name="scale"),
+             helper.make_node("Sin", ["m"], ["s"], name="n"),
+             helper.make_node("Cos", ["m"], ["c"], name="cos"),
+             helper.make_node("Add", ["s", "c"], ["e"], name="embed"),
+             helper.make_node("Add", ["x", "e"], ["y"], name="use")]
+    path = save_model(tmp_path / "m.onnx", nodes, [value("x", [1, 8, 4, 4])], [value("y", None)],
+                      [weight("w", [1, 8, 4, 4]), const("k", np.array(2.0, np.float32))])
+    for target in ("rk3588", "rk3566"):
+        assert on_npu(catalog, path, target, "int8") is from_constant
+        assert on_npu(catalog, path, target, "fp16", node="cos") is from_constant
+    assert check_graph(load_model(path), catalog, "rk3588").verdict("use").kind != "constant"
