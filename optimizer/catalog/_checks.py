@@ -754,6 +754,29 @@ def _channels_last_pair(graph: Graph, node: Node, limit: int = 64) -> bool:
     return False
 
 
+def _is_activation_matmul(graph: Graph, node: Node | None) -> bool:
+    return (node is not None and node.op_type == "MatMul" and len(node.inputs) > 1
+            and not graph.is_constant(node.inputs[0]) and not graph.is_constant(node.inputs[1]))
+
+
+def _attention_head_reshape(graph: Graph, node: Node) -> bool:
+    """A Reshape splitting a feature map into attention heads or joining them back: it makes or takes an
+    operand of a MatMul of two activations, directly or through the Split into q/k/v, and the toolkit
+    folds it into exMatMul's operand layout."""
+    def feeds_matmul(tensor: str) -> bool:
+        return _activation_matmul_operand(graph, tensor) is not None
+
+    producer = graph.producer(node.inputs[0])
+    if _is_activation_matmul(graph, producer):
+        return True
+    if producer is not None and producer.op_type == "Split" and any(feeds_matmul(o) for o in producer.outputs):
+        return True
+    users = graph.consumers(node.outputs[0])
+    if len(users) == 1 and users[0].op_type == "Split":
+        return any(feeds_matmul(o) for o in users[0].outputs)
+    return feeds_matmul(node.outputs[0])
+
+
 def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | None:
     """A layout op that really moves data in the NPU's NC1HWC2 layout (C innermost): a 4-D Transpose that
     reorders non-unit axes, or a Reshape that changes the channel of the 4-D form. A Transpose right after
@@ -774,6 +797,8 @@ def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
         if _moving_transpose(graph, node):
             perm = list(view.attr("perm") or ())
             return f"Transpose perm {perm} of {list(src)} moves data (a gather in the NC1HWC2 layout)"
+        return None
+    if node.op_type == "Reshape" and _attention_head_reshape(graph, node):
         return None
     users = graph.consumers(node.outputs[0])
     if len(users) == 1 and _moving_transpose(graph, users[0]) and not _token_form(graph, node.inputs[0]):

@@ -181,3 +181,20 @@ def test_a_subgraph_of_constants_is_folded_by_the_toolkit(catalog, tmp_path, fro
         assert on_npu(catalog, path, target, "int8") is from_constant
         assert on_npu(catalog, path, target, "fp16", node="cos") is from_constant
     assert check_graph(load_model(path), catalog, "rk3588").verdict("use").kind != "constant"
+
+
+@pytest.mark.parametrize("attention", [True, False])
+def test_an_attention_head_reshape_folds_into_exmatmul_on_rk3566(catalog, tmp_path, attention):
+    # corpus yolo11n_320 /model.10/m/m.0/attn/Reshape: [1,256,10,10] -> [1,2,128,100] into the q/k/v Split,
+    # Target NPU on rk3566; the same reshape feeding no MatMul changes the channel (CPU)
+    nodes = [helper.make_node("Reshape", ["a", "s"], ["r"], name="n")]
+    if attention:
+        nodes += [helper.make_node("Split", ["r", "parts"], ["q", "k"], name="split", axis=2),
+                  helper.make_node("Transpose", ["q"], ["qt"], name="qt", perm=[0, 1, 3, 2]),
+                  helper.make_node("MatMul", ["qt", "k"], ["b"], name="mm")]
+    else:
+        nodes.append(helper.make_node("Relu", ["r"], ["b"], name="act"))
+    inits = [const("s", np.array([1, 2, 8, 16], np.int64)), const("parts", np.array([4, 4], np.int64))]
+    path = _inner(tmp_path, nodes, [1, 16, 4, 4], inits)
+    assert on_npu(catalog, path, "rk3566") is attention
+    assert on_npu(catalog, path, "rk3566", "int8") is attention
