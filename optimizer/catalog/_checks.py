@@ -479,18 +479,19 @@ def data_dtypes(rule: Rule, view: LayerView) -> str | None:
 
 
 def norm_axes(rule: Rule, view: LayerView) -> str | None:
-    """exNorm normalises NCHW axes [1] or [1,2,3]: a 4-D tensor only from axis 1 on (a W-only or H,W
-    LayerNorm is neither); a 2-D/3-D token tensor only over its last axis, which becomes the channel."""
+    """exNorm normalises NCHW axes [1] or [1,2,3]: a 4-D tensor from axis 1 on, or over its last axis
+    alone (a channels-last LayerNorm: the toolkit moves that axis to the channel); a 2-D/3-D token tensor
+    only over its last axis, which becomes the channel. An H,W LayerNorm (4-D axis 2) is neither."""
     shape = view.in_shape()
     axis = view.attr("axis")
     if shape is None or axis is None:
         return None
     rank = len(shape)
     axis = axis + rank if axis < 0 else axis
-    allowed = 1 if rank == 4 else rank - 1
-    if axis == allowed and rank <= 4:
+    if rank <= 4 and (axis == rank - 1 or (rank == 4 and axis == 1)):
         return None
-    return f"normalises axes {list(range(axis, rank))} of {list(shape)}; only [1] or [1,2,3] supported"
+    return (f"normalises axes {list(range(axis, rank))} of {list(shape)}; only the channel axis, "
+            "[1,2,3] or the last axis alone supported")
 
 
 def norm_limits(rule: Rule, view: LayerView) -> str | None:
@@ -720,6 +721,62 @@ def _moving_transpose(graph: Graph, node: Node) -> bool:
     return moved != sorted(moved)
 
 
+_TO_NHWC, _TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
+
+
+def _channels_last_pair(graph: Graph, node: Node, limit: int = 64) -> bool:
+    """A 4-D NCHW->NHWC Transpose with its inverse NHWC->NCHW downstream (or the inverse with its opener
+    upstream): the toolkit runs the channels-last region between them in NCHW and both fold away."""
+    perm = tuple(node.attrs.get("perm") or ())
+    if perm not in (_TO_NHWC, _TO_NCHW):
+        return False
+    downstream = perm == _TO_NHWC
+    want = _TO_NCHW if downstream else _TO_NHWC
+    frontier, seen = [node], {node.name}
+    while frontier and len(seen) <= limit:
+        current = frontier.pop()
+        if downstream:
+            nxt = [c for out in current.outputs for c in graph.consumers(out)]
+        else:
+            nxt = [p for i in current.inputs if i and not graph.is_constant(i)
+                   for p in (graph.producer(i),) if p is not None]
+        for other in nxt:
+            if other.name in seen:
+                continue
+            seen.add(other.name)
+            if other.op_type == "Transpose":
+                other_perm = tuple(other.attrs.get("perm") or ())
+                if other_perm == want:
+                    return True
+                if other_perm == perm:
+                    continue
+            frontier.append(other)
+    return False
+
+
+def _is_activation_matmul(graph: Graph, node: Node | None) -> bool:
+    return (node is not None and node.op_type == "MatMul" and len(node.inputs) > 1
+            and not graph.is_constant(node.inputs[0]) and not graph.is_constant(node.inputs[1]))
+
+
+def _attention_head_reshape(graph: Graph, node: Node) -> bool:
+    """A Reshape splitting a feature map into attention heads or joining them back: it makes or takes an
+    operand of a MatMul of two activations, directly or through the Split into q/k/v, and the toolkit
+    folds it into exMatMul's operand layout."""
+    def feeds_matmul(tensor: str) -> bool:
+        return _activation_matmul_operand(graph, tensor) is not None
+
+    producer = graph.producer(node.inputs[0])
+    if _is_activation_matmul(graph, producer):
+        return True
+    if producer is not None and producer.op_type == "Split" and any(feeds_matmul(o) for o in producer.outputs):
+        return True
+    users = graph.consumers(node.outputs[0])
+    if len(users) == 1 and users[0].op_type == "Split":
+        return any(feeds_matmul(o) for o in users[0].outputs)
+    return feeds_matmul(node.outputs[0])
+
+
 def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | None:
     """A layout op that really moves data in the NPU's NC1HWC2 layout (C innermost): a 4-D Transpose that
     reorders non-unit axes, or a Reshape that changes the channel of the 4-D form. A Transpose right after
@@ -735,9 +792,13 @@ def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
         if (producer is not None and producer.op_type == "MatMul") or \
                 _activation_matmul_operand(graph, node.outputs[0]) is not None:
             return None  # folded into exMatMul's operand or result layout
+        if _channels_last_pair(graph, node):
+            return None
         if _moving_transpose(graph, node):
             perm = list(view.attr("perm") or ())
             return f"Transpose perm {perm} of {list(src)} moves data (a gather in the NC1HWC2 layout)"
+        return None
+    if node.op_type == "Reshape" and _attention_head_reshape(graph, node):
         return None
     users = graph.consumers(node.outputs[0])
     if len(users) == 1 and _moving_transpose(graph, users[0]) and not _token_form(graph, node.inputs[0]):

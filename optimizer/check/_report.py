@@ -9,7 +9,7 @@ from typing import Any
 from optimizer.catalog import Catalog, Target
 from optimizer.check._io import io_facts
 from optimizer.check._sizes import size_warnings, unknown_sizes
-from optimizer.check._verdicts import NodeVerdict, node_verdict
+from optimizer.check._verdicts import NodeVerdict, build_time_nodes, node_verdict
 from optimizer.ir import Graph
 
 CHECK_SCHEMA = "edgeplan.check/v1"
@@ -31,7 +31,9 @@ def check_graph(graph: Graph, catalog: Catalog, target_id: str) -> CheckReport:
     """Every node's verdict on every accelerator and precision of the target, with the rules behind each no."""
     target = catalog.target(target_id)
     rules: dict[tuple[str, str], tuple] = {}
-    verdicts = tuple(node_verdict(graph, node, catalog, target, rules) for node in graph.nodes)
+    family = catalog.family_of(target)
+    folded = build_time_nodes(graph) if family.accelerator == "npu" else frozenset()
+    verdicts = tuple(node_verdict(graph, node, catalog, target, rules, folded) for node in graph.nodes)
     by_name = {v.name: v for v in verdicts}
     return CheckReport(graph=graph, target=target, catalog_sha256=catalog.sha256, verdicts=verdicts,
                        io=io_facts(graph, catalog, target, by_name))

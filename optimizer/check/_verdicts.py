@@ -44,6 +44,27 @@ def layer_kind(family: Family, node: Node) -> str:
     return family.layer_kinds.get(node.op_type, family.default_kind)
 
 
+# ops whose output is not a pure function of constant inputs, or that carry a quantised model's weights
+_NOT_BUILD_TIME = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
+                             "Multinomial", "Bernoulli", "QuantizeLinear", "DequantizeLinear"})
+
+
+def build_time_nodes(graph: Graph) -> frozenset[str]:
+    """Nodes the RKNN toolkit folds while building: every input is a constant, directly or through
+    other such nodes, whether or not edgeplan could compute the value (a structure-only model's weights
+    are absent, and Sin/Cos are not folded here). Graph nodes are in topological order."""
+    constant: set[str] = set()
+    names: set[str] = set()
+    for node in graph.nodes:
+        inputs = [t for t in node.inputs if t]
+        if node.folded or node.opaque or not inputs or node.op_type in _NOT_BUILD_TIME:
+            continue
+        if all(graph.is_constant(t) or t in constant for t in inputs):
+            names.add(node.name)
+            constant.update(o for o in node.outputs if o)
+    return frozenset(names)
+
+
 def _node_rules(family: Family, target: Target, kind: str, precision: str,
                 cache: dict[tuple[str, str], tuple] | None) -> tuple:
     """The node rules that apply to a layer kind in a precision on a target: the same for every node of
@@ -57,9 +78,10 @@ def _node_rules(family: Family, target: Target, kind: str, precision: str,
 
 
 def node_verdict(graph: Graph, node: Node, catalog: Catalog, target: Target,
-                 rules_cache: dict[tuple[str, str], tuple] | None = None) -> NodeVerdict:
+                 rules_cache: dict[tuple[str, str], tuple] | None = None,
+                 build_time: frozenset[str] = frozenset()) -> NodeVerdict:
     family = catalog.family_of(target)
-    kind = layer_kind(family, node)
+    kind = "constant" if node.name in build_time else layer_kind(family, node)
     supported: dict[str, dict[str, bool]] = {}
     violations: list[Violation] = []
     for accelerator, precisions in target.precisions.items():

@@ -45,6 +45,27 @@ def test_reshape_on_rk3566_is_cpu_only_when_it_changes_the_channel(catalog, tmp_
     assert on_npu(catalog, path, "rk3562", "int8")
 
 
+@pytest.mark.parametrize("closed", [True, False])
+def test_a_channels_last_transpose_pair_folds_on_rk3566(catalog, tmp_path, closed):
+    # corpus nn_window_attention_pad_roll: (0,2,3,1) -> channels-last LayerNorm -> ... -> (0,3,1,2) both fold;
+    # without the inverse the opening transpose still moves data
+    inits = [const("s", np.ones(8, np.float32)), const("bias", np.zeros(8, np.float32))]
+    nodes = [helper.make_node("Transpose", ["a"], ["t"], name="n", perm=[0, 2, 3, 1]),
+             helper.make_node("LayerNormalization", ["t", "s", "bias"], ["l"], name="ln", axis=-1),
+             helper.make_node("Relu", ["l"], ["r"], name="act")]
+    if closed:
+        nodes.append(helper.make_node("Transpose", ["r"], ["b"], name="back", perm=[0, 3, 1, 2]))
+    else:
+        nodes.append(helper.make_node("Identity", ["r"], ["b"], name="back"))
+    body = [helper.make_node("Relu", ["x"], ["a"], name="head"), *nodes,
+            helper.make_node("Relu", ["b"], ["c"], name="tail")]
+    path = save_model(tmp_path / "m.onnx", body, [value("x", [1, 8, 4, 4])], [value("c", None)], inits, opset=17)
+    assert on_npu(catalog, path, "rk3566") is closed
+    assert on_npu(catalog, path, "rk3566", node="ln")
+    if closed:
+        assert on_npu(catalog, path, "rk3566", node="back")
+
+
 def test_a_transpose_after_a_reshape_is_merged_into_it(catalog, tmp_path):
     # yolov8 DFL: Reshape [1,64,30] -> [1,4,16,30], Transpose (0,2,1,3): one CPU Reshape layer on rk3566
     nodes = [helper.make_node("Reshape", ["a", "s"], ["r"], name="n"),
@@ -141,3 +162,39 @@ def test_a_head_split_of_tokens_folds_on_rk3566(catalog, tmp_path):
              helper.make_node("Transpose", ["r"], ["b"], name="t", perm=[0, 2, 1, 3])]
     path = _inner(tmp_path, nodes, [1, 49, 128], [weight("w", [128, 128]), const("s", np.array([1, 49, 8, 16], np.int64))])
     assert on_npu(catalog, path, "rk3566", node="n") and on_npu(catalog, path, "rk3566", node="t")
+
+
+@pytest.mark.parametrize("from_constant", [True, False])
+def test_a_subgraph_of_constants_is_folded_by_the_toolkit(catalog, tmp_path, from_constant):
+    # corpus nn_window_attention_pad_roll: the Mod/Sub/ConstantOfShape/Cast chain computing the pad has no
+    # layer; edgenext's sin/cos position embedding is such a chain whose values edgeplan cannot compute
+    # (CumSum of a weight, Sin, Cos): it is a build-time constant, not a CPU layer
+    source = "w" if from_constant else "x"
+    nodes = [helper.make_node("Mul", [source, "k"], ["m"], name="scale"),
+             helper.make_node("Sin", ["m"], ["s"], name="n"),
+             helper.make_node("Cos", ["m"], ["c"], name="cos"),
+             helper.make_node("Add", ["s", "c"], ["e"], name="embed"),
+             helper.make_node("Add", ["x", "e"], ["y"], name="use")]
+    path = save_model(tmp_path / "m.onnx", nodes, [value("x", [1, 8, 4, 4])], [value("y", None)],
+                      [weight("w", [1, 8, 4, 4]), const("k", np.array(2.0, np.float32))])
+    for target in ("rk3588", "rk3566"):
+        assert on_npu(catalog, path, target, "int8") is from_constant
+        assert on_npu(catalog, path, target, "fp16", node="cos") is from_constant
+    assert check_graph(load_model(path), catalog, "rk3588").verdict("use").kind != "constant"
+
+
+@pytest.mark.parametrize("attention", [True, False])
+def test_an_attention_head_reshape_folds_into_exmatmul_on_rk3566(catalog, tmp_path, attention):
+    # corpus yolo11n_320 /model.10/m/m.0/attn/Reshape: [1,256,10,10] -> [1,2,128,100] into the q/k/v Split,
+    # Target NPU on rk3566; the same reshape feeding no MatMul changes the channel (CPU)
+    nodes = [helper.make_node("Reshape", ["a", "s"], ["r"], name="n")]
+    if attention:
+        nodes += [helper.make_node("Split", ["r", "parts"], ["q", "k"], name="split", axis=2),
+                  helper.make_node("Transpose", ["q"], ["qt"], name="qt", perm=[0, 1, 3, 2]),
+                  helper.make_node("MatMul", ["qt", "k"], ["b"], name="mm")]
+    else:
+        nodes.append(helper.make_node("Relu", ["r"], ["b"], name="act"))
+    inits = [const("s", np.array([1, 2, 8, 16], np.int64)), const("parts", np.array([4, 4], np.int64))]
+    path = _inner(tmp_path, nodes, [1, 16, 4, 4], inits)
+    assert on_npu(catalog, path, "rk3566") is attention
+    assert on_npu(catalog, path, "rk3566", "int8") is attention
