@@ -72,6 +72,11 @@ def test_zoo_models_split_and_reproduce(tmp_path, favour, name):
         assert len(manifest["engines"]) > 2  # HardSwish is GPU-only: DLA and GPU engines alternate
 
 
+# The branchy model is tiny: with the NPU/CPU hand-over priced, an RKNN planner would run it whole on the CPU
+# beside its CPU-only Exp. These tests are about exporting mixed plans, so the convolutions are pinned to the NPU.
+NPU_PINS = {"c0": "npu", "c1": "npu", "c2": "npu", "skip2": "npu", "side": "npu"}
+
+
 def _branchy(tmp_path):
     """Conv -> (Exp branch | Conv branch) -> Add skip -> Conv, with real random weights."""
     rng = np.random.default_rng(1)
@@ -92,7 +97,8 @@ def _branchy(tmp_path):
 @pytest.mark.parametrize("target", ["orin-agx", "rk3588"])
 def test_branches_and_skips_reproduce(tmp_path, favour, target):
     model = _branchy(tmp_path)
-    plan_path, plan = _plan(tmp_path, model, target, favour if target == "orin-agx" else None)
+    plan_path, plan = _plan(tmp_path, model, target, favour if target == "orin-agx" else None,
+                            **({} if target == "orin-agx" else {"pins": NPU_PINS}))
     assert len(plan["subgraphs"]) >= 2
     _check_equivalent(tmp_path, model, plan_path, (1, 8, 16, 16))
 
@@ -134,7 +140,7 @@ def test_trtexec_commands_use_only_known_flags(tmp_path, favour):
 
 def test_rknn_files(tmp_path):
     model = _branchy(tmp_path)
-    plan_path, plan = _plan(tmp_path, model, "rk3576", precision_pins={"c1": "fp16"})
+    plan_path, plan = _plan(tmp_path, model, "rk3576", precision_pins={"c1": "fp16"}, pins=NPU_PINS)
     by_node = {layer["node"]: layer["device"] for layer in plan["layers"]}
     out = tmp_path / "out"
     manifest = export_plan(plan_path, out)
@@ -143,7 +149,7 @@ def test_rknn_files(tmp_path):
     assert settings["custom_quantize_layers"] == {"b": "float16"}
     cpu_tensors = {"e"} if by_node["exp"] == "cpu" else set()  # op_target is keyed by output tensor, not node
     assert settings["op_target"] == {t: "cpu" for t in cpu_tensors}
-    pinned_path, pinned = _plan(tmp_path, model, "rk3576", pins={"exp": "cpu"})
+    pinned_path, pinned = _plan(tmp_path, model, "rk3576", pins={"exp": "cpu", **NPU_PINS})
     assert {layer["node"]: layer["device"] for layer in pinned["layers"]}["exp"] == "cpu"
     export_plan(pinned_path, tmp_path / "pinned")
     assert json.loads((tmp_path / "pinned" / "runtime.json").read_text())["op_target"] == {"e": "cpu"}
@@ -195,7 +201,7 @@ def test_rknn_convert_round_trip_keeps_fp16_layers(tmp_path):
 def test_verify_rknn_agrees_with_the_toolkit(tmp_path, monkeypatch):
     from optimizer.export._verify_rknn import verify_rknn
     model = _branchy(tmp_path)
-    _, plan = _plan(tmp_path, model, "rk3566")
+    _, plan = _plan(tmp_path, model, "rk3566", pins=NPU_PINS)
     (tmp_path / "cwd").mkdir()
     monkeypatch.chdir(tmp_path / "cwd")
     comparison = verify_rknn(plan, str(model), RKNN_PYTHON)

@@ -86,7 +86,8 @@ def test_triple_quotes_in_the_model_file_name_do_not_break_convert_py(tmp_path):
 def test_an_rknn_model_named_like_an_engine_never_overwrites_it(tmp_path):
     model = tmp_path / "engine_1_cpu.onnx"
     _model(model, PLAIN)
-    planned = optimize(str(model), "rk3588", PlanRequest(time_limit_s=10, pins={"e2": "cpu"}))
+    npu = {n: "npu" for n in ("c0", "r1", "c3")}  # a tiny model: keep its convolutions off the CPU the pin sets
+    planned = optimize(str(model), "rk3588", PlanRequest(time_limit_s=10, pins={"e2": "cpu", **npu}))
     assert [s["id"] for s in planned.plan["subgraphs"] if s["device"] == "cpu"] == [1]
     write_plan_files(planned, tmp_path / "plan")
     with pytest.raises(BadInputError, match=r"two exported files would be named 'engine_1_cpu\.onnx'"):
