@@ -20,7 +20,7 @@ from optimizer.plan._drawing import (
     render_dot,
     timeline_svg,
 )
-from optimizer.plan._views import GroupView, PlanView, plan_view, ratios
+from optimizer.plan._views import GroupView, PlanView, plan_view, ratios, within_band
 
 STYLE = """
 body{font-family:Helvetica,Arial,sans-serif;margin:1.2em 2em;color:#222;max-width:1500px}
@@ -109,11 +109,7 @@ def _comparison_table(planned: Planned, view: PlanView) -> str:
     rows.append(f'<tr><td>edgeplan</td><td class="num">{pred["latency_ms"]:.4f}</td>'
                 f'<td class="num">{pred["throughput_fps"]:.1f}</td><td>-</td><td></td></tr>')
     for name, base in planned.plan["baselines"].items():
-        note = ""
-        if view.band is not None and base.get("speedup"):
-            spread = (view.band[1] - view.band[0]) / 2 / pred["latency_ms"] if pred["latency_ms"] else 0.0
-            if abs(base["speedup"] - 1.0) < spread:
-                note = "smaller than the prediction's error band"
+        note = within_band(pred, base).lstrip("; ")
         fps = base.get("pipelined_fps", base["throughput_fps"])
         rows.append(f'<tr><td>{escape(name)}</td><td class="num">{base["latency_ms"]:.4f}</td>'
                     f'<td class="num">{fps:.1f}</td><td>{escape(ratios(base))}</td>'

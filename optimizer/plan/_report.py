@@ -8,7 +8,7 @@ from pathlib import Path
 from optimizer.fileio import dumps_json, write_file_set
 from optimizer.plan._build import Planned
 from optimizer.plan._html import plan_html
-from optimizer.plan._views import ratios
+from optimizer.plan._views import ratios, within_band
 
 
 def plan_files(planned: Planned) -> dict[str, str]:
@@ -54,15 +54,6 @@ def _likely(pred: dict) -> str:
     return f" (likely {band['low']:.4g}-{band['high']:.4g} ms)" if band else ""
 
 
-def _within_band(pred: dict, base: dict) -> str:
-    """A speedup smaller than the model's error band (high/low ratio) is not a prediction to rely on."""
-    band = pred.get("latency_band_ms")
-    speedup = base.get("speedup")
-    if not band or not speedup or speedup <= 1.0 or speedup >= band["ratio_high"] / band["ratio_low"]:
-        return ""
-    return f"; within the x{band['ratio_high'] / band['ratio_low']:.2f} error band: measure before relying on it"
-
-
 def terminal_summary(planned: Planned, out_dir: str) -> str:
     plan = planned.plan
     lines = [f"edgeplan optimize: {plan['model']['path']} on {plan['target']} ({plan['objective']})",
@@ -72,7 +63,7 @@ def terminal_summary(planned: Planned, out_dir: str) -> str:
     lines.append(f"predicted latency {pred['latency_ms']:.3f} ms{_likely(pred)}, "
                  f"throughput {pred['throughput_fps']:.1f} fps")
     for name, base in plan["baselines"].items():
-        lines.append(f"  vs {name:<12} {base['latency_ms']:.3f} ms  ({ratios(base)}{_within_band(pred, base)})")
+        lines.append(f"  vs {name:<12} {base['latency_ms']:.3f} ms  ({ratios(base)}{within_band(pred, base)})")
     devices = Counter(layer["device"] for layer in plan["layers"] if layer["role"] != "constant")
     lines.append("nodes per device: " + ", ".join(f"{d} {n}" for d, n in sorted(devices.items())))
     lines.append(f"{len(plan['subgraphs'])} subgraph(s), {len(plan['transfers'])} transfer(s)")
@@ -106,7 +97,7 @@ def markdown_report(planned: Planned) -> str:
     for name, base in plan["baselines"].items():
         fps = base.get("pipelined_fps", base["throughput_fps"])
         out.append(f"| {name} | {base['latency_ms']:.4f} | {fps:.1f} | {ratios(base)} |")
-        if _within_band(pred, base):
+        if within_band(pred, base):
             notes.append(f"- The latency gain over {name} (x{base['speedup']:.2f}) is smaller than the error band "
                          f"(x{band['ratio_high'] / band['ratio_low']:.2f}): measure both before relying on it.")
     if notes:

@@ -342,13 +342,8 @@ def comparisons(planned: Planned) -> tuple[Comparison, ...]:
 
 
 def _band(plan: Mapping) -> tuple[float, float] | None:
-    predicted = plan.get("predicted", {})
-    band = predicted.get("latency_band_ms") or predicted.get("band_ms")
-    if isinstance(band, list | tuple) and len(band) == 2:
-        return float(band[0]), float(band[1])
-    if isinstance(band, Mapping) and {"low", "high"} <= set(band):
-        return float(band["low"]), float(band["high"])
-    return None
+    band = plan.get("predicted", {}).get("latency_band_ms")
+    return (float(band["low"]), float(band["high"])) if band else None
 
 
 def plan_view(planned: Planned) -> PlanView:
@@ -368,3 +363,12 @@ def ratios(baseline: dict) -> str:
     if baseline.get("throughput_speedup") is not None:
         parts.append(f"throughput x{baseline['throughput_speedup']:.2f}")
     return ", ".join(parts)
+
+
+def within_band(pred: dict, base: dict) -> str:
+    """A speedup smaller than the model's error band (high/low ratio) is not a prediction to rely on."""
+    band = pred.get("latency_band_ms")
+    speedup = base.get("speedup")
+    if not band or not speedup or speedup <= 1.0 or speedup >= band["ratio_high"] / band["ratio_low"]:
+        return ""
+    return f"; within the x{band['ratio_high'] / band['ratio_low']:.2f} error band: measure before relying on it"

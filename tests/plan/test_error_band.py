@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from optimizer.plan._report import _within_band
+from optimizer.plan._views import within_band
 from tests.conftest import EXAMPLES
 from tests.test_cli import run
 
@@ -28,7 +28,7 @@ def test_plan_json_and_report_carry_the_loso_band(tmp_path, target):
 
 def test_a_speedup_smaller_than_the_band_says_so():
     pred = {"latency_band_ms": {"ratio_low": 0.8, "ratio_high": 1.25}}  # band width x1.5625
-    assert "within the x1.56 error band" in _within_band(pred, {"speedup": 1.3})
-    assert _within_band(pred, {"speedup": 1.7}) == ""
-    assert _within_band(pred, {"speedup": 0.9}) == ""  # a slowdown is no speedup claim
-    assert _within_band({"latency_band_ms": None}, {"speedup": 1.1}) == ""
+    assert "within the x1.56 error band" in within_band(pred, {"speedup": 1.3})
+    assert within_band(pred, {"speedup": 1.7}) == ""
+    assert within_band(pred, {"speedup": 0.9}) == ""  # a slowdown is no speedup claim
+    assert within_band({"latency_band_ms": None}, {"speedup": 1.1}) == ""
