@@ -108,21 +108,24 @@ def _merged(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, A
     return out
 
 
-def _device(raw: Mapping[str, Any], where: str) -> DeviceConstants:
-    eff = dict(raw["efficiency"])
-    missing = set(OP_CLASSES) - set(eff)
+def _fractions(raw: Mapping[str, Any], name: str, where: str, every_class: bool) -> dict[str, float]:
+    """A fraction in (0, 1] per op class; `every_class`: each class must have one."""
+    values = {k: float(v) for k, v in dict(raw.get(name, {})).items()}
+    missing = set(OP_CLASSES) - set(values) if every_class else set()
     if missing:
-        raise BadInputError(f"profile {where}: efficiency lacks {sorted(missing)}")
-    for key, value in eff.items():
-        if not 0 < value <= 1:
-            raise BadInputError(f"profile {where}: efficiency {key} = {value} must be in (0, 1]")
-    split = {k: float(v) for k, v in dict(raw.get("multicore_split", {})).items()}
-    unknown = set(split) - set(OP_CLASSES)
+        raise BadInputError(f"profile {where}: {name} lacks {sorted(missing)}")
+    unknown = set(values) - set(OP_CLASSES)
     if unknown:
-        raise BadInputError(f"profile {where}: multicore_split names unknown op classes {sorted(unknown)}")
-    for key, value in split.items():
+        raise BadInputError(f"profile {where}: {name} names unknown op classes {sorted(unknown)}")
+    for key, value in values.items():
         if not 0 < value <= 1:
-            raise BadInputError(f"profile {where}: multicore_split {key} = {value} must be in (0, 1]")
+            raise BadInputError(f"profile {where}: {name} {key} = {value} must be in (0, 1]")
+    return values
+
+
+def _device(raw: Mapping[str, Any], where: str) -> DeviceConstants:
+    eff = _fractions(raw, "efficiency", where, every_class=True)
+    split = _fractions(raw, "multicore_split", where, every_class=False)
     return DeviceConstants(
         efficiency=MappingProxyType(eff), layer_overhead_us=float(raw["layer_overhead_us"]),
         bandwidth_efficiency=float(raw["bandwidth_efficiency"]), sram_speedup=float(raw["sram_speedup"]),
