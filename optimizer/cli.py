@@ -371,6 +371,11 @@ def _common() -> _Parser:
     return common
 
 
+def _input_shape_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224",
+                   help="fix a dynamic input's dims (repeatable)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="edgeplan", description="Deployment plans for ONNX models on edge accelerators.",
                      formatter_class=_Help, epilog="example:\n  " + EXAMPLES["optimize"])
@@ -391,8 +396,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("model", help="ONNX model file")
     p.add_argument("--target", required=True, help="target ID (see 'edgeplan targets')")
     p.add_argument("--json", metavar="FILE", help="also write the check JSON here ('-': stdout, instead of the table)")
-    p.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224",
-                   help="fix a dynamic input's dims (repeatable)")
+    _input_shape_arg(p)
     p.set_defaults(run=_check)
 
     p = command("optimize", "solve for the best deployment plan and write DIR/plan.json")
@@ -427,8 +431,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="let the planner choose model edits (explicit pad, pool split, kernel split) too")
     p.add_argument("--profile", metavar="FILE", help="latency profile TOML (edgeplan calibrate)")
     p.add_argument("--explain", action="store_true", help="add every option's modelled cost to plan.json")
-    p.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224",
-                   help="fix a dynamic input's dims (repeatable)")
+    _input_shape_arg(p)
     p.set_defaults(run=_optimize)
 
     p = command("export", "sub-models, manifest and build files for a plan")
@@ -487,8 +490,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the TensorRT engine is built with --noTF32: FP32 layers on CUDA cores (Ampere GPUs)")
     p.add_argument("--profile", metavar="FILE", help="latency profile TOML (edgeplan calibrate)")
     p.add_argument("--json", action="store_true", help="print edgeplan.predict/v1 JSON")
-    p.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224",
-                   help="fix a dynamic input's dims (repeatable)")
+    _input_shape_arg(p)
     p.set_defaults(run=_predict)
 
     p = command("calibrate", "fit the latency model's constants to measurements; writes profiles")
@@ -512,8 +514,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("model", help="ONNX model file")
     p.add_argument("--target", required=True, help="target ID (see 'edgeplan targets')")
     p.add_argument("--json", metavar="FILE", help="also write the suggestions as JSON here")
-    p.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224",
-                   help="fix a dynamic input's dims (repeatable)")
+    _input_shape_arg(p)
     p.set_defaults(run=_suggest)
 
     p = command("edit", "apply suggested edits and verify the edited model")
@@ -521,8 +522,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--apply", required=True, metavar="ID[,ID...]", help="edit IDs from 'edgeplan suggest'")
     p.add_argument("--out", required=True, metavar="NEW.onnx", help="where the edited model goes")
     p.add_argument("--target", help="target whose check must no longer report the rules")
-    p.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224",
-                   help="fix a dynamic input's dims (repeatable)")
+    _input_shape_arg(p)
     p.set_defaults(run=_edit)
     return parser
 
