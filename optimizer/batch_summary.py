@@ -59,7 +59,7 @@ def report_link(row: Mapping[str, Any], out: Path) -> str | None:
     report = Path(str(plan)).with_name("report.html")
     if not report.is_file():
         return None
-    return Path(os.path.relpath(report.resolve(), out.resolve())).as_posix()
+    return "./" + Path(os.path.relpath(report.resolve(), out.resolve())).as_posix()  # never read as a URL scheme
 
 
 def _table(rows: Sequence[Mapping[str, Any]], out: Path) -> str:
