@@ -36,9 +36,9 @@ from optimizer.solver import (
     SolveResult,
     Stop,
     balanced_hint,
-    cheapest_bound_ns,
     check_target,
     loadable_limit,
+    lower_bound_ns,
 )
 
 log = logging.getLogger(__name__)
@@ -196,7 +196,7 @@ def _solve(model: LatencyModel, report: CheckReport, catalog: Catalog, request: 
     """The exact plan, or the best found in time, or, for a request the baselines satisfy, the best baseline
     when the exact model is too large or finds nothing in time; the notes say which."""
     groups = len(model.groups.groups)
-    bound = cheapest_bound_ns(model, request)
+    bound = lower_bound_ns(model, request)
     baseline = objective_ns(request.objective, evaluate(model, hint))
     if _unconstrained(request) and baseline <= bound:
         return replace(_baseline_result(model, hint, request.objective, bound), status="OPTIMAL",
@@ -205,14 +205,14 @@ def _solve(model: LatencyModel, report: CheckReport, catalog: Catalog, request: 
         gap = (baseline - bound) / baseline if baseline else 0.0
         return _baseline_result(model, hint, request.objective, bound), [
             f"{groups} layer groups exceed the exact solver's {MAX_EXACT_GROUPS}: the plan is the best baseline, "
-            f"within {gap:.1%} of the cheapest-option bound"]
+            f"within {gap:.1%} of the lower bound (cheapest options, LP relaxation)"]
     try:
         if budget.wall_left() <= 0:  # loading and checking took the whole limit: do not even build the model
             budget.wall_fired = True
             result = replace(_baseline_result(model, hint, request.objective, bound), outcome=Outcome.NOT_FOUND,
                              stop=Stop.WALL_LIMIT)
         else:
-            result = PlanModel(model, report, catalog, request).solve(hint, budget)
+            result = PlanModel(model, report, catalog, request).solve(hint, budget, bound)
     except InfeasibleError as exc:
         detail = ""
         if request.explain_infeasible:
@@ -229,7 +229,7 @@ def _solve(model: LatencyModel, report: CheckReport, catalog: Catalog, request: 
     gap = (fallback.objective_ns - bound) / fallback.objective_ns if fallback.objective_ns else 0.0
     return (replace(fallback, stop=result.stop, deterministic_s=result.deterministic_s),
             [f"no plan found within --time-limit {request.time_limit_s:g} s: the plan is the best baseline for "
-             f"{request.objective}, within {gap:.1%} of the cheapest-option bound"])
+             f"{request.objective}, within {gap:.1%} of the lower bound (cheapest options, LP relaxation)"])
 
 
 def _hint(model: LatencyModel, base: Mapping[str, tuple], request: PlanRequest) -> tuple[Placement, ...]:

@@ -1,6 +1,6 @@
 """The CP-SAT planner: decisions per layer group under every catalog rule, explained when infeasible."""
 
-from optimizer.solver._bounds import cheapest_bound_ns
+from optimizer.solver._bounds import cheapest_bound_ns, lower_bound_ns, lp_bound_ns
 from optimizer.solver._cpsat import Choice, PlanModel, SolveResult, loadable_limit
 from optimizer.solver._hints import balanced_hint
 from optimizer.solver._outcome import DETERMINISTIC_PER_SECOND, Budget, Outcome, Stop
@@ -29,5 +29,7 @@ __all__ = [
     "cheapest_bound_ns",
     "check_target",
     "loadable_limit",
+    "lower_bound_ns",
+    "lp_bound_ns",
     "parse_assignments",
 ]

@@ -1,4 +1,5 @@
-"""Lower bounds computed before any CP-SAT model is built: each group at its cheapest option, nothing else.
+"""Lower bounds computed before any CP-SAT model is built: each group at its cheapest option, and the LP
+relaxation of options, transfers and precision changes (GLOP).
 
 Every other term of the objective (transfers, reformats, loadable launches) is non-negative, and the
 request's constraints only remove options, so these bound every plan the exact model could return. When
@@ -8,7 +9,11 @@ model's size the bound gives the handed-over baseline a real gap instead of 100%
 
 from __future__ import annotations
 
-from optimizer.latency import LatencyModel, group_options
+import math
+
+from ortools.linear_solver.python import model_builder as mb
+
+from optimizer.latency import LatencyModel, Option, group_options, reformat_engine, tensor_routes, transfer_engine
 from optimizer.solver._request import PlanRequest
 
 
@@ -19,7 +24,7 @@ def _dual_stream_factor(device: str) -> int:
 
 def _cheapest(lm: LatencyModel, g: int, request: PlanRequest, weighted: bool) -> int:
     group = lm.groups.groups[g]
-    pools = sorted(set(lm.loadable_sram)) or [None]
+    pools: list[int | None] = [*sorted(set(lm.loadable_sram))] or [None]
     best = None
     for option in group_options(lm, g, request.allowed_precisions):
         if request.sparsity == "off" and option.sparsity != "dense":
@@ -55,3 +60,123 @@ def cheapest_bound_ns(lm: LatencyModel, request: PlanRequest) -> int:
         return 0
     engines = engine_count(lm) - (1 if weighted and "dla1" in lm.target.devices else 0)
     return max(max(cheapest), -(-sum(cheapest) // max(engines, 1)))
+
+
+LP_MARGIN = 1e-6
+
+
+def _option_ns(lm: LatencyModel, g: int, option: Option) -> int:
+    group = lm.groups.groups[g]
+    if option.device == "dla" and lm.loadable_sram:
+        return min(lm.option_ns(group, option, sram_bytes=pool) for pool in sorted(set(lm.loadable_sram)))
+    return lm.option_ns(group, option)
+
+
+def _options(lm: LatencyModel, g: int, request: PlanRequest) -> list[Option]:
+    return [o for o in group_options(lm, g, request.allowed_precisions)
+            if request.sparsity != "off" or o.sparsity == "dense"]
+
+
+def _engines_of(lm: LatencyModel, option: Option, request: PlanRequest) -> tuple[str, ...]:
+    """The busy-time engines one option may load: each DLA core for throughput (the LP splits a group between
+    them no better than between any two engines), DLA0 for latency and dual-stream (DLA1 when pinned)."""
+    if option.device != "dla":
+        return (option.device,)
+    cores = [f"dla{c}" for c in range(lm.target.cores)]
+    if request.objective == "throughput":
+        return tuple(cores)
+    if request.objective == "dual-stream" and "dla1" in request.pins.values() and "dla1" in cores:
+        return tuple(cores[:2])
+    return (cores[0],)
+
+
+def lp_bound_ns(lm: LatencyModel, request: PlanRequest) -> int | None:
+    """The LP relaxation of the plan's costs, solved by GLOP before any CP-SAT model exists.
+
+    Variables: each group's options (per DLA core for throughput) as fractions summing to one. A tensor pays
+    its cheapest possible transfer into device kind d as far as some consumer is on d and its producer is
+    not (y >= x[v, d] - x[src, d]), and a precision change likewise; loadable launches and the DLA-LOADABLES
+    structure are left out, and pins, caps and budgets only remove plans, so the value bounds every plan the
+    exact model could return. None when GLOP does not reach an optimum."""
+    if not lm.groups.groups:
+        return None
+    model = mb.Model()  # type: ignore[no-untyped-call]
+    on_device: list[dict[str, list[mb.Variable]]] = []  # per group and device kind, its option variables
+    on_precision: list[dict[str, list[mb.Variable]]] = []
+    busy: dict[str, list[tuple[float, mb.Variable]]] = {}
+    for g in range(len(lm.groups.groups)):
+        devices: dict[str, list[mb.Variable]] = {}
+        precisions: dict[str, list[mb.Variable]] = {}
+        xs = []
+        for k, option in enumerate(_options(lm, g, request)):
+            ns = float(_option_ns(lm, g, option))
+            for engine in _engines_of(lm, option, request):
+                x = model.new_num_var(0.0, 1.0, f"x{g}_{k}_{engine}")
+                xs.append(x)
+                devices.setdefault(option.device, []).append(x)
+                precisions.setdefault(option.precision, []).append(x)
+                busy.setdefault(engine, []).append((ns, x))
+        if not xs:
+            return None
+        model.add(mb.LinearExpr.sum(xs) == 1)
+        on_device.append(devices)
+        on_precision.append(precisions)
+    copier, reformatter = transfer_engine(lm.target), reformat_engine(lm.target)
+    for tensor, src, consumers in tensor_routes(lm):
+        if src < 0:
+            continue
+        src_kinds = sorted(on_device[src])
+        src_precisions = sorted(on_precision[src])
+        for d in sorted({d for v in consumers for d in on_device[v]}):
+            others = [k for k in src_kinds if k != d]
+            ns = min((lm.transfer(tensor, k, d, p)[1] for k in others for p in src_precisions), default=0)
+            if ns <= 0:
+                continue
+            y = model.new_num_var(0.0, 1.0, f"t_{tensor}_{d}")
+            for v in consumers:
+                if d in on_device[v]:
+                    model.add(y - mb.LinearExpr.sum(on_device[v][d]) + mb.LinearExpr.sum(on_device[src].get(d, []))
+                              >= 0)
+            busy.setdefault(copier, []).append((float(ns), y))
+        change = lm.precision_change_ns(tensor)
+        for v in consumers:
+            if change <= 0 or len(set(on_precision[src]) | set(on_precision[v])) < 2:
+                continue
+            z = model.new_num_var(0.0, 1.0, f"p_{tensor}_{v}")
+            for q, qs in sorted(on_precision[v].items()):
+                model.add(z - mb.LinearExpr.sum(qs) + mb.LinearExpr.sum(on_precision[src].get(q, [])) >= 0)
+            busy.setdefault(reformatter, []).append((float(change), z))
+    if request.objective == "latency":
+        terms = [t for engine in sorted(busy) for t in busy[engine]]
+        model.minimize(_weighted(terms))
+    else:
+        makespan = model.new_num_var(0.0, math.inf, "busiest_engine")
+        for engine, engine_terms in sorted(busy.items()):
+            factor = 1.0
+            if request.objective == "dual-stream":
+                if engine.startswith("dla") and engine != "dla0":
+                    continue
+                factor = 1.0 if engine.startswith("dla") else 2.0
+            model.add(_weighted([(1.0, makespan), *((-factor * c, v) for c, v in engine_terms)]) >= 0)
+        model.minimize(makespan)
+    solver = mb.Solver("glop")
+    if solver.solve(model) != mb.SolveStatus.OPTIMAL:
+        return None
+    value = float(solver.objective_value)
+    # Every plan costs whole nanoseconds, so the bound rounds up; the margin (1e-6 relative) is a hundred
+    # times GLOP's default tolerances (1e-8), so float error cannot lift it above the LP optimum.
+    ns = math.ceil(value - LP_MARGIN * max(1.0, value))
+    extra = lm.inference_ns() if request.objective == "latency" else 0
+    return max(ns, 0) + extra
+
+
+def _weighted(terms: list[tuple[float, mb.Variable]]) -> mb.LinearExpr:
+    return mb.LinearExpr.weighted_sum([v for _, v in terms], [c for c, _ in terms])
+
+
+def lower_bound_ns(lm: LatencyModel, request: PlanRequest, lp: bool = True) -> int:
+    """The best bound known before the exact model: the cheapest-option bound, raised by the LP relaxation."""
+    bound = cheapest_bound_ns(lm, request)
+    if lp:
+        bound = max(bound, lp_bound_ns(lm, request) or 0)
+    return bound

@@ -592,6 +592,12 @@ class PlanModel:
         finished = status in (cp_model.OPTIMAL, cp_model.INFEASIBLE)
         return status, budget.charge(solver.deterministic_time, limit, finished)
 
+    def floor(self, bound_ns: int) -> None:
+        """A proven lower bound as the objective's floor: CP-SAT stops as soon as a plan reaches it, where
+        its own LP might need a long search to prove the same."""
+        if bound_ns > 0 and not self.explain:
+            self.model.add(self.goal >= bound_ns)
+
     def hint(self, placements: tuple[Placement, ...]) -> None:
         self.model.clear_hints()
         placements = self.canonical(placements)
@@ -615,12 +621,15 @@ class PlanModel:
             placements.append(Placement(choice.option, core=choice.core, loadable=slot))
         return tuple(placements)
 
-    def solve(self, hint: tuple[Placement, ...] | None = None, budget: Budget | None = None) -> SolveResult:
+    def solve(self, hint: tuple[Placement, ...] | None = None, budget: Budget | None = None,
+              bound_ns: int = 0) -> SolveResult:
         """Solve, add connectivity cuts for split loadables, solve again; EXACT only when proven. Nothing
-        found within the budget is Outcome.NOT_FOUND (no placements), proven infeasibility raises."""
+        found within the budget is Outcome.NOT_FOUND (no placements), proven infeasibility raises.
+        `bound_ns` is a proven lower bound on the objective (optimizer.solver._bounds)."""
         started = time.monotonic()
         budget = budget or Budget(self.request.time_limit_s, groups=len(self.groups),
                                  deterministic_s=self.request.deterministic_limit_s)
+        self.floor(bound_ns)
         if hint is not None:
             self.hint(hint)
         rounds = 0

@@ -1,0 +1,41 @@
+"""Bounds before the exact model: never above the brute-force optimum, and tight where they should be."""
+
+from __future__ import annotations
+
+import pytest
+
+from optimizer.solver import PlanRequest, cheapest_bound_ns, loadable_limit, lower_bound_ns, lp_bound_ns
+from tests.solver.conftest import chain
+from tests.solver.test_cpsat import TINY, _model, brute_force
+
+SHAPES = {**TINY, "long": lambda p: chain(p, "CXCXCXC")}
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+@pytest.mark.parametrize("objective", ["latency", "throughput", "dual-stream"])
+@pytest.mark.parametrize("favour", [False, True])
+def test_lp_bound_is_a_bound_on_jetson(tmp_path, favour_dla, shape, objective, favour):
+    lm = _model(SHAPES[shape](tmp_path / "m.onnx"), "orin-agx", favour_dla if favour else None)
+    request = PlanRequest(objective=objective)
+    optimum = brute_force(lm, objective, loadable_limit(request, 4))
+    lp = lp_bound_ns(lm, request)
+    assert lp is not None and lp <= optimum
+    assert cheapest_bound_ns(lm, request) <= lower_bound_ns(lm, request) == max(lp, cheapest_bound_ns(lm, request))
+
+
+@pytest.mark.parametrize("target", ["rk3588", "rk3576"])
+@pytest.mark.parametrize("objective", ["latency", "throughput"])
+def test_lp_bound_is_a_bound_on_rknn(tmp_path, target, objective):
+    lm = _model(TINY["branch"](tmp_path / "m.onnx"), target)
+    request = PlanRequest(objective=objective)
+    lp = lp_bound_ns(lm, request)
+    assert lp is not None and lp <= brute_force(lm, objective)
+
+
+def test_lp_counts_the_transfers_a_split_must_pay(tmp_path, favour_dla):
+    """DLA is cheaper per group, but a GPU-only layer in the middle forces copies: the LP pays for them
+    (its bound exceeds the cheapest-option one) and still stays at or below the optimum."""
+    lm = _model(chain(tmp_path / "m.onnx", "CXCXC"), "orin-agx", favour_dla)
+    request = PlanRequest()
+    optimum = brute_force(lm, "latency")
+    assert cheapest_bound_ns(lm, request) < lp_bound_ns(lm, request) <= optimum
