@@ -73,27 +73,30 @@ class _Builder:
         return f"t_{name}"
 
 
-def dag_model(path: Path, nodes: int) -> None:
-    """Blocks of 5-8 nodes cycling residual / inception-like / residual with a non-DLA op in its branch."""
+def dag_model(path: Path, nodes: int, channels: int = 8, size: int = 16) -> None:
+    """Blocks of 5-8 nodes cycling residual / inception-like / residual with a non-DLA op in its branch
+    (`channels` x `size` x `size` tensors; the default 8x16x16 keeps the file and the check small)."""
     b = _Builder()
+    c = channels
     last, i = "x", 0
     while len(b.nodes) < nodes:
         kind = i % 3
         if kind == 0:  # residual: two convolutions and a skip Add
-            y = b.op("Relu", [b.conv(last, 8, 8, 3, f"r{i}a")], f"r{i}relu")
-            last = b.op("Relu", [b.op("Add", [b.conv(y, 8, 8, 3, f"r{i}b"), last], f"r{i}add")], f"r{i}out")
-        elif kind == 1:  # inception-like: 1x1, 1x1 -> 3x3, max pool -> 1x1, channel concat, 1x1 back to 8
-            one = b.conv(last, 8, 8, 1, f"i{i}a")
-            three = b.conv(b.conv(last, 8, 8, 1, f"i{i}b"), 8, 8, 3, f"i{i}c")
+            y = b.op("Relu", [b.conv(last, c, c, 3, f"r{i}a")], f"r{i}relu")
+            last = b.op("Relu", [b.op("Add", [b.conv(y, c, c, 3, f"r{i}b"), last], f"r{i}add")], f"r{i}out")
+        elif kind == 1:  # inception-like: 1x1, 1x1 -> 3x3, max pool -> 1x1, channel concat, 1x1 back to c
+            one = b.conv(last, c, c, 1, f"i{i}a")
+            three = b.conv(b.conv(last, c, c, 1, f"i{i}b"), c, c, 3, f"i{i}c")
             pool = b.op("MaxPool", [last], f"i{i}pool", kernel_shape=[3, 3], pads=[1, 1, 1, 1])
-            cat = b.op("Concat", [one, three, b.conv(pool, 8, 8, 1, f"i{i}d")], f"i{i}cat", axis=1)
-            last = b.conv(cat, 24, 8, 1, f"i{i}e")
+            cat = b.op("Concat", [one, three, b.conv(pool, c, c, 1, f"i{i}d")], f"i{i}cat", axis=1)
+            last = b.conv(cat, 3 * c, c, 1, f"i{i}e")
         else:  # residual whose branch leaves DLA: the skip is another path around the GPU op
-            y = b.op("Sin", [b.conv(last, 8, 8, 3, f"s{i}a")], f"s{i}sin")
-            last = b.op("Add", [b.conv(y, 8, 8, 3, f"s{i}b"), last], f"s{i}add")
+            y = b.op("Sin", [b.conv(last, c, c, 3, f"s{i}a")], f"s{i}sin")
+            last = b.op("Add", [b.conv(y, c, c, 3, f"s{i}b"), last], f"s{i}add")
         i += 1
-    graph = helper.make_graph(b.nodes, "dag", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16, 16])],
-                              [helper.make_tensor_value_info(last, TensorProto.FLOAT, [1, 8, 16, 16])], b.inits)
+    shape = [1, c, size, size]
+    graph = helper.make_graph(b.nodes, "dag", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info(last, TensorProto.FLOAT, shape)], b.inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     onnx.save(model, path)

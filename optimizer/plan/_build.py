@@ -212,7 +212,7 @@ def _solve(model: LatencyModel, report: CheckReport, catalog: Catalog, request: 
             result = replace(_baseline_result(model, hint, request.objective, bound), outcome=Outcome.NOT_FOUND,
                              stop=Stop.WALL_LIMIT)
         else:
-            result = PlanModel(model, report, catalog, request).solve(hint, budget, bound)
+            result = PlanModel(model, report, catalog, request).solve(hint, budget, bound, baseline)
     except InfeasibleError as exc:
         detail = ""
         if request.explain_infeasible:

@@ -39,3 +39,26 @@ def test_lp_counts_the_transfers_a_split_must_pay(tmp_path, favour_dla):
     request = PlanRequest()
     optimum = brute_force(lm, "latency")
     assert cheapest_bound_ns(lm, request) < lp_bound_ns(lm, request) <= optimum
+
+
+@pytest.mark.parametrize("objective", ["latency", "throughput", "dual-stream"])
+@pytest.mark.parametrize("portfolio", [False, True])
+def test_floor_skipped_probing_and_portfolio_keep_the_brute_force_optimum(tmp_path, favour_dla, objective,
+                                                                          portfolio, monkeypatch):
+    """The bound as the objective's floor, probing off (the hint claimed within 1% of the bound) and the
+    level-1/level-2 portfolio change how CP-SAT searches, never what it proves."""
+    import optimizer.solver._cpsat as cpsat
+    from optimizer.check import check_graph
+    from optimizer.solver import Budget, PlanModel
+    from tests.solver.test_cpsat import CATALOG
+
+    if not portfolio:
+        monkeypatch.setattr(cpsat, "PORTFOLIO_MIN_S", 1e9)
+    lm = _model(chain(tmp_path / "m.onnx", "CXCXCXC"), "orin-agx", favour_dla)
+    request = PlanRequest(objective=objective)
+    optimum = brute_force(lm, objective, loadable_limit(request, 4))
+    bound = lower_bound_ns(lm, request)
+    model = PlanModel(lm, check_graph(lm.graph, CATALOG, "orin-agx"), CATALOG, request)
+    result = model.solve(None, Budget(60, deterministic_s=5.0), bound, hint_ns=bound)
+    assert not model.probing and model.floor_index >= 0
+    assert result.status == "OPTIMAL" and result.objective_ns == optimum and result.bound_ns == optimum
