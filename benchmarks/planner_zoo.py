@@ -1,8 +1,10 @@
 """Planner benchmark: every zoo model on orin-agx, xavier-agx, rk3588, rk3576.
 
-One command:  python benchmarks/planner_zoo.py [--zoo ../shared/zoo] [--out benchmarks/results/planner_zoo.csv]
+One command:  python benchmarks/planner_zoo.py [--zoo ../shared/zoo] [--objective latency|throughput|dual-stream]
+              [--targets orin-agx,xavier-agx] [--out benchmarks/results/planner_zoo[-OBJECTIVE].csv]
 Each case runs `edgeplan optimize` as a user would (a fresh process) and measures end-to-end wall time
-from process start to plan written, the solver status, groups, and the predicted speedups.
+from process start to plan written, the solver status, its gap to the proven bound, whether the wall clock
+cut the deterministic budget short, groups, and the predicted speedups. `--table` prints a Markdown table.
 """
 
 from __future__ import annotations
@@ -23,10 +25,16 @@ TARGETS = ("orin-agx", "xavier-agx", "rk3588", "rk3576")
 
 def main() -> int:
     parser = zoo_parser()
-    parser.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "planner_zoo.csv"))
-    parser.add_argument("--targets", default=",".join(TARGETS))
+    parser.add_argument("--out", default=None)
+    parser.add_argument("--targets", default=None, help="default: all four; orin-agx,xavier-agx for the "
+                                                          "pipelined objectives (they need a DLA)")
+    parser.add_argument("--objective", default="latency", choices=("latency", "throughput", "dual-stream"))
     parser.add_argument("--time-limit", default="60")
+    parser.add_argument("--table", action="store_true", help="also print a Markdown table of the cases")
     args = parser.parse_args()
+    suffix = "" if args.objective == "latency" else f"-{args.objective}"
+    args.out = args.out or str(REPO / "benchmarks" / "results" / f"planner_zoo{suffix}.csv")
+    args.targets = args.targets or (",".join(TARGETS) if args.objective == "latency" else "orin-agx,xavier-agx")
     exe = EDGEPLAN
     models = sorted(Path(args.zoo).glob("*.onnx"))
     rows = []
@@ -35,7 +43,7 @@ def main() -> int:
             for target in args.targets.split(","):
                 out = Path(tmp) / f"{model.stem}-{target}"
                 cmd = [exe, "optimize", str(model), "--target", target, "--out", str(out),
-                       "--time-limit", args.time_limit]
+                       "--time-limit", args.time_limit, "--objective", args.objective]
                 if model.stem in DYNAMIC_SHAPES:
                     cmd += ["--input-shape", DYNAMIC_SHAPES[model.stem]]
                 started = time.monotonic()
@@ -45,7 +53,10 @@ def main() -> int:
                 if result.returncode == 0:
                     plan = json.loads((out / "plan.json").read_text())
                     run = json.loads((out / "run.json").read_text())
-                    row.update(status=plan["solver"]["status"], nodes=plan["model"]["num_nodes"],
+                    row.update(status=plan["solver"]["status"], gap=plan["solver"].get("gap"),
+                               objective_ms=plan["solver"].get("objective_ms"), bound_ms=plan["solver"].get("bound_ms"),
+                               wall_limit_fired=run["solver"]["wall_limit_fired"],
+                               deterministic_s=run["solver"]["deterministic_s"], nodes=plan["model"]["num_nodes"],
                                groups=plan["solver"]["groups"], solve_s=round(run["timings"]["solve_s"], 3),
                                latency_ms=plan["predicted"]["latency_ms"],
                                **{f"speedup_{k}": v["speedup"] for k, v in plan["baselines"].items()})
@@ -59,6 +70,14 @@ def main() -> int:
         writer = csv.DictWriter(handle, fieldnames=fields)
         writer.writeheader()
         writer.writerows(rows)
+    if args.table:
+        print(f"| model | target | status | {args.objective} objective ms | bound ms | gap | wall s |")
+        print("|---|---|---|---|---|---|---|")
+        for r in rows:
+            gap = f"{r['gap']:.1%}" if isinstance(r.get("gap"), float) else "-"
+            cut = " (wall limit)" if r.get("wall_limit_fired") else ""
+            print(f"| {r['model']} | {r['target']} | {r.get('status')}{cut} | {r.get('objective_ms', '-')} | "
+                  f"{r.get('bound_ms', '-')} | {gap} | {r['wall_s']} |")
     walls = [r["wall_s"] for r in rows]
     optimal = sum(r.get("status") == "OPTIMAL" for r in rows)
     print(f"cases {len(rows)}, OPTIMAL {optimal}, median wall {statistics.median(walls):.2f} s, "
