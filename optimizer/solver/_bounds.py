@@ -62,7 +62,7 @@ def cheapest_bound_ns(lm: LatencyModel, request: PlanRequest) -> int:
     return max(max(cheapest), -(-sum(cheapest) // max(engines, 1)))
 
 
-LP_MARGIN = 1e-6
+LP_MARGIN = 1e-3  # ns
 LP_MAX_GROUPS = 4000
 
 
@@ -91,6 +91,52 @@ def _engines_of(lm: LatencyModel, option: Option, request: PlanRequest) -> tuple
     return (cores[0],)
 
 
+class _Relaxation:
+    """An LP kept as rows as well as a GLOP model, so that its bound can be certified by weak duality."""
+
+    def __init__(self) -> None:
+        self.model = mb.Model()  # type: ignore[no-untyped-call]
+        self.columns: list[tuple[mb.Variable, float]] = []  # (variable, upper bound); every lower bound is 0
+        self.rows: list[tuple[list[tuple[float, mb.Variable]], float, float, mb.LinearConstraint]] = []
+        self.objective: list[tuple[float, mb.Variable]] = []
+
+    def var(self, name: str, upper: float = 1.0) -> mb.Variable:
+        x = self.model.new_num_var(0.0, upper, name)
+        self.columns.append((x, upper))
+        return x
+
+    def row(self, terms: list[tuple[float, mb.Variable]], lower: float, upper: float = math.inf) -> None:
+        expr = mb.LinearExpr.weighted_sum([v for _, v in terms], [c for c, _ in terms])
+        self.rows.append((terms, lower, upper, self.model.add_linear_constraint(expr, lower, upper)))
+
+    def minimize(self, terms: list[tuple[float, mb.Variable]]) -> None:
+        self.objective = terms
+        self.model.minimize(mb.LinearExpr.weighted_sum([v for _, v in terms], [c for c, _ in terms]))
+
+    def certified_bound(self) -> float | None:
+        """Weak duality with GLOP's duals y: c.x = y.Ax + (c - yA).x >= sum of y_i times its row's bound on
+        the side y_i pushes + each reduced cost at its column's worse bound, for every feasible x, whatever
+        y is; so float error in y can only weaken the bound, never make it wrong. None without an optimum."""
+        solver = mb.Solver("glop")
+        if solver.solve(self.model) != mb.SolveStatus.OPTIMAL:
+            return None
+        reduced = {x.index: c for c, x in self.objective}
+        parts = []
+        for terms, lower, upper, ct in self.rows:
+            y = float(solver.dual_value(ct))
+            y = max(y, 0.0) if upper == math.inf else min(y, 0.0) if lower == -math.inf else y
+            if y == 0.0:
+                continue
+            parts.append(y * (lower if y > 0 else upper))
+            for c, x in terms:
+                reduced[x.index] = reduced.get(x.index, 0.0) - y * c
+        for x, upper in self.columns:
+            r = reduced.get(x.index, 0.0)
+            if r < 0:
+                parts.append(r * upper)
+        return math.fsum(parts)
+
+
 def lp_bound_ns(lm: LatencyModel, request: PlanRequest) -> int | None:
     """The LP relaxation of the plan's costs, solved by GLOP before any CP-SAT model exists.
 
@@ -98,10 +144,11 @@ def lp_bound_ns(lm: LatencyModel, request: PlanRequest) -> int | None:
     its cheapest possible transfer into device kind d as far as some consumer is on d and its producer is
     not (y >= x[v, d] - x[src, d]), and a precision change likewise; loadable launches and the DLA-LOADABLES
     structure are left out, and pins, caps and budgets only remove plans, so the value bounds every plan the
-    exact model could return. None when GLOP does not reach an optimum."""
+    exact model could return. The value is certified from GLOP's duals (_Relaxation.certified_bound), so it
+    is a bound even where GLOP's tolerances leave its own optimum slightly off. None without an optimum."""
     if not lm.groups.groups:
         return None
-    model = mb.Model()  # type: ignore[no-untyped-call]
+    lp = _Relaxation()
     on_device: list[dict[str, list[mb.Variable]]] = []  # per group and device kind, its option variables
     on_precision: list[dict[str, list[mb.Variable]]] = []
     busy: dict[str, list[tuple[float, mb.Variable]]] = {}
@@ -112,14 +159,14 @@ def lp_bound_ns(lm: LatencyModel, request: PlanRequest) -> int | None:
         for k, option in enumerate(_options(lm, g, request)):
             ns = float(_option_ns(lm, g, option))
             for engine in _engines_of(lm, option, request):
-                x = model.new_num_var(0.0, 1.0, f"x{g}_{k}_{engine}")
+                x = lp.var(f"x{g}_{k}_{engine}")
                 xs.append(x)
                 devices.setdefault(option.device, []).append(x)
                 precisions.setdefault(option.precision, []).append(x)
                 busy.setdefault(engine, []).append((ns, x))
         if not xs:
             return None
-        model.add(mb.LinearExpr.sum(xs) == 1)
+        lp.row([(1.0, x) for x in xs], 1.0, 1.0)
         on_device.append(devices)
         on_precision.append(precisions)
     copier, reformatter = transfer_engine(lm.target), reformat_engine(lm.target)
@@ -133,46 +180,41 @@ def lp_bound_ns(lm: LatencyModel, request: PlanRequest) -> int | None:
             ns = min((lm.transfer(tensor, k, d, p)[1] for k in others for p in src_precisions), default=0)
             if ns <= 0:
                 continue
-            y = model.new_num_var(0.0, 1.0, f"t_{tensor}_{d}")
+            y = lp.var(f"t_{tensor}_{d}")
             for v in consumers:
                 if d in on_device[v]:
-                    model.add(y - mb.LinearExpr.sum(on_device[v][d]) + mb.LinearExpr.sum(on_device[src].get(d, []))
-                              >= 0)
+                    lp.row([(1.0, y), *((-1.0, x) for x in on_device[v][d]),
+                            *((1.0, x) for x in on_device[src].get(d, []))], 0.0)
             busy.setdefault(copier, []).append((float(ns), y))
         change = lm.precision_change_ns(tensor)
         for v in consumers:
             if change <= 0 or len(set(on_precision[src]) | set(on_precision[v])) < 2:
                 continue
-            z = model.new_num_var(0.0, 1.0, f"p_{tensor}_{v}")
+            z = lp.var(f"p_{tensor}_{v}")
             for q, qs in sorted(on_precision[v].items()):
-                model.add(z - mb.LinearExpr.sum(qs) + mb.LinearExpr.sum(on_precision[src].get(q, [])) >= 0)
+                lp.row([(1.0, z), *((-1.0, x) for x in qs), *((1.0, x) for x in on_precision[src].get(q, []))], 0.0)
             busy.setdefault(reformatter, []).append((float(change), z))
     if request.objective == "latency":
-        terms = [t for engine in sorted(busy) for t in busy[engine]]
-        model.minimize(_weighted(terms))
+        lp.minimize([t for engine in sorted(busy) for t in busy[engine]])
     else:
-        makespan = model.new_num_var(0.0, math.inf, "busiest_engine")
+        # every plan's busiest engine is below twice all its work: a finite column bound for the certificate
+        ceiling = 2.0 * sum(c for terms in busy.values() for c, _ in terms) + 1.0
+        makespan = lp.var("busiest_engine", ceiling)
         for engine, engine_terms in sorted(busy.items()):
             factor = 1.0
             if request.objective == "dual-stream":
                 if engine.startswith("dla") and engine != "dla0":
                     continue
                 factor = 1.0 if engine.startswith("dla") else 2.0
-            model.add(_weighted([(1.0, makespan), *((-factor * c, v) for c, v in engine_terms)]) >= 0)
-        model.minimize(makespan)
-    solver = mb.Solver("glop")
-    if solver.solve(model) != mb.SolveStatus.OPTIMAL:
+            lp.row([(1.0, makespan), *((-factor * c, v) for c, v in engine_terms)], 0.0)
+        lp.minimize([(1.0, makespan)])
+    value = lp.certified_bound()
+    if value is None:
         return None
-    value = float(solver.objective_value)
-    # Every plan costs whole nanoseconds, so the bound rounds up; the margin (1e-6 relative) is a hundred
-    # times GLOP's default tolerances (1e-8), so float error cannot lift it above the LP optimum.
-    ns = math.ceil(value - LP_MARGIN * max(1.0, value))
+    # Every plan costs whole nanoseconds, so the bound rounds up; LP_MARGIN absorbs float rounding in the sum.
+    ns = math.ceil(value - LP_MARGIN)
     extra = lm.inference_ns() if request.objective == "latency" else 0
     return max(ns, 0) + extra
-
-
-def _weighted(terms: list[tuple[float, mb.Variable]]) -> mb.LinearExpr:
-    return mb.LinearExpr.weighted_sum([v for _, v in terms], [c for c, _ in terms])
 
 
 def lower_bound_ns(lm: LatencyModel, request: PlanRequest, lp: bool = True) -> int:
