@@ -6,7 +6,8 @@ never read (structure only), so the file stays small; `--dag` makes it a branchi
 blocks, inception-like blocks (three branches and a channel Concat) and residual blocks whose branch holds
 an op DLA cannot run (Sin), so TensorRT's default placement has many DLA regions, skip paths that forbid
 merges, and regions past the loadable limit. Reports exit code, plan status and gap, wall time and peak
-resident memory of the edgeplan process (from /usr/bin/time -v, or resource.getrusage).
+resident memory and CPU time (user + system) of the edgeplan process (from /usr/bin/time -v, or
+resource.getrusage), and the load average at the end (wall time on a loaded machine overstates the work).
 `--baselines` instead times the baselines in this process (gpu_only, trt_default) on the same model.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -158,13 +160,17 @@ def main() -> int:
         peak_kb = next((int(line.split()[-1]) for line in result.stderr.splitlines()
                         if "Maximum resident set size" in line),
                        resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+        cpu = sum(float(line.split()[-1]) for line in result.stderr.splitlines()
+                  if line.strip().startswith(("User time (seconds)", "System time (seconds)")))
+        load = os.getloadavg()[0]
         status = gap = latency = "-"
         if (out / "plan.json").exists():
             plan = json.loads((out / "plan.json").read_text())
             status, gap, latency = plan["solver"]["status"], plan["solver"].get("gap"), plan["predicted"]["latency_ms"]
         errors = [line for line in result.stderr.splitlines() if line.startswith("edgeplan:")]
         print(f"{args.nodes} nodes on {args.target}: exit {result.returncode}, status {status}, gap {gap}, "
-              f"latency {latency} ms, wall {wall:.1f} s, peak RSS {peak_kb / 1024:.0f} MiB"
+              f"latency {latency} ms, wall {wall:.1f} s, CPU {cpu:.1f} s, peak RSS {peak_kb / 1024:.0f} MiB, "
+              f"load average {load:.1f}"
               + (f"; {errors[0]}" if errors else ""))
     return 0
 
