@@ -19,6 +19,7 @@ from optimizer.errors import BadInputError, EdgeplanError
 from optimizer.fileio import dumps_json, write_user_file
 from optimizer.ir import load_model, parse_input_shapes
 from optimizer.solver import OBJECTIVES, PlanRequest, parse_assignments
+from optimizer.solver._multi import MULTI_ONLY
 
 log = logging.getLogger("edgeplan")
 
@@ -122,11 +123,17 @@ def _optimize(args: argparse.Namespace) -> int:
 
     shapes = parse_input_shapes(args.input_shape or [])
     allowed = frozenset(p.strip() for p in args.allow_precisions.split(",") if p.strip())
+    from optimizer.multi import wants_multi
+
+    if wants_multi(args):
+        return _optimize_multi(args, shapes, allowed)
+    args.model = args.model[0]
+    args.latency_cap = _one_cap(args.latency_cap)
     sensitivity = {}
     if args.sensitivity:
         sensitivity = load_sensitivity(args.sensitivity, load_model(args.model, shapes))
     request = PlanRequest(
-        objective=args.objective, time_limit_s=args.time_limit, seed=args.seed, workers=args.workers,
+        objective=args.objective or "latency", time_limit_s=args.time_limit, seed=args.seed, workers=args.workers,
         deterministic_limit_s=args.deterministic_limit,
         allowed_precisions=allowed, pins=parse_assignments(args.pin, "--pin"),
         precision_pins=parse_assignments(args.precision, "--precision"), sensitivity=sensitivity,
@@ -146,6 +153,41 @@ def _optimize(args: argparse.Namespace) -> int:
         raise BadInputError("--out exists and is not a directory", file=str(out))
     write_plan_files(planned, out)
     sys.stdout.write(terminal_summary(planned, str(out)))
+    return 0
+
+
+def _one_cap(values: list[str] | None) -> float | None:
+    if not values:
+        return None
+    if len(values) > 1:
+        raise BadInputError("--latency-cap MS is given once for one model (NAME=MS caps one of several)")
+    try:
+        return float(values[0])
+    except ValueError:
+        raise BadInputError(f"--latency-cap takes milliseconds, got '{values[0]}'") from None
+
+
+def _optimize_multi(args: argparse.Namespace, shapes: dict, allowed: frozenset[str]) -> int:
+    """Several models in one plan (or one model under energy, makespan, weighted or a GPU budget)."""
+    from optimizer.fileio import write_file_set
+    from optimizer.multi import MERGED_NAME, multi_request, multi_summary, optimize_multi
+
+    for flag in ("sensitivity", "int8_budget", "pin", "precision", "loadable_sram", "explain", "dla_standalone"):
+        if getattr(args, flag, None):
+            raise BadInputError(f"--{flag.replace('_', '-')} is not offered with several models or the "
+                                f"{args.objective} objective yet")
+    request = PlanRequest(objective="latency", time_limit_s=args.time_limit, seed=args.seed, workers=args.workers,
+                          deterministic_limit_s=args.deterministic_limit, allowed_precisions=allowed,
+                          sram_bytes=args.sram_bytes, max_loadables=args.max_loadables, sparsity=args.sparsity)
+    multi = multi_request(args)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise BadInputError("--out exists and is not a directory", file=str(out))
+    planned = optimize_multi(args.model, args.target, request, multi, input_shapes=shapes,
+                             profile_path=args.profile, started=args.started,
+                             merged_path=str(out / MERGED_NAME))
+    write_file_set(out, planned.files())
+    sys.stdout.write(multi_summary(planned, str(out)))
     return 0
 
 
@@ -400,11 +442,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=_check)
 
     p = command("optimize", "solve for the best deployment plan and write DIR/plan.json")
-    p.add_argument("model", help="ONNX model file")
+    p.add_argument("model", nargs="+", help="ONNX model file (several: one plan for all, sharing the engines)")
     p.add_argument("--target", required=True, help="target ID (see 'edgeplan targets')")
     p.add_argument("--out", required=True, metavar="DIR", help="folder for plan.json, run.json, report.md")
-    p.add_argument("--objective", default="latency", choices=OBJECTIVES,
-                   help="latency of one frame; throughput (busiest engine); dual-stream (two DLA cores, two streams)")
+    p.add_argument("--objective", default=None, choices=OBJECTIVES + MULTI_ONLY,
+                   help="latency of one frame; throughput (busiest engine); dual-stream (two DLA cores, two "
+                        "streams); makespan (one frame of every model, the default for several); weighted (sum "
+                        "of weight x model latency); energy (mJ per frame, with --makespan-cap or --latency-cap)")
+    p.add_argument("--rate", action="append", metavar="NAME=FPS",
+                   help="several models, --objective throughput: frames/s model NAME must sustain (all or none)")
+    p.add_argument("--weight", action="append", metavar="NAME=W", help="weight of model NAME (--objective weighted)")
+    p.add_argument("--gpu-budget", type=float, metavar="SHARE",
+                   help="the GPU may be busy at most this share of each frame (0.5 leaves half of it free)")
+    p.add_argument("--makespan-cap", type=float, metavar="MS", help="cap on the makespan of one frame of every model")
+    p.add_argument("--no-contention", action="store_true",
+                   help="leave shared-DRAM contention (PCCS) out of the multi-model objective")
     p.add_argument("--time-limit", type=float, default=60.0, metavar="S",
                    help="wall-clock seconds for the whole command; past it the best plan found (or the best "
                         "baseline) is written")
@@ -419,7 +471,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="precisions the accelerator and GPU may use (CPU fallback stays fp32)")
     p.add_argument("--sensitivity", metavar="FILE", help="INT8 sensitivity: CSV node,score or rknn accuracy_analysis")
     p.add_argument("--int8-budget", type=float, metavar="X", help="max summed sensitivity of INT8 nodes")
-    p.add_argument("--latency-cap", type=float, metavar="MS", help="latency cap for --objective throughput")
+    p.add_argument("--latency-cap", action="append", metavar="MS|NAME=MS",
+                   help="latency cap for --objective throughput; NAME=MS caps model NAME of several")
     p.add_argument("--dla-standalone", action="store_true", help="whole network as DLA loadables (seed 000 12.5)")
     p.add_argument("--sram-bytes", type=int, metavar="B", help="DLA managed SRAM pool per loadable (power of two)")
     p.add_argument("--loadable-sram", metavar="B0,B1,..",

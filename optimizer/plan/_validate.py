@@ -16,6 +16,7 @@ from optimizer.check import check_graph
 from optimizer.ir import Graph, load_model
 from optimizer.plan._build import PLAN_SCHEMA
 from optimizer.solver import DUAL_STREAMS, OBJECTIVES
+from optimizer.solver._multi import MULTI_ONLY
 
 PRECISIONS = ("int8", "fp16", "fp32")
 IO_FORMATS = ("dla_linear", "dla_hwc4", "chw16", "chw32", "chw4", "linear")
@@ -41,8 +42,9 @@ def structure_problems(plan: Mapping[str, Any], catalog: Catalog, target: Target
     devices that are this target's engines (in every subgraph, empty ones too), pools within limits.
     The model-dependent checks (validate_plan) run only on a plan that passes these."""
     problems: list[str] = []
-    if not isinstance(plan.get("objective"), str) or plan["objective"] not in OBJECTIVES:
-        problems.append(f"objective: {str(plan.get('objective'))[:40]!r} is not one of {list(OBJECTIVES)}")
+    if not isinstance(plan.get("objective"), str) or plan["objective"] not in OBJECTIVES + MULTI_ONLY:
+        problems.append(f"objective: {str(plan.get('objective'))[:40]!r} is not one of "
+                        f"{list(OBJECTIVES + MULTI_ONLY)}")
     for key in ("solver", "predicted", "baselines"):
         if not isinstance(plan.get(key), dict):
             problems.append(f"{key}: must be an object")

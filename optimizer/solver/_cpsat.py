@@ -469,6 +469,8 @@ class PlanModel:
         m = self.model
         self.transfer_terms: list[tuple[int, cp_model.IntVar]] = []
         self.change_terms: list[tuple[int, cp_model.IntVar]] = []
+        self.term_src: list[int] = []  # producing group of each transfer term, then of each change term
+        change_src: list[int] = []
         for tensor, src, consumers in tensor_routes(self.lm):
             if src < 0:
                 continue
@@ -491,6 +493,7 @@ class PlanModel:
                     both = m.new_bool_var(f"copy[{tensor}->{e}|{kind}/{precision}]")
                     m.add(both >= cross + expr - 1)
                     self.transfer_terms.append((ns, both))
+                    self.term_src.append(src)
             for v in consumers:
                 common = set(self.prec[src]) | set(self.prec[v])
                 if len(common) < 2:
@@ -499,6 +502,8 @@ class PlanModel:
                 for q in sorted(self.prec[v]):
                     m.add(change >= self.prec[v][q] - self.prec[src].get(q, 0))
                 self.change_terms.append((self.lm.precision_change_ns(tensor), change))
+                change_src.append(src)
+        self.term_src.extend(change_src)
 
     def _slot_sram(self) -> None:
         """DLA-SRAM-PER-LOADABLE: a slot with its own SRAM pool changes what its groups cost; the
