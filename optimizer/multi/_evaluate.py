@@ -80,7 +80,13 @@ def multi_evaluate(lm: LatencyModel, placements: tuple[Placement, ...], group_pa
     dram = {e: sum(volume.get((k, e), 0) for k in parts) for e in engines}
     rated = multi.objective == "throughput" and bool(multi.rates)
     rate = {k: milli_rate(multi.rates[names[k]]) for k in parts} if rated else {}
-    free = max(list(load0.values()) + ([] if multi.objective == "throughput" else list(lat0)), default=0)
+    compute: dict[tuple[int, str], int] = {}
+    for g, (p, ns) in enumerate(zip(placements, b.group_ns)):
+        compute[group_part[g], p.device] = compute.get((group_part[g], p.device), 0) + ns
+    spans = [sum(v for (_, e2), v in compute.items() if e2 == e) for e in engines]
+    if multi.objective != "throughput":
+        spans += [sum(v for (k2, _), v in compute.items() if k2 == k) for k in parts]
+    free = max(spans, default=0)  # the frame's compute time: what the co-runners' bytes are spread over
     extra: dict[tuple[int, str], int] = {}
     pressure: dict[str, int] = {}
     reached_milli: dict[str, int] = {}

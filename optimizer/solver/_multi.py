@@ -142,15 +142,23 @@ class MultiPlanModel(PlanModel):
                 if not members:
                     continue
                 own = m.new_bool_var(f"loadable_model[{s},{self.names[k]}]")
-                for g in members:
-                    m.add(own >= self.inslot[g, s])
+                m.add_max_equality(own, [self.inslot[g, s] for g in members])  # exact: loads carry no slack
                 owners.append(own)
                 for c in self.dla_cores:
                     on = m.new_bool_var(f"loadable_model_core[{s},{self.names[k]},dla{c}]")
-                    m.add(on >= own + self.slot_core[s, c] - 1)
+                    m.add_bool_and([own, self.slot_core[s, c]]).only_enforce_if(on)
+                    m.add_bool_or([own.Not(), self.slot_core[s, c].Not(), on])
                     terms.setdefault((k, f"dla{c}"), []).append((launch, on))
             m.add(sum(owners) <= 1)  # a loadable is one model's engine
         return terms
+
+    def _compute_terms(self) -> dict[tuple[int, str], list[tuple[int, cp_model.IntVar]]]:
+        out: dict[tuple[int, str], list[tuple[int, cp_model.IntVar]]] = {}
+        for g in range(len(self.groups)):
+            for choice, var in zip(self.choices[g], self.x[g]):
+                device = f"dla{choice.core}" if choice.option.device == "dla" else choice.option.device
+                out.setdefault((self.group_part[g], device), []).append((choice.cost_ns, var))
+        return out
 
     def _bytes(self) -> dict[tuple[int, str], list[tuple[int, cp_model.IntVar]]]:
         out: dict[tuple[int, str], list[tuple[int, cp_model.IntVar]]] = {}
@@ -239,8 +247,9 @@ class MultiPlanModel(PlanModel):
         if rated:
             rate = max(milli_rate(r) for r in self.multi.rates.values())
             return 100 * rate * volume / (self.lm.bandwidth * RATE_SCALE)
-        shortest = max(sum(min(c.cost_ns for c in self.choices[g]) for g in range(len(self.groups))
-                           if self.group_part[g] == k) + self.lm.inference_ns() for k in range(len(self.names)))
+        cheapest = [min(c.cost_ns for c in cs) for cs in self.choices]
+        engines = 1 + len(self.dla_cores) if self.jetson else len(self.target.devices)
+        shortest = max(max(cheapest, default=0), sum(cheapest) // max(engines, 1))  # any period is at least this
         return 100 * 1000 * volume / (bandwidth_x10(self.lm) * 100 * max(shortest, 1))
 
     def _contention(self, terms, busy, engines, lat0, load0) -> dict[tuple[int, str], cp_model.IntVar]:
@@ -266,9 +275,14 @@ class MultiPlanModel(PlanModel):
             rate = {k: milli_rate(multi.rates[self.names[k]]) for k in parts}
             flow = {e: sum(rate[k] * _lin(volume.get((k, e), [])) for k in parts) for e in engines}
         else:
-            free = m.new_int_var(0, self.horizon, "period_without_contention")
-            m.add_max_equality(free, list(load0.values()) + ([] if multi.objective == "throughput"
-                                                             else list(lat0.values())))
+            # The co-runners' bytes are spread over the frame's compute time (layer groups only: those
+            # terms are exact, so the solver cannot stretch the period to talk contention down).
+            compute = self._compute_terms()
+            free = m.new_int_var(0, self.horizon, "compute_period")
+            spans = [_lin([t for (_, e2), ts in compute.items() if e2 == e for t in ts]) for e in engines]
+            if multi.objective != "throughput":
+                spans += [_lin([t for (k2, _), ts in compute.items() if k2 == k for t in ts]) for k in parts]
+            m.add_max_equality(free, spans)
         bw10 = bandwidth_x10(self.lm)
         reach = self._max_pressure(rated)
         extra: dict[tuple[int, str], cp_model.IntVar] = {}
@@ -277,23 +291,31 @@ class MultiPlanModel(PlanModel):
             others = [f for f in engines if f != e]
             if not table or not others:
                 continue
-            previous = None
-            for threshold, milli in table:
+            # Exact, not only bounded below: a step is on iff its threshold is reached, and the extra time is
+            # the highest step's, rounded up (slack here would let a budget or cap be met on paper).
+            ons = []
+            for threshold, _ in table:
                 on = m.new_bool_var(f"contention[{e},{threshold}%]")
                 if rated:
                     pressure = 100 * sum(flow[f] for f in others)
-                    m.add(pressure <= threshold * round(self.lm.bandwidth) * RATE_SCALE - 1).only_enforce_if(
-                        on.Not())
+                    limit = threshold * round(self.lm.bandwidth) * RATE_SCALE
+                    m.add(pressure <= limit - 1).only_enforce_if(on.Not())
+                    m.add(pressure >= limit).only_enforce_if(on)
                 else:
-                    m.add(1000 * sum(dram[f] for f in others) <= threshold * bw10 * free - 1).only_enforce_if(
-                        on.Not())
-                if previous is not None:
-                    m.add_implication(on, previous)
-                previous = on
-                for k in parts:
-                    if (k, e) not in terms:
-                        continue
-                    if (k, e) not in extra:
-                        extra[k, e] = m.new_int_var(0, self.horizon, f"contention_ns[{self.names[k]},{e}]")
-                    m.add(MILLI * extra[k, e] >= milli * busy[k, e]).only_enforce_if(on)
+                    volume_others = 1000 * sum(dram[f] for f in others)
+                    m.add(volume_others <= threshold * bw10 * free - 1).only_enforce_if(on.Not())
+                    m.add(volume_others >= threshold * bw10 * free).only_enforce_if(on)
+                if ons:
+                    m.add_implication(on, ons[-1])
+                ons.append(on)
+            for k in parts:
+                if (k, e) not in terms:
+                    continue
+                var = m.new_int_var(0, self.horizon, f"contention_ns[{self.names[k]},{e}]")
+                extra[k, e] = var
+                m.add(var == 0).only_enforce_if(ons[0].Not())
+                for j, (_, milli) in enumerate(table):
+                    top = [ons[j]] + ([ons[j + 1].Not()] if j + 1 < len(ons) else [])
+                    m.add(MILLI * var >= milli * busy[k, e]).only_enforce_if(top)
+                    m.add(MILLI * var <= milli * busy[k, e] + MILLI - 1).only_enforce_if(top)
         return extra
