@@ -374,6 +374,7 @@ def _plan_json(*, graph_path: str, report: CheckReport, groups: GroupGraph, mode
                       for t in breakdown.transfers],
     }
     plan["predicted"]["latency_band_ms"] = _band(model, placements, breakdown)
+    plan["predicted"] |= _energy_fields(model, request, breakdown)
     for name, entry in plan["baselines"].items():
         entry["speedup"] = round(entry["latency_ms"] / plan["predicted"]["latency_ms"], 4) \
             if plan["predicted"]["latency_ms"] else None
@@ -399,6 +400,17 @@ def _plan_json(*, graph_path: str, report: CheckReport, groups: GroupGraph, mode
     if explain:
         plan["costs"] = _costs_json(groups, model, result)
     return plan
+
+
+def _energy_fields(model: LatencyModel, request: PlanRequest, breakdown: Breakdown) -> dict[str, Any]:
+    """Energy per frame (mJ; None without power figures) and the GPU's busy share of the objective's period
+    (the frame for latency, the cycle for the pipelined objectives): optimizer/latency/_energy.py."""
+    from optimizer.latency._energy import energy_mj, gpu_share, target_power
+
+    cycle, frames = objective_cycle_ns(request.objective, breakdown)
+    energy = energy_mj(target_power(model.target), breakdown.busy_ns, cycle)
+    return {"energy_mj": round(energy / frames, 6) if energy is not None else None,
+            "gpu_busy_share": gpu_share(breakdown.busy_ns, cycle) if model.target.accelerator == "dla" else None}
 
 
 def _request_json(request: PlanRequest) -> dict[str, Any]:
