@@ -315,11 +315,36 @@ def _edit(args: argparse.Namespace) -> int:
 
 def _study(args: argparse.Namespace) -> int:
     from optimizer.study import reproduce_study, resume_study, run_study
+    from optimizer.study._pareto import is_pareto_config, reproduce_pareto, run_pareto_study
 
     progress = _progress(args, "trials")
 
     def trials(done: int, total: int) -> None:
         progress(done, total)
+
+    pareto_folder = args.action == "reproduce" and args.folder and (Path(args.folder) / "front.json").exists()
+    if pareto_folder:
+        try:
+            same, diff = reproduce_pareto(args.folder, progress=trials)
+        finally:
+            progress.close()
+        print(f"{args.folder}: the rerun's front and plan are byte-identical" if same else
+              f"{args.folder}: the rerun {diff}", file=sys.stdout if same else sys.stderr)
+        return 0 if same else 1
+    if args.action not in ("reproduce", "resume") and is_pareto_config(args.action):
+        try:
+            pareto = run_pareto_study(args.action, args.out, command=["edgeplan", *sys.argv[1:]], progress=trials)
+        finally:
+            progress.close()
+        front = json.loads((pareto.folder / "front.json").read_text(encoding="utf-8"))
+        print(f"study {pareto.folder}: {pareto.trials} trials, a Pareto front of {len(front['points'])} plan(s) "
+              f"over {', '.join(front['objectives'])}:")
+        for point in front["points"]:
+            values = ", ".join(f"{k} {v:.4g}" for k, v in point["values"].items())
+            params = ", ".join(f"{k}={v}" for k, v in sorted(point["params"].items()))
+            print(f"  trial {point['trial']}: {values}; DLA: {', '.join(point['dla']) or 'none'} ({params})")
+        print(f"wrote plan.json, front.json, front/, trials.csv, manifest.json, report.html in {pareto.folder}")
+        return 0
 
     if args.action == "reproduce":
         if not args.folder:

@@ -208,7 +208,7 @@ def _solve(lm, report, catalog, request, multi, group_part, names, power, bytes_
         if key in tried or budget.exhausted():
             break
         tried.add(key)
-        phase = _phase(budget, 1.0 / (FIXED_POINT_ROUNDS - round_))
+        phase = _phase(budget, 0.6 if round_ + 1 < FIXED_POINT_ROUNDS else 1.0)  # later rounds are rarer
         candidate = build(factors=factors).solve(best.placements, phase)
         _charge(budget, phase)
         if candidate.outcome is Outcome.NOT_FOUND:
