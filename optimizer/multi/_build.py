@@ -46,9 +46,15 @@ class MultiPlanned:
     evaluation: MultiBreakdown
 
     def files(self) -> dict[str, str | bytes]:
+        from optimizer.multi._summary import html_section, markdown_section
         from optimizer.plan._report import plan_files
 
         out: dict[str, str | bytes] = dict(plan_files(self.planned))
+        plan = self.planned.plan
+        out["report.md"] = str(out["report.md"]) + markdown_section(plan)
+        page = str(out["report.html"])
+        at = page.rfind("</body>")
+        out["report.html"] = page[:at] + html_section(plan) + page[at:] if at >= 0 else page + html_section(plan)
         if len(self.parts) > 1:
             out[MERGED_NAME] = self.merged
         return out
