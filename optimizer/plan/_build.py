@@ -375,6 +375,12 @@ def _plan_json(*, graph_path: str, report: CheckReport, groups: GroupGraph, mode
     }
     plan["predicted"]["latency_band_ms"] = _band(model, placements, breakdown)
     plan["predicted"] |= _energy_fields(model, request, breakdown)
+    if request.objective == "throughput":  # whole copies with a frame split, against this pipelined plan
+        from optimizer.multi._replicate import replication, replication_json
+
+        limit = loadable_limit(request, int(model.catalog.rule("DLA-LOADABLES").params["max"]))
+        plan["replication"] = replication_json(replication(model, limit, request.allowed_precisions),
+                                               objective_cycle_ns(request.objective, breakdown)[0])
     for name, entry in plan["baselines"].items():
         entry["speedup"] = round(entry["latency_ms"] / plan["predicted"]["latency_ms"], 4) \
             if plan["predicted"]["latency_ms"] else None
