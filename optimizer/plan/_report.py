@@ -54,6 +54,16 @@ def _likely(pred: dict) -> str:
     return f" (likely {band['low']:.4g}-{band['high']:.4g} ms)" if band else ""
 
 
+def _energy(pred: dict) -> str:
+    """", energy 11.2 mJ, GPU busy 82%" where the plan has them (Jetson targets with power figures)."""
+    parts = []
+    if pred.get("energy_mj") is not None:
+        parts.append(f"energy {pred['energy_mj']:.3f} mJ")
+    if pred.get("gpu_busy_share") is not None:
+        parts.append(f"GPU busy {pred['gpu_busy_share']:.0%}")
+    return (", " + ", ".join(parts)) if parts else ""
+
+
 def terminal_summary(planned: Planned, out_dir: str) -> str:
     plan = planned.plan
     lines = [f"edgeplan optimize: {plan['model']['path']} on {plan['target']} ({plan['objective']})",
@@ -61,7 +71,9 @@ def terminal_summary(planned: Planned, out_dir: str) -> str:
              f"bound {plan['solver']['bound_ms']:.3f} ms, {plan['solver']['groups']} layer groups"]
     pred = plan["predicted"]
     lines.append(f"predicted latency {pred['latency_ms']:.3f} ms{_likely(pred)}, "
-                 f"throughput {pred['throughput_fps']:.1f} fps")
+                 f"throughput {pred['throughput_fps']:.1f} fps" + _energy(pred))
+    if plan.get("replication"):
+        lines.append(f"replication: {plan['replication']['why']}")
     for name, base in plan["baselines"].items():
         lines.append(f"  vs {name:<12} {base['latency_ms']:.3f} ms  ({ratios(base)}{within_band(pred, base)})")
     devices = Counter(layer["device"] for layer in plan["layers"] if layer["role"] != "constant")
@@ -91,6 +103,10 @@ def markdown_report(planned: Planned) -> str:
                 f"({band['scope']}), each predicted by a fit that never saw its source.", ""]
     else:
         out += ["No error band: the latency profile was calibrated without cross-validation.", ""]
+    if _energy(pred):
+        out += [f"Per frame:{_energy(pred)[1:]} (constraints/power.toml; the power shares are assumptions).", ""]
+    if plan.get("replication"):
+        out += [f"Replication against pipelining: {plan['replication']['why']}.", ""]
     out += ["| plan | latency (ms) | throughput (fps) | edgeplan's gain |", "|---|---:|---:|---|",
             f"| edgeplan | {pred['latency_ms']:.4f} | {pred['throughput_fps']:.1f} | - |"]
     notes = []
