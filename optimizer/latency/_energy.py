@@ -15,6 +15,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
+from typing import Any
 
 from optimizer.catalog import Target
 from optimizer.errors import BadInputError
@@ -36,12 +37,12 @@ class Power:
         return sum(self.engine_mw.get(e, 0) * ns for e, ns in sorted(busy_ns.items())) + self.idle_mw * period_ns
 
 
-def _table() -> dict:
+def _table() -> dict[str, Any]:
     text = (resources.files("optimizer.constraints") / POWER_FILE).read_text(encoding="utf-8")
     return tomllib.loads(text)
 
 
-def _budget_w(target: Target, table: Mapping) -> tuple[float, str] | None:
+def _budget_w(target: Target, table: Mapping[str, Any]) -> tuple[float, str] | None:
     mode = str(target.features.get("power_mode", ""))
     found = re.fullmatch(r"(\d+(?:\.\d+)?)W", mode)
     if found:

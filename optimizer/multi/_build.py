@@ -6,19 +6,19 @@ import itertools
 import logging
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from optimizer.catalog import Catalog, load_catalog
-from optimizer.check import check_graph, model_block
+from optimizer.check import CheckReport, check_graph, model_block
 from optimizer.errors import BadInputError, InfeasibleError
 from optimizer.fusion import build_groups
-from optimizer.ir import load_model
-from optimizer.latency import LatencyModel, Placement, group_options, load_profile
+from optimizer.ir import Graph, load_model
+from optimizer.latency import LatencyModel, Option, Placement, group_options, load_profile
 from optimizer.latency._contention import SOURCE as CONTENTION_SOURCE
-from optimizer.latency._energy import target_power
+from optimizer.latency._energy import Power, target_power
 from optimizer.multi._evaluate import MultiBreakdown, group_bytes, meets, multi_evaluate
 from optimizer.multi._merge import Part, merge_models, part_of
 from optimizer.plan._baselines import ALL, assign_loadables, gpu_only, trt_default
@@ -189,12 +189,14 @@ def _charge(budget: Budget, phase: Budget) -> None:
     budget.wall_fired = budget.wall_fired or phase.wall_fired
 
 
-def _solve(lm, report, catalog, request, multi, group_part, names, power, bytes_of, hint, budget, score
-           ) -> tuple[SolveResult, bool]:
+def _solve(lm: LatencyModel, report: CheckReport, catalog: Catalog, request: PlanRequest, multi: MultiRequest,
+           group_part: Sequence[int], names: Sequence[str], power: Power | None,
+           bytes_of: Sequence[Mapping[Option, int]], hint: tuple[Placement, ...] | None, budget: Budget,
+           score: Callable[[tuple[Placement, ...]], MultiBreakdown]) -> tuple[SolveResult, bool]:
     """Exact contention steps (indicator constraints) up to EXACT_CONTENTION_GROUPS layer groups; beyond, a
     contention-free solve, then rounds with each engine's PCCS step fixed at what the last plan reached,
     keeping the best plan as the exact evaluator scores it. (bool: the objective is the exact model's.)"""
-    def build(**kw) -> MultiPlanModel:
+    def build(**kw: Any) -> MultiPlanModel:
         return MultiPlanModel(lm, report, catalog, request, multi, group_part, names, power, bytes_of, **kw)
 
     groups = len(lm.groups.groups)
@@ -249,8 +251,8 @@ def _value(objective: str, value: int) -> float:
 
 
 def _multi_fields(plan: dict[str, Any], multi: MultiRequest, result: SolveResult, ev: MultiBreakdown,
-                  scored: Mapping[str, MultiBreakdown], parts: Sequence[Part], names: Sequence[str], power,
-                  graph) -> None:
+                  scored: Mapping[str, MultiBreakdown], parts: Sequence[Part], names: Sequence[str],
+                  power: Power | None, graph: Graph) -> None:
     rated = multi.objective == "throughput" and bool(multi.rates)
     unit = "utilisation" if rated else UNITS[multi.objective]
 
@@ -317,7 +319,7 @@ def _multi_fields(plan: dict[str, Any], multi: MultiRequest, result: SolveResult
     plan["model"]["models"] = [model_block_of(p) for p in parts] if len(parts) > 1 else None
 
 
-def _power_json(power) -> dict[str, Any] | None:
+def _power_json(power: Power | None) -> dict[str, Any] | None:
     if power is None:
         return None
     return {"engine_w": {e: mw / 1000 for e, mw in sorted(power.engine_mw.items())}, "idle_w": power.idle_mw / 1000,

@@ -18,13 +18,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from ortools.sat.python import cp_model
 
 from optimizer.catalog import Catalog
 from optimizer.check import CheckReport
 from optimizer.errors import BadInputError
-from optimizer.latency import LatencyModel
+from optimizer.latency import LatencyModel, Option
 from optimizer.latency._contention import MILLI, engine_kind, steps
 from optimizer.latency._energy import Power
 from optimizer.solver._cpsat import PlanModel, _lin
@@ -101,7 +102,7 @@ class MultiPlanModel(PlanModel):
 
     def __init__(self, lm: LatencyModel, report: CheckReport, catalog: Catalog, request: PlanRequest,
                  multi: MultiRequest, group_part: Sequence[int], names: Sequence[str], power: Power | None,
-                 group_bytes: Sequence[Mapping[object, int]], factors: Mapping[str, int] | None = None,
+                 group_bytes: Sequence[Mapping[Option, int]], factors: Mapping[str, int] | None = None,
                  contention: bool = True) -> None:
         self.factors = factors  # fixed contention thousandths per engine (the fixed-point mode), else exact steps
         self.with_contention = contention
@@ -186,15 +187,15 @@ class MultiPlanModel(PlanModel):
                             + self.lm.inference_ns() * len(self.names)) + 1
         busy = {(k, e): _lin(terms.get((k, e), [])) for k in parts for e in engines}
         inference = self.lm.inference_ns()
-        lat0 = {k: self._int(sum(busy[k, e] for e in engines) + inference, f"latency_free[{self.names[k]}]")
-                for k in parts}
-        load0 = {e: self._int(sum(busy[k, e] for k in parts), f"load_free[{e}]") for e in engines}
+        lat0 = {k: self._int(_lin([]) + sum(busy[k, e] for e in engines) + inference,
+                             f"latency_free[{self.names[k]}]") for k in parts}
+        load0 = {e: self._int(_lin([]) + sum(busy[k, e] for k in parts), f"load_free[{e}]") for e in engines}
         extra = self._contention(terms, busy, engines, lat0, load0)
         lat = {k: lat0[k] + sum(extra.get((k, e), 0) for e in engines) for k in parts}
         load = {e: load0[e] + sum(extra.get((k, e), 0) for k in parts) for e in engines}
         self.total = _lin([]) + sum(lat0[k] for k in parts)
         self.upper = self.horizon
-        self.busy = load  # type: ignore[assignment]
+        self.busy = load
         for k in parts:
             cap = multi.latency_caps.get(self.names[k])
             if cap is not None:
@@ -226,7 +227,7 @@ class MultiPlanModel(PlanModel):
                 self.goal = period
             elif multi.objective == "weighted":
                 w = {k: max(1, round(multi.weights.get(self.names[k], 1.0) * 1000)) for k in parts}
-                self.goal = sum(w[k] * lat_v[k] for k in parts)
+                self.goal = _lin([(w[k], lat_v[k]) for k in parts])
             else:
                 if self.power is None:
                     raise BadInputError(f"--objective energy: {self.target.id} has no power figures "
@@ -252,7 +253,9 @@ class MultiPlanModel(PlanModel):
         shortest = max(max(cheapest, default=0), sum(cheapest) // max(engines, 1))  # any period is at least this
         return 100 * 1000 * volume / (bandwidth_x10(self.lm) * 100 * max(shortest, 1))
 
-    def _contention(self, terms, busy, engines, lat0, load0) -> dict[tuple[int, str], cp_model.IntVar]:
+    def _contention(self, terms: Mapping[tuple[int, str], Any], busy: Mapping[tuple[int, str], cp_model.LinearExpr],
+                    engines: Sequence[str], lat0: Mapping[int, cp_model.IntVar],
+                    load0: Mapping[str, cp_model.IntVar]) -> dict[tuple[int, str], cp_model.IntVar]:
         """extra[k,e] >= step(x_e) * busy[k,e] / 1000, with each PCCS step an indicator: off only while the
         co-runners' throughput stays below its threshold."""
         multi = self.multi
@@ -293,7 +296,7 @@ class MultiPlanModel(PlanModel):
                 continue
             # Exact, not only bounded below: a step is on iff its threshold is reached, and the extra time is
             # the highest step's, rounded up (slack here would let a budget or cap be met on paper).
-            ons = []
+            ons: list[cp_model.IntVar] = []
             for threshold, _ in table:
                 on = m.new_bool_var(f"contention[{e},{threshold}%]")
                 if rated:
