@@ -28,6 +28,7 @@ from optimizer.latency import Breakdown, LatencyModel, Placement, evaluate, load
 from optimizer.latency._profile import band_json
 from optimizer.plan._baselines import baselines
 from optimizer.plan._subgraphs import Subgraph, build_subgraphs
+from optimizer.plan._types import PLAN_SCHEMA
 from optimizer.solver import (
     Budget,
     Outcome,
@@ -42,7 +43,6 @@ from optimizer.solver import (
 )
 
 log = logging.getLogger(__name__)
-PLAN_SCHEMA = "edgeplan.plan/v1"
 PHASES = ("load", "check", "latency model and baselines", "solve", "plan")
 TRANSFER_WARNING_PERCENT = 20  # seed 004 §七.4: DMA copies of 20% of the total or more (20％以上) mean a poor partition
 # Above this many layer groups the exact CP-SAT model takes longer to build and solve than any time limit
