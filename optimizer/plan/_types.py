@@ -2,8 +2,9 @@
 
 Each dataclass field is one JSON key, in the order plan.json writes them, so `Plan.from_json(d).to_json()`
 equals `d` key for key and order for order (and `dumps_json` of it, byte for byte). Adding a field to the
-format is one line here: a field with its type (and `= field(default=None, metadata=OPTIONAL)` when the key
-may be absent). Keys the
+format is one line here, at its place in the order: a field with its type (and
+`= field(default=None, metadata=OPTIONAL)` when the key may be absent; every type is keyword-only, so a
+defaulted field may sit anywhere). Keys the
 types do not know are kept in `extra` (so a newer plan still loads and writes back whole) and listed by
 `unknown_fields()`, which the round-trip tests require to be empty. `schemas/edgeplan.plan.v1.schema.json`
 is generated from these types (`python -m optimizer.plan._schema`).
@@ -36,7 +37,7 @@ EXTRA: Mapping[str, Any] = {"extra": True}
 
 # -- values ------------------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ModelRef:
     path: str
     sha256: str
@@ -44,7 +45,7 @@ class ModelRef:
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SolverSummary:
     status: str  # OPTIMAL only when proved
     outcome: str  # solver.Outcome value
@@ -58,7 +59,7 @@ class SolverSummary:
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LatencyBand:
     low: float
     high: float
@@ -70,7 +71,7 @@ class LatencyBand:
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Predicted:
     latency_ms: float
     throughput_fps: float
@@ -79,7 +80,7 @@ class Predicted:
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Baseline:
     latency_ms: float
     throughput_fps: float
@@ -90,7 +91,7 @@ class Baseline:
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RequestRecord:
     allowed_precisions: tuple[Precision, ...]
     pins: Mapping[str, str]  # node -> device or "dla"
@@ -106,7 +107,7 @@ class RequestRecord:
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BreakdownRecord:
     layers_ms: float
     transfers_ms: float
@@ -117,7 +118,7 @@ class BreakdownRecord:
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Layer:
     node: str
     op_type: str
@@ -133,14 +134,14 @@ class Layer:
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MemoryNeeds:
     dla_local_dram_bytes: int
     dla_global_dram_bytes: int
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MemoryPools:
     dla_sram_bytes: int
     dla_local_dram_bytes: int
@@ -148,7 +149,7 @@ class MemoryPools:
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SubgraphPlan:
     id: int
     device: Device
@@ -165,7 +166,7 @@ class SubgraphPlan:
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Transfer:
     tensor: str
     src: Device = field(metadata={"key": "from"})
@@ -177,7 +178,7 @@ class Transfer:
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DynamicInput:
     tensor: str
     axis: int
@@ -185,7 +186,7 @@ class DynamicInput:
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SizeExample:
     node: str
     tensor: str
@@ -193,7 +194,7 @@ class SizeExample:
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class UnknownSizes:
     needs_shapes: bool
     dynamic_inputs: tuple[DynamicInput, ...]
@@ -204,7 +205,7 @@ class UnknownSizes:
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class OpsetConversion:
     from_opset: int = field(metadata={"key": "from"})
     to_opset: int = field(metadata={"key": "to"})
@@ -212,7 +213,7 @@ class OpsetConversion:
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CostOption:
     device: str  # an accelerator kind: gpu, dla, npu, cpu
     core: int
@@ -223,7 +224,7 @@ class CostOption:
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CostLayer:
     group: int
     anchor: str
@@ -232,7 +233,7 @@ class CostLayer:
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CostTensor:
     tensor: str
     from_group: int
@@ -242,7 +243,7 @@ class CostTensor:
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Costs:
     layers: tuple[CostLayer, ...]
     tensors: tuple[CostTensor, ...]
@@ -250,7 +251,7 @@ class Costs:
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Plan:
     """One plan.json. Read it with `Plan.from_json`, write it with `to_json` (then fileio.dumps_json)."""
 
@@ -263,6 +264,7 @@ class Plan:
     predicted: Predicted
     baselines: Mapping[str, Baseline]
     request: RequestRecord
+    tensorrt_rules: str | None = field(default=None, metadata=OPTIONAL)  # Jetson: the DLA rule set (--trt)
     breakdown: BreakdownRecord
     layers: tuple[Layer, ...]
     subgraphs: tuple[SubgraphPlan, ...]
