@@ -13,8 +13,9 @@ from typing import Any, NoReturn
 
 from optimizer import __version__
 from optimizer._progress import Progress
-from optimizer.catalog import load_catalog
+from optimizer.catalog import family_files, load_catalog
 from optimizer.check import check_graph, check_json, render_table
+from optimizer.enums import PRECISIONS
 from optimizer.errors import BadInputError, EdgeplanError
 from optimizer.fileio import dumps_json, write_user_file
 from optimizer.ir import load_model, parse_input_shapes
@@ -476,7 +477,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--accelerator", required=True, choices=("gpu", "dla", "npu", "cpu", "auto"),
                    help="gpu only; dla with GPU fallback; npu with CPU fallback; cpu = the whole model on an RKNN "
                         "SoC's CPU (fp32); auto = the planner's best plan")
-    p.add_argument("--precision", required=True, choices=("int8", "fp16", "fp32"))
+    p.add_argument("--precision", required=True, choices=PRECISIONS)
     p.add_argument("--batch", type=int, default=1, help="frames per inference")
     p.add_argument("--cores", type=int, default=1,
                    help="DLA cores (one engine each, all fed) or NPU cores one inference is split over")
@@ -501,10 +502,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rknn-perf", metavar="TXT", help="per-layer times: rknn-toolkit2 eval_perf table")
     p.add_argument("--model", help="the ONNX model the per-layer times were measured on")
     p.add_argument("--target", help="the target the per-layer times were measured on")
-    p.add_argument("--precision", default="fp16", choices=("int8", "fp16", "fp32"),
+    p.add_argument("--precision", default="fp16", choices=PRECISIONS,
                    help="precision of trtexec layers when --trtexec-layers does not say")
     p.add_argument("--out", required=True, metavar="DIR", help="folder for latency_<family>.toml and calibration.json")
-    p.add_argument("--family", action="append", choices=("nvidia-dla", "rockchip-rknn"),
+    p.add_argument("--family", action="append", choices=tuple(family_files()),
                    help="fit only this family (repeatable; default: every family with rows)")
     p.add_argument("--prior", action="append", metavar="PROFILE", help="start from this profile (per family)")
     p.add_argument("--no-cv", action="store_true", help="skip leave-one-family-out cross-validation")

@@ -10,6 +10,7 @@ from optimizer.catalog import Catalog, Target
 from optimizer.check._io import io_facts
 from optimizer.check._sizes import size_warnings, unknown_sizes
 from optimizer.check._verdicts import NodeVerdict, build_time_nodes, node_verdict
+from optimizer.enums import PRECISIONS
 from optimizer.ir import Graph
 
 CHECK_SCHEMA = "edgeplan.check/v1"
@@ -113,9 +114,9 @@ def render_table(report: CheckReport, max_rows: int = 60) -> str:
     lines.extend(f"warning: {w}" for w in conversion_warnings(report.graph))
     lines.extend(f"warning: {w}" for w in size_warnings(unknown_sizes(report.graph)))
     lines.append("")
-    lines.append(f"{'accelerator':<12}" + "".join(f"{p:>8}" for p in ("int8", "fp16", "fp32")))
+    lines.append(f"{'accelerator':<12}" + "".join(f"{p:>8}" for p in PRECISIONS))
     for accelerator, per in s["runnable"].items():
-        cells = "".join(f"{per[p]:>8}" if p in per else f"{'-':>8}" for p in ("int8", "fp16", "fp32"))
+        cells = "".join(f"{per[p]:>8}" if p in per else f"{'-':>8}" for p in PRECISIONS)
         lines.append(f"{accelerator:<12}{cells}")
     lines.append("")
     if s["blocking_rules"]:

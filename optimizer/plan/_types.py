@@ -440,6 +440,11 @@ def unknown_fields(value: Any, where: str = "") -> list[str]:
     return found
 
 
+def as_json(value: Any) -> Any:
+    """Any part of a plan (a Layer, the breakdown, ...) as the plain JSON plan.json holds for it."""
+    return encode(value)
+
+
 def read_as(tp: type[T], value: Any, *, file: str | None = None) -> T:
     result: T = decode(tp, value, file=file)
     return result
