@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from optimizer.catalog import Catalog, Target
+from optimizer.catalog import Catalog, Rule, Target
 from optimizer.check._io import io_facts
 from optimizer.check._sizes import size_warnings, unknown_sizes
 from optimizer.check._verdicts import NodeVerdict, build_time_nodes, node_verdict
@@ -31,7 +31,7 @@ class CheckReport:
 def check_graph(graph: Graph, catalog: Catalog, target_id: str) -> CheckReport:
     """Every node's verdict on every accelerator and precision of the target, with the rules behind each no."""
     target = catalog.target(target_id)
-    rules: dict[tuple[str, str], tuple] = {}
+    rules: dict[tuple[str, str], tuple[Rule, ...]] = {}
     family = catalog.family_of(target)
     folded = build_time_nodes(graph) if family.accelerator == "npu" else frozenset()
     verdicts = tuple(node_verdict(graph, node, catalog, target, rules, folded) for node in graph.nodes)
