@@ -206,7 +206,7 @@ def run_batch(models: Sequence[str], targets: Sequence[str], out: str, *, worker
                 from distributed import Client
             except ImportError:
                 raise BadInputError("--dask needs the 'distributed' package: pip install 'edgeplan[dask]'") from None
-            with Client(dask_address) as client:
+            with Client(dask_address) as client:  # type: ignore[no-untyped-call]
                 for future in client.map(run_job, todo, pure=False):
                     record(future.result())
         elif workers == 1 or len(todo) <= 1:

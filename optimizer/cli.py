@@ -18,7 +18,7 @@ from optimizer.check import check_graph, check_json, render_table
 from optimizer.enums import PRECISIONS
 from optimizer.errors import BadInputError, EdgeplanError
 from optimizer.fileio import dumps_json, write_user_file
-from optimizer.ir import load_model, parse_input_shapes
+from optimizer.ir import Graph, load_model, parse_input_shapes
 from optimizer.solver import OBJECTIVES, PlanRequest, parse_assignments
 
 log = logging.getLogger("edgeplan")
@@ -101,7 +101,7 @@ def _peak_text(row: dict[str, Any]) -> str:
     return peak if row["accelerator_cores"] else f"no {row['accelerator'].upper()}: {acc} {peak}"
 
 
-def _load(args: argparse.Namespace):
+def _load(args: argparse.Namespace) -> Graph:
     return load_model(args.model, parse_input_shapes(args.input_shape or []))
 
 
@@ -222,7 +222,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         raise BadInputError("--csv needs --models DIR (the folder its onnx column is relative to)")
     document = run_calibration(args.csv, args.models, args.out, families=args.family or (), priors=priors,
                                cross=not args.no_cv, layer_inputs=layers)
-    def pct(summary: dict | None, field: str = "median_abs_pct_error") -> str:
+    def pct(summary: dict[str, Any] | None, field: str = "median_abs_pct_error") -> str:
         return format(summary[field], ".1%") if summary else "-"
 
     print(f"{'family':<14} {'rows':>5} {'LOSO MdAPE':>11} {'LOSO p90':>9} {'LOFO MdAPE':>11} {'prior MdAPE':>12} "
@@ -319,7 +319,7 @@ def _batch(args: argparse.Namespace) -> int:
 
     bar = _progress(args, "batch jobs")
 
-    def progress(done: int, total: int, row: dict) -> None:
+    def progress(done: int, total: int, row: dict[str, Any]) -> None:
         bar(done, total, f"{Path(row['model']).name} {row['target']}: {row['status']}")
 
     try:

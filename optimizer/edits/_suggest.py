@@ -28,7 +28,8 @@ class Suggestion:
     gain_ms: float | None  # predicted latency gain, re-planned with the edit; None for advice
 
 
-def _replan_ms(path: Path, target: str, request: PlanRequest, shapes) -> float | None:
+def _replan_ms(path: Path, target: str, request: PlanRequest, shapes: Mapping[str, tuple[int, ...]] | None
+               ) -> float | None:
     try:
         return optimize(str(path), target, request, input_shapes=shapes).plan.predicted.latency_ms
     except EdgeplanError:
@@ -85,7 +86,8 @@ def _outputs(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np
     import onnxruntime as ort
 
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return session.run(None, dict(feeds))
+    outputs: list[np.ndarray] = session.run(None, dict(feeds))
+    return outputs
 
 
 def edit(model_path: str, edit_ids: Sequence[str], out_path: str, *, target: str | None = None,
