@@ -62,7 +62,7 @@ def main() -> int:
                                 PlanRequest(time_limit_s=args.time_limit), MultiRequest(objective="makespan"),
                                 started=started)
             wall = time.monotonic() - started
-            plan = mp.planned.plan
+            plan = mp.plan
             base = plan["baselines"]
             best = min(b["latency_ms"] for b in base.values())
             ours = plan["predicted"]["latency_ms"]

@@ -13,11 +13,12 @@ from typing import Any, NoReturn
 
 from optimizer import __version__
 from optimizer._progress import Progress
-from optimizer.catalog import load_catalog
+from optimizer.catalog import family_files, load_catalog
 from optimizer.check import check_graph, check_json, render_table
+from optimizer.enums import PRECISIONS
 from optimizer.errors import BadInputError, EdgeplanError
 from optimizer.fileio import dumps_json, write_user_file
-from optimizer.ir import load_model, parse_input_shapes
+from optimizer.ir import Graph, load_model, parse_input_shapes
 from optimizer.solver import OBJECTIVES, PlanRequest, parse_assignments
 from optimizer.solver._multi import MULTI_ONLY
 
@@ -101,7 +102,7 @@ def _peak_text(row: dict[str, Any]) -> str:
     return peak if row["accelerator_cores"] else f"no {row['accelerator'].upper()}: {acc} {peak}"
 
 
-def _load(args: argparse.Namespace):
+def _load(args: argparse.Namespace) -> Graph:
     return load_model(args.model, parse_input_shapes(args.input_shape or []))
 
 
@@ -187,7 +188,7 @@ def _optimize_multi(args: argparse.Namespace, shapes: dict, allowed: frozenset[s
                              profile_path=args.profile, started=args.started,
                              merged_path=str(out / MERGED_NAME))
     write_file_set(out, planned.files())
-    sys.stdout.write(multi_summary(planned, str(out)))
+    sys.stdout.write(multi_summary(planned.plan, str(out)))
     return 0
 
 
@@ -263,7 +264,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         raise BadInputError("--csv needs --models DIR (the folder its onnx column is relative to)")
     document = run_calibration(args.csv, args.models, args.out, families=args.family or (), priors=priors,
                                cross=not args.no_cv, layer_inputs=layers)
-    def pct(summary: dict | None, field: str = "median_abs_pct_error") -> str:
+    def pct(summary: dict[str, Any] | None, field: str = "median_abs_pct_error") -> str:
         return format(summary[field], ".1%") if summary else "-"
 
     print(f"{'family':<14} {'rows':>5} {'LOSO MdAPE':>11} {'LOSO p90':>9} {'LOFO MdAPE':>11} {'prior MdAPE':>12} "
@@ -385,7 +386,7 @@ def _batch(args: argparse.Namespace) -> int:
 
     bar = _progress(args, "batch jobs")
 
-    def progress(done: int, total: int, row: dict) -> None:
+    def progress(done: int, total: int, row: dict[str, Any]) -> None:
         bar(done, total, f"{Path(row['model']).name} {row['target']}: {row['status']}")
 
     try:
@@ -554,7 +555,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--accelerator", required=True, choices=("gpu", "dla", "npu", "cpu", "auto"),
                    help="gpu only; dla with GPU fallback; npu with CPU fallback; cpu = the whole model on an RKNN "
                         "SoC's CPU (fp32); auto = the planner's best plan")
-    p.add_argument("--precision", required=True, choices=("int8", "fp16", "fp32"))
+    p.add_argument("--precision", required=True, choices=PRECISIONS)
     p.add_argument("--batch", type=int, default=1, help="frames per inference")
     p.add_argument("--cores", type=int, default=1,
                    help="DLA cores (one engine each, all fed) or NPU cores one inference is split over")
@@ -579,10 +580,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rknn-perf", metavar="TXT", help="per-layer times: rknn-toolkit2 eval_perf table")
     p.add_argument("--model", help="the ONNX model the per-layer times were measured on")
     p.add_argument("--target", help="the target the per-layer times were measured on")
-    p.add_argument("--precision", default="fp16", choices=("int8", "fp16", "fp32"),
+    p.add_argument("--precision", default="fp16", choices=PRECISIONS,
                    help="precision of trtexec layers when --trtexec-layers does not say")
     p.add_argument("--out", required=True, metavar="DIR", help="folder for latency_<family>.toml and calibration.json")
-    p.add_argument("--family", action="append", choices=("nvidia-dla", "rockchip-rknn"),
+    p.add_argument("--family", action="append", choices=tuple(family_files()),
                    help="fit only this family (repeatable; default: every family with rows)")
     p.add_argument("--prior", action="append", metavar="PROFILE", help="start from this profile (per family)")
     p.add_argument("--no-cv", action="store_true", help="skip leave-one-family-out cross-validation")

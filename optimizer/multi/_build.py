@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import tempfile
 import time
@@ -14,6 +15,7 @@ from typing import Any
 from optimizer.catalog import Catalog, load_catalog
 from optimizer.check import CheckReport, check_graph, model_block
 from optimizer.errors import BadInputError, InfeasibleError
+from optimizer.fileio import dumps_json
 from optimizer.fusion import build_groups
 from optimizer.ir import Graph, load_model
 from optimizer.latency import LatencyModel, Option, Placement, group_options, load_profile
@@ -24,6 +26,7 @@ from optimizer.multi._merge import Part, merge_models, part_of
 from optimizer.plan._baselines import ALL, assign_loadables, gpu_only, trt_default
 from optimizer.plan._build import Planned, _ms, _plan_json
 from optimizer.plan._subgraphs import build_subgraphs
+from optimizer.plan._types import Plan
 from optimizer.solver import Budget, Outcome, PlanRequest, SolveResult, check_target, loadable_limit
 from optimizer.solver._multi import MultiPlanModel, MultiRequest
 
@@ -45,12 +48,17 @@ class MultiPlanned:
     parts: tuple[Part, ...]
     evaluation: MultiBreakdown
 
+    @property
+    def plan(self) -> dict[str, Any]:
+        """plan.json as JSON values (what is written)."""
+        return self.planned.plan.to_json()
+
     def files(self) -> dict[str, str | bytes]:
         from optimizer.multi._summary import html_section, markdown_section
         from optimizer.plan._report import plan_files
 
         out: dict[str, str | bytes] = dict(plan_files(self.planned))
-        plan = self.planned.plan
+        plan = self.plan
         out["report.md"] = str(out["report.md"]) + markdown_section(plan)
         page = str(out["report.html"])
         at = page.rfind("</body>")
@@ -165,7 +173,7 @@ def optimize_multi(model_paths: Sequence[str], target_id: str, request: PlanRequ
                       deterministic_s=budget.deterministic_s)
     if len(parts) == 1:
         plan["model"]["path"] = parts[0].path
-    _multi_fields(plan, multi, result, evaluation, scored, parts, names, power, graph)
+    _multi_fields(plan, multi, result, evaluation, scored, parts, names, power, graph, base.get("one_per_engine", ()))
     plan["warnings"] = notes + plan["warnings"]
     run = {"schema": "edgeplan.run/v1", "timings": {"total_s": time.monotonic() - started},
            "solver": {"wall_s": result.wall_s, "variables": result.num_variables,
@@ -173,7 +181,8 @@ def optimize_multi(model_paths: Sequence[str], target_id: str, request: PlanRequ
                       "stopped_by": result.stop.value, "deterministic_s": result.deterministic_s,
                       "deterministic_budget_s": budget.deterministic_s, "wall_limit_fired": budget.wall_fired},
            "groups": len(groups.groups), "nodes": len(graph.nodes)}
-    planned = Planned(plan=plan, run=run, report=report, groups=groups, model=lm, placements=result.placements,
+    typed = Plan.from_json(json.loads(dumps_json(plan)))
+    planned = Planned(plan=typed, run=run, report=report, groups=groups, model=lm, placements=result.placements,
                       breakdown=breakdown, subgraphs=subgraphs, baselines=base_pairs)
     return MultiPlanned(planned=planned, merged=merged, parts=parts, evaluation=evaluation)
 
@@ -252,7 +261,7 @@ def _value(objective: str, value: int) -> float:
 
 def _multi_fields(plan: dict[str, Any], multi: MultiRequest, result: SolveResult, ev: MultiBreakdown,
                   scored: Mapping[str, MultiBreakdown], parts: Sequence[Part], names: Sequence[str],
-                  power: Power | None, graph: Graph) -> None:
+                  power: Power | None, graph: Graph, base_placements: tuple[Placement, ...] = ()) -> None:
     rated = multi.objective == "throughput" and bool(multi.rates)
     unit = "utilisation" if rated else UNITS[multi.objective]
 
@@ -273,6 +282,7 @@ def _multi_fields(plan: dict[str, Any], multi: MultiRequest, result: SolveResult
         "energy_mj": round(ev.energy_pj / 1e9, 6) if ev.energy_pj is not None else None,
         "gpu_busy_share": round(ev.load_ns.get("gpu", 0) / ev.period_ns, 6) if ev.period_ns else None})
     plan["predicted"]["latency_band_ms"] = None
+    plan["predicted"] = {k: v for k, v in plan["predicted"].items() if v is not None or k == "latency_band_ms"}
     models = []
     for k, part in enumerate(parts):
         block = {"name": names[k], "path": part.path, "prefix": part.prefix,
@@ -315,8 +325,10 @@ def _multi_fields(plan: dict[str, Any], multi: MultiRequest, result: SolveResult
             "gpu_busy_share": round(s.load_ns.get("gpu", 0) / s.period_ns, 6) if s.period_ns else None,
             "meets_request": meets(s, names, multi),
             "speedup": round(s.period_ns / ev.period_ns, 4) if ev.period_ns else None,
-            "models_ms": [_ms(v) for v in s.latency_ns], "throughput_fps": round(1e9 / s.period_ns, 3)}
-    plan["model"]["models"] = [model_block_of(p) for p in parts] if len(parts) > 1 else None
+            "models_ms": [_ms(v) for v in s.latency_ns], "throughput_fps": round(1e9 / s.period_ns, 3),
+            "subgraphs": len({p.engine for p in base_placements})}
+    if len(parts) > 1:
+        plan["model"]["models"] = [model_block_of(p) for p in parts]
 
 
 def _power_json(power: Power | None) -> dict[str, Any] | None:

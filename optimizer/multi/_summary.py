@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from optimizer.multi._build import MultiPlanned
+from typing import Any
 
 
 def _engines_of(plan: dict[str, Any], k: int) -> str:
@@ -70,8 +67,7 @@ def _reason(plan: dict[str, Any], dla: list[str], value: float, period: str) -> 
     return f"uses {where}: no baseline meets the request"
 
 
-def multi_summary(planned: MultiPlanned, out_dir: str) -> str:
-    plan = planned.planned.plan
+def multi_summary(plan: dict[str, Any], out_dir: str) -> str:
     head = (f"edgeplan optimize: {len(plan['models'])} model(s) on {plan['target']} ({plan['objective']})\n"
             f"solver {plan['solver']['status']}: {plan['solver']['objective_ms']:.4g} "
             f"{plan['solver']['objective_unit']}\n")

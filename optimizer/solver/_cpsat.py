@@ -16,6 +16,7 @@ from ortools.sat.python import cp_model
 
 from optimizer.catalog import Catalog
 from optimizer.check import CheckReport
+from optimizer.enums import PRECISIONS
 from optimizer.errors import BadInputError, InfeasibleError
 from optimizer.latency import (
     LatencyModel,
@@ -74,7 +75,7 @@ def dominant_precisions(lm: LatencyModel, request: PlanRequest) -> list[dict[str
     an op lacks the faster precision. On RKNN some NPU ops run in FP16 only, so nothing is fixed there."""
     if lm.target.accelerator != "dla" or request.precision_pins or request.int8_budget is not None:
         return None
-    top = next(p for p in ("int8", "fp16", "fp32") if p in request.allowed_precisions)
+    top = next(p for p in PRECISIONS if p in request.allowed_precisions)
     out = []
     for g, group in enumerate(lm.groups.groups):
         options = group_options(lm, g, request.allowed_precisions)
@@ -146,7 +147,7 @@ class PlanModel:
 
     def _choices(self) -> None:
         m = self.model
-        all_precisions = frozenset(("int8", "fp16", "fp32"))
+        all_precisions = frozenset(PRECISIONS)
         self.choices: list[list[Choice]] = []
         self.x: list[list[cp_model.IntVar]] = []
         self.excluded: list[list[set[str]]] = []

@@ -149,7 +149,7 @@ def _plan_trial(cfg: ParetoConfig, trial: optuna.trial.Trial) -> dict[str, Any]:
     multi = MultiRequest(objective=planner, gpu_budget=None if budget >= 1 else budget)
     planned = optimize_multi([str(m) for m in cfg.models], cfg.target, request, multi,
                              profile_path=str(cfg.profile) if cfg.profile else None, merged_path=MERGED_NAME)
-    return planned.planned.plan
+    return planned.plan
 
 
 def _deterministic(time_limit_s: float) -> float:

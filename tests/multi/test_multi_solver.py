@@ -75,7 +75,7 @@ def brute_force(mp, multi: MultiRequest, limit: int = 4) -> int:
                 label = {g: (k, cores[k]) for k, block in enumerate(part) for g in block}
                 placements = tuple(Placement(o, core=label.get(g, (0, 0))[1], loadable=label.get(g, (-1, 0))[0])
                                    for g, o in enumerate(combo))
-                ev = multi_evaluate(lm, placements, group_part, names, multi, mp.planned.plan and
+                ev = multi_evaluate(lm, placements, group_part, names, multi, mp.plan and
                                     _power(lm), bytes_of)
                 if meets(ev, names, multi):
                     best = min(best, ev.objective)
@@ -109,7 +109,7 @@ def test_multi_matches_brute_force(pair, case):
     paths, profile = pair
     multi = CASES[case]
     mp = _plan(paths, profile, multi)
-    plan = mp.planned.plan
+    plan = mp.plan
     assert plan["solver"]["status"] == "OPTIMAL"
     assert mp.evaluation.objective == brute_force(mp, multi)
     assert validate_plan(plan, CATALOG, None, graph=mp.planned.report.graph) == []
@@ -118,11 +118,11 @@ def test_multi_matches_brute_force(pair, case):
 def test_contention_is_in_the_objective_and_the_report(pair):
     paths, profile = pair
     mp = _plan(paths, profile, MultiRequest(objective="makespan"))
-    multi = mp.planned.plan["multi"]
+    multi = mp.plan["multi"]
     assert multi["contention"]["on"] and multi["contention_ms"] > 0
-    assert {layer["device"] for layer in mp.planned.plan["layers"]} >= {"gpu"}
+    assert {layer["device"] for layer in mp.plan["layers"]} >= {"gpu"}
     off = _plan(paths, profile, MultiRequest(objective="makespan", contention=False))
-    assert off.planned.plan["multi"]["contention_ms"] == 0
+    assert off.plan["multi"]["contention_ms"] == 0
     assert off.evaluation.period_ns <= mp.evaluation.period_ns  # contention only ever adds time
 
 
@@ -132,7 +132,7 @@ def test_loadable_limit_holds_across_models(pair, monkeypatch):
     paths, profile = pair
     multi = MultiRequest(objective="throughput")
     mp = _plan(paths, profile, multi, max_loadables=1)
-    used = {layer["subgraph"] for layer in mp.planned.plan["layers"] if layer["device"].startswith("dla")}
+    used = {layer["subgraph"] for layer in mp.plan["layers"] if layer["device"].startswith("dla")}
     assert len(used) <= 1
     assert mp.evaluation.objective == brute_force(mp, multi, limit=1)
     monkeypatch.setattr(cpsat, "loadable_limit", lambda request, at_once: 4)  # the limit removed
