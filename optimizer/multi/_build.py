@@ -316,6 +316,9 @@ def _multi_fields(plan: dict[str, Any], multi: MultiRequest, result: SolveResult
                       "meets_request": meets(s, names, multi),
                       "speedup": round(s.period_ns / ev.period_ns, 4) if ev.period_ns else None,
                       "models_ms": [_ms(v) for v in s.latency_ns]})
+    for entry in plan["baselines"].values():  # absent, not null, where a figure does not exist (typed Plan)
+        for key in [k for k, v in entry.items() if v is None and k in ("energy_mj", "gpu_busy_share")]:
+            del entry[key]
     if "one_per_engine" in scored:
         s = scored["one_per_engine"]
         best = next(n for n in scored if n.startswith("one_per_engine[") and scored[n] is s)
@@ -327,6 +330,8 @@ def _multi_fields(plan: dict[str, Any], multi: MultiRequest, result: SolveResult
             "speedup": round(s.period_ns / ev.period_ns, 4) if ev.period_ns else None,
             "models_ms": [_ms(v) for v in s.latency_ns], "throughput_fps": round(1e9 / s.period_ns, 3),
             "subgraphs": len({p.engine for p in base_placements})}
+        plan["baselines"]["one_per_engine"] = {k: v for k, v in plan["baselines"]["one_per_engine"].items()
+                                               if v is not None or k == "speedup"}
     if len(parts) > 1:
         plan["model"]["models"] = [model_block_of(p) for p in parts]
 

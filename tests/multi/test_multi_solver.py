@@ -15,10 +15,12 @@ from onnx import helper
 
 import optimizer.solver._cpsat as cpsat
 from optimizer.catalog import load_catalog
+from optimizer.fileio import dumps_json
 from optimizer.latency import Placement, group_options
 from optimizer.multi import optimize_multi
 from optimizer.multi._evaluate import meets, multi_evaluate
 from optimizer.plan import validate_plan
+from optimizer.plan._types import Plan, unknown_fields
 from optimizer.solver import PlanRequest
 from optimizer.solver._multi import MultiRequest
 from tests.conftest import save_model, value, weight
@@ -152,6 +154,9 @@ def test_cli_two_models_writes_a_valid_plan_and_export_cuts_it(pair, tmp_path):
     assert [m["name"] for m in plan["models"]] == ["a", "b"]
     assert plan["predicted"]["energy_mj"] > 0 and 0 <= plan["predicted"]["gpu_busy_share"] <= 1
     assert validate_plan(plan, CATALOG, str(out / "models.onnx")) == []
+    typed = Plan.from_json(plan)
+    assert unknown_fields(typed) == [] or not unknown_fields(typed)
+    assert dumps_json(typed.to_json()) == (out / "plan.json").read_text()
     exported = subprocess.run([sys.executable, "-m", "optimizer", "export", str(out / "plan.json"), "--out",
                                str(tmp_path / "x")], capture_output=True, text=True)
     assert exported.returncode == 0, exported.stderr
