@@ -216,7 +216,7 @@ def _solve(lm: LatencyModel, report: CheckReport, catalog: Catalog, request: Pla
     _charge(budget, phase)
     if best.outcome is Outcome.NOT_FOUND:
         return best, False
-    free_bound = best.bound_ns  # contention only adds time and energy: the contention-free bound holds
+    free_bound = max(best.bound_ns, _cheapest_bound(lm, multi, group_part, len(names)))
     best_score = score(best.placements)
     tried: set[tuple[tuple[str, int], ...]] = set()
     for round_ in range(FIXED_POINT_ROUNDS):
@@ -238,6 +238,22 @@ def _solve(lm: LatencyModel, report: CheckReport, catalog: Catalog, request: Pla
     proven = bound == best_score.objective
     return replace(best, objective_ns=best_score.objective, bound_ns=bound, status="OPTIMAL" if proven else "FEASIBLE",
                    outcome=Outcome.EXACT if proven else Outcome.BEST_FOUND), False
+
+
+def _cheapest_bound(lm: LatencyModel, multi: MultiRequest, group_part: Sequence[int], parts: int) -> int:
+    """Every group at its cheapest option and nothing else (contention, transfers, launches only add): for
+    makespan the longest model and the work shared evenly over the engines; for throughput the latter and the
+    costliest group. 0 for the other objectives."""
+    if multi.objective not in ("makespan", "throughput") or (multi.objective == "throughput" and multi.rates):
+        return 0
+    cheapest = [min(lm.option_ns(g, o) for o in group_options(lm, i, ALL)) for i, g in enumerate(lm.groups.groups)]
+    engines = 1 + lm.target.cores if lm.target.accelerator == "dla" else len(lm.target.devices)
+    shared = -(-sum(cheapest) // max(engines, 1))
+    if multi.objective == "throughput":
+        return max(shared, max(cheapest, default=0))
+    longest = max(sum(c for c, k in zip(cheapest, group_part) if k == part) + lm.inference_ns()
+                  for part in range(parts))
+    return max(shared, longest)
 
 
 def _asked(multi: MultiRequest) -> str:
