@@ -150,7 +150,8 @@ def optimize_multi(model_paths: Sequence[str], target_id: str, request: PlanRequ
         if hint is None:
             raise InfeasibleError(f"no plan found within --time-limit {request.time_limit_s:g} s and no baseline "
                                   f"meets {_asked(multi)}; raise the limit", file=str(model_paths[0]))
-        result = SolveResult(placements=hint, status="FEASIBLE", objective_ns=usable[0][0], bound_ns=0, total_ns=-1,
+        result = SolveResult(placements=hint, status="FEASIBLE", objective_ns=usable[0][0],
+                             bound_ns=min(result.bound_ns, usable[0][0]), total_ns=-1,
                              wall_s=0.0, iterations=0, num_variables=0, num_constraints=0,
                              outcome=Outcome.BASELINE, stop=result.stop)
         notes.append(f"no plan found within --time-limit {request.time_limit_s:g} s: the plan is the best baseline "
@@ -214,9 +215,14 @@ def _solve(lm: LatencyModel, report: CheckReport, catalog: Catalog, request: Pla
     phase = _phase(budget, 0.4)
     best = build(contention=False).solve(hint, phase)
     _charge(budget, phase)
+    cheapest = _cheapest_bound(lm, multi, group_part, len(names))
     if best.outcome is Outcome.NOT_FOUND:
-        return best, False
-    free_bound = max(best.bound_ns, _cheapest_bound(lm, multi, group_part, len(names)))
+        if hint is None:
+            return replace(best, bound_ns=cheapest), False
+        # Nothing found without contention in its share: the rounds start from the hint instead.
+        best = replace(best, placements=hint, status="FEASIBLE", outcome=Outcome.BASELINE, bound_ns=0,
+                       objective_ns=score(hint).objective)
+    free_bound = max(best.bound_ns, cheapest)
     best_score = score(best.placements)
     tried: set[tuple[tuple[str, int], ...]] = set()
     for round_ in range(FIXED_POINT_ROUNDS):
@@ -237,7 +243,8 @@ def _solve(lm: LatencyModel, report: CheckReport, catalog: Catalog, request: Pla
     bound = min(free_bound, best_score.objective)
     proven = bound == best_score.objective
     return replace(best, objective_ns=best_score.objective, bound_ns=bound, status="OPTIMAL" if proven else "FEASIBLE",
-                   outcome=Outcome.EXACT if proven else Outcome.BEST_FOUND), False
+                   outcome=Outcome.EXACT if proven else
+                   (Outcome.BASELINE if best.outcome is Outcome.BASELINE else Outcome.BEST_FOUND)), False
 
 
 def _cheapest_bound(lm: LatencyModel, multi: MultiRequest, group_part: Sequence[int], parts: int) -> int:
@@ -285,7 +292,7 @@ def _multi_fields(plan: dict[str, Any], multi: MultiRequest, result: SolveResult
         return round(v / 1e12, 6) if rated else _value(multi.objective, v)
 
     objective = value(ev.objective)
-    bound = min(value(result.bound_ns), objective) if result.outcome is not Outcome.BASELINE else 0.0
+    bound = min(value(result.bound_ns), objective)
     plan["objective"] = multi.objective
     plan["solver"].update({"objective_ms": objective, "bound_ms": objective if result.status == "OPTIMAL" else bound,
                            "objective_unit": unit,
