@@ -532,25 +532,53 @@ def _behind_transpose(graph: Graph, tensor: str, depth: int = 4) -> bool:
     return False
 
 
+def _softmax_side(graph: Graph, tensor: str) -> bool:
+    """The tensor is attention's probability matrix: a Softmax output, possibly transposed (V @ P^T)."""
+    node = graph.producer(tensor)
+    if node is not None and node.op_type == "Transpose":
+        node = graph.producer(node.inputs[0])
+    return node is not None and node.op_type == "Softmax"
+
+
+def _value_operand(graph: Graph, node: Node) -> tuple[int, tuple[Any, ...]] | None:
+    """(operand index, V's shape) when `node` makes the V operand of attention's P.V (or V.P^T): one operand of
+    a MatMul of two activations whose other operand is the Softmax's probabilities."""
+    for output in node.outputs:  # a q/k/v Split makes V as one of its outputs; V may have other users too
+        for user in graph.consumers(output):
+            if not _is_activation_matmul(graph, user) or output not in user.inputs[:2]:
+                continue
+            index = user.inputs.index(output)
+            if _softmax_side(graph, user.inputs[1 - index]):
+                shape = graph.shape(output)
+                return (index, shape) if _static(shape) and len(shape) >= 2 else None
+    return None
+
+
 def exmatmul_operand(rule: Rule, view: LayerView) -> str | None:
-    """The V operand of attention's P.V (a MatMul of two activations whose first operand is a Softmax) goes
-    into exMatMul's [b, k, 1, m] form through a Transpose layer named after V's producer; K^T of Q.K^T needs
-    none."""
+    """The V operand of attention (P.V or V.P^T, P from a Softmax) goes into exMatMul's [b, N, 1, d] form through
+    a Transpose layer named after V's producer; K^T of Q.K^T needs none. The transpose runs on the NPU only when
+    both of V's last two dims are whole 8-byte groups (`align` elements per precision: 4 FP16, 8 INT8). A
+    Transpose making V right after a Reshape is merged into that Reshape, which then carries the layer."""
     node, graph = view.node, view.graph
-    if not node.outputs:
+    carrier = node
+    if node.op_type == "Reshape" and node.outputs:
+        users = graph.consumers(node.outputs[0])
+        if len(users) == 1 and users[0].op_type == "Transpose":
+            carrier = users[0]
+    elif node.op_type == "Transpose":
+        producer = graph.producer(node.inputs[0])
+        if producer is not None and producer.op_type == "Reshape" and len(graph.consumers(node.inputs[0])) == 1:
+            return None  # merged into the Reshape before it
+    found = _value_operand(graph, carrier)
+    if found is None:
         return None
-    found = _activation_matmul_operand(graph, node.outputs[0], depth=1)
-    if found is None or found[0] != 1:
-        return None
-    scores = graph.producer(found[1].inputs[0])
-    if scores is None or scores.op_type != "Softmax":
-        return None
-    shape = graph.shape(node.outputs[0])
-    align = rule.params.get("align", 1)
-    if _static(shape) and len(shape) >= 2 and shape[-1] % align == 0 and shape[-2] % align == 0:
-        return None  # tokens and head dim both aligned: the transpose runs on the NPU
-    return (f"{node.op_type} makes the V operand {list(shape or ())} of softmax(.).V; with tokens or head dim not "
-            f"a multiple of {align} the transpose into exMatMul's [b, k, 1, m] form runs on the CPU")
+    shape = found[1]
+    align = rule.params.get("align", {}).get(view.precision, 1)
+    if shape[-1] % align == 0 and shape[-2] % align == 0:
+        return None  # both dims whole 8-byte groups: the transpose runs on the NPU
+    return (f"{node.op_type} makes the V operand {list(shape)} of attention's softmax(.).V; its last two dims are "
+            f"not both multiples of {align} ({view.precision}: 8-byte groups), so the transpose into exMatMul's "
+            "[b, N, 1, d] form runs on the CPU")
 
 
 def _output_token_concat(graph: Graph, node: Node) -> bool:
@@ -586,6 +614,140 @@ def head_relayout(rule: Rule, view: LayerView) -> str | None:
         return None
     return (f"{node.op_type} feeds the output Concat in feature-map form; its relayout into the Concat's "
             "(C, 1, 1, N) batch form moves data across the channel axis and runs on the CPU")
+
+
+def _whole_groups(dims: Sequence[int], align: int) -> bool:
+    return all(int(d) % align == 0 for d in dims)
+
+
+def _const_matmul(graph: Graph, node: Node | None) -> bool:
+    return (node is not None and node.op_type in ("MatMul", "Gemm") and len(node.inputs) > 1
+            and graph.is_constant(node.inputs[1]))
+
+
+def _wants_token_form(graph: Graph, tensor: str, depth: int = 4) -> bool:
+    """The tensor flows, through element-wise ops, into a consumer that holds it as tokens [B, C, 1, N]: a token
+    MatMul, a LayerNorm, or an Add whose other operand is already in token form (a residual)."""
+    for _ in range(depth):
+        users = graph.consumers(tensor)
+        if len(users) != 1:
+            return False
+        user = users[0]
+        if _const_matmul(graph, user) or user.op_type in ("LayerNormalization", "RMSNormalization"):
+            return True
+        if user.op_type == "Add" and len(user.inputs) == 2:
+            other = user.inputs[1] if user.inputs[0] == tensor else user.inputs[0]
+            if not graph.is_constant(other) and _token_form(graph, other):
+                return True
+        if user.op_type not in _LAYOUT_NEUTRAL:
+            return False
+        tensor = user.outputs[0]
+    return False
+
+
+def _token_swap(graph: Graph, node: Node) -> tuple[Any, ...] | None:
+    """The [B, N, C] source shape when `node` is a (0, 2, 1) Transpose between two token forms: its input is held
+    as [B, C, 1, N] and its consumer holds the result as tokens too, now with N as the channel, so the toolkit
+    materialises a (B, C, 1, N) -> (B, N, 1, C) transpose (MLP-Mixer's token mixing)."""
+    if node.op_type != "Transpose" or tuple(node.attrs.get("perm") or ()) != (0, 2, 1):
+        return None
+    src = graph.shape(node.inputs[0])
+    if not _static(src) or len(src) != 3 or not _token_form(graph, node.inputs[0]):
+        return None
+    return tuple(src) if _wants_token_form(graph, node.outputs[0]) else None
+
+
+def _token_axis_mean(graph: Graph, node: Node) -> bool:
+    """A ReduceMean over the token axis of a rank-3 token tensor [B, N, C] (a ViT/Mixer head's average pool)."""
+    if node.op_type != "ReduceMean" or not node.inputs:
+        return False
+    src = graph.shape(node.inputs[0])
+    axes = node.attrs.get("axes")
+    if axes is None and len(node.inputs) > 1:
+        value = graph.constants.get(node.inputs[1])
+        axes = None if value is None else [int(a) for a in value.reshape(-1)]
+    if not _static(src) or len(src) != 3 or axes is None:
+        return False
+    return [a % 3 for a in axes] == [1] and _token_form(graph, node.inputs[0])
+
+
+def _bias_step(graph: Graph, node: Node) -> bool:
+    """An element-wise op with a single run-time input (a bias Add, a scale): it fuses into the MatMul before it."""
+    return node.op_type in _LAYOUT_NEUTRAL and sum(1 for i in node.inputs if i and not graph.is_constant(i)) == 1
+
+
+def _biased_matmul_before(graph: Graph, tensor: str, depth: int = 3) -> Node | None:
+    """The token MatMul making `tensor`, possibly through its bias Add, when nothing else reads the way there."""
+    for _ in range(depth):
+        if len(graph.consumers(tensor)) != 1:
+            return None
+        node = graph.producer(tensor)
+        if node is None:
+            return None
+        if _const_matmul(graph, node):
+            return node
+        if not _bias_step(graph, node):
+            return None
+        tensor = next(i for i in node.inputs if i and not graph.is_constant(i))
+    return None
+
+
+def _swap_after(graph: Graph, tensor: str, depth: int = 3) -> Node | None:
+    """The token-swapping Transpose that the MatMul result `tensor` reaches through its bias Add, if any."""
+    for _ in range(depth):
+        users = graph.consumers(tensor)
+        if len(users) != 1:
+            return None
+        if _token_swap(graph, users[0]) is not None:
+            return users[0]
+        if not _bias_step(graph, users[0]):
+            return None
+        tensor = users[0].outputs[0]
+    return None
+
+
+def token_relayout(rule: Rule, view: LayerView) -> str | None:
+    """Token tensors live as [B, C, 1, N] on rk3566; three places need a real transpose between that form and
+    [B, N, 1, C], each on the NPU only when N and C are whole 8-byte groups (`align`: 4 FP16, 8 INT8) except the
+    last, which always runs on the CPU:
+    - a (0, 2, 1) Transpose between two token forms (token mixing), carried by the token MatMul making its input;
+    - the tensor a token-axis ReduceMean averages, transposed so that the tokens become the channel;
+    - that ReduceMean's [B, 1, 1, C] result, transposed back (the layer is named after a Reshape right after it)."""
+    node, graph = view.node, view.graph
+    align = rule.params["align"][view.precision]
+    src: tuple[Any, ...] | None = None
+    what = ""
+    if node.op_type == "Transpose" and _token_swap(graph, node) is not None:
+        if _biased_matmul_before(graph, node.inputs[0]) is not None:
+            return None  # the token MatMul before it carries the transpose
+        src, what = _token_swap(graph, node), "swaps the token and channel axes of"
+    elif _const_matmul(graph, node) and node.outputs:
+        swap = _swap_after(graph, node.outputs[0])
+        if swap is not None:
+            src, what = _token_swap(graph, swap), "makes tokens whose (0, 2, 1) Transpose swaps the axes of"
+    if src is None and node.outputs:
+        means = [u for u in graph.consumers(node.outputs[0]) if _token_axis_mean(graph, u)]
+        if means:
+            src, what = graph.shape(node.outputs[0]), "feeds a token-axis ReduceMean, which transposes"
+    if src is not None:
+        if _whole_groups(src[1:], align):
+            return None
+        return (f"{node.op_type} {what} {list(src)}; with tokens or channels not a multiple of {align} "
+                f"({view.precision}: 8-byte groups) the transpose between [B, C, 1, N] and [B, N, 1, C] runs on "
+                "the CPU")
+    carrier = node
+    if node.op_type in ("Reshape", "Flatten", "Squeeze"):
+        carrier = graph.producer(node.inputs[0]) or node
+        if carrier is node or not _token_axis_mean(graph, carrier) or len(graph.consumers(node.inputs[0])) != 1:
+            return None
+    elif _token_axis_mean(graph, node):
+        users = graph.consumers(node.outputs[0]) if node.outputs else ()
+        if len(users) == 1 and users[0].op_type in ("Reshape", "Flatten", "Squeeze"):
+            return None  # the reshape after it carries the transpose back
+    else:
+        return None
+    return (f"{node.op_type} ends a token-axis ReduceMean; the transpose of its [B, 1, 1, C] result back to the "
+            "channel form runs on the CPU")
 
 
 def sdpa_channels(graph: Graph, node: Node) -> tuple[int, int] | None:
@@ -624,6 +786,7 @@ CHECKS: Mapping[str, Check] = {
     "data_dependent_shapes": data_dependent_shapes,
     "data_dtypes": data_dtypes, "norm_limits": norm_limits, "output_relayout": output_relayout,
     "exmatmul_operand": exmatmul_operand, "conv_stride": conv_stride, "head_relayout": head_relayout,
+    "token_relayout": token_relayout,
 }
 
 
@@ -774,6 +937,8 @@ def _attention_head_reshape(graph: Graph, node: Node) -> bool:
     users = graph.consumers(node.outputs[0])
     if len(users) == 1 and users[0].op_type == "Split":
         return any(feeds_matmul(o) for o in users[0].outputs)
+    if len(users) == 1 and users[0].op_type == "Transpose":  # q/k/v heads transposed into tokens
+        return feeds_matmul(users[0].outputs[0])
     return feeds_matmul(node.outputs[0])
 
 

@@ -198,3 +198,137 @@ def test_an_attention_head_reshape_folds_into_exmatmul_on_rk3566(catalog, tmp_pa
     path = _inner(tmp_path, nodes, [1, 16, 4, 4], inits)
     assert on_npu(catalog, path, "rk3566") is attention
     assert on_npu(catalog, path, "rk3566", "int8") is attention
+
+
+def _attention_v(tmp_path, tokens, dim, v_first=False, split=False):
+    """softmax(Q.K^T).V (or V.P^T with V first, as yolo11's C2PSA writes it); V made by a Relu, or as the third
+    output of a q/k/v Split ([1, 2, 3*dim, N] on axis 2) whose V also feeds another branch."""
+    if split:
+        nodes = [helper.make_node("Split", ["qkv", "parts"], ["q0", "k", "v"], name="v_op", axis=2),
+                 helper.make_node("Transpose", ["q0"], ["q"], name="qt", perm=[0, 1, 3, 2]),
+                 helper.make_node("Relu", ["v"], ["side"], name="side_branch")]
+        inputs = [value("qkv", [1, 2, 3 * dim, tokens])]
+    else:
+        nodes = [helper.make_node("Relu", ["v0"], ["v"], name="v_op")]
+        inputs = [value("q", [1, 2, tokens, dim]), value("k", [1, 2, dim, tokens]),
+                  value("v0", [1, 2, dim, tokens] if v_first else [1, 2, tokens, dim])]
+    nodes += [helper.make_node("MatMul", ["q", "k"], ["s"], name="qk"),
+              helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1)]
+    if v_first:
+        nodes += [helper.make_node("Transpose", ["p"], ["pt"], name="pt", perm=[0, 1, 3, 2]),
+                  helper.make_node("MatMul", ["v", "pt"], ["o"], name="pv")]
+    else:
+        nodes.append(helper.make_node("MatMul", ["p", "v"], ["o"], name="pv"))
+    nodes.append(helper.make_node("Relu", ["o"], ["y"], name="tail"))
+    outputs = [value("y", None)] + ([value("side", None)] if split else [])
+    inits = [const("parts", np.array([dim, dim, dim], np.int64))] if split else []
+    name = f"v{tokens}_{dim}_{int(v_first)}{int(split)}.onnx"
+    return save_model(tmp_path / name, nodes, inputs, outputs, inits)
+
+
+# probe (tools/probe_rknn_rk3566.py vop:D:N): the V transpose is NPU iff N and D are multiples of 4 in FP16 and
+# of 8 in INT8 (whole 8-byte groups)
+@pytest.mark.parametrize(("tokens", "dim", "cpu_in"), [(128, 64, set()), (104, 24, set()), (100, 64, {"int8"}),
+                                                       (128, 12, {"int8"}), (98, 64, {"fp16", "int8"}),
+                                                       (128, 8, set()), (196, 64, {"int8"})])
+def test_the_v_transpose_needs_whole_8_byte_groups_on_rk3566(catalog, tmp_path, tokens, dim, cpu_in):
+    path = _attention_v(tmp_path, tokens, dim)
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision, node="v_op") is (precision not in cpu_in)
+        assert on_npu(catalog, path, "rk3562", precision, node="v_op")
+
+
+@pytest.mark.parametrize("tokens", [100, 104])
+def test_a_split_making_v_of_v_times_p_transposed_is_the_v_operand(catalog, tmp_path, tokens):
+    # corpus yolo11n_320 /model.10/m/m.0/attn/Split: V [1,2,64,100] of V @ attn^T, also read by the pe branch;
+    # its transpose (Split_output_2_tp_rs) is NPU in FP16 and CPU in INT8
+    path = _attention_v(tmp_path, tokens, 64, v_first=True, split=True)
+    assert on_npu(catalog, path, "rk3566", "fp16", node="v_op")
+    assert on_npu(catalog, path, "rk3566", "int8", node="v_op") is (tokens % 8 == 0)
+    assert on_npu(catalog, path, "rk3566", "int8", node="qt")
+
+
+def test_a_reshape_before_the_v_transpose_carries_it(catalog, tmp_path):
+    # probe vop:64:100: v_rs (Reshape) -> v_tr (Transpose) -> P.V; the layer is v_rs#2, CPU in INT8 with v_rs
+    nodes = [helper.make_node("MatMul", ["q", "k"], ["s"], name="qk"),
+             helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1),
+             helper.make_node("Reshape", ["v0", "shape"], ["vr"], name="v_rs"),
+             helper.make_node("Transpose", ["vr"], ["v"], name="v_tr", perm=[0, 1, 3, 2]),
+             helper.make_node("MatMul", ["p", "v"], ["o"], name="pv"),
+             helper.make_node("Relu", ["o"], ["y"], name="tail")]
+    inputs = [value("q", [1, 2, 100, 64]), value("k", [1, 2, 64, 100]), value("v0", [1, 128, 10, 10])]
+    path = save_model(tmp_path / "vrs.onnx", nodes, inputs, [value("y", None)],
+                      [const("shape", np.array([1, 2, 64, 100], np.int64))])
+    assert not on_npu(catalog, path, "rk3566", "int8", node="v_rs")
+    assert on_npu(catalog, path, "rk3566", "int8", node="v_tr")
+    assert on_npu(catalog, path, "rk3566", "fp16", node="v_rs")
+
+
+def _token_mixing(tmp_path, tokens, channels):
+    """MLP-Mixer's token mixing: tokens from a MatMul -> Transpose -> MatMul over N (+ bias) -> Transpose back ->
+    residual Add -> MatMul; then back to the map (Transpose + Reshape)."""
+    nodes = [helper.make_node("MatMul", ["x", "wc"], ["t"], name="channel_mm"),
+             helper.make_node("Transpose", ["t"], ["tt"], name="swap", perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["tt", "wn"], ["m"], name="token_mm"),
+             helper.make_node("Add", ["m", "bn"], ["mb"], name="token_bias"),
+             helper.make_node("Transpose", ["mb"], ["mt"], name="swap_back", perm=[0, 2, 1]),
+             helper.make_node("Add", ["t", "mt"], ["r"], name="residual"),
+             helper.make_node("MatMul", ["r", "wc2"], ["u"], name="next_mm"),
+             helper.make_node("Transpose", ["u"], ["ut"], name="to_map", perm=[0, 2, 1]),
+             helper.make_node("Reshape", ["ut", "shape"], ["y4"], name="map"),
+             helper.make_node("Relu", ["y4"], ["y"], name="tail")]
+    side = int(tokens**0.5)
+    inits = [weight("wc", [channels, channels]), weight("wn", [tokens, tokens]), weight("bn", [tokens]),
+             weight("wc2", [channels, channels]), const("shape", np.array([1, channels, side, tokens // side], np.int64))]
+    return save_model(tmp_path / f"mix{tokens}_{channels}.onnx", nodes, [value("x", [1, tokens, channels])],
+                      [value("y", None)], inits)
+
+
+# probe tokmix:N:C and corpus timm_mixer_s32_224 (N=49, C=512: CPU in FP16 and INT8)
+@pytest.mark.parametrize(("tokens", "channels", "cpu_in"), [(64, 64, set()), (100, 64, {"int8"}),
+                                                            (64, 12, {"int8"}), (49, 512, {"fp16", "int8"})])
+def test_token_mixing_transposes_need_whole_8_byte_groups_on_rk3566(catalog, tmp_path, tokens, channels, cpu_in):
+    path = _token_mixing(tmp_path, tokens, channels)
+    for precision in ("fp16", "int8"):
+        cpu = precision in cpu_in
+        assert on_npu(catalog, path, "rk3566", precision, node="swap") is not cpu
+        assert on_npu(catalog, path, "rk3566", precision, node="token_mm") is not cpu  # carries swap_back
+        assert on_npu(catalog, path, "rk3566", precision, node="swap_back")
+        assert on_npu(catalog, path, "rk3566", precision, node="to_map")  # token -> map form folds
+        assert on_npu(catalog, path, "rk3588", precision, node="swap")
+
+
+def _token_mean(tmp_path, tokens, channels, reshape_after):
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["t"], name="producer"),
+             helper.make_node("ReduceMean", ["t"], ["m"], name="mean", axes=[1], keepdims=0)]
+    inits = [weight("w", [channels, channels]), weight("head", [channels, 10])]
+    if reshape_after:
+        nodes.append(helper.make_node("Reshape", ["m", "shape"], ["m2"], name="after"))
+        inits.append(const("shape", np.array([1, channels], np.int64)))
+    nodes.append(helper.make_node("MatMul", ["m2" if reshape_after else "m", "head"], ["y"], name="classifier"))
+    return save_model(tmp_path / f"mean{tokens}_{int(reshape_after)}.onnx", nodes,
+                      [value("x", [1, tokens, channels])], [value("y", None)], inits, opset=13)
+
+
+# probe tokmean:N:C: the (1,1,1,C) result goes back to (1,C,1,1) on the CPU in every case; the input's transpose
+# into (1,N,1,C) follows the 8-byte rule (N=16, 64: NPU; N=49: CPU); corpus timm_mixer_s32_224 /ReduceMean
+@pytest.mark.parametrize(("tokens", "producer_cpu"), [(16, False), (64, False), (49, True)])
+@pytest.mark.parametrize("reshape_after", [False, True])
+def test_a_token_axis_mean_transposes_on_rk3566(catalog, tmp_path, tokens, producer_cpu, reshape_after):
+    path = _token_mean(tmp_path, tokens, 64, reshape_after)
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision, node="producer") is not producer_cpu
+        assert on_npu(catalog, path, "rk3566", precision, node="mean") is reshape_after
+        if reshape_after:
+            assert not on_npu(catalog, path, "rk3566", precision, node="after")
+        assert on_npu(catalog, path, "rk3576", precision, node="mean")
+
+
+def test_a_channel_axis_mean_is_no_token_transpose(catalog, tmp_path):
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["t"], name="producer"),
+             helper.make_node("ReduceMean", ["t"], ["m"], name="mean", axes=[2], keepdims=1),
+             helper.make_node("Relu", ["m"], ["y"], name="tail")]
+    path = save_model(tmp_path / "cmean.onnx", nodes, [value("x", [1, 49, 64])], [value("y", None)],
+                      [weight("w", [64, 64])], opset=13)
+    assert on_npu(catalog, path, "rk3566", "fp16", node="mean")
+    assert on_npu(catalog, path, "rk3566", "fp16", node="producer")

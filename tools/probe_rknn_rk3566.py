@@ -1,0 +1,215 @@
+"""Probe rknn-toolkit2 2.5.0 on RK3566 with parametrised attention/layout graphs, to find where a rule's
+condition really lies (channel counts, token counts, precision) instead of reading it off one model.
+
+Run with the toolkit's own interpreter, under nice:
+    nice -n 10 RKNN_VENV/bin/python tools/probe_rknn_rk3566.py vop:64:128 vop:32:100 ... [--socs rk3566]
+Case grammar (all graphs: input [1,3,H,W] -> Conv -> pattern -> Conv):
+    vop:D:N[:HEADS]  attention with per-head dim D over N = H*W tokens: the V operand's layout into exMatMul
+    tokmix:N:C       MLP-Mixer token mixing: tokens from a MatMul transposed, a MatMul over N, transposed back
+    tokmean:N:C      a token MatMul on [1, N, C] averaged over the token axis (ReduceMean axes [1])
+Each case converts in a fresh process, FP16 and INT8, and prints the layers of the pattern (op, target,
+shapes, name); the Conv stem and tail are left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+rng = np.random.default_rng(0)
+
+
+def c(name, a):
+    return numpy_helper.from_array(np.asarray(a), name)
+
+
+def w(name, shape, s=0.1):
+    return c(name, rng.normal(0, s, shape).astype(np.float32))
+
+
+def N(op, i, o, name, **kw):
+    return helper.make_node(op, i, o, name=name, **kw)
+
+
+def hw_for(n):
+    """An H x W grid with H*W = n, as square as possible."""
+    h = int(n**0.5)
+    while n % h:
+        h -= 1
+    return h, n // h
+
+
+def wrap(name, nodes, inits, cin, h, w_, out_c):
+    head = [N("Conv", ["in", "w0"], ["x"], "pre_conv")]
+    tail = [N("Conv", ["y", "w1"], ["out"], "post_conv")]
+    g = helper.make_graph(
+        head + nodes + tail, name,
+        [helper.make_tensor_value_info("in", TensorProto.FLOAT, [1, 3, h, w_])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)],
+        [w("w0", (cin, 3, 1, 1)), w("w1", (8, out_c, 1, 1)), *inits],
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return onnx.shape_inference.infer_shapes(m), (h, w_)
+
+
+def vop(d, n, heads=1):
+    """softmax(Q.K^T * s).V with q/k/v from 1x1 convs reshaped to [1, heads, d, N] and transposed to tokens."""
+    h, w_ = hw_for(n)
+    cin = 32
+    nodes = [N("Conv", ["x", f"w{t}"], [f"{t}0"], f"{t}_conv") for t in "qkv"]
+    for t in "qkv":
+        nodes += [N("Reshape", [f"{t}0", "s"], [f"{t}r"], f"{t}_rs"),
+                  N("Transpose", [f"{t}r"], [t], f"{t}_tr", perm=[0, 1, 3, 2])]
+    nodes += [
+        N("Transpose", ["k"], ["kt"], "k_t", perm=[0, 1, 3, 2]),
+        N("MatMul", ["q", "kt"], ["a"], "qk"),
+        N("Mul", ["a", "sc"], ["as"], "scale"),
+        N("Softmax", ["as"], ["p"], "softmax", axis=-1),
+        N("MatMul", ["p", "v"], ["o"], "pv"),
+        N("Transpose", ["o"], ["ot"], "o_tr", perm=[0, 1, 3, 2]),
+        N("Reshape", ["ot", "s4"], ["y"], "o_rs"),
+    ]
+    inits = [w(f"w{t}", (heads * d, cin, 1, 1)) for t in "qkv"] + [
+        c("s", np.array([1, heads, d, n], np.int64)),
+        c("s4", np.array([1, heads * d, h, w_], np.int64)),
+        c("sc", np.float32(d**-0.5)),
+    ]
+    return wrap("vop", nodes, inits, cin, h, w_, heads * d)
+
+
+def tokmean(n, ch):
+    """Tokens [1, N, C] from a token MatMul, averaged over the token axis (ReduceMean axes [1])."""
+    h, w_ = hw_for(n)
+    nodes = [
+        N("Reshape", ["x", "s3"], ["r"], "to_tokens_reshape"),
+        N("Transpose", ["r"], ["t"], "to_tokens_transpose", perm=[0, 2, 1]),
+        N("MatMul", ["t", "wm"], ["u"], "token_matmul"),
+        N("ReduceMean", ["u"], ["m"], "token_mean", axes=[1], keepdims=0),
+        N("Reshape", ["m", "s4"], ["y"], "back_reshape"),
+    ]
+    inits = [w("wm", (ch, ch)), c("s3", np.array([1, ch, n], np.int64)), c("s4", np.array([1, ch, 1, 1], np.int64))]
+    return wrap("tokmean", nodes, inits, ch, h, w_, ch)
+
+
+def tokmix(n, ch):
+    """MLP-Mixer's token mixing on [1, N, C] tokens made by a channel MatMul (the LayerNormalization op needs a
+    toolkit rule disabled to build): Transpose (0,2,1), a MatMul over the
+    token axis, Transpose back, residual Add; then back to the map through Transpose + Reshape."""
+    h, w_ = hw_for(n)
+    nodes = [
+        N("Reshape", ["x", "s3"], ["r"], "to_tokens_reshape"),
+        N("Transpose", ["r"], ["t"], "to_tokens_transpose", perm=[0, 2, 1]),
+        N("MatMul", ["t", "wc"], ["ln"], "channel_matmul"),
+        N("Transpose", ["ln"], ["lt"], "mix_transpose", perm=[0, 2, 1]),
+        N("MatMul", ["lt", "wm"], ["m"], "mix_matmul"),
+        N("Transpose", ["m"], ["mt"], "mix_back", perm=[0, 2, 1]),
+        N("Add", ["ln", "mt"], ["u"], "residual"),
+        N("Transpose", ["u"], ["ub"], "back_transpose", perm=[0, 2, 1]),
+        N("Reshape", ["ub", "s4"], ["y"], "back_reshape"),
+    ]
+    inits = [w("wm", (n, n)), w("wc", (ch, ch)),
+             c("s3", np.array([1, ch, n], np.int64)), c("s4", np.array([1, ch, h, w_], np.int64))]
+    return wrap("tokmix", nodes, inits, ch, h, w_, ch)
+
+
+BUILDERS = {"vop": vop, "tokmean": tokmean, "tokmix": tokmix}
+
+
+def build(label):
+    kind, *args = label.split(":")
+    return BUILDERS[kind](*(int(a) for a in args))
+
+
+def convert_case(label, socs):
+    import rknn_log
+
+    model, (h, w_) = build(label)
+    result = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        data = os.path.join(tmp, "x.npy")
+        np.save(data, np.random.default_rng(0).normal(0, 1, (1, 3, h, w_)).astype(np.float32))
+        dataset = os.path.join(tmp, "ds.txt")
+        with open(dataset, "w") as handle:
+            handle.write(data + "\n")
+        path = os.path.join(tmp, "m.onnx")
+        onnx.save(model, path)
+        for soc in socs:
+            for quantize in (False, True):
+                text, ok = _build_log(path, soc, quantize, dataset)
+                rows = []
+                for layer in rknn_log.parse_layer_table(text):
+                    name = layer.full_name.partition(":")[2]
+                    if name in ("pre_conv", "post_conv", "in", "out"):
+                        continue
+                    rows.append(f"{layer.op_type} {layer.target} {layer.input_shapes}->{layer.output_shapes} {name}")
+                result[f"{soc}/{'int8' if quantize else 'fp16'}"] = {"built": ok, "layers": rows}
+    return result
+
+
+def _build_log(path, soc, quantize, dataset):
+    import contextlib
+    import re
+
+    from rknn.api import RKNN
+
+    with tempfile.TemporaryFile(mode="w+") as log:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = os.dup(1), os.dup(2)
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        try:
+            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+                r = RKNN(verbose=True)
+                r.config(target_platform=soc, mean_values=[[0, 0, 0]], std_values=[[1, 1, 1]])
+                try:
+                    ok = r.load_onnx(model=path) == 0 and r.build(do_quantization=quantize, dataset=dataset) == 0
+                except Exception:
+                    ok = False
+                r.release()
+        finally:
+            sys.stdout.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+        log.seek(0)
+        return re.sub(r"\x1b\[[0-9;]*m", "", log.read()), ok
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("cases", nargs="*")
+    parser.add_argument("--socs", default="rk3566")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(convert_case(args.one, args.socs.split(","))))
+        return 0
+    for label in args.cases:
+        run = subprocess.run([sys.executable, __file__, "--one", label, "--socs", args.socs],
+                             capture_output=True, text=True)
+        lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
+        if run.returncode or not lines:
+            print(label, f"toolkit process died (exit {run.returncode})", flush=True)
+            continue
+        for key, value in json.loads(lines[-1]).items():
+            print(label, key, "built" if value["built"] else "FAILED", flush=True)
+            for row in value["layers"]:
+                print("   ", row, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
