@@ -750,6 +750,48 @@ def token_relayout(rule: Rule, view: LayerView) -> str | None:
             "channel form runs on the CPU")
 
 
+def _split_of(channel: int, dims: Sequence[int]) -> int | None:
+    """The per-head size d when a contiguous run of `dims` (two or more, the first not 1) multiplies to
+    `channel`: heads x d, or (q/k/v x heads) x d."""
+    for start in range(len(dims)):
+        product = 1
+        for end in range(start, len(dims)):
+            product *= int(dims[end])
+            if product == channel and end > start and int(dims[start]) > 1 and int(dims[end]) < channel:
+                return int(dims[end])
+            if product > channel:
+                break
+    return None
+
+
+def _form_channel(graph: Graph, tensor: str, shape: tuple[Any, ...]) -> int | None:
+    """The channel of the toolkit's 4-D form of a tensor: last axis of a token tensor, axis 1 otherwise."""
+    if len(shape) == 3 and _token_form(graph, tensor):
+        return int(shape[-1])
+    return int(shape[1]) if len(shape) in (3, 4) else None
+
+
+def head_split(rule: Rule, view: LayerView) -> str | None:
+    """An attention head Reshape folds into exMatMul's operand layout (channel -> heads in the batch axis, or
+    back), but only when each head's channel count d is whole 8-byte groups (`align`: 4 FP16, 8 INT8)."""
+    node, graph = view.node, view.graph
+    if node.op_type != "Reshape" or not _attention_head_reshape(graph, node):
+        return None
+    src, dst = view.in_shape(), view.out_shape()
+    if not _static(src) or not _static(dst):
+        return None
+    channel = _form_channel(graph, node.inputs[0], src)
+    d = _split_of(channel, dst[1:]) if channel else None
+    if d is None:
+        back = int(dst[-1]) if len(dst) == 3 else int(dst[1]) if len(dst) == 4 else None
+        d = _split_of(back, src[1:]) if back else None
+    align = rule.params["align"][view.precision]
+    if d is None or d % align == 0:
+        return None
+    return (f"Reshape {list(src)} -> {list(dst)} splits or joins attention heads of {d} channels, not a multiple of "
+            f"{align} ({view.precision}: 8-byte groups); the head relayout runs on the CPU")
+
+
 def sdpa_channels(graph: Graph, node: Node) -> tuple[int, int] | None:
     """(query channel, value channel) when `node` is the P.V MatMul of an attention, softmax(Q.K^T [* s]).V,
     the pattern the toolkit fuses into exSDPAttention; the channel is the last (per-head) dim of Q and V."""
@@ -787,6 +829,7 @@ CHECKS: Mapping[str, Check] = {
     "data_dtypes": data_dtypes, "norm_limits": norm_limits, "output_relayout": output_relayout,
     "exmatmul_operand": exmatmul_operand, "conv_stride": conv_stride, "head_relayout": head_relayout,
     "token_relayout": token_relayout,
+    "head_split": head_split,
 }
 
 
@@ -927,9 +970,18 @@ def _attention_head_reshape(graph: Graph, node: Node) -> bool:
     operand of a MatMul of two activations, directly or through the Split into q/k/v, and the toolkit
     folds it into exMatMul's operand layout."""
     def feeds_matmul(tensor: str) -> bool:
+        for _ in range(3):  # heads transposed into tokens (and K^T) on the way
+            users = graph.consumers(tensor)
+            if len(users) != 1 or users[0].op_type != "Transpose":
+                break
+            tensor = users[0].outputs[0]
         return _activation_matmul_operand(graph, tensor) is not None
 
     producer = graph.producer(node.inputs[0])
+    for _ in range(2):  # the attention result transposed back before the join
+        if producer is None or producer.op_type != "Transpose":
+            break
+        producer = graph.producer(producer.inputs[0])
     if _is_activation_matmul(graph, producer):
         return True
     if producer is not None and producer.op_type == "Split" and any(feeds_matmul(o) for o in producer.outputs):
@@ -937,8 +989,6 @@ def _attention_head_reshape(graph: Graph, node: Node) -> bool:
     users = graph.consumers(node.outputs[0])
     if len(users) == 1 and users[0].op_type == "Split":
         return any(feeds_matmul(o) for o in users[0].outputs)
-    if len(users) == 1 and users[0].op_type == "Transpose":  # q/k/v heads transposed into tokens
-        return feeds_matmul(users[0].outputs[0])
     return feeds_matmul(node.outputs[0])
 
 

@@ -332,3 +332,47 @@ def test_a_channel_axis_mean_is_no_token_transpose(catalog, tmp_path):
                       [weight("w", [64, 64])], opset=13)
     assert on_npu(catalog, path, "rk3566", "fp16", node="mean")
     assert on_npu(catalog, path, "rk3566", "fp16", node="producer")
+
+
+def _conv_map_attention(tmp_path, heads, dim, tokens=64):
+    """The probe's graph: q/k/v maps [1, heads*dim, H, W] -> Reshape [1, heads, dim, N] -> Transpose -> attention
+    -> Transpose -> Reshape back to the map."""
+    side = int(tokens**0.5)
+    nodes = []
+    for t in "qkv":
+        nodes += [helper.make_node("Reshape", [f"{t}0", "heads"], [f"{t}r"], name=f"{t}_rs"),
+                  helper.make_node("Transpose", [f"{t}r"], [t], name=f"{t}_tr", perm=[0, 1, 3, 2])]
+    nodes += [helper.make_node("Transpose", ["k"], ["kt"], name="k_t", perm=[0, 1, 3, 2]),
+              helper.make_node("MatMul", ["q", "kt"], ["s"], name="qk"),
+              helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1),
+              helper.make_node("MatMul", ["p", "v"], ["o"], name="pv"),
+              helper.make_node("Transpose", ["o"], ["ot"], name="o_tr", perm=[0, 1, 3, 2]),
+              helper.make_node("Reshape", ["ot", "back"], ["o4"], name="o_rs"),
+              helper.make_node("Relu", ["o4"], ["y"], name="tail")]
+    inputs = [value(f"{t}0", [1, heads * dim, side, side]) for t in "qkv"]
+    inits = [const("heads", np.array([1, heads, dim, tokens], np.int64)),
+             const("back", np.array([1, heads * dim, side, side], np.int64))]
+    return save_model(tmp_path / f"heads{heads}_{dim}.onnx", nodes, inputs, [value("y", None)], inits)
+
+
+# probe vop:D:64:2 (and :4): head split/join Reshapes are NPU iff D is a multiple of 4 (FP16) / 8 (INT8)
+@pytest.mark.parametrize(("dim", "cpu_in"), [(8, set()), (24, set()), (40, set()), (20, {"int8"}), (12, {"int8"}),
+                                             (4, {"int8"})])
+def test_attention_head_reshapes_need_whole_8_byte_groups_on_rk3566(catalog, tmp_path, dim, cpu_in):
+    path = _conv_map_attention(tmp_path, 2, dim)
+    report = check_graph(load_model(path), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        cpu = precision in cpu_in
+        for node in ("q_rs", "k_rs", "o_rs"):
+            assert report.verdict(node).runs_on("npu", precision) is not cpu, (node, precision)
+        assert report.verdict("q_tr").runs_on("npu", precision)
+        if cpu:
+            assert "RKNN-HEAD-SPLIT" in {v.rule for v in report.verdict("q_rs").violations}
+    assert check_graph(load_model(path), catalog, "rk3576").verdict("q_rs").runs_on("npu", "int8")
+
+
+def test_a_reshape_transpose_pair_feeding_no_matmul_still_moves_data_on_rk3566(catalog, tmp_path):
+    nodes = [helper.make_node("Reshape", ["a", "s"], ["r"], name="n"),
+             helper.make_node("Transpose", ["r"], ["b"], name="t", perm=[0, 1, 3, 2])]
+    path = _inner(tmp_path, nodes, [1, 128, 10, 10], [const("s", np.array([1, 2, 64, 100], np.int64))])
+    assert not on_npu(catalog, path, "rk3566", node="n")
