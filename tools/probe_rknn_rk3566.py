@@ -5,6 +5,7 @@ Run with the toolkit's own interpreter, under nice:
     nice -n 10 RKNN_VENV/bin/python tools/probe_rknn_rk3566.py vop:64:128 vop:32:100 ... [--socs rk3566]
 Case grammar (all graphs: input [1,3,H,W] -> Conv -> pattern -> Conv):
     vop:D:N[:HEADS]  attention with per-head dim D over N = H*W tokens: the V operand's layout into exMatMul
+    xca:D:N[:HEADS]  cross-covariance attention: q/k/v stay [1, heads, D, N], P.V contracts over V's channels
     tokmix:N:C       MLP-Mixer token mixing: tokens from a MatMul transposed, a MatMul over N, transposed back
     tokmean:N:C      a token MatMul on [1, N, C] averaged over the token axis (ReduceMean axes [1])
 Each case converts in a fresh process, FP16 and INT8, and prints the layers of the pattern (op, target,
@@ -123,7 +124,28 @@ def tokmix(n, ch):
     return wrap("tokmix", nodes, inits, ch, h, w_, ch)
 
 
-BUILDERS = {"vop": vop, "tokmean": tokmean, "tokmix": tokmix}
+def xca(d, n, heads=1):
+    """Cross-covariance attention (XCiT/EdgeNeXt): q, k, v kept as [1, heads, d, N] (channel-major), attention over
+    the channels: softmax(Q.K^T) is [d, d] and P.V contracts over V's channel axis."""
+    h, w_ = hw_for(n)
+    cin = 32
+    nodes = [N("Conv", ["x", f"w{t}"], [f"{t}0"], f"{t}_conv") for t in "qkv"]
+    nodes += [N("Reshape", [f"{t}0", "s"], [t], f"{t}_rs") for t in "qkv"]
+    nodes += [
+        N("Transpose", ["k"], ["kt"], "k_t", perm=[0, 1, 3, 2]),
+        N("MatMul", ["q", "kt"], ["a"], "qk"),
+        N("Softmax", ["a"], ["p"], "softmax", axis=-1),
+        N("MatMul", ["p", "v"], ["o"], "pv"),
+        N("Reshape", ["o", "s4"], ["y"], "o_rs"),
+    ]
+    inits = [w(f"w{t}", (heads * d, cin, 1, 1)) for t in "qkv"] + [
+        c("s", np.array([1, heads, d, n], np.int64)),
+        c("s4", np.array([1, heads * d, h, w_], np.int64)),
+    ]
+    return wrap("xca", nodes, inits, cin, h, w_, heads * d)
+
+
+BUILDERS = {"vop": vop, "tokmean": tokmean, "tokmix": tokmix, "xca": xca}
 
 
 def build(label):
