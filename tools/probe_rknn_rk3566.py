@@ -6,6 +6,9 @@ Run with the toolkit's own interpreter, under nice:
 Case grammar (all graphs: input [1,3,H,W] -> Conv -> pattern -> Conv):
     vop:D:N[:HEADS]  attention with per-head dim D over N = H*W tokens: the V operand's layout into exMatMul
     xca:D:N[:HEADS]  cross-covariance attention: q/k/v stay [1, heads, D, N], P.V contracts over V's channels
+    gn:C:G           GroupNorm written as Reshape -> InstanceNormalization -> Reshape on a [1, C, 16, 16] map
+    flat:C:S         Flatten of a [1, C, S, S] map into a vector
+    out3:C:N         a conv map reshaped to a rank-3 graph output [1, C, N]
     tokmix:N:C       MLP-Mixer token mixing: tokens from a MatMul transposed, a MatMul over N, transposed back
     tokmean:N:C      a token MatMul on [1, N, C] averaged over the token axis (ReduceMean axes [1])
 Each case converts in a fresh process, FP16 and INT8, and prints the layers of the pattern (op, target,
@@ -145,7 +148,40 @@ def xca(d, n, heads=1):
     return wrap("xca", nodes, inits, cin, h, w_, heads * d)
 
 
-BUILDERS = {"vop": vop, "tokmean": tokmean, "tokmix": tokmix, "xca": xca}
+def gn(ch, groups, side=16):
+    """GroupNorm as exporters write it: Reshape [1, G, C/G*H*W] -> InstanceNormalization -> Reshape back."""
+    nodes = [
+        N("Reshape", ["x", "s3"], ["r"], "gn_reshape"),
+        N("InstanceNormalization", ["r", "g", "b"], ["n"], "gn_instnorm"),
+        N("Reshape", ["n", "s4"], ["y"], "gn_reshape_back"),
+    ]
+    inits = [c("s3", np.array([1, groups, -1], np.int64)), c("s4", np.array([1, ch, side, side], np.int64)),
+             c("g", np.ones(groups, np.float32)), c("b", np.zeros(groups, np.float32))]
+    return wrap("gn", nodes, inits, ch, side, side, ch)
+
+
+def flat(ch, side):
+    """Flatten of a [1, C, S, S] map into a vector (a classifier's input), reshaped back to [1, C*S*S, 1, 1]."""
+    nodes = [N("Flatten", ["x"], ["f"], "flatten", axis=1), N("Reshape", ["f", "s4"], ["y"], "to_4d")]
+    inits = [c("s4", np.array([1, ch * side * side, 1, 1], np.int64))]
+    return wrap("flat", nodes, inits, ch, side, side, ch * side * side)
+
+
+def out3(ch, n):
+    """A 1x1-conv map [1, C, H, W] reshaped to a rank-3 graph output [1, C, N] (no tail Conv)."""
+    h, w_ = hw_for(n)
+    g = helper.make_graph(
+        [N("Conv", ["in", "w0"], ["x"], "pre_conv"), N("Reshape", ["x", "s3"], ["out"], "to_rank3")], "out3",
+        [helper.make_tensor_value_info("in", TensorProto.FLOAT, [1, 3, h, w_])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)],
+        [w("w0", (ch, 3, 1, 1)), c("s3", np.array([1, ch, n], np.int64))],
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return onnx.shape_inference.infer_shapes(m), (h, w_)
+
+
+BUILDERS = {"vop": vop, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
 
 
 def build(label):

@@ -792,6 +792,10 @@ def head_split(rule: Rule, view: LayerView) -> str | None:
             f"{align} ({view.precision}: 8-byte groups); the head relayout runs on the CPU")
 
 
+def map_output_relayout(rule: Rule, view: LayerView) -> str | None:
+    return _map_rank3_output(view, rule.params or {})
+
+
 def sdpa_channels(graph: Graph, node: Node) -> tuple[int, int] | None:
     """(query channel, value channel) when `node` is the P.V MatMul of an attention, softmax(Q.K^T [* s]).V,
     the pattern the toolkit fuses into exSDPAttention; the channel is the last (per-head) dim of Q and V."""
@@ -830,6 +834,7 @@ CHECKS: Mapping[str, Check] = {
     "exmatmul_operand": exmatmul_operand, "conv_stride": conv_stride, "head_relayout": head_relayout,
     "token_relayout": token_relayout,
     "head_split": head_split,
+    "map_output_relayout": map_output_relayout,
 }
 
 
@@ -992,6 +997,60 @@ def _attention_head_reshape(graph: Graph, node: Node) -> bool:
     return feeds_matmul(node.outputs[0])
 
 
+def _group_norm_groups(graph: Graph, node: Node) -> tuple[int, int] | None:
+    """(channels, groups) when `node` is a Reshape of GroupNorm as exporters write it: a 4-D map [1, C, H, W]
+    reshaped to [1, G, L] into an InstanceNormalization, or that InstanceNormalization's result reshaped back."""
+    if node.op_type != "Reshape" or not node.outputs:
+        return None
+    src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
+    if not _static(src) or not _static(dst):
+        return None
+    users = graph.consumers(node.outputs[0])
+    producer = graph.producer(node.inputs[0])
+    if len(src) == 4 and len(dst) == 3 and len(users) == 1 and users[0].op_type == "InstanceNormalization":
+        return int(src[1]), int(dst[1])
+    if len(src) == 3 and len(dst) == 4 and producer is not None and producer.op_type == "InstanceNormalization":
+        return int(dst[1]), int(src[1])
+    return None
+
+
+def _group_norm_reshape(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """GroupNorm's reshapes move the groups into the batch axis, (G, C/G, H, W): a Reshape layer on the NPU when
+    a group's C/G channels are whole 8-byte groups (`align`: 4 FP16, 8 INT8), else on the CPU."""
+    found = _group_norm_groups(view.graph, view.node)
+    if found is None:
+        return None
+    channels, groups = found
+    align = params.get("align", {}).get(view.precision, 1)
+    per_group = channels // groups if groups else 0
+    if groups and channels % groups == 0 and per_group % align == 0:
+        return None
+    return (f"GroupNorm Reshape with {groups} groups of {per_group} channels, not a multiple of {align} "
+            f"({view.precision}: 8-byte groups): the regrouping into the batch axis runs on the CPU")
+
+
+def _in_group_norm(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """An InstanceNormalization is an NPU exNorm when it normalises GroupNorm's [1, G, L] groups (its input is
+    reshaped from a 4-D map); a lone InstanceNormalization has no NPU kernel here."""
+    producer = view.graph.producer(view.node.inputs[0]) if view.node.inputs else None
+    if producer is not None and _group_norm_groups(view.graph, producer) is not None:
+        return None
+    return (f"a lone {view.node.op_type} has no NPU kernel on {view.target.id}; only GroupNorm's [1, G, L] form "
+            "is exNorm")
+
+
+def _map_rank3_output(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """A rank-3 graph output [1, C, N] holding a feature map (the toolkit's (1, C, 1, N) form, not tokens) gets a
+    Reshape layer out of the NPU layout that runs on the CPU."""
+    graph, node = view.graph, view.node
+    for name in node.outputs:
+        shape = graph.shape(name)
+        if name in graph.outputs and _static(shape) and len(shape) == 3 and not _token_form(graph, name):
+            return (f"produces the rank-3 graph output '{name}' {list(shape)} in feature-map form; the Reshape out "
+                    "of the NPU's (1, C, 1, N) layout runs on the CPU")
+    return None
+
+
 def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | None:
     """A layout op that really moves data in the NPU's NC1HWC2 layout (C innermost): a 4-D Transpose that
     reorders non-unit axes, or a Reshape that changes the channel of the 4-D form. A Transpose right after
@@ -1000,6 +1059,8 @@ def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
     src, dst = view.in_shape(), view.out_shape()
     if not _static(src) or not _static(dst):
         return None
+    if _group_norm_groups(graph, node) is not None:
+        return _group_norm_reshape(view, params)
     if node.op_type == "Transpose":
         producer = graph.producer(node.inputs[0])
         if producer is not None and producer.op_type == "Reshape" and len(graph.consumers(node.inputs[0])) == 1:
@@ -1161,4 +1222,6 @@ CONDITIONS: Mapping[str, Condition] = {
     "batch_major_transpose": _batch_major_transpose,
     "output_concat_relayout": _output_concat_relayout,
     "spatial_into_channel": _spatial_into_channel,
+    "in_group_norm": _in_group_norm,
+    "map_rank3_output": _map_rank3_output,
 }

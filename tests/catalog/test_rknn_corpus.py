@@ -48,6 +48,10 @@ CITED = [
     ("timm_mixer_s32_224", "rk3566", "int8", "/blocks/blocks.0/Transpose_1", False),
     ("timm_mixer_s32_224", "rk3566", "fp16", "/norm/LayerNormalization", True),  # input of the token mean
     ("timm_mixer_s32_224", "rk3566", "fp16", "/ReduceMean", True),
+    ("nn_se_mish_groupnorm", "rk3566", "int8", "/gn/InstanceNormalization", False),  # GroupNorm: exNorm
+    ("nn_se_mish_groupnorm", "rk3566", "int8", "/gn/Reshape", False),  # 8 channels per group
+    ("nn_tcn_conv1d", "rk3566", "fp16", "/head/Conv", True),  # RKNN-MAP-OUTPUT: [1,4,256]
+    ("nn_sdpa_d192_h3", "rk3566", "int8", "/proj/Add", False),  # a token output: the MatMul carries it
 ]
 
 
