@@ -425,3 +425,12 @@ def test_a_rank3_feature_map_output_is_relaid_out_on_the_cpu_on_rk3566(catalog, 
         assert on_npu(catalog, path, "rk3566", precision) is not cpu
         assert ("RKNN-MAP-OUTPUT" in violations(catalog, path, "rk3566", precision)) is cpu
     assert on_npu(catalog, path, "rk3576", "fp16")
+
+
+@pytest.mark.parametrize(("shape", "cpu"), [([1, 16, 6, 6], True), ([1, 16, 1, 1], False)])
+def test_flattening_pixels_into_channels_on_rk3566(catalog, tmp_path, shape, cpu):
+    # corpus tv_alexnet /Flatten: (1,256,6,6) -> (1,9216,1,1) is CPU on rk3566 in FP16 and INT8
+    path = _inner(tmp_path, [helper.make_node("Flatten", ["a"], ["b"], name="n", axis=1)], shape)
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision) is not cpu
+        assert on_npu(catalog, path, "rk3568", precision) is not cpu
