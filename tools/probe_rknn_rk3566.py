@@ -9,6 +9,7 @@ Case grammar (all graphs: input [1,3,H,W] -> Conv -> pattern -> Conv):
     gn:C:G           GroupNorm written as Reshape -> InstanceNormalization -> Reshape on a [1, C, 16, 16] map
     flat:C:S         Flatten of a [1, C, S, S] map into a vector
     out3:C:N         a conv map reshaped to a rank-3 graph output [1, C, N]
+    winattn:B:N:H:D  windowed attention: B windows of N tokens in the batch axis, H heads of D channels
     tokmix:N:C       MLP-Mixer token mixing: tokens from a MatMul transposed, a MatMul over N, transposed back
     tokmean:N:C      a token MatMul on [1, N, C] averaged over the token axis (ReduceMean axes [1])
 Each case converts in a fresh process, FP16 and INT8, and prints the layers of the pattern (op, target,
@@ -181,7 +182,39 @@ def out3(ch, n):
     return onnx.shape_inference.infer_shapes(m), (h, w_)
 
 
-BUILDERS = {"vop": vop, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
+def winattn(b, n, heads, d):
+    """Windowed attention as timm/Swin export it: tokens [B, N, C] with the windows B in the batch axis (here a
+    [1, C, B, N] map made channels-last and reshaped), qkv MatMul -> Reshape [B, N, 3, heads, d] -> Transpose
+    (2, 0, 3, 1, 4) -> Split/Squeeze -> attention -> Transpose (0, 2, 1, 3) -> Reshape -> proj -> back to the map."""
+    ch = heads * d
+    nodes = [
+        N("Transpose", ["x"], ["xl"], "to_channels_last", perm=[0, 2, 3, 1]),
+        N("Reshape", ["xl", "s_tok"], ["t"], "to_windows"),
+        N("MatMul", ["t", "wqkv"], ["qkv"], "qkv_matmul"),
+        N("Reshape", ["qkv", "s_heads"], ["qkv5"], "qkv_reshape"),
+        N("Transpose", ["qkv5"], ["qkvt"], "qkv_transpose", perm=[2, 0, 3, 1, 4]),
+        N("Split", ["qkvt", "ones"], ["q1", "k1", "v1"], "qkv_split", axis=0),
+        N("Squeeze", ["q1", "ax0"], ["q"], "q_squeeze"),
+        N("Squeeze", ["k1", "ax0"], ["k"], "k_squeeze"),
+        N("Squeeze", ["v1", "ax0"], ["v"], "v_squeeze"),
+        N("Transpose", ["k"], ["kt"], "k_transpose", perm=[0, 1, 3, 2]),
+        N("MatMul", ["q", "kt"], ["a"], "qk"),
+        N("Mul", ["a", "sc"], ["as"], "scale"),
+        N("Softmax", ["as"], ["p"], "softmax", axis=-1),
+        N("MatMul", ["p", "v"], ["o"], "pv"),
+        N("Transpose", ["o"], ["ot"], "o_transpose", perm=[0, 2, 1, 3]),
+        N("Reshape", ["ot", "s_tok"], ["oj"], "o_join"),
+        N("MatMul", ["oj", "wproj"], ["pr"], "proj_matmul"),
+        N("Reshape", ["pr", "s_map"], ["pm"], "from_windows"),
+        N("Transpose", ["pm"], ["y"], "to_channels_first", perm=[0, 3, 1, 2]),
+    ]
+    inits = [w("wqkv", (ch, 3 * ch)), w("wproj", (ch, ch)), c("s_tok", np.array([b, n, ch], np.int64)),
+             c("s_heads", np.array([b, n, 3, heads, d], np.int64)), c("s_map", np.array([1, b, n, ch], np.int64)),
+             c("ones", np.array([1, 1, 1], np.int64)), c("ax0", np.array([0], np.int64)), c("sc", np.float32(d**-0.5))]
+    return wrap("winattn", nodes, inits, ch, b, n, ch)
+
+
+BUILDERS = {"vop": vop, "winattn": winattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
 
 
 def build(label):
