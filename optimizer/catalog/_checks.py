@@ -780,6 +780,9 @@ def head_split(rule: Rule, view: LayerView) -> str | None:
     src, dst = view.in_shape(), view.out_shape()
     if not _static(src) or not _static(dst):
         return None
+    a, b = _as_npu_4d(tuple(src)), _as_npu_4d(tuple(dst))
+    if a is not None and b is not None and a[1] == b[1] and not _token_form(graph, node.inputs[0]):
+        return None  # keeps the feature map's channel (a flatten of H, W): no head split
     channel = _form_channel(graph, node.inputs[0], src)
     d = _split_of(channel, dst[1:]) if channel else None
     if d is None:
@@ -1021,6 +1024,8 @@ def _group_norm_reshape(view: LayerView, params: Mapping[str, Any]) -> str | Non
     if found is None:
         return None
     channels, groups = found
+    if groups == 1:
+        return None  # one group: nothing moves into the batch axis
     align = params.get("align", {}).get(view.precision, 1)
     per_group = channels // groups if groups else 0
     if groups and channels % groups == 0 and per_group % align == 0:
@@ -1040,14 +1045,24 @@ def _in_group_norm(view: LayerView, params: Mapping[str, Any]) -> str | None:
 
 
 def _map_rank3_output(view: LayerView, params: Mapping[str, Any]) -> str | None:
-    """A rank-3 graph output [1, C, N] holding a feature map (the toolkit's (1, C, 1, N) form, not tokens) gets a
-    Reshape layer out of the NPU layout that runs on the CPU."""
+    """A rank-3 graph output leaves the NPU's 4-D layout through a layer named after the node making it that
+    runs on the CPU: a Reshape out of (1, C, 1, N) for a feature map, a transpose back to [B, N, C] for tokens."""
     graph, node = view.graph, view.node
+    align = params.get("align", {}).get(view.precision, 1)
     for name in node.outputs:
         shape = graph.shape(name)
-        if name in graph.outputs and _static(shape) and len(shape) == 3 and not _token_form(graph, name):
-            return (f"produces the rank-3 graph output '{name}' {list(shape)} in feature-map form; the Reshape out "
-                    "of the NPU's (1, C, 1, N) layout runs on the CPU")
+        if name not in graph.outputs or not _static(shape) or len(shape) != 3:
+            continue
+        source: Node | None = node
+        for _ in range(8):  # back through element-wise ops to a token MatMul whose CPU transpose leaves plain data
+            if source is None or _const_matmul(graph, source) or source.op_type not in _LAYOUT_NEUTRAL:
+                break
+            source = graph.producer(_activation_input(graph, source))
+        if source is not None and _misaligned_token_output(graph, source, align):
+            return None  # the MatMul's transpose ran on the CPU: the Reshape into the output is free
+        form = "tokens" if _token_form(graph, name) else "feature-map form"
+        return (f"produces the rank-3 graph output '{name}' {list(shape)} ({form}); the Reshape out of the NPU's "
+                "4-D layout into it runs on the CPU")
     return None
 
 
@@ -1109,8 +1124,21 @@ def _token_form(graph: Graph, tensor: str, depth: int = 32) -> bool:
                 return False
         elif node.op_type not in _LAYOUT_NEUTRAL and node.op_type != "BatchNormalization":
             return False
-        tensor = next((i for i in node.inputs if i and not graph.is_constant(i)), "")
+        tensor = _activation_input(graph, node)
     return False
+
+
+def _activation_input(graph: Graph, node: Node) -> str:
+    """The input carrying the activation: computed by a node or fed by the graph, preferring the one shaped like
+    the output (an affine's scale may be a weight the IR does not mark constant, e.g. ResMLP's alpha)."""
+    out = graph.shape(node.outputs[0]) if node.outputs else None
+    runtime = [i for i in node.inputs if i and not graph.is_constant(i)]
+    live = [i for i in runtime if graph.producer(i) is not None or i in graph.inputs]
+    for group in (live, runtime):
+        for name in group:
+            if graph.shape(name) == out:
+                return name
+    return (live or runtime or [""])[0]
 
 
 _LAYOUT_NEUTRAL = frozenset({"Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Erf", "Gelu", "HardSwish",
@@ -1150,6 +1178,17 @@ def _reaches_output(graph: Graph, tensor: str, depth: int = 8) -> bool:
     return False
 
 
+def _misaligned_token_output(graph: Graph, node: Node, align: int) -> bool:
+    """A token MatMul (constant weights, [B, N, C] with N > 1) whose result reaches a graph output and whose
+    transpose back to [B, N, C] misses whole 8-byte groups (`align` elements)."""
+    src = graph.shape(node.inputs[0]) if node.inputs else None
+    out = graph.shape(node.outputs[0]) if node.outputs else None
+    if (not _const_matmul(graph, node) or not _static(src) or len(src) != 3 or src[1] == 1 or not _static(out)
+            or not _reaches_output(graph, node.outputs[0])):
+        return False
+    return not _whole_groups(out[1:], align)
+
+
 def _token_matmul_transposes(view: LayerView, params: Mapping[str, Any]) -> str | None:
     """A MatMul with constant weights on a [B, N, C] token tensor runs as a 1x1 convolution on the
     toolkit's [B, C, 1, N] form; token tensors stay in that form inside the graph (through LayerNorm, GELU,
@@ -1159,8 +1198,9 @@ def _token_matmul_transposes(view: LayerView, params: Mapping[str, Any]) -> str 
     if (len(node.inputs) < 2 or not graph.is_constant(node.inputs[1]) or not _static(src) or len(src) != 3
             or src[1] == 1):
         return None
-    if not _reaches_output(graph, node.outputs[0]):
-        return None
+    align = params.get("align", {}).get(view.precision, 1)
+    if not _misaligned_token_output(graph, node, align):
+        return None  # aligned: the transpose runs on the NPU, the output's Reshape does not (RKNN-MAP-OUTPUT)
     return (f"{node.op_type} on tokens {list(src)} makes a graph output; the transpose from the toolkit's "
             "[B, C, 1, N] form back to [B, N, C] moves data across the channel axis")
 
@@ -1209,6 +1249,13 @@ def _spatial_into_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
     return f"{view.node.op_type} {list(src)} -> {list(dst)} folds {src[2]}x{src[3]} pixels into the channel axis"
 
 
+def _pixels_into_channel(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """rk3566: as spatial_into_channel, except GroupNorm's reshape into [1, G, L], which is exNorm's own layout."""
+    if _group_norm_groups(view.graph, view.node) is not None:
+        return None
+    return _spatial_into_channel(view, params)
+
+
 Condition = Callable[[LayerView, Mapping[str, Any]], "str | None"]
 
 CONDITIONS: Mapping[str, Condition] = {
@@ -1223,5 +1270,6 @@ CONDITIONS: Mapping[str, Condition] = {
     "output_concat_relayout": _output_concat_relayout,
     "spatial_into_channel": _spatial_into_channel,
     "in_group_norm": _in_group_norm,
+    "pixels_into_channel": _pixels_into_channel,
     "map_rank3_output": _map_rank3_output,
 }

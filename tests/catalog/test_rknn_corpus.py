@@ -52,7 +52,8 @@ CITED = [
     ("nn_se_mish_groupnorm", "rk3566", "int8", "/gn/Reshape", False),  # 8 channels per group
     ("nn_tcn_conv1d", "rk3566", "fp16", "/head/Conv", True),  # RKNN-MAP-OUTPUT: [1,4,256]
     ("tv_alexnet", "rk3566", "int8", "/Flatten", True),  # 256x6x6 pixels folded into the channel axis
-    ("nn_sdpa_d192_h3", "rk3566", "int8", "/proj/Add", False),  # a token output: the MatMul carries it
+    ("nn_sdpa_causal_d128_h4", "rk3566", "fp16", "/proj/Add", True),  # a token output after the bias Add
+    ("nn_sdpa_causal_d128_h4", "rk3566", "fp16", "/proj/MatMul", False),
 ]
 
 

@@ -75,14 +75,22 @@ def test_a_transpose_after_a_reshape_is_merged_into_it(catalog, tmp_path):
     assert on_npu(catalog, path, "rk3566", node="t")
 
 
-def test_token_matmul_on_rk3566_is_cpu_only_when_its_result_leaves_the_graph(catalog, tmp_path):
-    # tokens stay in the toolkit's [B,C,1,N] form between MatMuls; the one feeding the output is transposed back
-    nodes = [helper.make_node("MatMul", ["a", "w1"], ["m"], name="inner"),
-             helper.make_node("MatMul", ["m", "w2"], ["b"], name="last")]
-    path = _inner(tmp_path, nodes, [1, 16, 32], [weight("w1", [32, 32]), weight("w2", [32, 32])])
+@pytest.mark.parametrize("after", [False, True])
+def test_token_matmul_on_rk3566_is_cpu_only_when_its_result_leaves_the_graph(catalog, tmp_path, after):
+    # tokens stay in the toolkit's [B,C,1,N] form between MatMuls; the tensor leaving the graph is transposed back,
+    # by a layer named after the node making it: the last MatMul, or the op after it (corpus
+    # nn_sdpa_causal_d128_h4: /proj/MatMul NPU, /proj/Add CPU)
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["m"], name="inner"),
+             helper.make_node("MatMul", ["m", "w2"], ["b" if after else "y"], name="last")]
+    if after:
+        nodes.append(helper.make_node("Relu", ["b"], ["y"], name="tail"))
+    path = save_model(tmp_path / f"tok{int(after)}.onnx", nodes, [value("x", [1, 16, 32])], [value("y", None)],
+                      [weight("w1", [32, 32]), weight("w2", [32, 32])])
     for precision in ("fp16", "int8"):
         assert on_npu(catalog, path, "rk3566", precision, node="inner")
-        assert not on_npu(catalog, path, "rk3566", precision, node="last")
+        assert on_npu(catalog, path, "rk3566", precision, node="last") is after
+        if after:
+            assert not on_npu(catalog, path, "rk3566", precision, node="tail")
         assert on_npu(catalog, path, "rk3562", precision, node="last")
 
 
@@ -410,10 +418,11 @@ def test_a_lone_instance_norm_stays_on_the_cpu_on_rk3566(catalog, tmp_path):
 
 
 @pytest.mark.parametrize(("shape", "tokens", "cpu"), [([1, 4, 256], False, True), ([1, 32, 100], False, True),
-                                                      ([1, 32, 100], True, False), ([1, 4, 8, 8], False, False)])
-def test_a_rank3_feature_map_output_is_relaid_out_on_the_cpu_on_rk3566(catalog, tmp_path, shape, tokens, cpu):
-    # probe out3:C:N and corpus nn_tcn_conv1d /head/Conv [1,4,256]; a token output is transposed by the
-    # token MatMul instead (its own entry), so a Relu on tokens passes; rank 4 needs no reshape
+                                                      ([1, 64, 128], True, True), ([1, 4, 8, 8], False, False)])
+def test_a_rank3_graph_output_is_relaid_out_on_the_cpu_on_rk3566(catalog, tmp_path, shape, tokens, cpu):
+    # probe out3:C:N and corpus nn_tcn_conv1d /head/Conv [1,4,256] (a feature map: Reshape); tokens are transposed
+    # back by a layer named after the node making the output (corpus nn_sdpa_causal_d128_h4 /proj/Add, the bias
+    # Add after the token MatMul, which itself stays NPU); rank 4 needs no relayout
     if tokens:
         nodes = [helper.make_node("MatMul", ["x", "w"], ["t"], name="mm"),
                  helper.make_node("Relu", ["t"], ["y"], name="n")]
@@ -424,6 +433,8 @@ def test_a_rank3_feature_map_output_is_relaid_out_on_the_cpu_on_rk3566(catalog, 
     for precision in ("fp16", "int8"):
         assert on_npu(catalog, path, "rk3566", precision) is not cpu
         assert ("RKNN-MAP-OUTPUT" in violations(catalog, path, "rk3566", precision)) is cpu
+        if tokens:
+            assert on_npu(catalog, path, "rk3566", precision, node="mm")
     assert on_npu(catalog, path, "rk3576", "fp16")
 
 
@@ -434,3 +445,18 @@ def test_flattening_pixels_into_channels_on_rk3566(catalog, tmp_path, shape, cpu
     for precision in ("fp16", "int8"):
         assert on_npu(catalog, path, "rk3566", precision) is not cpu
         assert on_npu(catalog, path, "rk3568", precision) is not cpu
+
+
+@pytest.mark.parametrize(("tokens", "channels", "matmul_cpu_in"), [(64, 128, set()), (32, 10, {"fp16", "int8"}),
+                                                                   (100, 64, {"int8"})])
+def test_a_token_output_is_transposed_then_reshaped_on_rk3566(catalog, tmp_path, tokens, channels, matmul_cpu_in):
+    # corpus nn_lstm_1x128 (C=10): /fc/MatMul's transpose CPU, /fc/Add's Reshape NPU; nn_sdpa_causal_d128_h4
+    # ([1,64,128]): the transpose NPU, the Reshape CPU; the 8-byte rule decides which
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"),
+             helper.make_node("Add", ["m", "bias"], ["y"], name="bias_add")]
+    path = save_model(tmp_path / f"tokout{tokens}_{channels}.onnx", nodes, [value("x", [1, tokens, 32])],
+                      [value("y", None)], [weight("w", [32, channels]), weight("bias", [channels])])
+    for precision in ("fp16", "int8"):
+        cpu = precision in matmul_cpu_in
+        assert on_npu(catalog, path, "rk3566", precision, node="mm") is not cpu
+        assert on_npu(catalog, path, "rk3566", precision, node="bias_add") is cpu
