@@ -1034,16 +1034,6 @@ def _group_norm_reshape(view: LayerView, params: Mapping[str, Any]) -> str | Non
             f"({view.precision}: 8-byte groups): the regrouping into the batch axis runs on the CPU")
 
 
-def _in_group_norm(view: LayerView, params: Mapping[str, Any]) -> str | None:
-    """An InstanceNormalization is an NPU exNorm when it normalises GroupNorm's [1, G, L] groups (its input is
-    reshaped from a 4-D map); a lone InstanceNormalization has no NPU kernel here."""
-    producer = view.graph.producer(view.node.inputs[0]) if view.node.inputs else None
-    if producer is not None and _group_norm_groups(view.graph, producer) is not None:
-        return None
-    return (f"a lone {view.node.op_type} has no NPU kernel on {view.target.id}; only GroupNorm's [1, G, L] form "
-            "is exNorm")
-
-
 def _map_rank3_output(view: LayerView, params: Mapping[str, Any]) -> str | None:
     """A rank-3 graph output leaves the NPU's 4-D layout through a layer named after the node making it that
     runs on the CPU: a Reshape out of (1, C, 1, N) for a feature map, a transpose back to [B, N, C] for tokens."""
@@ -1072,8 +1062,8 @@ def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
     a Reshape is merged into it (the Reshape then carries the move); other layout ops fold away."""
     graph, node = view.graph, view.node
     src, dst = view.in_shape(), view.out_shape()
-    if not _static(src) or not _static(dst):
-        return None
+    if not _static(src) or not _static(dst) or not src or not dst:
+        return None  # a scalar has no layout to move
     if _group_norm_groups(graph, node) is not None:
         return _group_norm_reshape(view, params)
     if node.op_type == "Transpose":
@@ -1269,7 +1259,6 @@ CONDITIONS: Mapping[str, Condition] = {
     "batch_major_transpose": _batch_major_transpose,
     "output_concat_relayout": _output_concat_relayout,
     "spatial_into_channel": _spatial_into_channel,
-    "in_group_norm": _in_group_norm,
     "pixels_into_channel": _pixels_into_channel,
     "map_rank3_output": _map_rank3_output,
 }

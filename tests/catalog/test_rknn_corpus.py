@@ -48,7 +48,6 @@ CITED = [
     ("timm_mixer_s32_224", "rk3566", "int8", "/blocks/blocks.0/Transpose_1", False),
     ("timm_mixer_s32_224", "rk3566", "fp16", "/norm/LayerNormalization", True),  # input of the token mean
     ("timm_mixer_s32_224", "rk3566", "fp16", "/ReduceMean", True),
-    ("nn_se_mish_groupnorm", "rk3566", "int8", "/gn/InstanceNormalization", False),  # GroupNorm: exNorm
     ("nn_se_mish_groupnorm", "rk3566", "int8", "/gn/Reshape", False),  # 8 channels per group
     ("nn_tcn_conv1d", "rk3566", "fp16", "/head/Conv", True),  # RKNN-MAP-OUTPUT: [1,4,256]
     ("tv_alexnet", "rk3566", "int8", "/Flatten", True),  # 256x6x6 pixels folded into the channel axis
