@@ -549,6 +549,8 @@ def _value_operand(graph: Graph, node: Node) -> tuple[int, tuple[Any, ...]] | No
                 continue
             index = user.inputs.index(output)
             if _softmax_side(graph, user.inputs[1 - index]):
+                if _from_windowed_heads(graph, output):
+                    return None  # already (b, N, 1, d) after the windowed head split (RKNN-WINDOW-HEADS)
                 shape = graph.shape(output)
                 return (index, shape) if _static(shape) and len(shape) >= 2 else None
     return None
@@ -799,6 +801,73 @@ def map_output_relayout(rule: Rule, view: LayerView) -> str | None:
     return _map_rank3_output(view, rule.params or {})
 
 
+def _windowed_head_reshape(graph: Graph, node: Node | None) -> bool:
+    """A Reshape splitting the channel of windowed tokens [B, N, C] (B > 1: the windows ride in the batch axis)
+    into heads, [B, N, (3,) heads, d], for a Transpose that brings the heads before the tokens."""
+    if node is None or node.op_type != "Reshape" or not node.outputs:
+        return False
+    src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
+    if not _static(src) or not _static(dst) or len(src) != 3 or len(dst) not in (4, 5) or int(src[0]) == 1:
+        return False
+    if tuple(dst[:2]) != tuple(src[:2]) or math.prod(int(d) for d in dst[2:]) != int(src[2]):
+        return False
+    users = graph.consumers(node.outputs[0])
+    return len(users) == 1 and users[0].op_type == "Transpose" and list(users[0].attrs.get("perm") or ())[:1] != [0]
+
+
+def _from_windowed_heads(graph: Graph, tensor: str, depth: int = 5) -> bool:
+    """The tensor is q, k or v unbound from a windowed head split (through Split/Squeeze/Gather/Transpose)."""
+    for _ in range(depth):
+        node = graph.producer(tensor)
+        if node is None or node.op_type not in ("Split", "Squeeze", "Gather", "Transpose", "Mul", "Div"):
+            return False
+        source = node.inputs[0]
+        if node.op_type == "Transpose" and _windowed_head_reshape(graph, graph.producer(source)):
+            return True
+        tensor = source
+    return False
+
+
+def _softmax_chain(graph: Graph, tensor: str) -> bool:
+    node = graph.producer(tensor)
+    for _ in range(3):
+        if node is None:
+            return False
+        if node.op_type == "Softmax":
+            return True
+        if node.op_type not in ("Transpose", "Mul", "Div"):
+            return False
+        node = graph.producer(node.inputs[0])
+    return False
+
+
+def window_heads(rule: Rule, view: LayerView) -> str | None:
+    """Windowed attention (Swin-style: B > 1 windows in the batch axis of the tokens) cannot split its qkv into
+    heads in the layout: the toolkit holds the tokens as (1, C, B, N), so the head split Reshape and the
+    Transpose after it move the windows into the batch on the CPU and leave q, k, v as (b, N, 1, d). Q and K^T
+    then need a transpose into exMatMul's [b, K, 1, m] form (V does not), which runs on the NPU only when both
+    of their last two dims are whole 8-byte groups (`align`: 4 FP16, 8 INT8)."""
+    node, graph = view.node, view.graph
+    if _windowed_head_reshape(graph, node):
+        return (f"Reshape splits windowed tokens {list(view.in_shape() or ())} into heads; with the windows in the "
+                "batch axis the head split moves data (a CPU Reshape and Transpose)")
+    if node.op_type == "Transpose" and _windowed_head_reshape(graph, graph.producer(node.inputs[0])):
+        return "Transpose brings the heads of windowed tokens before the windows: a data move on the CPU"
+    align = rule.params["align"][view.precision]
+    for output in node.outputs:
+        shape = graph.shape(output)
+        if not _static(shape) or len(shape) < 2 or not _from_windowed_heads(graph, output):
+            continue
+        for user in graph.consumers(output):
+            if (_is_activation_matmul(graph, user) and output in user.inputs[:2]
+                    and not any(_softmax_chain(graph, i) for i in user.inputs[:2])
+                    and not _whole_groups(shape[-2:], align)):
+                return (f"{node.op_type} makes the exMatMul operand {list(shape)} of windowed attention's Q.K^T; "
+                        f"its last two dims are not both multiples of {align} ({view.precision}: 8-byte groups), "
+                        "so its transpose into exMatMul's form runs on the CPU")
+    return None
+
+
 def sdpa_channels(graph: Graph, node: Node) -> tuple[int, int] | None:
     """(query channel, value channel) when `node` is the P.V MatMul of an attention, softmax(Q.K^T [* s]).V,
     the pattern the toolkit fuses into exSDPAttention; the channel is the last (per-head) dim of Q and V."""
@@ -838,6 +907,7 @@ CHECKS: Mapping[str, Check] = {
     "token_relayout": token_relayout,
     "head_split": head_split,
     "map_output_relayout": map_output_relayout,
+    "window_heads": window_heads,
 }
 
 

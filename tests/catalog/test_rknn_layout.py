@@ -462,3 +462,39 @@ def test_a_scalar_reshape_has_no_layout_on_rk3566(catalog, tmp_path):
                       [const("s", np.array([1], np.int64))], opset=13)
     for precision in ("fp16", "int8"):
         assert on_npu(catalog, path, "rk3566", precision)
+
+
+def _windowed_attention(tmp_path, windows, tokens, heads=2, dim=16):
+    """The probe's windowed attention: tokens [B, N, C] -> qkv MatMul -> Reshape [B, N, 3, heads, d] ->
+    Transpose (2, 0, 3, 1, 4) -> Split/Squeeze -> softmax(Q.K^T).V."""
+    ch = heads * dim
+    nodes = [helper.make_node("MatMul", ["x", "wqkv"], ["qkv"], name="qkv_mm"),
+             helper.make_node("Reshape", ["qkv", "s5"], ["qkv5"], name="qkv_reshape"),
+             helper.make_node("Transpose", ["qkv5"], ["qkvt"], name="qkv_transpose", perm=[2, 0, 3, 1, 4]),
+             helper.make_node("Split", ["qkvt", "ones"], ["q1", "k1", "v1"], name="split", axis=0)]
+    nodes += [helper.make_node("Squeeze", [f"{t}1", "ax0"], [t], name=f"{t}_squeeze") for t in "qkv"]
+    nodes += [helper.make_node("Transpose", ["k"], ["kt"], name="k_transpose", perm=[0, 1, 3, 2]),
+              helper.make_node("MatMul", ["q", "kt"], ["s"], name="qk"),
+              helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1),
+              helper.make_node("MatMul", ["p", "v"], ["o"], name="pv"),
+              helper.make_node("Relu", ["o"], ["y"], name="tail")]
+    inits = [weight("wqkv", [ch, 3 * ch]), const("s5", np.array([windows, tokens, 3, heads, dim], np.int64)),
+             const("ones", np.array([1, 1, 1], np.int64)), const("ax0", np.array([0], np.int64))]
+    return save_model(tmp_path / f"win{windows}_{tokens}.onnx", nodes, [value("x", [windows, tokens, ch])],
+                      [value("y", None)], inits, opset=13)
+
+
+# probe winattn:B:N:H:D and corpus nn_window_attention_pad_roll (B=25, N=49): with windows in the batch the head
+# split is CPU; Q and K^T transposes follow the 8-byte rule; V needs none. One window (B=1) folds.
+@pytest.mark.parametrize(("windows", "tokens"), [(4, 64), (4, 49), (1, 64)])
+def test_windowed_attention_head_split_on_rk3566(catalog, tmp_path, windows, tokens):
+    report = check_graph(load_model(_windowed_attention(tmp_path, windows, tokens)), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        windowed = windows > 1
+        assert report.verdict("qkv_reshape").runs_on("npu", precision) is not windowed
+        assert report.verdict("qkv_transpose").runs_on("npu", precision) is not windowed
+        qk_cpu = windowed and tokens % 4 != 0
+        assert report.verdict("q_squeeze").runs_on("npu", precision) is not qk_cpu
+        assert report.verdict("k_transpose").runs_on("npu", precision) is not qk_cpu
+        if windowed:
+            assert report.verdict("v_squeeze").runs_on("npu", precision)  # already (b, N, 1, d)
