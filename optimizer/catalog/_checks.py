@@ -861,7 +861,7 @@ def window_heads(rule: Rule, view: LayerView) -> str | None:
         for user in graph.consumers(output):
             if (_is_activation_matmul(graph, user) and output in user.inputs[:2]
                     and not any(_softmax_chain(graph, i) for i in user.inputs[:2])
-                    and not _whole_groups(shape[-2:], align)):
+                    and not _whole_groups([int(d) for d in shape[-2:]], align)):
                 return (f"{node.op_type} makes the exMatMul operand {list(shape)} of windowed attention's Q.K^T; "
                         f"its last two dims are not both multiples of {align} ({view.precision}: 8-byte groups), "
                         "so its transpose into exMatMul's form runs on the CPU")
