@@ -1227,12 +1227,12 @@ def _token_layout_end(graph: Graph, tensor: str, upstream: bool, depth: int = 8)
 
 
 def _reaches_output(graph: Graph, tensor: str, depth: int = 8) -> bool:
-    """True when `tensor` flows through element-wise ops only into a graph output."""
+    """True when `tensor` flows through element-wise ops (or a last-axis (Log)Softmax) only into a graph output."""
     for _ in range(depth):
         if tensor in graph.outputs:
             return True
         users = graph.consumers(tensor)
-        if len(users) != 1 or users[0].op_type not in _LAYOUT_NEUTRAL:
+        if len(users) != 1 or users[0].op_type not in _LAYOUT_NEUTRAL | {"Softmax", "LogSoftmax"}:
             return False
         tensor = users[0].outputs[0]
     return False
@@ -1291,6 +1291,21 @@ def _batch_major_transpose(view: LayerView, params: Mapping[str, Any]) -> str | 
     return f"Transpose perm {list(perm)} of {list(src)} moves the non-unit leading axis out of the batch axis"
 
 
+def _into_batch_transpose(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """A rank-3 Transpose that brings a non-unit axis into the leading (batch) axis and reorders the data, e.g. a
+    CRNN's map [1, C, T] -> sequence-first [T, 1, C]: a real transpose layer (a unit-axis swap is a Reshape)."""
+    src = view.in_shape()
+    if view.node.op_type != "Transpose" or not _static(src) or len(src) != 3:
+        return None
+    perm = tuple(view.attr("perm") or (2, 1, 0))
+    if perm[0] == 0 or src[perm[0]] == 1:
+        return None
+    moved = [axis for axis in perm if src[axis] != 1]
+    if moved == sorted(moved):
+        return None
+    return f"Transpose perm {list(perm)} of {list(src)} moves a non-unit axis into the batch axis, reordering the data"
+
+
 def _output_concat_relayout(view: LayerView, params: Mapping[str, Any]) -> str | None:
     if not _output_token_concat(view.graph, view.node):
         return None
@@ -1327,6 +1342,7 @@ CONDITIONS: Mapping[str, Condition] = {
     "moves_across_channel": _moves_across_channel,
     "token_matmul_transposes": _token_matmul_transposes,
     "batch_major_transpose": _batch_major_transpose,
+    "into_batch_transpose": _into_batch_transpose,
     "output_concat_relayout": _output_concat_relayout,
     "spatial_into_channel": _spatial_into_channel,
     "pixels_into_channel": _pixels_into_channel,

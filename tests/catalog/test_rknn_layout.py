@@ -498,3 +498,24 @@ def test_windowed_attention_head_split_on_rk3566(catalog, tmp_path, windows, tok
         assert report.verdict("k_transpose").runs_on("npu", precision) is not qk_cpu
         if windowed:
             assert report.verdict("v_squeeze").runs_on("npu", precision)  # already (b, N, 1, d)
+
+
+@pytest.mark.parametrize(("shape", "perm", "cpu"), [([1, 128, 32], [2, 0, 1], True), ([1, 32, 64], [1, 0, 2], False),
+                                                    ([1, 16, 8], [0, 2, 1], False)])
+def test_a_transpose_into_the_batch_axis_on_rk3566(catalog, tmp_path, shape, perm, cpu):
+    # corpus nn_crnn_bilstm /rnn/Transpose (2,0,1): CPU; nn_bigru_1x64 /rnn/Transpose (1,0,2) of [1,32,64]: a Reshape
+    path = _inner(tmp_path, [helper.make_node("Transpose", ["a"], ["b"], name="n", perm=perm)], shape)
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision) is not cpu
+    assert on_npu(catalog, path, "rk3588", "fp16")
+
+
+def test_a_token_output_through_log_softmax_is_transposed_by_the_matmul_on_rk3566(catalog, tmp_path):
+    # corpus nn_crnn_bilstm: /fc/MatMul -> /fc/Add -> LogSoftmax -> [1,32,37]: the MatMul's transpose is CPU (37)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"),
+             helper.make_node("Add", ["m", "bias"], ["a"], name="bias_add"),
+             helper.make_node("LogSoftmax", ["a"], ["y"], name="logsoftmax", axis=-1)]
+    path = save_model(tmp_path / "ls.onnx", nodes, [value("x", [1, 32, 128])], [value("y", None)],
+                      [weight("w", [128, 37]), weight("bias", [37])])
+    assert not on_npu(catalog, path, "rk3566", "int8", node="mm")
+    assert on_npu(catalog, path, "rk3566", "int8", node="bias_add")
