@@ -868,6 +868,51 @@ def window_heads(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
+def _channels_last_input(graph: Graph, tensor: str, depth: int = 6) -> bool:
+    """The 4-D tensor was made channels-last by a (0, 2, 3, 1) Transpose (possibly through element-wise ops)."""
+    for _ in range(depth):
+        node = graph.producer(tensor)
+        if node is None:
+            return False
+        if node.op_type == "Transpose":
+            return tuple(node.attrs.get("perm") or ()) == _TO_NHWC
+        if node.op_type not in _LAYOUT_NEUTRAL:
+            return False
+        tensor = _activation_input(graph, node)
+    return False
+
+
+def _norm_needing_transpose(graph: Graph, node: Node) -> bool:
+    """A norm exNorm can only take after a transpose on rk3566: a LayerNorm over the last axis alone of an NCHW
+    map (W, not a channels-last tensor), or a lone InstanceNormalization of a 4-D map (not GroupNorm's form)."""
+    shape = graph.shape(node.inputs[0]) if node.inputs else None
+    if not _static(shape) or len(shape) != 4:
+        return False
+    if node.op_type == "LayerNormalization":
+        axis = node.attrs.get("axis", -1)
+        return axis % 4 == 3 and int(shape[3]) > 1 and not _channels_last_input(graph, node.inputs[0])
+    if node.op_type == "InstanceNormalization":
+        producer = graph.producer(node.inputs[0])
+        return producer is None or _group_norm_groups(graph, producer) is None
+    return False
+
+
+def norm_relayout(rule: Rule, view: LayerView) -> str | None:
+    """exNorm normalises the channel; a W LayerNorm of an NCHW map and a lone 4-D InstanceNormalization are run
+    as exNorm between two transposes that run on the CPU, named after the norm's producer (the one in) and the
+    norm (the one out)."""
+    node, graph = view.node, view.graph
+    if node.op_type == "LayerNormalization" and _norm_needing_transpose(graph, node):
+        return ("LayerNormalization over W of an NCHW map: exNorm takes it between two transposes, and the one "
+                "back runs on the CPU")
+    for output in node.outputs:
+        norms = [u for u in graph.consumers(output) if _norm_needing_transpose(graph, u)]
+        if norms:
+            return (f"{node.op_type} feeds a {norms[0].op_type} that exNorm takes only after a transpose of this "
+                    "output, which runs on the CPU")
+    return None
+
+
 def sdpa_channels(graph: Graph, node: Node) -> tuple[int, int] | None:
     """(query channel, value channel) when `node` is the P.V MatMul of an attention, softmax(Q.K^T [* s]).V,
     the pattern the toolkit fuses into exSDPAttention; the channel is the last (per-head) dim of Q and V."""
@@ -908,6 +953,7 @@ CHECKS: Mapping[str, Check] = {
     "head_split": head_split,
     "map_output_relayout": map_output_relayout,
     "window_heads": window_heads,
+    "norm_relayout": norm_relayout,
 }
 
 

@@ -52,6 +52,8 @@ CITED = [
     ("nn_tcn_conv1d", "rk3566", "fp16", "/head/Conv", True),  # RKNN-MAP-OUTPUT: [1,4,256]
     ("nn_window_attention_pad_roll", "rk3566", "int8", "/Transpose_3", True),  # RKNN-WINDOW-HEADS
     ("nn_crnn_bilstm", "rk3566", "fp16", "/rnn/Transpose", True),  # into the batch axis
+    ("nn_channel_layernorm_cnn", "rk3566", "int8", "/dw/Conv", True),  # RKNN-NORM-RELAYOUT (W LayerNorm)
+    ("nn_channel_layernorm_cnn", "rk3566", "int8", "/ln_c/LayerNormalization", False),  # channels-last: folds
     ("nn_crnn_bilstm", "rk3566", "int8", "/fc/MatMul", True),  # token output through LogSoftmax, C=37
     ("nn_window_attention_pad_roll", "rk3566", "fp16", "/Squeeze_2", False),  # V needs no transpose there
     ("tv_alexnet", "rk3566", "int8", "/Flatten", True),  # 256x6x6 pixels folded into the channel axis

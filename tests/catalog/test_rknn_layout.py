@@ -519,3 +519,37 @@ def test_a_token_output_through_log_softmax_is_transposed_by_the_matmul_on_rk356
                       [weight("w", [128, 37]), weight("bias", [37])])
     assert not on_npu(catalog, path, "rk3566", "int8", node="mm")
     assert on_npu(catalog, path, "rk3566", "int8", node="bias_add")
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_a_w_layernorm_of_an_nchw_map_is_transposed_on_rk3566(catalog, tmp_path, channels_last):
+    # corpus nn_channel_layernorm_cnn: /ln_w (axis 3 of NCHW [1,32,16,16]) and its producer /dw/Conv are CPU;
+    # /ln_c between a (0,2,3,1)/(0,3,1,2) pair folds
+    inits = [weight("w", [8, 8, 1, 1]), const("s", np.ones(4, np.float32)), const("bias", np.zeros(4, np.float32))]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="producer")]
+    if channels_last:
+        inits[1:] = [const("s", np.ones(8, np.float32)), const("bias", np.zeros(8, np.float32))]
+        nodes += [helper.make_node("Transpose", ["c"], ["t"], name="to_nhwc", perm=[0, 2, 3, 1]),
+                  helper.make_node("LayerNormalization", ["t", "s", "bias"], ["l"], name="ln", axis=3),
+                  helper.make_node("Transpose", ["l"], ["b"], name="to_nchw", perm=[0, 3, 1, 2])]
+    else:
+        nodes.append(helper.make_node("LayerNormalization", ["c", "s", "bias"], ["b"], name="ln", axis=3))
+    nodes.append(helper.make_node("Relu", ["b"], ["y"], name="tail"))
+    path = save_model(tmp_path / f"lnw{int(channels_last)}.onnx", nodes, [value("x", [1, 8, 4, 4])],
+                      [value("y", None)], inits)
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision, node="ln") is channels_last
+        assert on_npu(catalog, path, "rk3566", precision, node="producer") is channels_last
+    assert on_npu(catalog, path, "rk3576", "fp16", node="producer")
+
+
+def test_the_producer_of_a_lone_instance_norm_is_transposed_on_rk3566(catalog, tmp_path):
+    # corpus nn_instnorm_elu_selu: /0/Conv -> InstanceNormalization [1,16,64,64]: the transpose in is named /0/Conv
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="producer"),
+             helper.make_node("InstanceNormalization", ["c", "s", "bias"], ["b"], name="inorm"),
+             helper.make_node("Relu", ["b"], ["y"], name="tail")]
+    path = save_model(tmp_path / "inorm.onnx", nodes, [value("x", [1, 8, 4, 4])], [value("y", None)],
+                      [weight("w", [8, 8, 1, 1]), const("s", np.ones(8, np.float32)), const("bias", np.zeros(8, np.float32))])
+    assert not on_npu(catalog, path, "rk3566", "int8", node="producer")
+    assert not on_npu(catalog, path, "rk3566", "int8", node="inorm")
+    assert on_npu(catalog, path, "rk3566", "int8", node="tail")
