@@ -10,6 +10,7 @@ Case grammar (all graphs: input [1,3,H,W] -> Conv -> pattern -> Conv):
     flat:C:S         Flatten of a [1, C, S, S] map into a vector
     out3:C:N         a conv map reshaped to a rank-3 graph output [1, C, N]
     winattn:B:N:H:D  windowed attention: B windows of N tokens in the batch axis, H heads of D channels
+    unfoldattn:A:B:H:D  MobileViT-style attention: 2x2 patch pixels of a [1, C, 2A, 2B] map in the batch axis
     tokmix:N:C       MLP-Mixer token mixing: tokens from a MatMul transposed, a MatMul over N, transposed back
     tokmean:N:C      a token MatMul on [1, N, C] averaged over the token axis (ReduceMean axes [1])
 Each case converts in a fresh process, FP16 and INT8, and prints the layers of the pattern (op, target,
@@ -214,7 +215,39 @@ def winattn(b, n, heads, d):
     return wrap("winattn", nodes, inits, ch, b, n, ch)
 
 
-BUILDERS = {"vop": vop, "winattn": winattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
+def unfoldattn(a, b, heads, d):
+    """MobileViT-style attention: a [1, C, 2a, 2b] map unfolded into 2x2 patch pixels, [4, a*b, C] tokens (the
+    patch pixel in the batch axis) -> the same qkv attention as winattn -> folded back."""
+    ch, n = heads * d, a * b
+    nodes = [
+        N("Reshape", ["x", "s6"], ["x6"], "unfold_reshape"),
+        N("Transpose", ["x6"], ["xt"], "unfold_transpose", perm=[0, 3, 5, 2, 4, 1]),
+        N("Reshape", ["xt", "s_tok"], ["t"], "to_patches"),
+        N("MatMul", ["t", "wqkv"], ["qkv"], "qkv_matmul"),
+        N("Reshape", ["qkv", "s_heads"], ["qkv5"], "qkv_reshape"),
+        N("Transpose", ["qkv5"], ["qkvt"], "qkv_transpose", perm=[2, 0, 3, 1, 4]),
+        N("Split", ["qkvt", "ones"], ["q1", "k1", "v1"], "qkv_split", axis=0),
+        N("Squeeze", ["q1", "ax0"], ["q"], "q_squeeze"),
+        N("Squeeze", ["k1", "ax0"], ["k"], "k_squeeze"),
+        N("Squeeze", ["v1", "ax0"], ["v"], "v_squeeze"),
+        N("Transpose", ["k"], ["kt"], "k_transpose", perm=[0, 1, 3, 2]),
+        N("MatMul", ["q", "kt"], ["s"], "qk"),
+        N("Softmax", ["s"], ["p"], "softmax", axis=-1),
+        N("MatMul", ["p", "v"], ["o"], "pv"),
+        N("Transpose", ["o"], ["ot"], "o_transpose", perm=[0, 2, 1, 3]),
+        N("Reshape", ["ot", "s_tok"], ["oj"], "o_join"),
+        N("Reshape", ["oj", "s6b"], ["o6"], "fold_reshape"),
+        N("Transpose", ["o6"], ["of"], "fold_transpose", perm=[0, 5, 3, 1, 4, 2]),
+        N("Reshape", ["of", "s4"], ["y"], "fold_back"),
+    ]
+    inits = [w("wqkv", (ch, 3 * ch)), c("s6", np.array([1, ch, a, 2, b, 2], np.int64)),
+             c("s_tok", np.array([4, n, ch], np.int64)), c("s_heads", np.array([4, n, 3, heads, d], np.int64)),
+             c("s6b", np.array([1, 2, 2, a, b, ch], np.int64)), c("s4", np.array([1, ch, 2 * a, 2 * b], np.int64)),
+             c("ones", np.array([1, 1, 1], np.int64)), c("ax0", np.array([0], np.int64))]
+    return wrap("unfoldattn", nodes, inits, ch, 2 * a, 2 * b, ch)
+
+
+BUILDERS = {"vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
 
 
 def build(label):
