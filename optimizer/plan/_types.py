@@ -28,7 +28,8 @@ PLAN_SCHEMA = "edgeplan.plan/v1"
 T = TypeVar("T")
 
 
-# Field metadata: `OPTIONAL` marks a key plan.json may leave out (absent exactly when the value is None);
+# Field metadata: `OPTIONAL` marks a key plan.json may leave out (absent when the value is None, unless the
+# document it was read from held it as null);
 # {"optional": True, "present_with": F} one that is present exactly when field F is (so it may be null);
 # {"key": K} a field whose JSON key is not a Python name; EXTRA the keys the types do not know.
 OPTIONAL: Mapping[str, Any] = {"optional": True}
@@ -38,10 +39,19 @@ EXTRA: Mapping[str, Any] = {"extra": True}
 # -- values ------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True, kw_only=True)
+class ModelFile:
+    name: str
+    path: str
+    sha256: str
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
+
+
+@dataclass(frozen=True, kw_only=True)
 class ModelRef:
     path: str
     sha256: str
     num_nodes: int
+    models: tuple[ModelFile, ...] | None = field(default=None, metadata=OPTIONAL)  # multi-model plans: each model file
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
 
 
@@ -56,6 +66,7 @@ class SolverSummary:
     workers: int
     deterministic_budget_s: float
     groups: int
+    objective_unit: str | None = field(default=None, metadata=OPTIONAL)  # multi-model plans: what objective_ms counts
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
 
 
@@ -77,6 +88,8 @@ class Predicted:
     throughput_fps: float
     busiest_engine_ms: float
     latency_band_ms: LatencyBand | None
+    energy_mj: float | None = field(default=None, metadata=OPTIONAL)  # per frame; null without power figures
+    gpu_busy_share: float | None = field(default=None, metadata=OPTIONAL)  # of the objective's period; null off Jetson
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
 
 
@@ -88,6 +101,12 @@ class Baseline:
     subgraphs: int
     pipelined_fps: float | None = field(default=None, metadata=OPTIONAL)  # pipelined objectives only
     throughput_speedup: float | None = field(default=None, metadata={"optional": True, "present_with": "pipelined_fps"})
+    objective: float | None = field(default=None, metadata=OPTIONAL)  # multi-model plans, in the objective.s unit
+    energy_mj: float | None = field(default=None, metadata=OPTIONAL)
+    gpu_busy_share: float | None = field(default=None, metadata=OPTIONAL)
+    meets_request: bool | None = field(default=None, metadata=OPTIONAL)
+    models_ms: tuple[float, ...] | None = field(default=None, metadata=OPTIONAL)
+    assignment: tuple[str, ...] | None = field(default=None, metadata=OPTIONAL)  # one_per_engine: model per engine
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
 
 
@@ -252,6 +271,72 @@ class Costs:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Replication:
+    split: Mapping[str, float]  # copy -> share of the frames
+    fps: float
+    cycle_ms: float
+    pipelined_fps: float
+    chosen: str  # replication or pipelining
+    why: str
+    copies_ms: Mapping[str, Mapping[str, float]]  # copy -> engine -> ms
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelPart:
+    name: str
+    path: str
+    prefix: str
+    nodes: int
+    latency_ms: float
+    latency_without_contention_ms: float
+    contention_ms: float
+    busy_ms: Mapping[str, float]
+    rate_fps: float | None
+    latency_cap_ms: float | None
+    weight: float | None
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Contention:
+    on: bool
+    source: str
+    pressure_pct: Mapping[str, float]
+    extra_ms: Mapping[str, float]
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PowerRecord:
+    engine_w: Mapping[str, float]
+    idle_w: float
+    budget_w: float | None
+    source: str
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MultiSummary:
+    schema: str
+    objective: str
+    objective_unit: str
+    period: str
+    period_ms: float
+    period_without_contention_ms: float
+    contention_ms: float
+    contention: Contention
+    load_ms: Mapping[str, float]
+    utilisation: Mapping[str, float]
+    energy_mj: float | None
+    power: PowerRecord | None
+    gpu_busy_share: float | None
+    gpu_budget: float | None
+    makespan_cap_ms: float | None
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
+
+
+@dataclass(frozen=True, kw_only=True)
 class Plan:
     """One plan.json. Read it with `Plan.from_json`, write it with `to_json` (then fileio.dumps_json)."""
 
@@ -270,10 +355,13 @@ class Plan:
     subgraphs: tuple[SubgraphPlan, ...]
     warnings: tuple[str, ...]
     transfers: tuple[Transfer, ...]
+    replication: Replication | None = field(default=None, metadata=OPTIONAL)  # throughput plans: whole copies
     unknown_sizes: UnknownSizes
     opset_conversion: OpsetConversion | None
     edits: tuple[str, ...]
     costs: Costs | None = field(default=None, metadata=OPTIONAL)  # --explain
+    models: tuple[ModelPart, ...] | None = field(default=None, metadata=OPTIONAL)  # multi-model plans
+    multi: MultiSummary | None = field(default=None, metadata=OPTIONAL)
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
 
     @classmethod
@@ -291,7 +379,10 @@ class Plan:
         return out
 
     def replace(self, **changes: Any) -> Plan:
-        return dataclasses.replace(self, **changes)
+        changed = dataclasses.replace(self, **changes)
+        if hasattr(self, NULLS):
+            object.__setattr__(changed, NULLS, getattr(self, NULLS))
+        return changed
 
     @functools.cached_property
     def layer_of(self) -> Mapping[str, Layer]:
@@ -318,11 +409,14 @@ def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
+NULLS = "_present_nulls"  # instance attribute: the optional keys its document held as null
+
+
 def _present(obj: Any, f: dataclasses.Field[Any]) -> bool:
     if not f.metadata.get("optional"):
         return True
     sibling = f.metadata.get("present_with")
-    return getattr(obj, sibling if sibling else f.name) is not None
+    return getattr(obj, sibling if sibling else f.name) is not None or f.name in getattr(obj, NULLS, ())
 
 
 def encode(value: Any) -> Any:
@@ -381,7 +475,12 @@ def decode(tp: Any, value: Any, where: str = "", *, file: str | None = None) -> 
             kwargs[f.name] = decode(hints[f.name], value[key], inner, file=file)
         if any(f.metadata.get("extra") for f in dataclasses.fields(tp)):
             kwargs["extra"] = {k: v for k, v in value.items() if k not in known}
-        return tp(**kwargs)
+        result = tp(**kwargs)
+        nulls = frozenset(f.name for f in _fields(tp) if f.metadata.get("optional") and json_key(f) in value
+                          and value[json_key(f)] is None)
+        if nulls:  # an optional key written as null stays written as null
+            object.__setattr__(result, NULLS, nulls)
+        return result
     if origin is tuple:
         if not isinstance(value, list):
             raise _fail(where, f"expected a list, got {_describe(value)}", file)
