@@ -4,10 +4,9 @@ Each dataclass field is one JSON key, in the order plan.json writes them, so `Pl
 equals `d` key for key and order for order (and `dumps_json` of it, byte for byte). Adding a field to the
 format is one line here, at its place in the order: a field with its type (and
 `= field(default=None, metadata=OPTIONAL)` when the key may be absent; every type is keyword-only, so a
-defaulted field may sit anywhere). Keys the
-types do not know are kept in `extra` (so a newer plan still loads and writes back whole) and listed by
-`unknown_fields()`, which the round-trip tests require to be empty. `schemas/edgeplan.plan.v1.schema.json`
-is generated from these types (`python -m optimizer.plan._schema`).
+defaulted field may sit anywhere). Keys the types do not know are kept in `extra` (so a newer plan still
+loads and writes back whole) and listed by `unknown_fields()`, which the round-trip tests require to be empty.
+`schemas/edgeplan.plan.v1.schema.json` is generated from these types (`python -m optimizer.plan._schema`).
 """
 
 from __future__ import annotations
