@@ -11,11 +11,13 @@ import math
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import cast
 
 from ortools.sat.python import cp_model
 
 from optimizer.catalog import Catalog
 from optimizer.check import CheckReport
+from optimizer.enums import PRECISIONS
 from optimizer.errors import BadInputError, InfeasibleError
 from optimizer.latency import (
     LatencyModel,
@@ -63,7 +65,12 @@ class SolveResult:
     deterministic_s: float = 0.0
 
 
-def _lin(terms: Iterable[tuple[int, cp_model.IntVar]]) -> cp_model.LinearExpr:
+def _sum(variables: list[cp_model.IntVar]) -> cp_model.LinearExpr:
+    """sum() of literals, typed (the builtin's 0 start is no LinearExpr to mypy)."""
+    return cast(cp_model.LinearExpr, sum(variables))
+
+
+def _lin(terms: Iterable[tuple[int, cp_model.LinearExpr]]) -> cp_model.LinearExpr:
     terms = [(c, v) for c, v in terms if c]
     if not terms:
         return cp_model.LinearExpr.constant(0)
@@ -81,7 +88,7 @@ def dominant_precisions(lm: LatencyModel, request: PlanRequest) -> list[dict[str
     an op lacks the faster precision. On RKNN some NPU ops run in FP16 only, so nothing is fixed there."""
     if lm.target.accelerator != "dla" or request.precision_pins or request.int8_budget is not None:
         return None
-    top = next(p for p in ("int8", "fp16", "fp32") if p in request.allowed_precisions)
+    top = next(p for p in PRECISIONS if p in request.allowed_precisions)
     out = []
     for g, group in enumerate(lm.groups.groups):
         options = group_options(lm, g, request.allowed_precisions)
@@ -155,7 +162,7 @@ class PlanModel:
 
     def _choices(self) -> None:
         m = self.model
-        all_precisions = frozenset(("int8", "fp16", "fp32"))
+        all_precisions = frozenset(PRECISIONS)
         self.choices: list[list[Choice]] = []
         self.x: list[list[cp_model.IntVar]] = []
         self.excluded: list[list[set[str]]] = []
@@ -199,22 +206,22 @@ class PlanModel:
         self.prec: list[dict[str, cp_model.LinearExpr]] = []
         self.dp: list[dict[tuple[str, str], cp_model.LinearExpr]] = []
         for g in range(len(self.groups)):
-            on: dict[str, list] = {}
-            prec: dict[str, list] = {}
-            dp: dict[tuple[str, str], list] = {}
+            on: dict[str, list[cp_model.IntVar]] = {}
+            prec: dict[str, list[cp_model.IntVar]] = {}
+            dp: dict[tuple[str, str], list[cp_model.IntVar]] = {}
             for choice, var in zip(self.choices[g], self.x[g]):
                 on.setdefault(choice.option.device, []).append(var)
                 prec.setdefault(choice.option.precision, []).append(var)
                 dp.setdefault((choice.option.device, choice.option.precision), []).append(var)
-            self.on.append({k: sum(v) for k, v in on.items()})
-            self.prec.append({k: sum(v) for k, v in prec.items()})
-            self.dp.append({k: sum(v) for k, v in dp.items()})
+            self.on.append({k: _sum(v) for k, v in on.items()})
+            self.prec.append({k: _sum(v) for k, v in prec.items()})
+            self.dp.append({k: _sum(v) for k, v in dp.items()})
 
     def _explain_options(self, g: int) -> tuple[Option, ...]:
         """Every device/precision the target has, so that the rules excluding them can be named."""
         target = self.target
         group = self.groups[g]
-        options = []
+        options: list[Option] = []
         for device, precisions in target.precisions.items():
             for precision in precisions:
                 cores = int(target.features.get("npu_cores", 1)) if device == "npu" and group.multicore else 1
@@ -402,7 +409,7 @@ class PlanModel:
             if device in ("dla0", "dla1"):
                 core = int(device[-1])
                 vars_ = [v for c, v in zip(self.choices[g], self.x[g]) if c.option.device == "dla" and c.core == core]
-                self._require(sum(vars_) if vars_ else None, name, g, "dla")
+                self._require(_sum(vars_) if vars_ else None, name, g, "dla")
             else:
                 self._require(self.on[g].get(device), name, g, device)
         for node, precision in sorted(req.precision_pins.items()):
@@ -423,7 +430,7 @@ class PlanModel:
                 self._enforce(m.add(self._on(g, "gpu") == 0), "--dla-standalone")
         self._int8_scale_ties()
 
-    def _require(self, expr, name: str, g: int, device: str | None) -> None:
+    def _require(self, expr: cp_model.LinearExpr | None, name: str, g: int, device: str | None) -> None:
         if expr is None:
             if self.explain:
                 self._enforce(self.model.add(self.model.new_constant(0) == 1), name)
@@ -478,6 +485,8 @@ class PlanModel:
         m = self.model
         self.transfer_terms: list[tuple[int, cp_model.IntVar]] = []
         self.change_terms: list[tuple[int, cp_model.IntVar]] = []
+        self.term_src: list[int] = []  # producing group of each transfer term, then of each change term
+        change_src: list[int] = []
         for tensor, src, consumers in tensor_routes(self.lm):
             if src < 0:
                 continue
@@ -500,6 +509,7 @@ class PlanModel:
                     both = m.new_bool_var(f"copy[{tensor}->{e}|{kind}/{precision}]")
                     m.add(both >= cross + expr - 1)
                     self.transfer_terms.append((ns, both))
+                    self.term_src.append(src)
             for v in consumers:
                 common = set(self.prec[src]) | set(self.prec[v])
                 if len(common) < 2:
@@ -508,6 +518,8 @@ class PlanModel:
                 for q in sorted(self.prec[v]):
                     m.add(change >= self.prec[v][q] - self.prec[src].get(q, 0))
                 self.change_terms.append((self.lm.precision_change_ns(tensor), change))
+                change_src.append(src)
+        self.term_src.extend(change_src)
 
     def _slot_sram(self) -> None:
         """DLA-SRAM-PER-LOADABLE: a slot with its own SRAM pool changes what its groups cost; the
@@ -531,7 +543,7 @@ class PlanModel:
 
     # ---- objective ---------------------------------------------------------------------------------
     def _busy(self) -> dict[str, cp_model.LinearExpr]:
-        busy: dict[str, list] = {}
+        busy: dict[str, list[tuple[int, cp_model.IntVar]]] = {}
         for g in range(len(self.groups)):
             for choice, var in zip(self.choices[g], self.x[g]):
                 device = f"dla{choice.core}" if choice.option.device == "dla" else choice.option.device
@@ -635,7 +647,7 @@ class PlanModel:
             self.floor_index = self.model.add(self.goal >= bound_ns).index
 
     def hint(self, placements: tuple[Placement, ...]) -> None:
-        self.model.clear_hints()
+        self.model.clear_hints()  # type: ignore[no-untyped-call]
         placements = self.canonical(placements)
         for g, placement in enumerate(placements):
             for choice, var in zip(self.choices[g], self.x[g]):
