@@ -67,13 +67,26 @@ def test_the_same_limited_request_gives_the_same_plan_with_busy_cores(tmp_path):
 
 
 @pytest.mark.parametrize("objective", ["throughput", "dual-stream"])
-def test_a_tiny_limit_falls_back_to_the_best_baseline_for_every_objective(tmp_path, objective):
-    result = _optimize(tmp_path / "out", "--time-limit", "0.01", model=_long_chain(tmp_path), objective=objective)
+def test_a_tiny_limit_falls_back_to_the_best_baseline_for_every_objective(tmp_path, favour_dla, objective):
+    """With DLA favoured the bounds prove nothing, so the baseline is handed over with its real gap."""
+    result = _optimize(tmp_path / "out", "--time-limit", "0.01", "--profile", favour_dla, model=_long_chain(tmp_path),
+                       objective=objective)
     assert result.returncode == 0, result.stderr
     plan = json.loads((tmp_path / "out" / "plan.json").read_text())
     assert plan["solver"]["outcome"] == "baseline" and 0.0 < plan["solver"]["gap"] < 1.0  # the bound gives a real gap
     assert any("best baseline" in w for w in plan["warnings"])
     assert "warning: no plan found within --time-limit 0.01 s" in result.stdout
+
+
+@pytest.mark.parametrize("objective", ["throughput", "dual-stream"])
+def test_the_lp_bound_proves_a_pipelined_baseline_before_any_model(tmp_path, objective):
+    """With the calibrated profile the long chain's best pipelined baseline meets the LP bound: proven
+    optimal with no model built, whatever the limit."""
+    result = _optimize(tmp_path / "out", "--time-limit", "0.01", model=_long_chain(tmp_path), objective=objective)
+    assert result.returncode == 0, result.stderr
+    plan = json.loads((tmp_path / "out" / "plan.json").read_text())
+    assert (plan["solver"]["outcome"], plan["solver"]["gap"]) == ("exact", 0.0)
+    assert json.loads((tmp_path / "out" / "run.json").read_text())["solver"]["variables"] == 0
 
 
 def test_the_printed_objective_is_the_written_plans(tmp_path):
@@ -94,12 +107,12 @@ def test_the_wall_clock_safety_net_reports_itself(tmp_path):
     assert any("wall-clock limit" in w for w in planned.plan.warnings)
 
 
-def test_the_whole_call_counts_against_the_limit(tmp_path):
+def test_the_whole_call_counts_against_the_limit(tmp_path, favour_dla):
     """Time already spent before optimize() (the CLI's start) leaves the solver nothing: baseline, not a hang."""
     import time
-    planned = optimize(str(_long_chain(tmp_path)), "orin-agx",  # throughput: the cheapest-option bound proves nothing
+    planned = optimize(str(_long_chain(tmp_path)), "orin-agx",  # DLA favoured: the bounds prove nothing
                        PlanRequest(objective="throughput", time_limit_s=5, deterministic_limit_s=50),
-                       started=time.monotonic() - 5)
+                       started=time.monotonic() - 5, profile_path=favour_dla)
     assert planned.plan.solver.outcome == "baseline"
     assert planned.run["solver"]["wall_limit_fired"]
 
