@@ -228,8 +228,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=REPO / "corpus")
     parser.add_argument("--details", action="store_true", help="list every disagreement")
-    parser.add_argument("--split", choices=("held-out", "derive", "all"), default=None,
-                        help="with --details: only this split's disagreements")
+    parser.add_argument("--split", choices=("held-out", "derive", "all"), default="derive",
+                        help="whose disagreements the op summary and --details list (default derive: the "
+                             "held-out split is a score, not something to read while writing catalog entries)")
     parser.add_argument("--json", type=Path, help="write the figures and disagreements here")
     args = parser.parse_args()
     missing = [p for p in ("MANIFEST.csv", "rknn/runs.csv", "rknn/layers.csv.gz") if not (args.corpus / p).exists()]
@@ -249,13 +250,13 @@ def main() -> int:
     lost = sum(result["lost"].values())
     print(f"CPU layers mapped to no ONNX node (not scored): {lost}")
     kinds = Counter((d.op_type, d.mine, d.truth, d.soc, d.precision) for d in result["disagreements"]
-                    if args.split in (None, "all") or (d.family in DERIVE) == (args.split == "derive"))
-    print("disagreements by op (op, edgeplan, toolkit, soc, precision: nodes):")
+                    if args.split == "all" or (d.family in DERIVE) == (args.split == "derive"))
+    print(f"{args.split} disagreements by op (op, edgeplan, toolkit, soc, precision: nodes):")
     for (op, mine, truth, soc, precision), count in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))[:40]:
         print(f"  {op} {mine}->{truth} {soc} {precision}: {count}")
     if args.details:
         for d in result["disagreements"]:
-            if args.split in (None, "all") or (d.family in DERIVE) == (args.split == "derive"):
+            if args.split == "all" or (d.family in DERIVE) == (args.split == "derive"):
                 print(f"  {d.model} {d.soc} {d.precision} {d.node} ({d.op_type}): edgeplan {d.mine}, toolkit "
                       f"{d.truth}  {d.why}")
     if args.json:

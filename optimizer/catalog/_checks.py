@@ -450,6 +450,11 @@ def precision_only(rule: Rule, view: LayerView) -> str | None:
 
 
 def matmul_k(rule: Rule, view: LayerView) -> str | None:
+    """exMatMul's K limit. With `runtime_b_only`, a MatMul/Gemm whose B is a build-time constant is exempt:
+    the toolkit lowers it to a 1x1 convolution and tiles K over several of them."""
+    inputs = view.node.inputs
+    if rule.params.get("runtime_b_only") and len(inputs) > 1 and view.graph.is_constant(inputs[1]):
+        return None
     a = view.input_shape(0)
     if a is None or not isinstance(a[-1], int):
         return None

@@ -39,6 +39,10 @@ CITED = [
     ("timm_deit_tiny_patch16_224", "rk3566", "fp16", "/patch_embed/proj/Conv", False),  # stride 16 rewritten
     ("timm_deit_tiny_patch16_224", "rk3588", "int8", "/blocks/blocks.0/norm1/LayerNormalization", False),
     ("tv_alexnet", "rk3588", "fp16", "/Flatten", True),  # 256x6x6 pixels folded into the channel axis
+    ("tv_alexnet", "rk3588", "int8", "/Flatten", True),
+    ("tv_alexnet", "rk3576", "int8", "/Flatten", False),
+    ("tv_alexnet", "rk3576", "int8", "/classifier/classifier.1/Gemm", False),  # K = 9216, constant: tiled Conv
+    ("tv_alexnet", "rv1126b", "fp16", "/classifier/classifier.1/Gemm", False),
     ("timm_levit_128s", "rk3566", "int8", "/stages/stages.1/downsample/attn_downsample/q/down/Reshape", False),
     ("timm_deit_tiny_patch16_224", "rk3576", "int8", "/blocks/blocks.0/norm2/LayerNormalization", False),
 ]

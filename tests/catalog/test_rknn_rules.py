@@ -81,9 +81,33 @@ def test_conv_stride(catalog, build, stride, fails):
 
 @pytest.mark.parametrize(("k", "fails"), [(8192, False), (8193, True)])
 def test_matmul_k(catalog, build, k, fails):
-    path = build.op("MatMul", [1, 4, k], inputs=["x", "w"], inits=[weight("w", [k, 2])])
+    """exMatMul (both operands computed at run time): K in (0, 8192] on rk3576/rv1126b."""
+    path = build.op("MatMul", [1, 4, k], inputs=["x", "z"], extra_inputs=[value("z", [1, k, 2])])
     assert ("RKNN-MATMUL-K" in violations(catalog, path, "rk3576", "fp16")) is fails
+    assert ("RKNN-MATMUL-K" in violations(catalog, path, "rv1126b", "int8")) is fails
     assert "RKNN-MATMUL-K" not in violations(catalog, path, "rk3588", "fp16")
+
+
+@pytest.mark.parametrize("op", ["MatMul", "Gemm"])
+@pytest.mark.parametrize("k", [8193, 9216])
+def test_matmul_k_constant_weights_are_a_tiled_convolution(catalog, build, op, k):
+    """Measured (corpus tv_alexnet): a K = 9216 Gemm with constant weights is split into 1x1 Convs, NPU."""
+    shape, w = ([1, 4, k], [k, 2]) if op == "MatMul" else ([1, k], [k, 2])
+    path = build.op(op, shape, inputs=["x", "w"], inits=[weight("w", w)])
+    for target in ("rk3576", "rv1126b"):
+        assert "RKNN-MATMUL-K" not in violations(catalog, path, target, "int8")
+        assert npu(catalog, path, target, "int8")
+
+
+@pytest.mark.parametrize("precision", ["fp16", "int8"])
+@pytest.mark.parametrize(("target", "shape", "on_npu"), [
+    ("rk3588", [1, 256, 6, 6], False), ("rk3588", [1, 256, 1, 1], True), ("rk3588", [1, 16, 2, 1], False),
+    ("rk3576", [1, 256, 6, 6], True), ("rv1126b", [1, 256, 6, 6], True), ("rk3562", [1, 256, 6, 6], True)])
+def test_flatten_of_pixels_into_channels(catalog, build, target, shape, on_npu, precision):
+    """rk3588 (corpus tv_alexnet /Flatten, FP16 and INT8): H*W > 1 pixels folded into the channel are a CPU
+    Reshape; a 1x1 map's Flatten is layout only, and the other SoCs keep both on the NPU."""
+    path = build.op("Flatten", shape, axis=1)
+    assert npu(catalog, path, target, precision) is on_npu
 
 
 # exNorm axes [1] or [1,2,3]: a 4-D LayerNorm from axis 1 on, or over its last axis alone (channels-last,
