@@ -2,7 +2,7 @@
 
 The evidence behind the seed-002 entries of constraints/rockchip_rknn.toml that the corpus does not cover
 (Mish, HardSigmoid/Elu parameters, Where data types, MeanVarianceNormalization, written-out LayerNorm,
-tanh GELU with Pow, Div/Sqrt in INT8, fused attention). Run with the toolkit's own interpreter, under nice:
+tanh GELU with Pow, Div/Sqrt in INT8, fused attention, L2 normalisation). Run with the toolkit's own interpreter, under nice:
     nice -n 10 RKNN_VENV/bin/python tools/probe_rknn_patterns.py [--cases mish,where_i64] [--socs rk3588,rk3566]
 Each case converts in a fresh process (the toolkit crashes on some, e.g. int32 Where: recorded as such) and
 prints one line per case: per SoC/precision the Target of each pattern node's layers; nodes without a layer
@@ -376,9 +376,59 @@ def more_cases():
     yield "sqrt_lone", model("sq", [N("Abs", ["x"], ["a"], "abs"), N("Sqrt", ["a"], ["y"], "sqrt")], [], C)
 
 
+def l2norm(axis, clip=True, expand=True, eps_add=False, src="x", out="y"):
+    """F.normalize(x, dim=axis) as torch exports it: ReduceL2 -> Clip(min=eps) -> Expand -> Div."""
+    nodes = [N("ReduceL2", [src], ["n"], "l2_reduce", axes=[axis], keepdims=1)]
+    last = "n"
+    if clip:
+        nodes.append(N("Clip", [last, "eps", ""], ["nc"], "l2_clip"))
+        last = "nc"
+    if eps_add:
+        nodes.append(N("Add", [last, "eps"], ["na"], "l2_add"))
+        last = "na"
+    if expand:
+        nodes += [N("Shape", [src], ["sh"], "l2_shape"), N("Expand", [last, "sh"], ["ne"], "l2_expand")]
+        last = "ne"
+    nodes.append(N("Div", [src, last], [out], "l2_div"))
+    return nodes, [c("eps", np.float32(1e-12))]
+
+
+def norm_cases():
+    """L2 normalisation (F.normalize) in its export forms, over the channel and over other axes."""
+    nodes, inits = l2norm(1)
+    yield "l2norm_c", model("l2c", nodes, inits, C)
+    nodes, inits = l2norm(1, clip=False, expand=False)
+    yield "l2norm_c_plain", model("l2p", nodes, inits, C)
+    nodes, inits = l2norm(3)
+    yield "l2norm_w", model("l2w", nodes, inits, C)
+    inner, inner_inits = l2norm(-1, src="t", out="u")
+    nodes, inits = tokens(inner, inner_inits)
+    yield "l2norm_tokens_c", model("l2t", nodes, inits, C)
+    inner, inner_inits = l2norm(1, src="t", out="u")
+    nodes, inits = tokens(inner, inner_inits)
+    yield "l2norm_tokens_n", model("l2n", nodes, inits, C)
+    nodes, inits = l2norm(1, clip=False, expand=False, eps_add=True)
+    yield "l2norm_c_addeps", model("l2a", nodes, inits, C)
+    yield (
+        "div_reducesum",
+        model(
+            "drs",
+            [
+                N("Relu", ["x"], ["r"], "relu"),
+                N("ReduceSum", ["r", "ax"], ["s"], "sum", keepdims=1),
+                N("Add", ["s", "one"], ["s1"], "add"),
+                N("Div", ["r", "s1"], ["y"], "div"),
+            ],
+            [c("ax", np.array([1], np.int64)), c("one", np.float32(1))],
+            C,
+        ),
+    )
+
+
 def all_cases():
     yield from cases()
     yield from more_cases()
+    yield from norm_cases()
 
 
 def convert_case(label, socs):

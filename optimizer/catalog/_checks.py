@@ -692,7 +692,28 @@ def _in_norm(graph: Graph, node: Node) -> bool:
     return False
 
 
-PATTERNS: Mapping[str, Callable[[Graph, Node], bool]] = {"norm": _in_norm}
+_EPS_GUARDS = frozenset({"Clip", "Max", "Add", "Expand"})
+
+
+def _in_l2norm(graph: Graph, node: Node) -> bool:
+    """Div(x, ReduceL2(x) [guarded by Clip/Max/Add eps, broadcast by Expand]): F.normalize as exporters write
+    it, which the toolkit fuses into one exNorm (lpnorm2) layer."""
+    if node.op_type != "Div" or len(node.inputs) < 2:
+        return False
+    divisor = graph.producer(node.inputs[1])
+    for _ in range(4):
+        if divisor is None or divisor.op_type not in _EPS_GUARDS:
+            break
+        runtime = [i for i in divisor.inputs if i and not graph.is_constant(i)]
+        if divisor.op_type == "Expand":
+            runtime = runtime[:1]
+        if len(runtime) != 1:
+            return False
+        divisor = graph.producer(runtime[0])
+    return divisor is not None and divisor.op_type == "ReduceL2" and divisor.inputs[0] == node.inputs[0]
+
+
+PATTERNS: Mapping[str, Callable[[Graph, Node], bool]] = {"norm": _in_norm, "l2norm": _in_l2norm}
 
 
 def _fused_or_constant(view: LayerView, params: Mapping[str, Any]) -> str | None:

@@ -145,6 +145,50 @@ def test_a_division_by_a_runtime_value_outside_a_norm_is_cpu_in_int8(catalog, tm
         assert report.verdict(node).runs_on("npu", "fp16")
 
 
+def _l2norm(tmp_path, guards=("Clip", "Expand"), reduce="ReduceL2", same_tensor=True, axis=1):
+    """F.normalize(x, dim=axis) as torch exports it: Div(x, Expand(Clip(ReduceL2(x), eps), Shape(x)))."""
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"), helper.make_node("Relu", ["x"], ["b"], name="other")]
+    src = "a" if same_tensor else "b"
+    if reduce == "ReduceL2":
+        nodes.append(helper.make_node("ReduceL2", [src], ["n0"], name="reduce", axes=[axis], keepdims=1))
+    else:
+        nodes.append(helper.make_node("ReduceSum", [src, "ax"], ["n0"], name="reduce", keepdims=1))
+    last = "n0"
+    for i, guard in enumerate(guards):
+        out = f"n{i + 1}"
+        if guard == "Clip":
+            nodes.append(helper.make_node("Clip", [last, "eps"], [out], name="clip"))
+        elif guard == "Add":
+            nodes.append(helper.make_node("Add", [last, "eps"], [out], name="addeps"))
+        else:
+            nodes += [helper.make_node("Shape", ["a"], ["sh"], name="shape"),
+                      helper.make_node("Expand", [last, "sh"], [out], name="expand")]
+        last = out
+    nodes += [helper.make_node("Div", ["a", last], ["nrm"], name="div"),
+              helper.make_node("Relu", ["nrm"], ["y"], name="tail")]
+    inits = [const("eps", np.float32(1e-12)), const("ax", np.array([axis], np.int64))]
+    return save_model(tmp_path / f"l2{'_'.join(guards)}{reduce}{same_tensor}.onnx", nodes,
+                      [value("x", [1, 16, 8, 8])], [value("y", None)], inits, opset=17)
+
+
+@pytest.mark.parametrize("target", MEASURED)
+@pytest.mark.parametrize("guards", [("Clip", "Expand"), (), ("Add",)])
+def test_l2_normalisation_is_exnorm_in_int8(catalog, tmp_path, target, guards):
+    """Measured (tools/probe_rknn_patterns.py l2norm_*): x / ReduceL2(x), with or without the eps guard and
+    the Expand torch writes, is one exNorm layer on the NPU in INT8 on every SoC."""
+    assert on_npu(catalog, _l2norm(tmp_path, guards), target, "int8", "div")
+
+
+@pytest.mark.parametrize(("reduce", "same_tensor"), [("ReduceSum", True), ("ReduceL2", False)])
+def test_a_division_by_another_reduction_is_cpu_in_int8(catalog, tmp_path, reduce, same_tensor):
+    """Just outside the pattern: a ReduceSum divisor (probe div_reducesum: Div INT8 Target CPU), or the L2 norm
+    of a different tensor, is a run-time division."""
+    path = _l2norm(tmp_path, ("Add",), reduce=reduce, same_tensor=same_tensor)
+    for target in ("rk3588", "rk3576", "rv1126b"):
+        assert not on_npu(catalog, path, target, "int8", "div")
+        assert on_npu(catalog, path, target, "fp16", "div")
+
+
 @pytest.mark.parametrize(("constant", "npu"), [(True, True), (False, False)])
 def test_div_in_int8_by_a_constant_only(catalog, build, constant, npu):
     if constant:
