@@ -203,6 +203,19 @@ def evaluate(corpus: Path) -> dict:
                        "derive": [m for m in models if families.get(m) in DERIVE]}}
 
 
+def failure_lines(failed: list[dict[str, str]]) -> list[str]:
+    """One line per model the toolkit could not convert (crashed, failed, timeout): a fact a user needs."""
+    by_model: dict[tuple[str, str], list[dict[str, str]]] = defaultdict(list)
+    for row in failed:
+        by_model[(row["model"], row["status"])].append(row)
+    lines = []
+    for (model, status), rows in sorted(by_model.items()):
+        configs = ", ".join(f"{r['soc']}/{r['precision']}" for r in rows)
+        error = " ".join(rows[0].get("error", "").split())
+        lines.append(f"toolkit {status}: {model} ({len(rows)} configs: {configs}): {error[-160:]}")
+    return lines
+
+
 def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
@@ -245,6 +258,8 @@ def main() -> int:
           f"toolkit failures (not scored): {len(result['failed'])}; edgeplan load errors: "
           f"{len(result['load_errors'])}")
     print(f"held-out models: {', '.join(result['models']['held-out']) or 'none'}")
+    for line in failure_lines(result["failed"]):
+        print(line)
     for split in ("held-out", "derive", "all"):
         print("\n".join(table(cells, split)))
     lost = sum(result["lost"].values())

@@ -425,10 +425,81 @@ def norm_cases():
     )
 
 
+def out_model(name, nodes, inits, opset=17):
+    """in[1,3,H,W] -> Conv -> x[1,C,H,W]; nodes read x and write the graph output `out` (any rank)."""
+    g = helper.make_graph(
+        [helper.make_node("Conv", ["in", "w0"], ["x"], name="pre_conv"), *nodes],
+        name,
+        [helper.make_tensor_value_info("in", TensorProto.FLOAT, [1, 3, H, W])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)],
+        [w("w0", (C, 3, 1, 1)), *inits],
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return onnx.shape_inference.infer_shapes(m)
+
+
+def _spatial(kernel):
+    """x[1,C,8,8] -> Conv(kernel, no pad) -> m[1,C,8-k+1,8-k+1]: a map with (9-k)^2 pixels."""
+    return [N("Conv", ["x", "wk"], ["m"], "map_conv")], [w("wk", (C, C, kernel, kernel))], (H - kernel + 1) ** 2
+
+
+def output_cases():
+    """Graph outputs of rank 2/3 (the toolkit's relayout out of its 4-D form) and detector-head Concats."""
+    for n_kernel, k in ((1, 8), (1, 10), (1, 16), (1, 24), (1, 32), (4, 16), (4, 8)):
+        head, head_inits, n = _spatial(n_kernel)
+        nodes = head + [
+            N("Reshape", ["m", "s3"], ["r"], "to_tokens_reshape"),
+            N("Transpose", ["r"], ["t"], "to_tokens_transpose", perm=[0, 2, 1]),
+            N("MatMul", ["t", "wm"], ["out"], "token_matmul"),
+        ]
+        inits = [*head_inits, c("s3", np.array([1, C, n], np.int64)), w("wm", (C, k))]
+        yield f"out_tokens_n{n}_k{k}", out_model("ot", nodes, inits)
+    for k in (10, 16, 24, 32):
+        nodes = [
+            N("GlobalAveragePool", ["x"], ["p"], "gap"),
+            N("Flatten", ["p"], ["f"], "flatten", axis=1),
+            N("Gemm", ["f", "wg", "bg"], ["out"], "gemm", transB=1),
+        ]
+        yield f"out_gemm_k{k}", out_model("og", nodes, [w("wg", (k, C)), c("bg", np.zeros(k, np.float32))])
+    for n_kernel, ch in ((4, 16), (5, 16), (5, 10)):
+        head, head_inits, n = _spatial(n_kernel)
+        nodes = head + [N("Conv", ["m", "wc"], ["mc"], "ch_conv"), N("Reshape", ["mc", "s3"], ["out"], "flat_reshape")]
+        inits = [*head_inits, w("wc", (ch, C, 1, 1)), c("s3", np.array([1, ch, n], np.int64))]
+        yield f"out_map_c{ch}_n{n}", out_model("om", nodes, inits)
+    for pool_kernel in (2, 3):
+        small = (H - pool_kernel) // 2 + 1
+        n = H * W + small * small
+        nodes = [N("MaxPool", ["x"], ["xs"], "pool", kernel_shape=[pool_kernel] * 2, strides=[2, 2])]
+        for branch, ch in (("cls", 16), ("box", 4)):
+            nodes += [
+                N("Conv", ["x", f"w_{branch}0"], [f"{branch}0"], f"{branch}_conv0"),
+                N("Conv", ["xs", f"w_{branch}1"], [f"{branch}1"], f"{branch}_conv1"),
+                N("Reshape", [f"{branch}0", f"s_{branch}0"], [f"{branch}0r"], f"{branch}_flat0"),
+                N("Reshape", [f"{branch}1", f"s_{branch}1"], [f"{branch}1r"], f"{branch}_flat1"),
+                N("Concat", [f"{branch}0r", f"{branch}1r"], [f"{branch}_all"], f"{branch}_concat", axis=2),
+            ]
+        nodes += [
+            N("Sigmoid", ["cls_all"], ["cls_sig"], "cls_sigmoid"),
+            N("Mul", ["box_all", "stride"], ["box_dec"], "box_mul"),
+            N("Concat", ["box_dec", "cls_sig"], ["out"], "head_concat", axis=1),
+        ]
+        inits = [c("stride", np.float32(8))]
+        for branch, ch in (("cls", 16), ("box", 4)):
+            inits += [
+                w(f"w_{branch}0", (ch, C, 1, 1)),
+                w(f"w_{branch}1", (ch, C, 1, 1)),
+                c(f"s_{branch}0", np.array([1, ch, H * W], np.int64)),
+                c(f"s_{branch}1", np.array([1, ch, small * small], np.int64)),
+            ]
+        yield f"out_head_n{n}", out_model("oh", nodes, inits)
+
+
 def all_cases():
     yield from cases()
     yield from more_cases()
     yield from norm_cases()
+    yield from output_cases()
 
 
 def convert_case(label, socs):
