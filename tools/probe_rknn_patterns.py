@@ -448,7 +448,8 @@ def output_cases():
     """Graph outputs of rank 2/3 (the toolkit's relayout out of its 4-D form) and detector-head Concats."""
     for n_kernel, k in ((1, 8), (1, 10), (1, 16), (1, 24), (1, 32), (4, 16), (4, 8)):
         head, head_inits, n = _spatial(n_kernel)
-        nodes = head + [
+        nodes = [
+            *head,
             N("Reshape", ["m", "s3"], ["r"], "to_tokens_reshape"),
             N("Transpose", ["r"], ["t"], "to_tokens_transpose", perm=[0, 2, 1]),
             N("MatMul", ["t", "wm"], ["out"], "token_matmul"),
@@ -464,7 +465,7 @@ def output_cases():
         yield f"out_gemm_k{k}", out_model("og", nodes, [w("wg", (k, C)), c("bg", np.zeros(k, np.float32))])
     for n_kernel, ch in ((4, 16), (5, 16), (5, 10)):
         head, head_inits, n = _spatial(n_kernel)
-        nodes = head + [N("Conv", ["m", "wc"], ["mc"], "ch_conv"), N("Reshape", ["mc", "s3"], ["out"], "flat_reshape")]
+        nodes = [*head, N("Conv", ["m", "wc"], ["mc"], "ch_conv"), N("Reshape", ["mc", "s3"], ["out"], "flat_reshape")]
         inits = [*head_inits, w("wc", (ch, C, 1, 1)), c("s3", np.array([1, ch, n], np.int64))]
         yield f"out_map_c{ch}_n{n}", out_model("om", nodes, inits)
     for pool_kernel in (2, 3):
