@@ -472,7 +472,7 @@ def output_cases():
         small = (H - pool_kernel) // 2 + 1
         n = H * W + small * small
         nodes = [N("MaxPool", ["x"], ["xs"], "pool", kernel_shape=[pool_kernel] * 2, strides=[2, 2])]
-        for branch, ch in (("cls", 16), ("box", 4)):
+        for branch in ("cls", "box"):
             nodes += [
                 N("Conv", ["x", f"w_{branch}0"], [f"{branch}0"], f"{branch}_conv0"),
                 N("Conv", ["xs", f"w_{branch}1"], [f"{branch}1"], f"{branch}_conv1"),
