@@ -468,32 +468,37 @@ def output_cases():
         nodes = [*head, N("Conv", ["m", "wc"], ["mc"], "ch_conv"), N("Reshape", ["mc", "s3"], ["out"], "flat_reshape")]
         inits = [*head_inits, w("wc", (ch, C, 1, 1)), c("s3", np.array([1, ch, n], np.int64))]
         yield f"out_map_c{ch}_n{n}", out_model("om", nodes, inits)
-    for pool_kernel in (2, 3):
-        small = (H - pool_kernel) // 2 + 1
-        n = H * W + small * small
-        nodes = [N("MaxPool", ["x"], ["xs"], "pool", kernel_shape=[pool_kernel] * 2, strides=[2, 2])]
-        for branch in ("cls", "box"):
+    for pool_kernel, classes, scales in ((2, 16, 2), (3, 16, 2), (2, 80, 2), (2, 80, 3)):
+        yield _head_case(pool_kernel, classes, scales)
+
+
+def _head_case(pool_kernel, classes, scales):
+    """A detector head: per scale (8x8, then MaxPool-halved maps) a class and a box Conv, each flattened to
+    [1, ch, hw] and joined on the last axis; Sigmoid(classes) and 8 * boxes joined on axis 1 into the output."""
+    sizes = [H]
+    nodes = []
+    maps = ["x"]
+    for i in range(1, scales):
+        sizes.append((sizes[-1] - pool_kernel) // 2 + 1)
+        nodes.append(N("MaxPool", [maps[-1]], [f"xs{i}"], f"pool{i}", kernel_shape=[pool_kernel] * 2, strides=[2, 2]))
+        maps.append(f"xs{i}")
+    n = sum(s * s for s in sizes)
+    inits = [c("stride", np.float32(8))]
+    for branch, ch in (("cls", classes), ("box", 4)):
+        for i, (m, size) in enumerate(zip(maps, sizes)):
             nodes += [
-                N("Conv", ["x", f"w_{branch}0"], [f"{branch}0"], f"{branch}_conv0"),
-                N("Conv", ["xs", f"w_{branch}1"], [f"{branch}1"], f"{branch}_conv1"),
-                N("Reshape", [f"{branch}0", f"s_{branch}0"], [f"{branch}0r"], f"{branch}_flat0"),
-                N("Reshape", [f"{branch}1", f"s_{branch}1"], [f"{branch}1r"], f"{branch}_flat1"),
-                N("Concat", [f"{branch}0r", f"{branch}1r"], [f"{branch}_all"], f"{branch}_concat", axis=2),
+                N("Conv", [m, f"w_{branch}{i}"], [f"{branch}{i}"], f"{branch}_conv{i}"),
+                N("Reshape", [f"{branch}{i}", f"s_{branch}{i}"], [f"{branch}{i}r"], f"{branch}_flat{i}"),
             ]
-        nodes += [
-            N("Sigmoid", ["cls_all"], ["cls_sig"], "cls_sigmoid"),
-            N("Mul", ["box_all", "stride"], ["box_dec"], "box_mul"),
-            N("Concat", ["box_dec", "cls_sig"], ["out"], "head_concat", axis=1),
-        ]
-        inits = [c("stride", np.float32(8))]
-        for branch, ch in (("cls", 16), ("box", 4)):
-            inits += [
-                w(f"w_{branch}0", (ch, C, 1, 1)),
-                w(f"w_{branch}1", (ch, C, 1, 1)),
-                c(f"s_{branch}0", np.array([1, ch, H * W], np.int64)),
-                c(f"s_{branch}1", np.array([1, ch, small * small], np.int64)),
-            ]
-        yield f"out_head_n{n}", out_model("oh", nodes, inits)
+            inits += [w(f"w_{branch}{i}", (ch, C, 1, 1)), c(f"s_{branch}{i}", np.array([1, ch, size * size], np.int64))]
+        nodes.append(N("Concat", [f"{branch}{i}r" for i in range(scales)], [f"{branch}_all"], f"{branch}_concat", axis=2))
+    nodes += [
+        N("Sigmoid", ["cls_all"], ["cls_sig"], "cls_sigmoid"),
+        N("Mul", ["box_all", "stride"], ["box_dec"], "box_mul"),
+        N("Concat", ["box_dec", "cls_sig"], ["out"], "head_concat", axis=1),
+    ]
+    suffix = "" if (classes, scales) == (16, 2) else f"_c{classes}_s{scales}"
+    return f"out_head_n{n}{suffix}", out_model("oh", nodes, inits)
 
 
 def all_cases():

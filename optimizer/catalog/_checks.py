@@ -584,10 +584,15 @@ def _from_map_concat(graph: Graph, tensor: str, depth: int = 6) -> bool:
 
 
 def head_relayout(rule: Rule, view: LayerView) -> str | None:
+    """A map-form input of the output Concat is relaid out only when another input is in batch form (a box
+    branch after the DFL): with every input in map form the Concat is joined there and nothing moves."""
     node, graph = view.node, view.graph
-    if not node.outputs or not any(_output_token_concat(graph, user) for user in graph.consumers(node.outputs[0])):
+    if not node.outputs:
         return None
-    if not _from_map_concat(graph, node.outputs[0]):
+    concats = [user for user in graph.consumers(node.outputs[0]) if _output_token_concat(graph, user)]
+    if not concats or not _from_map_concat(graph, node.outputs[0]):
+        return None
+    if not any(not _from_map_concat(graph, t) for c in concats for t in c.inputs if t and not graph.is_constant(t)):
         return None
     return (f"{node.op_type} feeds the output Concat in feature-map form; its relayout into the Concat's "
             "(C, 1, 1, N) batch form moves data across the channel axis and runs on the CPU")

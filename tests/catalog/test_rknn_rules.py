@@ -110,6 +110,44 @@ def test_flatten_of_pixels_into_channels(catalog, build, target, shape, on_npu, 
     assert npu(catalog, path, target, precision) is on_npu
 
 
+def _head(tmp_path, dfl_box):
+    """A detector head joined on axis 1 into the [1, 4 + 16, 80] output: classes are two flattened maps
+    joined on the last axis then Sigmoid; boxes the same maps (map form) or a DFL-like path (batch form)."""
+    nodes, inits = [helper.make_node("MaxPool", ["x"], ["xs"], name="pool", kernel_shape=[2, 2], strides=[2, 2])], []
+    for branch, ch in (("cls", 16), ("box", 64 if dfl_box else 4)):
+        for i, (m, hw) in enumerate((("x", 64), ("xs", 16))):
+            nodes += [helper.make_node("Conv", [m, f"w{branch}{i}"], [f"{branch}{i}"], name=f"{branch}_conv{i}"),
+                      helper.make_node("Reshape", [f"{branch}{i}", f"s{branch}{i}"], [f"{branch}{i}r"],
+                                       name=f"{branch}_flat{i}")]
+            inits += [weight(f"w{branch}{i}", [ch, 8, 1, 1]), const(f"s{branch}{i}", np.array([1, ch, hw], np.int64))]
+        nodes.append(helper.make_node("Concat", [f"{branch}0r", f"{branch}1r"], [f"{branch}_all"],
+                                      name=f"{branch}_concat", axis=2))
+    nodes.append(helper.make_node("Sigmoid", ["cls_all"], ["cls_sig"], name="cls_sigmoid"))
+    box = "box_all"
+    if dfl_box:  # [1,64,80] -> [1,4,16,80] -> softmax over the 16 bins -> weighted sum -> [1,4,80]
+        nodes += [helper.make_node("Reshape", ["box_all", "s4"], ["b4"], name="dfl_reshape"),
+                  helper.make_node("Softmax", ["b4"], ["bs"], name="dfl_softmax", axis=2),
+                  helper.make_node("ReduceSum", ["bs", "ax"], ["box_dfl"], name="dfl_sum", keepdims=0)]
+        inits += [const("s4", np.array([1, 4, 16, 80], np.int64)), const("ax", np.array([2], np.int64))]
+        box = "box_dfl"
+    nodes += [helper.make_node("Mul", [box, "stride"], ["box_dec"], name="box_mul"),
+              helper.make_node("Concat", ["box_dec", "cls_sig"], ["y"], name="head_concat", axis=1)]
+    inits.append(const("stride", np.float32(8)))
+    return save_model(tmp_path / f"head{dfl_box}.onnx", nodes, [value("x", [1, 8, 8, 8])], [value("y", None)], inits)
+
+
+@pytest.mark.parametrize("precision", ["fp16", "int8"])
+@pytest.mark.parametrize(("dfl_box", "target", "cpu"), [(True, "rk3588", True), (False, "rk3588", False),
+                                                         (True, "rk3576", False), (True, "rk3562", False)])
+def test_head_relayout_needs_a_batch_form_input_beside_the_map(catalog, tmp_path, dfl_box, target, cpu, precision):
+    """RKNN-HEAD-RELAYOUT: the class branch (map form) is relaid out on rk3588 only beside a batch-form box
+    branch (corpus yolov8n_320 after its DFL); with both branches in map form the toolkit joins them on the
+    NPU (probe out_head_n80, out_head_n80_c80_s2: Sigmoid and Concat Target NPU)."""
+    path = _head(tmp_path, dfl_box)
+    assert ("RKNN-HEAD-RELAYOUT" in violations(catalog, path, target, precision, node="cls_sigmoid")) is cpu
+    assert "RKNN-HEAD-RELAYOUT" not in violations(catalog, path, target, precision, node="box_mul")
+
+
 # exNorm axes [1] or [1,2,3]: a 4-D LayerNorm from axis 1 on, or over its last axis alone (channels-last,
 # measured NPU in 2.5.0: corpus nn_window_attention_pad_roll); H,W (axis 2) is not NPU;
 # a token tensor [B,N,C] only over its last axis (it becomes the channel).
