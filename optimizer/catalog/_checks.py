@@ -718,7 +718,43 @@ def _in_l2norm(graph: Graph, node: Node) -> bool:
     return divisor is not None and divisor.op_type == "ReduceL2" and divisor.inputs[0] == node.inputs[0]
 
 
-PATTERNS: Mapping[str, Callable[[Graph, Node], bool]] = {"norm": _in_norm, "l2norm": _in_l2norm}
+def _group_norm_core(graph: Graph, node: Node | None) -> bool:
+    """InstanceNormalization on a Reshape [N, G, -1] of a tensor whose result is reshaped back to that
+    tensor's shape: GroupNorm as torch exports it."""
+    if node is None or node.op_type != "InstanceNormalization" or not node.inputs or not node.outputs:
+        return False
+    opener = graph.producer(node.inputs[0])
+    if opener is None or opener.op_type != "Reshape" or not opener.inputs:
+        return False
+    grouped, source = graph.shape(node.inputs[0]), graph.shape(opener.inputs[0])
+    if not _static(grouped) or not _static(source) or len(grouped) != 3:
+        return False
+    users = graph.consumers(node.outputs[0])
+    return bool(users) and all(u.op_type == "Reshape" and graph.shape(u.outputs[0]) == source for u in users)
+
+
+def _in_group_norm(graph: Graph, node: Node) -> bool:
+    """The Reshape in, the InstanceNormalization or the Reshape out of a GroupNorm: the toolkit fuses the three
+    into one exNorm on the original tensor (no layout change of its own)."""
+    if node.op_type == "InstanceNormalization":
+        return _group_norm_core(graph, node)
+    if node.op_type != "Reshape" or not node.inputs or not node.outputs:
+        return False
+    if _group_norm_core(graph, graph.producer(node.inputs[0])):
+        return True
+    users = graph.consumers(node.outputs[0])
+    return bool(users) and all(_group_norm_core(graph, u) for u in users)
+
+
+PATTERNS: Mapping[str, Callable[[Graph, Node], bool]] = {"norm": _in_norm, "l2norm": _in_l2norm,
+                                                         "group_norm": _in_group_norm}
+
+
+def _in_pattern(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """An op whose lone kernel is missing on this SoC but which the toolkit fuses into a pattern layer."""
+    if any(PATTERNS[name](view.graph, view.node) for name in params["patterns"]):
+        return None
+    return f"{view.node.op_type} has no NPU kernel on {view.target.id} outside {params['what']}"
 
 
 def _fused_or_constant(view: LayerView, params: Mapping[str, Any]) -> str | None:
@@ -959,6 +995,8 @@ def _spatial_into_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
     src, dst = view.in_shape(), view.out_shape()
     if not _static(src) or not _static(dst) or len(src) != 4 or src[2] * src[3] == 1:
         return None
+    if _in_group_norm(view.graph, view.node):
+        return None  # the Reshape into a GroupNorm's [N, G, -1] fuses into its exNorm
     if len(_unit_stripped(dst)) > 1 or math.prod(src[1:]) != math.prod(dst[1:]):
         return None
     return f"{view.node.op_type} {list(src)} -> {list(dst)} folds {src[2]}x{src[3]} pixels into the channel axis"
@@ -977,4 +1015,5 @@ CONDITIONS: Mapping[str, Condition] = {
     "batch_major_transpose": _batch_major_transpose,
     "output_concat_relayout": _output_concat_relayout,
     "spatial_into_channel": _spatial_into_channel,
+    "in_pattern": _in_pattern,
 }

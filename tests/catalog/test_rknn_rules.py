@@ -148,6 +148,48 @@ def test_head_relayout_needs_a_batch_form_input_beside_the_map(catalog, tmp_path
     assert "RKNN-HEAD-RELAYOUT" not in violations(catalog, path, target, precision, node="box_mul")
 
 
+def _group_norm(tmp_path, groups, back=(1, 48, 7, 7), norm="InstanceNormalization"):
+    """torch's GroupNorm export: Reshape [1, G, -1] -> InstanceNormalization -> Reshape `back` -> Relu."""
+    nodes = [helper.make_node("Reshape", ["x", "sg"], ["g"], name="gn_in"),
+             helper.make_node(norm, ["g", "sc", "bi"], ["gnorm"], name="gn_norm") if norm == "InstanceNormalization"
+             else helper.make_node(norm, ["g"], ["gnorm"], name="gn_norm"),
+             helper.make_node("Reshape", ["gnorm", "sb"], ["r"], name="gn_out"),
+             helper.make_node("Relu", ["r"], ["y"], name="tail")]
+    inits = [const("sg", np.array([1, groups, -1], np.int64)), const("sb", np.array(back, np.int64)),
+             const("sc", np.ones(groups, np.float32)), const("bi", np.zeros(groups, np.float32))]
+    return save_model(tmp_path / f"gn{groups}{len(back)}{norm}.onnx", nodes, [value("x", [1, 48, 7, 7])],
+                      [value("y", None)], inits)
+
+
+@pytest.mark.parametrize("precision", ["fp16", "int8"])
+@pytest.mark.parametrize("target", ["rk3588", "rk3576", "rk3566", "rk3568", "rk3562", "rv1126b"])
+@pytest.mark.parametrize("groups", [1, 4])
+def test_group_norm_is_one_exnorm_on_every_soc(catalog, tmp_path, target, groups, precision):
+    """Measured (corpus nn_se_mish_groupnorm G=4, timm_shvit_s1 G=1): Reshape -> InstanceNormalization ->
+    Reshape back is one exNorm, NPU everywhere, rk3566 included, and its Reshape into [1, 1, 2352] is no
+    pixel-into-channel Flatten on rk3588."""
+    path = _group_norm(tmp_path, groups)
+    assert npu(catalog, path, target, precision, node="gn_norm")
+    if target != "rk3566" and target != "rk3568":  # rk3566's Reshape verdicts are its own entries
+        assert npu(catalog, path, target, precision, node="gn_in")
+
+
+@pytest.mark.parametrize("target", ["rk3566", "rk3568"])
+def test_instance_norm_outside_a_group_norm_stays_cpu_on_rk356x(catalog, build, tmp_path, target):
+    lone = build.op("InstanceNormalization", [1, 8, 4, 4], inputs=["x", "s", "b"],
+                    inits=[const("s", np.ones(8, np.float32)), const("b", np.zeros(8, np.float32))])
+    assert not npu(catalog, lone, target, "fp16")
+    assert npu(catalog, lone, "rk3588", "fp16")
+    not_back = _group_norm(tmp_path, 4, back=(1, 48, 49))  # reshaped to another shape: not a GroupNorm
+    assert not npu(catalog, not_back, target, "int8", node="gn_norm")
+
+
+def test_a_pixel_flatten_that_is_no_group_norm_stays_cpu_on_rk3588(catalog, tmp_path):
+    path = _group_norm(tmp_path, 1, norm="Relu")  # Reshape [1,48,7,7] -> [1,1,2352] into a plain Relu
+    assert not npu(catalog, path, "rk3588", "fp16", node="gn_in")
+    assert npu(catalog, path, "rk3576", "fp16", node="gn_in")
+
+
 # exNorm axes [1] or [1,2,3]: a 4-D LayerNorm from axis 1 on, or over its last axis alone (channels-last,
 # measured NPU in 2.5.0: corpus nn_window_attention_pad_roll); H,W (axis 2) is not NPU;
 # a token tensor [B,N,C] only over its last axis (it becomes the channel).
