@@ -750,6 +750,27 @@ PATTERNS: Mapping[str, Callable[[Graph, Node], bool]] = {"norm": _in_norm, "l2no
                                                          "group_norm": _in_group_norm}
 
 
+def _subsampling_pool(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """An AveragePool whose kernel is smaller than its stride (LeViT's 1x1/stride-2 subsample) skips pixels
+    instead of pooling them."""
+    kernel, strides = view.attr("kernel_shape"), view.attr("strides")
+    if kernel is None or strides is None or not any(k < s for k, s in zip(kernel, strides)):
+        return None
+    return (f"AveragePool kernel {list(kernel)} smaller than its stride {list(strides)} (a subsample) runs on the CPU "
+            f"in {view.precision.upper()}")
+
+
+def _same_type_cast(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """A Cast of a float tensor to its own element type does nothing and is removed at build time."""
+    node, graph = view.node, view.graph
+    source, target = (graph.tensors.get(t) for t in (node.inputs[0] if node.inputs else "",
+                                                      node.outputs[0] if node.outputs else ""))
+    kinds = [info.dtype if info is not None else "unknown" for info in (source, target)]
+    if kinds[0] == kinds[1] and kinds[0] in params["dtypes"]:
+        return None
+    return f"Cast {kinds[0]} -> {kinds[1]} converts data; only a float Cast to its own type is removed"
+
+
 def _in_pattern(view: LayerView, params: Mapping[str, Any]) -> str | None:
     """An op whose lone kernel is missing on this SoC but which the toolkit fuses into a pattern layer."""
     if any(PATTERNS[name](view.graph, view.node) for name in params["patterns"]):
@@ -1016,4 +1037,6 @@ CONDITIONS: Mapping[str, Condition] = {
     "output_concat_relayout": _output_concat_relayout,
     "spatial_into_channel": _spatial_into_channel,
     "in_pattern": _in_pattern,
+    "subsampling_pool": _subsampling_pool,
+    "same_type_cast": _same_type_cast,
 }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from onnx import helper
+from onnx import TensorProto, helper
 
 from optimizer.check import check_graph
 from optimizer.ir import load_model
@@ -58,6 +58,30 @@ def test_div_npu_in_fp16_only(catalog, build, precision, on_npu):
 def test_average_pool_count_include_pad(catalog, build, pads, include, on_npu):
     path = build.op("AveragePool", [1, 8, 8, 8], kernel_shape=[3, 3], pads=list(pads), count_include_pad=include)
     assert npu(catalog, path, "rk3588") is on_npu
+
+
+@pytest.mark.parametrize(("kernel", "stride", "on_npu"), [(1, 2, False), (2, 2, True), (3, 2, True), (1, 1, True)])
+@pytest.mark.parametrize("target", ["rk3576", "rv1126b"])
+def test_subsampling_average_pool_is_cpu_in_int8_on_rk3576_rv1126b(catalog, build, target, kernel, stride, on_npu):
+    """Measured (corpus timm_levit_conv_128s q/down: 1x1 stride 2, INT8 CPU on rk3576/rv1126b); kernel >= stride
+    pools every pixel (corpus timm_resnet18d 2x2/2: NPU)."""
+    path = build.op("AveragePool", [1, 16, 14, 14], kernel_shape=[kernel, kernel], strides=[stride, stride])
+    assert npu(catalog, path, target, "int8") is on_npu
+    assert npu(catalog, path, target, "fp16")
+    assert npu(catalog, path, "rk3588", "int8") and npu(catalog, path, "rk3562", "int8")
+
+
+@pytest.mark.parametrize(("to", "on_npu"), [(TensorProto.FLOAT, True), (TensorProto.INT32, False),
+                                            (TensorProto.FLOAT16, False)])
+def test_only_a_float_cast_to_its_own_type_is_removed(catalog, tmp_path, to, on_npu):
+    """Measured (corpus timm_efficientvit_b0: float32 -> float32 Casts have no layer); a converting Cast is CPU."""
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"), helper.make_node("Cast", ["r"], ["c"], name="n", to=to),
+             helper.make_node("Identity", ["c"], ["y"], name="tail")]
+    out = helper.make_tensor_value_info("y", to, None)
+    path = save_model(tmp_path / f"cast{to}.onnx", nodes, [value("x", [1, 8, 4, 4])], [out])
+    for target in ("rk3588", "rk3576", "rk3562", "rv1126b"):
+        assert npu(catalog, path, target, "fp16") is on_npu
+        assert npu(catalog, path, target, "int8") is on_npu
 
 
 def test_erf_runs_on_npu_only_inside_gelu(catalog, tmp_path):
