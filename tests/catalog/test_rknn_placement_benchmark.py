@@ -64,7 +64,7 @@ def test_fused_nodes_count_as_npu_and_a_cpu_layer_makes_its_node_cpu(tmp_path):
 
 
 def test_held_out_disagreements_are_scored_but_listed_only_when_asked(tmp_path):
-    corpus = _corpus(tmp_path, [("Conv", "CPU", "Conv:conv2#2", "")], family="timm/hybrid")
+    corpus = _corpus(tmp_path, [("Conv", "CPU", "Conv:conv2#2", "")], family="torchvision/segmentation")
     default = _run(corpus)
     assert "held-out models: m" in default
     row = next(line for line in default.splitlines() if line.strip().startswith("rk3588   fp16"))
