@@ -501,11 +501,84 @@ def _head_case(pool_kernel, classes, scales):
     return f"out_head_n{n}{suffix}", out_model("oh", nodes, inits)
 
 
+def variant_cases():
+    """Parameter variants of common ops (no family in mind): pooling with kernel < stride, resize to sizes,
+    align_corners, dilation, uneven concat/split, strided slice, reflect pad, softmax over channels."""
+    yield "maxpool_k1s2", model("mp", [N("MaxPool", ["x"], ["y"], "pool", kernel_shape=[1, 1], strides=[2, 2])], [], C)
+    yield "avgpool_k1s2", model("ap", [N("AveragePool", ["x"], ["y"], "pool", kernel_shape=[1, 1], strides=[2, 2])], [], C)
+    yield "avgpool_k2s2", model("ap", [N("AveragePool", ["x"], ["y"], "pool", kernel_shape=[2, 2], strides=[2, 2])], [], C)
+    yield (
+        "resize_sizes_2p5",
+        model("rz", [N("Resize", ["x", "", "", "sz"], ["y"], "resize", mode="nearest")],
+              [c("sz", np.array([1, C, 20, 20], np.int64))], C),
+    )
+    yield (
+        "resize_linear_align",
+        model("rz", [N("Resize", ["x", "", "sc"], ["y"], "resize", mode="linear",
+                       coordinate_transformation_mode="align_corners")],
+              [c("sc", np.array([1, 1, 2, 2], np.float32))], C),
+    )
+    yield (
+        "resize_linear_odd",
+        model("rz", [N("Resize", ["x", "", "", "sz"], ["y"], "resize", mode="linear",
+                       coordinate_transformation_mode="half_pixel")],
+              [c("sz", np.array([1, C, 13, 13], np.int64))], C),
+    )
+    yield (
+        "conv_dilated4",
+        model("cd", [N("Conv", ["x", "wd"], ["y"], "conv", dilations=[4, 4], pads=[4, 4, 4, 4])],
+              [w("wd", (C, C, 3, 3))], C),
+    )
+    yield (
+        "concat_uneven",
+        model("cu", [N("Split", ["x", "sp"], ["a", "b", "d"], "split", axis=1),
+                     N("Concat", ["d", "a", "b"], ["y"], "concat", axis=1)],
+              [c("sp", np.array([3, 7, 22], np.int64))], C),
+    )
+    yield (
+        "slice_step2",
+        model("ss", [N("Slice", ["x", "st", "en", "ax", "stp"], ["y"], "slice")],
+              [c("st", np.array([0, 1], np.int64)), c("en", np.array([H, W], np.int64)),
+               c("ax", np.array([2, 3], np.int64)), c("stp", np.array([2, 2], np.int64))], C),
+    )
+    for label, start, step in (("slice_step2_start0", 0, 2), ("slice_step1_start1", 1, 1)):
+        yield (
+            label,
+            model("ss", [N("Slice", ["x", "st", "en", "ax", "stp"], ["y"], "slice")],
+                  [c("st", np.array([start, start], np.int64)), c("en", np.array([H, W], np.int64)),
+                   c("ax", np.array([2, 3], np.int64)), c("stp", np.array([step, step], np.int64))], C),
+        )
+    for label, axis in (("slice_step2_c", 1), ("slice_step2_h", 2), ("slice_step2_w", 3)):
+        yield (
+            label,
+            model("sa", [N("Slice", ["x", "st", "en", "ax", "stp"], ["y"], "slice")],
+                  [c("st", np.array([0], np.int64)), c("en", np.array([C if axis == 1 else H], np.int64)),
+                   c("ax", np.array([axis], np.int64)), c("stp", np.array([2], np.int64))],
+                  C // 2 if axis == 1 else C),
+        )
+    for label, mode, ctm, size in (("resize_linear_x2", "linear", "half_pixel", 16),
+                                   ("resize_linear_x2_asym", "linear", "asymmetric", 16),
+                                   ("resize_linear_x2_pytorch", "linear", "pytorch_half_pixel", 16),
+                                   ("resize_nearest_odd", "nearest", "asymmetric", 13)):
+        yield (
+            label,
+            model("rz", [N("Resize", ["x", "", "", "sz"], ["y"], "resize", mode=mode,
+                           coordinate_transformation_mode=ctm)],
+                  [c("sz", np.array([1, C, size, size], np.int64))], C),
+        )
+    yield (
+        "pad_reflect",
+        model("pr", [N("Pad", ["x", "pd"], ["y"], "pad", mode="reflect")],
+              [c("pd", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64))], C),
+    )
+
+
 def all_cases():
     yield from cases()
     yield from more_cases()
     yield from norm_cases()
     yield from output_cases()
+    yield from variant_cases()
 
 
 def convert_case(label, socs):

@@ -771,6 +771,39 @@ def _same_type_cast(view: LayerView, params: Mapping[str, Any]) -> str | None:
     return f"Cast {kinds[0]} -> {kinds[1]} converts data; only a float Cast to its own type is removed"
 
 
+def _linear_resize(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """A linear Resize runs on the NPU only at whole-number scales without align_corners."""
+    mode = view.attr("mode")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    if mode != "linear":
+        return None
+    ctm = view.attr("coordinate_transformation_mode")
+    ctm = ctm.decode() if isinstance(ctm, bytes) else ctm
+    if ctm == "align_corners":
+        return "linear Resize with align_corners runs on the CPU"
+    src, dst = view.in_shape(), view.out_shape()
+    if _static(src) and _static(dst) and len(src) == len(dst) >= 3:
+        ratios = [(d, s) for s, d in zip(src[2:], dst[2:]) if s and d != s]
+        if any(d % s for d, s in ratios):
+            return (f"linear Resize {list(src[2:])} -> {list(dst[2:])} is not a whole-number scale; it runs on "
+                    "the CPU")
+    return None
+
+
+def _strided_slice(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """A Slice with a step other than 1 gathers every k-th row/column/channel of a map; on token tensors
+    (channel last) the toolkit regroups it as an NPU Gather instead."""
+    node, graph = view.node, view.graph
+    if len(node.inputs) < 5 or not node.inputs[4] or graph.is_constant(node.inputs[0]):
+        return None
+    steps = graph.constants.get(node.inputs[4])
+    if steps is None or all(abs(int(v)) == 1 for v in steps.reshape(-1)):
+        return None
+    if _token_form(graph, node.inputs[0]):
+        return None
+    return f"Slice with steps {[int(v) for v in steps.reshape(-1)]} gathers strided data; it runs on the CPU"
+
+
 def _in_pattern(view: LayerView, params: Mapping[str, Any]) -> str | None:
     """An op whose lone kernel is missing on this SoC but which the toolkit fuses into a pattern layer."""
     if any(PATTERNS[name](view.graph, view.node) for name in params["patterns"]):
@@ -1039,4 +1072,6 @@ CONDITIONS: Mapping[str, Condition] = {
     "in_pattern": _in_pattern,
     "subsampling_pool": _subsampling_pool,
     "same_type_cast": _same_type_cast,
+    "linear_resize": _linear_resize,
+    "strided_slice": _strided_slice,
 }

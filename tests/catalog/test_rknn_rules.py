@@ -84,6 +84,49 @@ def test_only_a_float_cast_to_its_own_type_is_removed(catalog, tmp_path, to, on_
         assert npu(catalog, path, target, "int8") is on_npu
 
 
+@pytest.mark.parametrize(("mode", "ctm", "size", "cpu"), [
+    ("linear", "half_pixel", 16, False), ("linear", "asymmetric", 16, False), ("linear", "pytorch_half_pixel", 16, False),
+    ("linear", "align_corners", 16, True), ("linear", "half_pixel", 13, True), ("linear", "half_pixel", 24, False),
+    ("nearest", "asymmetric", 13, False), ("nearest", "half_pixel", 20, False)])
+def test_linear_resize_needs_a_whole_scale_without_align_corners(catalog, build, mode, ctm, size, cpu):
+    """Measured (tools/probe_rknn_patterns.py resize_*): linear align_corners and linear 8 -> 13 are CPU on
+    rk3588/rk3576/rv1126b and NPU on rk3562; nearest is NPU at any scale."""
+    path = build.op("Resize", [1, 8, 8, 8], inputs=["x", "", "", "sz"],
+                    inits=[const("sz", np.array([1, 8, size, size], np.int64))], mode=mode,
+                    coordinate_transformation_mode=ctm)
+    for target in ("rk3588", "rk3576", "rv1126b"):
+        for precision in ("fp16", "int8"):
+            assert npu(catalog, path, target, precision) is not cpu
+    assert npu(catalog, path, "rk3562", "int8")
+
+
+@pytest.mark.parametrize(("axes", "step", "cpu"), [([2, 3], 2, True), ([1], 2, True), ([3], 2, True), ([2, 3], 1, False),
+                                                ([3], -1, False)])
+def test_strided_slice_of_a_map_is_cpu(catalog, build, axes, step, cpu):
+    """Measured (tools/probe_rknn_patterns.py slice_step2_*): step 2 on C, H or W of a map is CPU on every
+    probed SoC; step 1 (and a reversal, |step| = 1) stays on the NPU."""
+    n = len(axes)
+    path = build.op("Slice", [1, 8, 8, 8], inputs=["x", "st", "en", "ax", "sp"],
+                    inits=[const("st", np.array([0] * n if step > 0 else [-1] * n, np.int64)),
+                           const("en", np.array([8] * n if step > 0 else [-9] * n, np.int64)),
+                           const("ax", np.array(axes, np.int64)), const("sp", np.array([step] * n, np.int64))])
+    for target in ("rk3588", "rk3576", "rk3562", "rv1126b"):
+        assert npu(catalog, path, target, "int8") is not cpu
+
+
+def test_strided_slice_of_tokens_is_an_npu_gather(catalog, tmp_path):
+    """corpus timm_levit_128s q/down: tokens [1,196,128] -> [1,14,14,128] -> Slice step 2 on axes 1, 2: NPU."""
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["t"], name="proj"),
+             helper.make_node("Reshape", ["t", "s"], ["m"], name="grid"),
+             helper.make_node("Slice", ["m", "st", "en", "ax", "sp"], ["y"], name="n")]
+    inits = [weight("w", [16, 16]), const("s", np.array([1, 14, 14, 16], np.int64)),
+             const("st", np.array([0, 0], np.int64)), const("en", np.array([14, 14], np.int64)),
+             const("ax", np.array([1, 2], np.int64)), const("sp", np.array([2, 2], np.int64))]
+    path = save_model(tmp_path / "tok.onnx", nodes, [value("x", [1, 196, 16])], [value("y", None)], inits)
+    for target in ("rk3588", "rk3576", "rk3562", "rv1126b"):
+        assert npu(catalog, path, target, "int8")
+
+
 def test_erf_runs_on_npu_only_inside_gelu(catalog, tmp_path):
     nodes = [helper.make_node("Div", ["x", "sq"], ["d"], name="div"),
              helper.make_node("Erf", ["d"], ["e"], name="erf"),
