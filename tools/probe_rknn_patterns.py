@@ -566,6 +566,8 @@ def variant_cases():
                            coordinate_transformation_mode=ctm)],
                   [c("sz", np.array([1, C, size, size], np.int64))], C),
         )
+    for op in ("Sin", "Cos"):
+        yield f"{op.lower()}_runtime", model("tr", [N(op, ["x"], ["y"], op.lower())], [], C)
     yield (
         "pad_reflect",
         model("pr", [N("Pad", ["x", "pd"], ["y"], "pad", mode="reflect")],
