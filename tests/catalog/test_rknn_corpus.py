@@ -45,6 +45,17 @@ CITED = [
     ("tv_alexnet", "rv1126b", "fp16", "/classifier/classifier.1/Gemm", False),
     ("timm_levit_128s", "rk3566", "int8", "/stages/stages.1/downsample/attn_downsample/q/down/Reshape", False),
     ("timm_deit_tiny_patch16_224", "rk3576", "int8", "/blocks/blocks.0/norm2/LayerNormalization", False),
+    # GroupNorm fused into exNorm, its Reshape no pixel Flatten; InstanceNormalization NPU on rk3566 inside it
+    ("timm_shvit_s1", "rk3588", "int8", "/stages/stages.1/blocks/blocks.0/mixer/m/pre_norm/Reshape", False),
+    ("nn_se_mish_groupnorm", "rk3566", "int8", "/gn/InstanceNormalization", False),
+    ("nn_se_mish_groupnorm", "rk3588", "fp16", "/gn/InstanceNormalization", False),
+    # a float32 -> float32 Cast is removed
+    ("timm_efficientvit_b0", "rk3576", "fp16", "/stages/stages.2/blocks/blocks.1/context_module/main/Cast_1", False),
+    # 1x1/stride-2 AveragePool: INT8 CPU on rk3576/rv1126b only
+    ("timm_levit_conv_128s", "rk3576", "int8", "/stages/stages.1/downsample/attn_downsample/q/down/AveragePool", True),
+    ("timm_levit_conv_128s", "rv1126b", "int8", "/stages/stages.1/downsample/attn_downsample/q/down/AveragePool", True),
+    ("timm_levit_conv_128s", "rk3576", "fp16", "/stages/stages.1/downsample/attn_downsample/q/down/AveragePool", False),
+    ("timm_levit_conv_128s", "rk3588", "int8", "/stages/stages.1/downsample/attn_downsample/q/down/AveragePool", False),
 ]
 
 
