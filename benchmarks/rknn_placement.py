@@ -1,7 +1,7 @@
 """RKNN placement benchmark: edgeplan's NPU/CPU verdicts against rknn-toolkit2 2.5.0's real layer tables.
 
 One command (no toolkit needed; it reads the committed tables):
-    python benchmarks/rknn_placement.py [--corpus corpus] [--details] [--json out.json]
+    python benchmarks/rknn_placement.py [--corpus corpus] [--details] [--split derive|held-out|all] [--json out.json]
 
 The truth is corpus/rknn/layers.csv.gz (one row per compiled layer: Target NPU/CPU and the ONNX node it
 was mapped to) for every run whose status in corpus/rknn/runs.csv starts with "ok" ("ok-with-disable_rules":
@@ -25,7 +25,10 @@ any NPU rule, unresolved shapes); nodes edgeplan folds as build-time constants c
 
 The figure is the CPU class (precision, recall, F1: CPU is the rare class; an all-NPU guess already
 scores ~99% node agreement, shown beside it). The catalog's [ops] entries and RKNN rules were derived
-from the DERIVE families only; every other family is held out and reported separately.
+from the DERIVE families only; every other family is held out and reported separately. The op summary and
+--details list the derive split's disagreements unless --split says otherwise: the held-out split is a
+score, not something to read while writing entries. Every model the toolkit crashed, failed or timed out
+on is printed with its status and error (a fact a user needs before converting).
 """
 
 from __future__ import annotations
