@@ -593,6 +593,7 @@ def convert_case(label, socs):
         model = dict(all_cases())[label]
         path = os.path.join(tmp, label + ".onnx")
         onnx.save(model, path)
+        os.chdir(tmp)  # the toolkit writes check*.onnx into the working directory
         result = {}
         for soc in socs:
             for quantize in (False, True):
