@@ -690,8 +690,13 @@ def _is_norm_sqrt(graph: Graph, node: Node | None) -> bool:
 
 
 def _in_norm(graph: Graph, node: Node) -> bool:
+    """The Sqrt and the Div of a written-out LayerNorm/RMSNorm. Only the division form fuses: a Sqrt whose
+    result is inverted by Reciprocal and multiplied (rsqrt, as the dynamo exporter writes RMSNorm) stays a
+    Sqrt layer."""
     if node.op_type == "Sqrt":
-        return _is_norm_sqrt(graph, node)
+        users = graph.consumers(node.outputs[0]) if node.outputs else []
+        return (_is_norm_sqrt(graph, node) and bool(users)
+                and all(u.op_type == "Div" and len(u.inputs) > 1 and u.inputs[1] == node.outputs[0] for u in users))
     if node.op_type == "Div" and len(node.inputs) > 1:
         return _is_norm_sqrt(graph, graph.producer(node.inputs[1]))
     return False

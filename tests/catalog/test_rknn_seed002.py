@@ -130,6 +130,22 @@ def test_written_out_norm_runs_on_the_npu_in_int8(catalog, tmp_path, target, rms
         assert report.verdict(node).runs_on("npu", "int8"), node
 
 
+@pytest.mark.parametrize("target", ["rk3588", "rk3576", "rk3562", "rv1126b"])
+def test_rsqrt_form_of_rms_norm_is_not_fused(catalog, tmp_path, target):
+    """corpus nn_gelu_tanh_rmsnorm_ffn: x * Reciprocal(Sqrt(mean(x^2) + eps)) keeps a CPU Sqrt in INT8; the
+    division form x / Sqrt(..) is the one the toolkit fuses into exNorm (test above)."""
+    nodes = [helper.make_node("Pow", ["x", "two"], ["q"], name="sq"),
+             helper.make_node("ReduceMean", ["q"], ["var"], name="var", axes=[-1]),
+             helper.make_node("Add", ["var", "eps"], ["ve"], name="addeps"),
+             helper.make_node("Sqrt", ["ve"], ["sd"], name="sqrt"),
+             helper.make_node("Reciprocal", ["sd"], ["r"], name="rsqrt"),
+             helper.make_node("Mul", ["x", "r"], ["y"], name="scale")]
+    path = save_model(tmp_path / "rsqrt.onnx", nodes, [value("x", [1, 16, 32])], [value("y", None)],
+                      [const("two", np.float32(2)), const("eps", np.float32(1e-6))], opset=13)
+    assert not on_npu(catalog, path, target, "int8", "sqrt")
+    assert on_npu(catalog, path, target, "fp16", "sqrt")
+
+
 def test_a_division_by_a_runtime_value_outside_a_norm_is_cpu_in_int8(catalog, tmp_path):
     # Sqrt of a mean of x^3 is not a norm: the INT8 limits of Sqrt and Div hold
     nodes = [helper.make_node("Pow", ["x", "three"], ["q"], name="sq"),
