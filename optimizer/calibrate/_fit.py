@@ -17,8 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from optimizer.calibrate._situation import GPU_SHARE_CAP, Scenario, Stage
+from optimizer.calibrate._situation import GPU_SHARE_CAP, Scenario, Stage, concurrent, streams_of
 from optimizer.latency import OP_CLASSES, DeviceConstants, Profile
+from optimizer.latency._model import CONTENTION_ITERATIONS, MIN_DRAM_SHARE, dram_bytes
 
 PRIOR_SIGMA = 4.0
 LOSS_SCALE = 0.1  # soft-L1 turns linear past ~10% error, so one odd row cannot drag a device
@@ -77,13 +78,15 @@ class Problem:
     batch: np.ndarray
     gpu_batch: np.ndarray
     is_latency: np.ndarray
+    concurrent: np.ndarray  # per row: engines share the DRAM (dram_share)
+    dram_bytes: np.ndarray  # per group: bytes through DRAM (dram_bytes)
     observed: np.ndarray
 
 
 def build_problem(scenarios: Sequence[Scenario], observed: Sequence[float], profile: Profile) -> Problem:
     blocks: dict[tuple[str, str], int] = {}
     rows: dict[str, list] = {k: [] for k in ("block", "stage", "unit", "wb", "ab", "k", "c", "b", "bw", "sram",
-                                             "speed", "mce", "mco", "gpu", "launch")}
+                                             "speed", "mce", "mco", "gpu", "launch", "dram")}
     stage_fixed, stage_fixed_gpu = [], []
 
     def add_stage(stage: Stage) -> int:
@@ -109,14 +112,16 @@ def build_problem(scenarios: Sequence[Scenario], observed: Sequence[float], prof
             rows["mco"].append(const.multicore_overhead_us)
             rows["gpu"].append(device == "gpu" and not work.launches)
             rows["launch"].append(work.launches)
+            rows["dram"].append(dram_bytes(work, const, stage.sram_bytes))
         return index
 
-    primary, gpu_stage, streams, batch, gpu_batch, is_latency = [], [], [], [], [], []
+    primary, gpu_stage, streams, batch, gpu_batch, is_latency, shared = [], [], [], [], [], [], []
     for scenario in scenarios:
         s = scenario.situation
         primary.append(add_stage(scenario.stage))
         gpu_stage.append(add_stage(scenario.gpu_stage) if scenario.gpu_stage else -1)
-        streams.append(s.cores if s.accelerator == "dla" else 1)
+        streams.append(streams_of(s))
+        shared.append(concurrent(s))
         batch.append(s.batch)
         gpu_batch.append(s.gpu_batch)
         is_latency.append(s.metric == "latency")
@@ -134,18 +139,17 @@ def build_problem(scenarios: Sequence[Scenario], observed: Sequence[float], prof
         primary=np.array(primary, dtype=int), gpu_stage=np.array(gpu_stage, dtype=int),
         streams=np.array(streams, dtype=float), batch=np.array(batch, dtype=float),
         gpu_batch=np.array(gpu_batch, dtype=float), is_latency=np.array(is_latency, dtype=bool),
+        concurrent=np.array(shared, dtype=bool), dram_bytes=np.array(rows["dram"], dtype=float),
         observed=np.array(observed, dtype=float))
 
 
-def predict_all(problem: Problem, theta: np.ndarray) -> np.ndarray:
-    """The figure of every row (latency in ms or throughput per s), as combine() and work_seconds() compute it."""
-    p = problem
-    values = np.exp(theta[p.block])
+def _stage_totals(p: Problem, values: np.ndarray, share: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(latency, GPU-busy seconds) per stage, each stage at its share of the DRAM bandwidth."""
     eff = values[:, :N_CLASSES]
     split = p.cores > 1
     divisor = np.where(split[:, None], p.cores[:, None] * p.mc_eff, 1.0)
     compute = (p.unit / eff / divisor).sum(axis=1)
-    weight_bw = p.bandwidth * values[:, N_CLASSES + 1]
+    weight_bw = p.bandwidth * share[p.stage] * values[:, N_CLASSES + 1]
     act_bw = weight_bw * np.where(p.in_sram, p.sram_speedup, 1.0)
     memory = p.weight_bytes / weight_bw + p.act_bytes / act_bw
     overhead = values[:, N_CLASSES] * 1e-6 * p.kernels + np.where(split, p.mc_over * 1e-6, 0.0)
@@ -155,15 +159,50 @@ def predict_all(problem: Problem, theta: np.ndarray) -> np.ndarray:
     n_stages = len(p.stage_fixed)
     total = np.bincount(p.stage, seconds, minlength=n_stages) + p.stage_fixed
     gpu_busy = np.bincount(p.stage, np.where(p.on_gpu, seconds, 0.0), minlength=n_stages) + p.stage_fixed_gpu
-    latency = total[p.primary]
-    busy = gpu_busy[p.primary]
-    period = np.maximum(latency, p.streams * busy)
-    throughput = p.streams * p.batch / period
+    return total, gpu_busy
+
+
+def predict_all(problem: Problem, theta: np.ndarray) -> np.ndarray:
+    """The figure of every row (latency in ms or throughput per s), as score() and work_seconds() compute it."""
+    p = problem
+    values = np.exp(theta[p.block])
+    n_stages = len(p.stage_fixed)
+    share = np.ones(n_stages)
+    total, gpu_busy = _stage_totals(p, values, share)
+    single = total[p.primary]
     has_gpu = p.gpu_stage >= 0
-    gpu_latency = np.where(has_gpu, total[np.where(has_gpu, p.gpu_stage, 0)], 1.0)
-    share = np.minimum(GPU_SHARE_CAP, p.streams * busy / period)
-    throughput = throughput + np.where(has_gpu, (1.0 - share) * p.gpu_batch / gpu_latency, 0.0)
-    return np.where(p.is_latency, latency * 1e3, throughput)
+    gpu_index = np.where(has_gpu, p.gpu_stage, 0)
+
+    def figures(total: np.ndarray, gpu_busy: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        latency = total[p.primary]
+        busy = gpu_busy[p.primary]
+        period = np.maximum(latency, p.streams * busy)
+        gpu_latency = np.where(has_gpu, total[gpu_index], 1.0)
+        dla_share = np.minimum(GPU_SHARE_CAP, p.streams * busy / period)
+        throughput = p.streams * p.batch / period + np.where(has_gpu, (1.0 - dla_share) * p.gpu_batch / gpu_latency,
+                                                             0.0)
+        return throughput, period, (1.0 - dla_share) / gpu_latency
+
+    throughput, period, gpu_rate = figures(total, gpu_busy)
+    if p.concurrent.any():  # shared DRAM, as score() iterates it
+        bandwidth = np.zeros(n_stages)
+        bandwidth[p.stage] = p.bandwidth
+        own = np.bincount(p.stage, p.dram_bytes, minlength=n_stages)
+        rows = np.flatnonzero(p.concurrent)
+        rows_gpu = rows[has_gpu[rows]]
+        rho = np.zeros(len(p.primary))
+        rho_gpu = np.zeros(len(p.primary))
+        for _ in range(CONTENTION_ITERATIONS):
+            share[p.primary[rows]] = np.clip(1.0 - (p.streams[rows] - 1) * rho[rows] - rho_gpu[rows],
+                                             MIN_DRAM_SHARE, 1.0)
+            share[p.gpu_stage[rows_gpu]] = np.clip(1.0 - p.streams[rows_gpu] * rho[rows_gpu], MIN_DRAM_SHARE, 1.0)
+            total, gpu_busy = _stage_totals(p, values, share)
+            throughput, period, gpu_rate = figures(total, gpu_busy)
+            new_rho = own[p.primary] / (period * bandwidth[p.primary])
+            new_gpu = np.where(has_gpu, own[gpu_index] * gpu_rate / bandwidth[gpu_index], 0.0)
+            rho = np.where(p.concurrent, (rho + new_rho) / 2, 0.0)
+            rho_gpu = np.where(p.concurrent, (rho_gpu + new_gpu) / 2, 0.0)
+    return np.where(p.is_latency, single * 1e3, throughput)
 
 
 def _residuals(problem: Problem, flat: np.ndarray) -> np.ndarray:

@@ -26,7 +26,14 @@ from optimizer.latency import (
     Profile,
     evaluate,
 )
-from optimizer.latency._model import Work, inference_work, work_seconds
+from optimizer.latency._model import (
+    CONTENTION_ITERATIONS,
+    Work,
+    dram_bytes,
+    dram_share,
+    inference_work,
+    work_seconds,
+)
 from optimizer.plan._baselines import gpu_only, trt_default
 
 ACCELERATORS = ("gpu", "dla", "npu", "cpu", "auto")
@@ -104,34 +111,75 @@ class Figure:
 Constants = Callable[[str, str], DeviceConstants]  # (calibration key, device kind) -> constants
 
 
-def stage_times(stage: Stage, constants: Constants) -> tuple[float, dict[str, float]]:
-    """(latency in s, busy seconds per device kind) of one engine under the given constants."""
+def stage_times(stage: Stage, constants: Constants, share: float = 1.0) -> tuple[float, dict[str, float]]:
+    """(latency in s, busy seconds per device kind) of one engine under the given constants, with `share` of
+    the DRAM bandwidth (less than 1 while other engines run beside it)."""
     busy = dict(stage.fixed_busy_s)
     total = stage.fixed_s
     for device, work in stage.works:
-        seconds = work_seconds(work, constants(stage.key, device), stage.bandwidth, stage.sram_bytes)
+        seconds = work_seconds(work, constants(stage.key, device), stage.bandwidth * share, stage.sram_bytes)
         if not work.launches:  # the per-inference overhead is host work, on no engine
             busy[device] = busy.get(device, 0.0) + seconds
         total += seconds
     return total, busy
 
 
+def stage_dram_bytes(stage: Stage, constants: Constants) -> float:
+    return sum(dram_bytes(work, constants(stage.key, device), stage.sram_bytes) for device, work in stage.works)
+
+
+def streams_of(situation: Situation) -> int:
+    return situation.cores if situation.accelerator == "dla" else 1
+
+
+def concurrent(situation: Situation) -> bool:
+    """Several engines share the DRAM: a throughput over DLA streams, or a GPU engine beside them."""
+    return situation.metric == "throughput" and (streams_of(situation) > 1 or situation.gpu_batch > 0)
+
+
+def _period(situation: Situation, latency: float, busy: Mapping[str, float]) -> tuple[float, float]:
+    """(period of one accelerator stream, the share of the GPU its fallback work takes)."""
+    streams = streams_of(situation)
+    period = max(latency, streams * busy.get("gpu", 0.0))
+    return period, min(GPU_SHARE_CAP, streams * busy.get("gpu", 0.0) / period)
+
+
 def combine(situation: Situation, latency: float, busy: Mapping[str, float],
             gpu_latency: float | None = None) -> Figure:
     """Streams in parallel: each DLA core runs its own engine, and they share the GPU for fallback work."""
-    streams = situation.cores if situation.accelerator == "dla" else 1
-    period = max(latency, streams * busy.get("gpu", 0.0))
+    streams = streams_of(situation)
+    period, dla_share = _period(situation, latency, busy)
     throughput = streams * situation.batch / period
     if gpu_latency is not None:
-        dla_share = min(GPU_SHARE_CAP, streams * busy.get("gpu", 0.0) / period)
         throughput += (1.0 - dla_share) * situation.gpu_batch / gpu_latency
     return Figure(latency_s=latency, throughput=throughput)
 
 
 def score(scenario: Scenario, constants: Constants) -> Figure:
     latency, busy = stage_times(scenario.stage, constants)
-    gpu_latency = stage_times(scenario.gpu_stage, constants)[0] if scenario.gpu_stage else None
-    return combine(scenario.situation, latency, busy, gpu_latency)
+    gpu_stage = scenario.gpu_stage
+    gpu_latency = stage_times(gpu_stage, constants)[0] if gpu_stage else None
+    situation = scenario.situation
+    if not concurrent(situation):
+        return combine(situation, latency, busy, gpu_latency)
+    # shared DRAM: each engine's bandwidth is what the others leave (a damped fixed point of occupancies)
+    streams = streams_of(situation)
+    bandwidth = scenario.stage.bandwidth
+    own = stage_dram_bytes(scenario.stage, constants)
+    gpu_own = stage_dram_bytes(gpu_stage, constants) if gpu_stage else 0.0
+    rho = rho_gpu = 0.0
+    single = latency
+    for _ in range(CONTENTION_ITERATIONS):
+        latency, busy = stage_times(scenario.stage, constants, dram_share((streams - 1) * rho + rho_gpu))
+        period, dla_share = _period(situation, latency, busy)
+        new_rho = own / (period * bandwidth)
+        new_gpu = 0.0
+        if gpu_stage is not None:
+            gpu_latency = stage_times(gpu_stage, constants, dram_share(streams * rho))[0]
+            new_gpu = (1.0 - dla_share) * gpu_own / (gpu_latency * bandwidth)
+        rho, rho_gpu = (rho + new_rho) / 2, (rho_gpu + new_gpu) / 2
+    figure = combine(situation, latency, busy, gpu_latency)
+    return Figure(latency_s=single, throughput=figure.throughput)  # latency: one inference on its own
 
 
 # ---- building a scenario --------------------------------------------------------------------------

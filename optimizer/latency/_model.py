@@ -18,6 +18,10 @@ Physics terms beyond the roofline, each with its formula (README "The latency mo
 - NPU/CPU hand-over: `memsync_us + handover_us + (npu_bytes + 4*elements)/BW + 4*elements/convert_rate`
   (seed 001 rknn_mem_sync per direction; the CPU side works in FP32 NCHW, the NPU side in NC1HWC2).
 - Multi-core NPU: a split layer's class-k compute is divided by `cores * split_efficiency[k]`.
+- Shared DRAM (concurrent engines: two DLA streams, a GPU engine beside them): engine e gets the DRAM
+  bandwidth the others leave, `B_e = B * max(MIN_DRAM_SHARE, 1 - sum_{f != e} rho_f)` with each engine's
+  occupancy `rho_f = dram_bytes_f / (period_f * B)`, solved as a fixed point (processor sharing of one
+  memory controller; no fitted constant: the EMC bandwidth and each engine's own bytes and time set it).
 - NPU channel atoms: a convolution's MACs are scaled by `ceil(Cin_g/a_in)*a_in/Cin_g *
   ceil(Cout/a_out)*a_out/Cout` (depthwise: the output factor only), with the atoms `npu_channel_atom_in`/
   `_out` fitted to rknn-toolkit2's per-layer cycle estimates (optimizer/calibrate/_compiler.py).
@@ -36,6 +40,8 @@ from optimizer.ir import BYTES_PER_ELEMENT, Graph, Node
 from optimizer.latency._profile import OP_CLASSES, DeviceConstants, Profile
 
 NS = 1e9
+MIN_DRAM_SHARE = 0.05  # an engine is never starved outright: the memory controller arbitrates round-robin
+CONTENTION_ITERATIONS = 24  # damped fixed-point steps; the occupancies settle to < 1e-4 in about 15
 
 
 @dataclass(frozen=True)
@@ -93,6 +99,21 @@ def work_seconds(work: Work, const: DeviceConstants, bandwidth: float, sram_byte
         overhead += const.multicore_overhead_us * 1e-6
     exposed = (1.0 - const.overlap) * min(compute, memory)
     return max(compute, memory) + exposed + overhead + work.boundary_s
+
+
+def dram_share(others_occupancy: float) -> float:
+    """The share of DRAM bandwidth an engine gets while the other engines occupy `others_occupancy` of it
+    (the sum of their bytes / (their period x bandwidth)); calibration's vectorised copy clips the same way."""
+    return float(min(1.0, max(MIN_DRAM_SHARE, 1.0 - others_occupancy)))
+
+
+def dram_bytes(work: Work, const: DeviceConstants, sram_bytes: int) -> float:
+    """Bytes one Work moves through DRAM: weights and activations, except activations an on-chip SRAM
+    holds (the DLA's managed SRAM, where `sram_speedup` > 1)."""
+    if work.launches:
+        return 0.0
+    on_chip = const.sram_speedup > 1.0 and 0 < work.act_bytes <= sram_bytes
+    return work.weight_bytes + (0.0 if on_chip else work.act_bytes)
 
 
 def op_class(graph: Graph, node: Node) -> str:
