@@ -18,6 +18,10 @@ Physics terms beyond the roofline, each with its formula (README "The latency mo
 - NPU/CPU hand-over: `memsync_us + handover_us + (npu_bytes + 4*elements)/BW + 4*elements/convert_rate`
   (seed 001 rknn_mem_sync per direction; the CPU side works in FP32 NCHW, the NPU side in NC1HWC2).
 - Multi-core NPU: a split layer's class-k compute is divided by `cores * split_efficiency[k]`.
+- GPU waves: a tensor-core layer's output is tiled into thread blocks of GPU_TILE_OUTPUTS outputs
+  (CUTLASS's default 128 x 128 threadblock tile) that run in waves over the `gpu_sms` SMs; the last wave
+  leaves SMs idle, so the layer's MACs are divided by `blocks / (ceil(blocks / sms) * sms)` (NVIDIA's
+  "wave quantization"). Small layers at batch 1 fill few SMs; a large batch fills every wave.
 - Shared DRAM (concurrent engines: two DLA streams, a GPU engine beside them): engine e gets the DRAM
   bandwidth the others leave, `B_e = B * max(MIN_DRAM_SHARE, 1 - sum_{f != e} rho_f)` with each engine's
   occupancy `rho_f = dram_bytes_f / (period_f * B)`, solved as a fixed point (processor sharing of one
@@ -40,6 +44,7 @@ from optimizer.ir import BYTES_PER_ELEMENT, Graph, Node
 from optimizer.latency._profile import OP_CLASSES, DeviceConstants, Profile
 
 NS = 1e9
+GPU_TILE_OUTPUTS = 128 * 128  # outputs per thread block of a tensor-core convolution/GEMM kernel
 MIN_DRAM_SHARE = 0.05  # an engine is never starved outright: the memory controller arbitrates round-robin
 CONTENTION_ITERATIONS = 24  # damped fixed-point steps; the occupancies settle to < 1e-4 in about 15
 
@@ -99,6 +104,15 @@ def work_seconds(work: Work, const: DeviceConstants, bandwidth: float, sram_byte
         overhead += const.multicore_overhead_us * 1e-6
     exposed = (1.0 - const.overlap) * min(compute, memory)
     return max(compute, memory) + exposed + overhead + work.boundary_s
+
+
+def wave_utilization(outputs: int, sms: int, tile: int = GPU_TILE_OUTPUTS) -> float:
+    """Share of the SMs' time a layer of `outputs` output elements keeps busy: its thread blocks run in
+    waves of `sms`, and the last wave is partly empty."""
+    if outputs <= 0 or sms <= 0:
+        return 1.0
+    blocks = math.ceil(outputs / tile)
+    return blocks / (math.ceil(blocks / sms) * sms)
 
 
 def dram_share(others_occupancy: float) -> float:
@@ -238,6 +252,14 @@ class LatencyModel:
         return channel_padding(self.graph, node, int(fig["npu_channel_atom_in"].value),
                                int(fig["npu_channel_atom_out"].value))
 
+    def _gpu_waves(self, node: Node) -> float:
+        """Wave utilization of a tensor-core layer (1 when the target gives no SM count)."""
+        fig = self.target.figures
+        if "gpu_sms" not in fig or not node.outputs or node.outputs[0] not in self.graph.tensors:
+            return 1.0
+        outputs = (self.graph.tensors[node.outputs[0]].num_elements or 0) * self.batch
+        return wave_utilization(outputs, int(fig["gpu_sms"].value))
+
     @cached_property
     def tf32_peak_ops(self) -> float:
         """TF32 tensor-core peak (0 when the GPU has none or the engine is built with --noTF32)."""
@@ -285,6 +307,8 @@ class LatencyModel:
         cls = op_class(self.graph, node)
         if device == "npu" and node.macs:
             scale *= self._npu_padding(node)
+        if device == "gpu" and node.macs and cls in TF32_CLASSES:
+            scale /= self._gpu_waves(node)
         macs = 2 * node.macs / self._peak_ops(device, precision, cls) * scale if node.macs else 0.0
         other = node.elementwise_ops / self._vector_ops(device) * scale if node.elementwise_ops else 0.0
         return cls, macs, other
