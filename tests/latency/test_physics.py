@@ -14,7 +14,15 @@ from optimizer.check import check_graph
 from optimizer.fusion import build_groups
 from optimizer.ir import BYTES_PER_ELEMENT, load_model
 from optimizer.latency import OP_CLASSES, LatencyModel, Option, Placement, evaluate, load_profile, parse_profile
-from optimizer.latency._model import Work, work_seconds
+from optimizer.calibrate._situation import prepare, score, stage_dram_bytes, stage_times
+from optimizer.latency._model import (
+    GPU_TILE_OUTPUTS,
+    MIN_DRAM_SHARE,
+    Work,
+    dram_share,
+    wave_utilization,
+    work_seconds,
+)
 from tests.conftest import save_model, value, weight
 
 CATALOG = load_catalog()
@@ -176,3 +184,61 @@ def test_predict_accelerator_cpu_puts_the_whole_model_on_the_cpu(tmp_path):
     group = lm.groups.groups[0]
     expected = lm.option_ns(group, Option("cpu", "fp32")) + lm.inference_ns()
     assert cpu.figure.latency_s * 1e9 == pytest.approx(expected, abs=2)
+
+
+def test_gpu_waves_divide_tensor_core_work_by_the_filled_share_of_the_sms(tmp_path):
+    """A 28x28x256 output is 13 thread blocks of 128x128: one wave on 16 SMs, 13/16 busy; at batch 4, 49
+    blocks in 4 waves, 49/64 busy; on a target without an SM count nothing changes."""
+    assert wave_utilization(28 * 28 * 256, 16) == pytest.approx(13 / 16)
+    assert wave_utilization(4 * 28 * 28 * 256, 16) == pytest.approx(49 / 64)
+    assert wave_utilization(16 * GPU_TILE_OUTPUTS, 16) == 1.0
+    assert wave_utilization(GPU_TILE_OUTPUTS + 1, 16) == pytest.approx(2 / 16)
+    path = _conv(tmp_path, c=256, hw=28)
+    lm = _lm(path, "orin-agx")
+    node = lm.graph.node("c")
+    _, waved, _ = lm._unit_compute_s(node, "gpu", "int8")
+    ideal = 2 * node.macs / (CATALOG.target("orin-agx").figures["gpu_int8_tops"].value * 1e12)
+    assert waved == pytest.approx(ideal * 16 / 13, rel=1e-9)
+    _, dla, _ = lm._unit_compute_s(node, "dla", "int8")  # the DLA has no SM waves
+    assert dla == pytest.approx(2 * node.macs / (CATALOG.target("orin-agx").figures["dla_int8_tops"].value * 1e12))
+    six = _lm(path, "orin-agx-15w")  # 3 TPCs: 13 blocks in 3 waves of 6 SMs
+    assert six._gpu_waves(six.graph.node("c")) == pytest.approx(13 / 18)
+
+
+def test_an_engine_gets_the_dram_bandwidth_the_others_leave():
+    assert dram_share(0.0) == 1.0 and dram_share(0.3) == pytest.approx(0.7)
+    assert dram_share(1.7) == MIN_DRAM_SHARE  # never starved outright
+
+
+def test_two_dla_streams_slow_each_other_by_the_dram_each_occupies(tmp_path):
+    """The fixed point: each stream's period T(share), share = 1 - rho_other, rho = bytes / (T * B)."""
+    path = _conv(tmp_path, c=64, hw=160)  # activation-heavy: DRAM matters
+    profile = load_profile("nvidia-dla")
+    two = prepare(path, "orin-agx", Situation("dla", "int8", cores=2, metric="throughput"), CATALOG, profile)
+    alone, _ = stage_times(two.stage, profile.constants)
+    figure = score(two, profile.constants)
+    period = 2 / figure.throughput
+    rho = stage_dram_bytes(two.stage, profile.constants) / (period * two.stage.bandwidth)
+    assert 0.01 < rho < 0.9
+    assert period == pytest.approx(stage_times(two.stage, profile.constants, dram_share(rho))[0], rel=1e-3)
+    assert alone < period  # slower than alone
+    assert figure.latency_s == alone  # one inference on its own is still the latency
+
+
+def test_a_gpu_engine_beside_two_dla_streams_shares_the_same_dram(tmp_path):
+    path = _conv(tmp_path, c=64, hw=160)
+    profile = load_profile("nvidia-dla")
+    both = prepare(path, "orin-agx", Situation("dla", "int8", batch=1, cores=2, metric="throughput", gpu_batch=4),
+                   CATALOG, profile)
+    dla = prepare(path, "orin-agx", Situation("dla", "int8", cores=2, metric="throughput"), CATALOG, profile)
+    gpu = prepare(path, "orin-agx", Situation("gpu", "int8", batch=4, metric="throughput"), CATALOG, profile)
+    together = score(both, profile.constants).throughput
+    apart = score(dla, profile.constants).throughput + score(gpu, profile.constants).throughput
+    assert together < apart
+    # a DRAM four times faster takes most of the contention away
+    fast = replace(both, stage=replace(both.stage, bandwidth=4 * both.stage.bandwidth),
+                   gpu_stage=replace(both.gpu_stage, bandwidth=4 * both.gpu_stage.bandwidth))
+    fast_dla = replace(dla, stage=replace(dla.stage, bandwidth=4 * dla.stage.bandwidth))
+    fast_gpu = replace(gpu, stage=replace(gpu.stage, bandwidth=4 * gpu.stage.bandwidth))
+    fast_apart = score(fast_dla, profile.constants).throughput + score(fast_gpu, profile.constants).throughput
+    assert together / apart < score(fast, profile.constants).throughput / fast_apart
