@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from optimizer.calibrate._situation import GPU_SHARE_CAP, Scenario, Stage, concurrent, streams_of
+from optimizer.calibrate._situation import GPU_SHARE_CAP, Scenario, Situation, Stage, concurrent, contention, streams_of
 from optimizer.latency import OP_CLASSES, DeviceConstants, Profile
-from optimizer.latency._model import CONTENTION_ITERATIONS, MIN_DRAM_SHARE, dram_bytes
+from optimizer.latency._model import dram_bytes
 
 PRIOR_SIGMA = 4.0
 LOSS_SCALE = 0.1  # soft-L1 turns linear past ~10% error, so one odd row cannot drag a device
@@ -78,7 +78,8 @@ class Problem:
     batch: np.ndarray
     gpu_batch: np.ndarray
     is_latency: np.ndarray
-    concurrent: np.ndarray  # per row: engines share the DRAM (dram_share)
+    concurrent: np.ndarray  # per row: engines share the DRAM (contention)
+    situations: tuple[Situation, ...]
     dram_bytes: np.ndarray  # per group: bytes through DRAM (dram_bytes)
     observed: np.ndarray
 
@@ -139,17 +140,18 @@ def build_problem(scenarios: Sequence[Scenario], observed: Sequence[float], prof
         primary=np.array(primary, dtype=int), gpu_stage=np.array(gpu_stage, dtype=int),
         streams=np.array(streams, dtype=float), batch=np.array(batch, dtype=float),
         gpu_batch=np.array(gpu_batch, dtype=float), is_latency=np.array(is_latency, dtype=bool),
-        concurrent=np.array(shared, dtype=bool), dram_bytes=np.array(rows["dram"], dtype=float),
+        concurrent=np.array(shared, dtype=bool), situations=tuple(s.situation for s in scenarios),
+        dram_bytes=np.array(rows["dram"], dtype=float),
         observed=np.array(observed, dtype=float))
 
 
-def _stage_totals(p: Problem, values: np.ndarray, share: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(latency, GPU-busy seconds) per stage, each stage at its share of the DRAM bandwidth."""
+def _stage_totals(p: Problem, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(latency, GPU-busy seconds) per stage, each on its own."""
     eff = values[:, :N_CLASSES]
     split = p.cores > 1
     divisor = np.where(split[:, None], p.cores[:, None] * p.mc_eff, 1.0)
     compute = (p.unit / eff / divisor).sum(axis=1)
-    weight_bw = p.bandwidth * share[p.stage] * values[:, N_CLASSES + 1]
+    weight_bw = p.bandwidth * values[:, N_CLASSES + 1]
     act_bw = weight_bw * np.where(p.in_sram, p.sram_speedup, 1.0)
     memory = p.weight_bytes / weight_bw + p.act_bytes / act_bw
     overhead = values[:, N_CLASSES] * 1e-6 * p.kernels + np.where(split, p.mc_over * 1e-6, 0.0)
@@ -167,41 +169,33 @@ def predict_all(problem: Problem, theta: np.ndarray) -> np.ndarray:
     p = problem
     values = np.exp(theta[p.block])
     n_stages = len(p.stage_fixed)
-    share = np.ones(n_stages)
-    total, gpu_busy = _stage_totals(p, values, share)
+    total, gpu_busy = _stage_totals(p, values)
     single = total[p.primary]
     has_gpu = p.gpu_stage >= 0
     gpu_index = np.where(has_gpu, p.gpu_stage, 0)
 
-    def figures(total: np.ndarray, gpu_busy: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def figures(total: np.ndarray, gpu_busy: np.ndarray) -> np.ndarray:
         latency = total[p.primary]
         busy = gpu_busy[p.primary]
         period = np.maximum(latency, p.streams * busy)
         gpu_latency = np.where(has_gpu, total[gpu_index], 1.0)
         dla_share = np.minimum(GPU_SHARE_CAP, p.streams * busy / period)
-        throughput = p.streams * p.batch / period + np.where(has_gpu, (1.0 - dla_share) * p.gpu_batch / gpu_latency,
-                                                             0.0)
-        return throughput, period, (1.0 - dla_share) / gpu_latency
+        return p.streams * p.batch / period + np.where(has_gpu, (1.0 - dla_share) * p.gpu_batch / gpu_latency, 0.0)
 
-    throughput, period, gpu_rate = figures(total, gpu_busy)
-    if p.concurrent.any():  # shared DRAM, as score() iterates it
+    if p.concurrent.any():  # shared DRAM: PCCS slowdowns, as score() applies them
+        own = np.bincount(p.stage, p.dram_bytes, minlength=n_stages)
         bandwidth = np.zeros(n_stages)
         bandwidth[p.stage] = p.bandwidth
-        own = np.bincount(p.stage, p.dram_bytes, minlength=n_stages)
-        rows = np.flatnonzero(p.concurrent)
-        rows_gpu = rows[has_gpu[rows]]
-        rho = np.zeros(len(p.primary))
-        rho_gpu = np.zeros(len(p.primary))
-        for _ in range(CONTENTION_ITERATIONS):
-            share[p.primary[rows]] = np.clip(1.0 - (p.streams[rows] - 1) * rho[rows] - rho_gpu[rows],
-                                             MIN_DRAM_SHARE, 1.0)
-            share[p.gpu_stage[rows_gpu]] = np.clip(1.0 - p.streams[rows_gpu] * rho[rows_gpu], MIN_DRAM_SHARE, 1.0)
-            total, gpu_busy = _stage_totals(p, values, share)
-            throughput, period, gpu_rate = figures(total, gpu_busy)
-            new_rho = own[p.primary] / (period * bandwidth[p.primary])
-            new_gpu = np.where(has_gpu, own[gpu_index] * gpu_rate / bandwidth[gpu_index], 0.0)
-            rho = np.where(p.concurrent, (rho + new_rho) / 2, 0.0)
-            rho_gpu = np.where(p.concurrent, (rho_gpu + new_gpu) / 2, 0.0)
+        factor = np.ones(n_stages)
+        for r in np.flatnonzero(p.concurrent):
+            primary = p.primary[r]
+            gpu_rate = own[p.gpu_stage[r]] / total[p.gpu_stage[r]] if has_gpu[r] else 0.0
+            slow, gpu_slow = contention(p.situations[r], own[primary] / total[primary], gpu_rate, bandwidth[primary])
+            factor[primary] = slow
+            if has_gpu[r]:
+                factor[p.gpu_stage[r]] = gpu_slow
+        total, gpu_busy = total * factor, gpu_busy * factor
+    throughput = figures(total, gpu_busy)
     return np.where(p.is_latency, single * 1e3, throughput)
 
 

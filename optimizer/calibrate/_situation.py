@@ -26,14 +26,8 @@ from optimizer.latency import (
     Profile,
     evaluate,
 )
-from optimizer.latency._model import (
-    CONTENTION_ITERATIONS,
-    Work,
-    dram_bytes,
-    dram_share,
-    inference_work,
-    work_seconds,
-)
+from optimizer.latency._contention import slowdown
+from optimizer.latency._model import Work, dram_bytes, inference_work, work_seconds
 from optimizer.plan._baselines import gpu_only, trt_default
 
 ACCELERATORS = ("gpu", "dla", "npu", "cpu", "auto")
@@ -111,13 +105,12 @@ class Figure:
 Constants = Callable[[str, str], DeviceConstants]  # (calibration key, device kind) -> constants
 
 
-def stage_times(stage: Stage, constants: Constants, share: float = 1.0) -> tuple[float, dict[str, float]]:
-    """(latency in s, busy seconds per device kind) of one engine under the given constants, with `share` of
-    the DRAM bandwidth (less than 1 while other engines run beside it)."""
+def stage_times(stage: Stage, constants: Constants) -> tuple[float, dict[str, float]]:
+    """(latency in s, busy seconds per device kind) of one engine under the given constants."""
     busy = dict(stage.fixed_busy_s)
     total = stage.fixed_s
     for device, work in stage.works:
-        seconds = work_seconds(work, constants(stage.key, device), stage.bandwidth * share, stage.sram_bytes)
+        seconds = work_seconds(work, constants(stage.key, device), stage.bandwidth, stage.sram_bytes)
         if not work.launches:  # the per-inference overhead is host work, on no engine
             busy[device] = busy.get(device, 0.0) + seconds
         total += seconds
@@ -155,6 +148,17 @@ def combine(situation: Situation, latency: float, busy: Mapping[str, float],
     return Figure(latency_s=latency, throughput=throughput)
 
 
+def contention(situation: Situation, stream_rate: float, gpu_rate: float, bandwidth: float) -> tuple[float, float]:
+    """(time factor of each accelerator stream, of the GPU engine) while they run together: PCCS's slowdown
+    (optimizer/latency/_contention.py) at the DRAM throughput each one's co-runners demand on their own,
+    in percent of the DRAM peak. `stream_rate`, `gpu_rate`: bytes/s of one stream, of the GPU engine."""
+    streams = streams_of(situation)
+    kind = "dla" if situation.accelerator == "dla" else "gpu"
+    stream_x = 100.0 * ((streams - 1) * stream_rate + gpu_rate) / bandwidth
+    gpu_x = 100.0 * streams * stream_rate / bandwidth
+    return slowdown(kind, stream_x), (slowdown("gpu", gpu_x) if situation.gpu_batch else 1.0)
+
+
 def score(scenario: Scenario, constants: Constants) -> Figure:
     latency, busy = stage_times(scenario.stage, constants)
     gpu_stage = scenario.gpu_stage
@@ -162,24 +166,12 @@ def score(scenario: Scenario, constants: Constants) -> Figure:
     situation = scenario.situation
     if not concurrent(situation):
         return combine(situation, latency, busy, gpu_latency)
-    # shared DRAM: each engine's bandwidth is what the others leave (a damped fixed point of occupancies)
-    streams = streams_of(situation)
-    bandwidth = scenario.stage.bandwidth
-    own = stage_dram_bytes(scenario.stage, constants)
-    gpu_own = stage_dram_bytes(gpu_stage, constants) if gpu_stage else 0.0
-    rho = rho_gpu = 0.0
-    single = latency
-    for _ in range(CONTENTION_ITERATIONS):
-        latency, busy = stage_times(scenario.stage, constants, dram_share((streams - 1) * rho + rho_gpu))
-        period, dla_share = _period(situation, latency, busy)
-        new_rho = own / (period * bandwidth)
-        new_gpu = 0.0
-        if gpu_stage is not None:
-            gpu_latency = stage_times(gpu_stage, constants, dram_share(streams * rho))[0]
-            new_gpu = (1.0 - dla_share) * gpu_own / (gpu_latency * bandwidth)
-        rho, rho_gpu = (rho + new_rho) / 2, (rho_gpu + new_gpu) / 2
-    figure = combine(situation, latency, busy, gpu_latency)
-    return Figure(latency_s=single, throughput=figure.throughput)  # latency: one inference on its own
+    stream_rate = stage_dram_bytes(scenario.stage, constants) / latency
+    gpu_rate = stage_dram_bytes(gpu_stage, constants) / gpu_latency if gpu_stage and gpu_latency else 0.0
+    slow, gpu_slow = contention(situation, stream_rate, gpu_rate, scenario.stage.bandwidth)
+    figure = combine(situation, latency * slow, {k: v * slow for k, v in busy.items()},
+                     gpu_latency * gpu_slow if gpu_latency is not None else None)
+    return Figure(latency_s=latency, throughput=figure.throughput)  # latency: one inference on its own
 
 
 # ---- building a scenario --------------------------------------------------------------------------

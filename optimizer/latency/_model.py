@@ -22,10 +22,9 @@ Physics terms beyond the roofline, each with its formula (README "The latency mo
   (CUTLASS's default 128 x 128 threadblock tile) that run in waves over the `gpu_sms` SMs; the last wave
   leaves SMs idle, so the layer's MACs are divided by `blocks / (ceil(blocks / sms) * sms)` (NVIDIA's
   "wave quantization"). Small layers at batch 1 fill few SMs; a large batch fills every wave.
-- Shared DRAM (concurrent engines: two DLA streams, a GPU engine beside them): engine e gets the DRAM
-  bandwidth the others leave, `B_e = B * max(MIN_DRAM_SHARE, 1 - sum_{f != e} rho_f)` with each engine's
-  occupancy `rho_f = dram_bytes_f / (period_f * B)`, solved as a fixed point (processor sharing of one
-  memory controller; no fitted constant: the EMC bandwidth and each engine's own bytes and time set it).
+- Shared DRAM (concurrent engines: two DLA streams, a GPU engine beside them): each engine's DRAM bytes
+  (`dram_bytes`) over its own time give the throughput its co-runners see; the slowdown is PCCS's
+  (optimizer/latency/_contention.py, the one contention model; optimizer/calibrate/_situation.py applies it).
 - NPU channel atoms: a convolution's MACs are scaled by `ceil(Cin_g/a_in)*a_in/Cin_g *
   ceil(Cout/a_out)*a_out/Cout` (depthwise: the output factor only), with the atoms `npu_channel_atom_in`/
   `_out` fitted to rknn-toolkit2's per-layer cycle estimates (optimizer/calibrate/_compiler.py).
@@ -45,8 +44,6 @@ from optimizer.latency._profile import OP_CLASSES, DeviceConstants, Profile
 
 NS = 1e9
 GPU_TILE_OUTPUTS = 128 * 128  # outputs per thread block of a tensor-core convolution/GEMM kernel
-MIN_DRAM_SHARE = 0.05  # an engine is never starved outright: the memory controller arbitrates round-robin
-CONTENTION_ITERATIONS = 24  # damped fixed-point steps; the occupancies settle to < 1e-4 in about 15
 
 
 @dataclass(frozen=True)
@@ -113,12 +110,6 @@ def wave_utilization(outputs: int, sms: int, tile: int = GPU_TILE_OUTPUTS) -> fl
         return 1.0
     blocks = math.ceil(outputs / tile)
     return blocks / (math.ceil(blocks / sms) * sms)
-
-
-def dram_share(others_occupancy: float) -> float:
-    """The share of DRAM bandwidth an engine gets while the other engines occupy `others_occupancy` of it
-    (the sum of their bytes / (their period x bandwidth)); calibration's vectorised copy clips the same way."""
-    return float(min(1.0, max(MIN_DRAM_SHARE, 1.0 - others_occupancy)))
 
 
 def dram_bytes(work: Work, const: DeviceConstants, sram_bytes: int) -> float:

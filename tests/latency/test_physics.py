@@ -9,20 +9,14 @@ import pytest
 from onnx import helper
 
 from optimizer.calibrate import Situation, predict
+from optimizer.calibrate._situation import contention, prepare, score, stage_dram_bytes, stage_times
 from optimizer.catalog import load_catalog
 from optimizer.check import check_graph
 from optimizer.fusion import build_groups
 from optimizer.ir import BYTES_PER_ELEMENT, load_model
 from optimizer.latency import OP_CLASSES, LatencyModel, Option, Placement, evaluate, load_profile, parse_profile
-from optimizer.calibrate._situation import prepare, score, stage_dram_bytes, stage_times
-from optimizer.latency._model import (
-    GPU_TILE_OUTPUTS,
-    MIN_DRAM_SHARE,
-    Work,
-    dram_share,
-    wave_utilization,
-    work_seconds,
-)
+from optimizer.latency._contention import slowdown
+from optimizer.latency._model import GPU_TILE_OUTPUTS, Work, wave_utilization, work_seconds
 from tests.conftest import save_model, value, weight
 
 CATALOG = load_catalog()
@@ -205,23 +199,27 @@ def test_gpu_waves_divide_tensor_core_work_by_the_filled_share_of_the_sms(tmp_pa
     assert six._gpu_waves(six.graph.node("c")) == pytest.approx(13 / 18)
 
 
-def test_an_engine_gets_the_dram_bandwidth_the_others_leave():
-    assert dram_share(0.0) == 1.0 and dram_share(0.3) == pytest.approx(0.7)
-    assert dram_share(1.7) == MIN_DRAM_SHARE  # never starved outright
+def test_each_engine_slows_by_pccs_at_the_dram_throughput_of_its_co_runners():
+    """Two DLA streams at 20 GB/s each and a GPU engine at 40 GB/s on a 200 GB/s DRAM: a stream sees
+    (20 + 40) / 200 = 30% from its co-runners, the GPU engine (20 + 20) / 200 = 20%."""
+    two = Situation("dla", "int8", cores=2, metric="throughput", gpu_batch=8)
+    stream, gpu = contention(two, 20e9, 40e9, 200e9)
+    assert stream == pytest.approx(slowdown("dla", 30.0)) and gpu == pytest.approx(slowdown("gpu", 20.0))
+    assert stream > 1.0 and gpu > 1.0
+    alone = contention(Situation("dla", "int8", cores=2, metric="throughput"), 20e9, 0.0, 200e9)
+    assert alone == (pytest.approx(slowdown("dla", 10.0)), 1.0)
 
 
 def test_two_dla_streams_slow_each_other_by_the_dram_each_occupies(tmp_path):
-    """The fixed point: each stream's period T(share), share = 1 - rho_other, rho = bytes / (T * B)."""
+    """Throughput of two streams = 2 / (T * slowdown(dla, 100 * bytes / (T * B)))."""
     path = _conv(tmp_path, c=64, hw=160)  # activation-heavy: DRAM matters
     profile = load_profile("nvidia-dla")
     two = prepare(path, "orin-agx", Situation("dla", "int8", cores=2, metric="throughput"), CATALOG, profile)
     alone, _ = stage_times(two.stage, profile.constants)
+    x = 100 * stage_dram_bytes(two.stage, profile.constants) / alone / two.stage.bandwidth
+    assert 1 < x < 60
     figure = score(two, profile.constants)
-    period = 2 / figure.throughput
-    rho = stage_dram_bytes(two.stage, profile.constants) / (period * two.stage.bandwidth)
-    assert 0.01 < rho < 0.9
-    assert period == pytest.approx(stage_times(two.stage, profile.constants, dram_share(rho))[0], rel=1e-3)
-    assert alone < period  # slower than alone
+    assert figure.throughput == pytest.approx(2 / (alone * slowdown("dla", x)), rel=1e-9)
     assert figure.latency_s == alone  # one inference on its own is still the latency
 
 
