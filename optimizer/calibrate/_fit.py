@@ -180,7 +180,8 @@ def predict_all(problem: Problem, theta: np.ndarray) -> np.ndarray:
         period = np.maximum(latency, p.streams * busy)
         gpu_latency = np.where(has_gpu, total[gpu_index], 1.0)
         dla_share = np.minimum(GPU_SHARE_CAP, p.streams * busy / period)
-        return p.streams * p.batch / period + np.where(has_gpu, (1.0 - dla_share) * p.gpu_batch / gpu_latency, 0.0)
+        gpu_part: np.ndarray = np.where(has_gpu, (1.0 - dla_share) * p.gpu_batch / gpu_latency, 0.0)
+        return p.streams * p.batch / period + gpu_part
 
     if p.concurrent.any():  # shared DRAM: PCCS slowdowns, as score() applies them
         own = np.bincount(p.stage, p.dram_bytes, minlength=n_stages)
