@@ -168,7 +168,7 @@ def _one_cap(values: list[str] | None) -> float | None:
         raise BadInputError(f"--latency-cap takes milliseconds, got '{values[0]}'") from None
 
 
-def _optimize_multi(args: argparse.Namespace, shapes: dict, allowed: frozenset[str]) -> int:
+def _optimize_multi(args: argparse.Namespace, shapes: dict[str, tuple[int, ...]], allowed: frozenset[str]) -> int:
     """Several models in one plan (or one model under energy, makespan, weighted or a GPU budget)."""
     from optimizer.fileio import write_file_set
     from optimizer.multi import MERGED_NAME, multi_request, multi_summary, optimize_multi

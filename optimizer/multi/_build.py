@@ -150,7 +150,8 @@ def optimize_multi(model_paths: Sequence[str], target_id: str, request: PlanRequ
         if hint is None:
             raise InfeasibleError(f"no plan found within --time-limit {request.time_limit_s:g} s and no baseline "
                                   f"meets {_asked(multi)}; raise the limit", file=str(model_paths[0]))
-        result = SolveResult(placements=hint, status="FEASIBLE", objective_ns=usable[0][0], bound_ns=0, total_ns=-1,
+        result = SolveResult(placements=hint, status="FEASIBLE", objective_ns=usable[0][0],
+                             bound_ns=min(result.bound_ns, usable[0][0]), total_ns=-1,
                              wall_s=0.0, iterations=0, num_variables=0, num_constraints=0,
                              outcome=Outcome.BASELINE, stop=result.stop)
         notes.append(f"no plan found within --time-limit {request.time_limit_s:g} s: the plan is the best baseline "
@@ -214,9 +215,14 @@ def _solve(lm: LatencyModel, report: CheckReport, catalog: Catalog, request: Pla
     phase = _phase(budget, 0.4)
     best = build(contention=False).solve(hint, phase)
     _charge(budget, phase)
+    cheapest = _cheapest_bound(lm, multi, group_part, len(names))
     if best.outcome is Outcome.NOT_FOUND:
-        return best, False
-    free_bound = best.bound_ns  # contention only adds time and energy: the contention-free bound holds
+        if hint is None:
+            return replace(best, bound_ns=cheapest), False
+        # Nothing found without contention in its share: the rounds start from the hint instead.
+        best = replace(best, placements=hint, status="FEASIBLE", outcome=Outcome.BASELINE, bound_ns=0,
+                       objective_ns=score(hint).objective)
+    free_bound = max(best.bound_ns, cheapest)
     best_score = score(best.placements)
     tried: set[tuple[tuple[str, int], ...]] = set()
     for round_ in range(FIXED_POINT_ROUNDS):
@@ -237,7 +243,24 @@ def _solve(lm: LatencyModel, report: CheckReport, catalog: Catalog, request: Pla
     bound = min(free_bound, best_score.objective)
     proven = bound == best_score.objective
     return replace(best, objective_ns=best_score.objective, bound_ns=bound, status="OPTIMAL" if proven else "FEASIBLE",
-                   outcome=Outcome.EXACT if proven else Outcome.BEST_FOUND), False
+                   outcome=Outcome.EXACT if proven else
+                   (Outcome.BASELINE if best.outcome is Outcome.BASELINE else Outcome.BEST_FOUND)), False
+
+
+def _cheapest_bound(lm: LatencyModel, multi: MultiRequest, group_part: Sequence[int], parts: int) -> int:
+    """Every group at its cheapest option and nothing else (contention, transfers, launches only add): for
+    makespan the longest model and the work shared evenly over the engines; for throughput the latter and the
+    costliest group. 0 for the other objectives."""
+    if multi.objective not in ("makespan", "throughput") or (multi.objective == "throughput" and multi.rates):
+        return 0
+    cheapest = [min(lm.option_ns(g, o) for o in group_options(lm, i, ALL)) for i, g in enumerate(lm.groups.groups)]
+    engines = 1 + lm.target.cores if lm.target.accelerator == "dla" else len(lm.target.devices)
+    shared = -(-sum(cheapest) // max(engines, 1))
+    if multi.objective == "throughput":
+        return max(shared, max(cheapest, default=0))
+    longest = max(sum(c for c, k in zip(cheapest, group_part) if k == part) + lm.inference_ns()
+                  for part in range(parts))
+    return max(shared, longest)
 
 
 def _asked(multi: MultiRequest) -> str:
@@ -269,7 +292,7 @@ def _multi_fields(plan: dict[str, Any], multi: MultiRequest, result: SolveResult
         return round(v / 1e12, 6) if rated else _value(multi.objective, v)
 
     objective = value(ev.objective)
-    bound = min(value(result.bound_ns), objective) if result.outcome is not Outcome.BASELINE else 0.0
+    bound = min(value(result.bound_ns), objective)
     plan["objective"] = multi.objective
     plan["solver"].update({"objective_ms": objective, "bound_ms": objective if result.status == "OPTIMAL" else bound,
                            "objective_unit": unit,
@@ -316,6 +339,9 @@ def _multi_fields(plan: dict[str, Any], multi: MultiRequest, result: SolveResult
                       "meets_request": meets(s, names, multi),
                       "speedup": round(s.period_ns / ev.period_ns, 4) if ev.period_ns else None,
                       "models_ms": [_ms(v) for v in s.latency_ns]})
+    for entry in plan["baselines"].values():  # absent, not null, where a figure does not exist (typed Plan)
+        for key in [k for k, v in entry.items() if v is None and k in ("energy_mj", "gpu_busy_share")]:
+            del entry[key]
     if "one_per_engine" in scored:
         s = scored["one_per_engine"]
         best = next(n for n in scored if n.startswith("one_per_engine[") and scored[n] is s)
@@ -327,6 +353,8 @@ def _multi_fields(plan: dict[str, Any], multi: MultiRequest, result: SolveResult
             "speedup": round(s.period_ns / ev.period_ns, 4) if ev.period_ns else None,
             "models_ms": [_ms(v) for v in s.latency_ns], "throughput_fps": round(1e9 / s.period_ns, 3),
             "subgraphs": len({p.engine for p in base_placements})}
+        plan["baselines"]["one_per_engine"] = {k: v for k, v in plan["baselines"]["one_per_engine"].items()
+                                               if v is not None or k == "speedup"}
     if len(parts) > 1:
         plan["model"]["models"] = [model_block_of(p) for p in parts]
 

@@ -380,14 +380,6 @@ def _plan_json(*, graph_path: str, report: CheckReport, groups: GroupGraph, mode
     }
     plan["predicted"]["latency_band_ms"] = _band(model, placements, breakdown)
     plan["predicted"] |= _energy_fields(model, request, breakdown)
-    if request.objective == "throughput":  # whole copies with a frame split, against this pipelined plan
-        from optimizer.plan._replicate import replication, replication_json
-
-        limit = loadable_limit(request, int(model.catalog.rule("DLA-LOADABLES").params["max"]))
-        rep = replication_json(replication(model, limit, request.allowed_precisions),
-                               objective_cycle_ns(request.objective, breakdown)[0])
-        if rep is not None:
-            plan["replication"] = rep
     for name, entry in plan["baselines"].items():
         entry["speedup"] = round(entry["latency_ms"] / plan["predicted"]["latency_ms"], 4) \
             if plan["predicted"]["latency_ms"] else None
@@ -412,6 +404,14 @@ def _plan_json(*, graph_path: str, report: CheckReport, groups: GroupGraph, mode
                                 "(RKNN-SPARSE-MODES) and convert with sparse_infer=True")
     if explain:
         plan["costs"] = _costs_json(groups, model, result)
+    if request.objective == "throughput":  # whole copies with a frame split, against this pipelined plan
+        from optimizer.plan._replicate import replication, replication_json
+
+        limit = loadable_limit(request, int(model.catalog.rule("DLA-LOADABLES").params["max"]))
+        rep = replication_json(replication(model, limit, request.allowed_precisions),
+                               objective_cycle_ns(request.objective, breakdown)[0])
+        if rep is not None:
+            plan["replication"] = rep
     return plan
 
 

@@ -39,7 +39,7 @@ def replication(lm: LatencyModel, limit: int, allowed: frozenset[str] = ALL) -> 
     """The best frame split over whole copies, or None on targets without a DLA."""
     if lm.target.accelerator != "dla" or not lm.target.cores:
         return None
-    from scipy.optimize import linprog  # type: ignore[import-untyped]
+    from scipy.optimize import linprog
 
     copies: dict[str, Mapping[str, int]] = {"gpu": dict(evaluate(lm, gpu_only(lm, allowed)).busy_ns)}
     trt = trt_default(lm, limit, allowed)

@@ -75,7 +75,7 @@ def terminal_summary(planned: Planned, out_dir: str) -> str:
     lines.append(f"predicted latency {pred.latency_ms:.3f} ms{_likely(pred)}, "
                  f"throughput {pred.throughput_fps:.1f} fps" + _energy(pred))
     if plan.replication:
-        lines.append(f"replication: {plan.replication['why']}")
+        lines.append(f"replication: {plan.replication.why}")
     for name, base in plan.baselines.items():
         lines.append(f"  vs {name:<12} {base.latency_ms:.3f} ms  ({ratios(base)}{within_band(pred, base)})")
     devices = Counter(layer.device.value for layer in plan.layers if layer.role != "constant")
@@ -108,7 +108,7 @@ def markdown_report(planned: Planned) -> str:
     if _energy(pred):
         out += [f"Per frame:{_energy(pred)[1:]} (constraints/power.toml; the power shares are assumptions).", ""]
     if plan.replication:
-        out += [f"Replication against pipelining: {plan.replication['why']}.", ""]
+        out += [f"Replication against pipelining: {plan.replication.why}.", ""]
     out += ["| plan | latency (ms) | throughput (fps) | edgeplan's gain |", "|---|---:|---:|---|",
             f"| edgeplan | {pred.latency_ms:.4f} | {pred.throughput_fps:.1f} | - |"]
     notes = []

@@ -42,7 +42,7 @@ class ModelRef:
     path: str
     sha256: str
     num_nodes: int
-    models: tuple[Mapping[str, Any], ...] | None = field(default=None, metadata=OPTIONAL)  # multi: the merged files
+    models: tuple[ModelFile, ...] | None = field(default=None, metadata=OPTIONAL)  # multi: the merged files
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
 
 
@@ -92,6 +92,13 @@ class Baseline:
     subgraphs: int
     pipelined_fps: float | None = field(default=None, metadata=OPTIONAL)  # pipelined objectives only
     throughput_speedup: float | None = field(default=None, metadata={"optional": True, "present_with": "pipelined_fps"})
+    # multi-model plans (optimizer/multi): the baseline in the plan's objective, energy, GPU share, per model
+    objective: float | None = field(default=None, metadata=OPTIONAL)
+    assignment: tuple[str, ...] | None = field(default=None, metadata=OPTIONAL)  # one_per_engine: engine per model
+    energy_mj: float | None = field(default=None, metadata=OPTIONAL)
+    gpu_busy_share: float | None = field(default=None, metadata=OPTIONAL)
+    meets_request: bool | None = field(default=None, metadata=OPTIONAL)
+    models_ms: tuple[float, ...] | None = field(default=None, metadata=OPTIONAL)
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
 
 
@@ -255,6 +262,91 @@ class Costs:
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
 
 
+
+# -- several models (optimizer/multi) and replication --------------------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class ModelFile:
+    """One of the files a multi-model plan merged (model.models)."""
+
+    name: str
+    path: str
+    sha256: str
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlannedModel:
+    """One model of a multi-model plan: its frame with and without shared-DRAM contention."""
+
+    name: str
+    path: str
+    prefix: str
+    nodes: int
+    latency_ms: float
+    latency_without_contention_ms: float
+    contention_ms: float
+    busy_ms: Mapping[str, float]
+    rate_fps: float | None
+    latency_cap_ms: float | None
+    weight: float | None
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Contention:
+    on: bool
+    source: str
+    pressure_pct: Mapping[str, int]
+    extra_ms: Mapping[str, float]
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PowerFigures:
+    engine_w: Mapping[str, float]
+    idle_w: float
+    budget_w: float
+    source: str
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MultiSummary:
+    """A multi-model plan's period, contention, engine loads, energy and GPU budget (plan.multi)."""
+
+    schema: str
+    objective: str
+    objective_unit: str
+    period: str
+    period_ms: float
+    period_without_contention_ms: float
+    contention_ms: float
+    contention: Contention
+    load_ms: Mapping[str, float]
+    utilisation: Mapping[str, float]
+    energy_mj: float | None
+    power: PowerFigures | None
+    gpu_busy_share: float | None
+    gpu_budget: float | None
+    makespan_cap_ms: float | None
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Replication:
+    """Throughput plans: whole copies on the GPU and each DLA core with the best frame split, against the
+    pipelined plan (optimizer/plan/_replicate.py)."""
+
+    split: Mapping[str, float]
+    fps: float
+    cycle_ms: float
+    pipelined_fps: float
+    chosen: str
+    why: str
+    copies_ms: Mapping[str, Mapping[str, float]]
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
+
 @dataclass(frozen=True, kw_only=True)
 class Plan:
     """One plan.json. Read it with `Plan.from_json`, write it with `to_json` (then fileio.dumps_json)."""
@@ -278,9 +370,9 @@ class Plan:
     opset_conversion: OpsetConversion | None
     edits: tuple[str, ...]
     costs: Costs | None = field(default=None, metadata=OPTIONAL)  # --explain
-    replication: Mapping[str, Any] | None = field(default=None, metadata=OPTIONAL)  # throughput: copies vs pipeline
-    models: tuple[Mapping[str, Any], ...] | None = field(default=None, metadata=OPTIONAL)  # several models
-    multi: Mapping[str, Any] | None = field(default=None, metadata=OPTIONAL)  # several models: period, energy, ...
+    replication: Replication | None = field(default=None, metadata=OPTIONAL)  # throughput: copies vs pipeline
+    models: tuple[PlannedModel, ...] | None = field(default=None, metadata=OPTIONAL)  # several models
+    multi: MultiSummary | None = field(default=None, metadata=OPTIONAL)  # several models: period, energy, ...
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
 
     @classmethod

@@ -15,10 +15,12 @@ from onnx import helper
 
 import optimizer.solver._cpsat as cpsat
 from optimizer.catalog import load_catalog
+from optimizer.fileio import dumps_json
 from optimizer.latency import Placement, group_options
 from optimizer.multi import optimize_multi
 from optimizer.multi._evaluate import meets, multi_evaluate
 from optimizer.plan import validate_plan
+from optimizer.plan._types import Plan, unknown_fields
 from optimizer.solver import PlanRequest
 from optimizer.solver._multi import MultiRequest
 from tests.conftest import save_model, value, weight
@@ -152,6 +154,9 @@ def test_cli_two_models_writes_a_valid_plan_and_export_cuts_it(pair, tmp_path):
     assert [m["name"] for m in plan["models"]] == ["a", "b"]
     assert plan["predicted"]["energy_mj"] > 0 and 0 <= plan["predicted"]["gpu_busy_share"] <= 1
     assert validate_plan(plan, CATALOG, str(out / "models.onnx")) == []
+    typed = Plan.from_json(plan)
+    assert unknown_fields(typed) == [] or not unknown_fields(typed)
+    assert dumps_json(typed.to_json()) == (out / "plan.json").read_text()
     exported = subprocess.run([sys.executable, "-m", "optimizer", "export", str(out / "plan.json"), "--out",
                                str(tmp_path / "x")], capture_output=True, text=True)
     assert exported.returncode == 0, exported.stderr
@@ -165,3 +170,20 @@ def test_bad_requests_exit_2_with_one_line(pair, tmp_path):
         run = subprocess.run([sys.executable, "-m", "optimizer", "optimize", *paths, "--target", "orin-agx",
                               "--out", str(tmp_path / "o"), *extra], capture_output=True, text=True)
         assert run.returncode == 2 and words in run.stderr and len(run.stderr.strip().splitlines()) == 1
+
+
+def test_past_the_exact_size_fixed_point_rounds_never_lose_to_a_baseline(tmp_path):
+    """Two ResNet-18s (62 layer groups) take the fixed-point contention rounds: a valid plan, a bound no
+    higher than the plan, and never worse than the best baseline under the exact evaluator."""
+    example = str(Path(__file__).resolve().parents[2] / "examples" / "resnet18.onnx")
+    copy = tmp_path / "second.onnx"
+    copy.write_bytes(Path(example).read_bytes())
+    mp = optimize_multi([example, str(copy)], "orin-agx", PlanRequest(time_limit_s=20),
+                        MultiRequest(objective="makespan"))
+    plan = mp.plan
+    assert len(mp.planned.groups.groups) > 40
+    assert any("fixed-point rounds" in w for w in plan["warnings"])
+    assert plan["solver"]["bound_ms"] <= plan["solver"]["objective_ms"]
+    best = min(b["objective"] for b in plan["baselines"].values() if b.get("meets_request", True))
+    assert plan["solver"]["objective_ms"] <= best + 1e-9
+    assert validate_plan(plan, CATALOG, None, graph=mp.planned.report.graph) == []
