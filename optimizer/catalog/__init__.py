@@ -2,7 +2,16 @@
 
 from optimizer.catalog._checks import CHECKS, CONDITIONS, LayerView
 from optimizer.catalog._load import FAMILY_FILES, PRECISIONS, load_catalog
-from optimizer.catalog._schema import Catalog, Family, Figure, OpSupport, Rule, Target
+from optimizer.catalog._schema import (
+           DEFAULT_TENSORRT,
+           TENSORRT_VERSIONS,
+           Catalog,
+           Family,
+           Figure,
+           OpSupport,
+           Rule,
+           Target,
+)
 
-__all__ = ["CHECKS", "CONDITIONS", "FAMILY_FILES", "PRECISIONS", "Catalog", "Family", "Figure", "LayerView",
-           "OpSupport", "Rule", "Target", "load_catalog"]
+__all__ = ["CHECKS", "CONDITIONS", "DEFAULT_TENSORRT", "FAMILY_FILES", "PRECISIONS", "TENSORRT_VERSIONS", "Catalog",
+           "Family", "Figure", "LayerView", "OpSupport", "Rule", "Target", "load_catalog"]

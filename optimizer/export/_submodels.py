@@ -31,7 +31,7 @@ class SubModel:
     model: onnx.ModelProto
 
 
-def _value_infos(model: onnx.ModelProto) -> dict[str, onnx.ValueInfoProto]:
+def value_infos(model: onnx.ModelProto) -> dict[str, onnx.ValueInfoProto]:
     inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
     infos: dict[str, onnx.ValueInfoProto] = {}
     for value in (*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output):
@@ -46,7 +46,7 @@ def split_model(model: onnx.ModelProto, plan: Mapping[str, Any], constants: Mapp
     by_name = {name: node for name, node in zip(names, model.graph.node)}
     producer = {o: name for name, node in by_name.items() for o in node.output if o}
     initializers = {t.name: t for t in model.graph.initializer}
-    infos = _value_infos(model)
+    infos = value_infos(model)
     out = []
     for sub in plan["subgraphs"]:
         missing = [n for n in sub["nodes"] if n not in by_name]
