@@ -157,7 +157,7 @@ def export_plan(plan_path: str | Path, out_dir: str | Path, model_path: str | No
         manifest["build"] = ["build.sh", "build_trt.py", *(name for name, _ in typed)]
     else:
         report = check_graph(graph, catalog, target.id)
-        settings = rknn_settings(plan, graph, report.io)
+        settings = rknn_settings(plan, graph, report.io, target.toolkit_platform)
         copy = f"{safe_name(model_file.stem)}.onnx"
         files.append((copy, model.SerializeToString()))
         files.append(("convert.py", convert_script(settings, copy)))

@@ -71,8 +71,8 @@ def _plan_and_export(root: Path, index: int, names: list[str], target: str, prof
     plan_dir = root / "plans" / f"{target}-{index}"
     write_plan_files(planned, plan_dir)
     out = root / "out" / f"{target}-{index}"
-    try:
-        export_plan(plan_dir / "plan.json", out)
+    try:  # TensorRT 10 and 11 builds alternate (11: Cast and Q/DQ tensors named after the hostile ones)
+        export_plan(plan_dir / "plan.json", out, tensorrt="11" if index % 2 else None)
     except EdgeplanError as exc:
         return exc.one_line()
     return out, nodes
