@@ -106,7 +106,7 @@ def dla_dims(rule: Rule, view: LayerView) -> str | None:
         shape = view.graph.shape(name) if name else None
         if not shape or not _static(shape):
             continue  # DLA-STATIC reports unknown shapes
-        dims = shape[-3:] if len(shape) > 3 else shape[1:]
+        dims = [int(d) for d in (shape[-3:] if len(shape) > 3 else shape[1:])]
         if any(d > limit for d in dims):
             return f"tensor '{name}' dims {list(shape)}: non-batch dim {max(dims)} exceeds {limit}"
     return None

@@ -16,7 +16,7 @@ from typing import Any
 
 import onnx
 
-from optimizer.catalog import DEFAULT_TENSORRT, TENSORRT_VERSIONS, load_catalog
+from optimizer.catalog import DEFAULT_TENSORRT, TENSORRT_VERSIONS, Catalog, Target, load_catalog
 from optimizer.check import check_graph
 from optimizer.errors import BadInputError
 from optimizer.export._rknn import convert_script, hybrid_yaml, rknn_settings
@@ -174,10 +174,10 @@ def export_plan(plan_path: str | Path, out_dir: str | Path, model_path: str | No
     return manifest
 
 
-def dla_formats(catalog: Any, target: Any) -> Mapping[str, Any]:
-    """DLA-IO-IN/OUT (or DLA-STANDALONE-IO): which I/O formats each DLA type allows."""
-    formats: Mapping[str, Any] = catalog.family_of(target).formats
-    return formats.get("standard", {})
+def dla_formats(catalog: Catalog, target: Target) -> Mapping[str, Any]:
+    """DLA-IO-IN/OUT: which I/O formats each DLA type allows, per side."""
+    standard: Mapping[str, Any] = catalog.family_of(target).formats.get("standard", {})
+    return standard
 
 
 def _strongly_typed(model: onnx.ModelProto, plan: dict[str, Any], subs: list[SubModel], graph: Any,

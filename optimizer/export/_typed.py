@@ -95,7 +95,8 @@ class _Rewriter:
         self.typing = typing
         self.stored = stored
         self.initializers = frozenset(t.name for t in graph.initializer)
-        self.declared = {**typing.declared, **{t.name: t.data_type for t in graph.initializer if t.data_type in FLOATS}}
+        own = {t.name: int(t.data_type) for t in graph.initializer if t.data_type in FLOATS}
+        self.declared: dict[str, int] = {**typing.declared, **own}
         self.nodes: list[onnx.NodeProto] = []
         self.inits: dict[str, onnx.TensorProto] = {}
         self.have: dict[tuple[str, int], str] = {}
@@ -145,8 +146,11 @@ class _Rewriter:
         self.have[tensor, rep] = out
         return out
 
-    def _add(self, op: str, inputs: list[str], output: str, **attrs: int) -> None:
-        self.nodes.append(helper.make_node(op, inputs, [output], name=f"{output}__node", **attrs))
+    def _add(self, op: str, inputs: list[str], output: str, to: int | None = None) -> None:
+        node = helper.make_node(op, inputs, [output], name=f"{output}__node")
+        if to is not None:
+            node.attribute.append(helper.make_attribute("to", to))
+        self.nodes.append(node)
 
     def _need(self, node: onnx.NodeProto, index: int, precision: str | None) -> int:
         """What a layer of this precision reads at this input: its compute type, Q/DQ for an INT8 layer's
