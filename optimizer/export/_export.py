@@ -22,7 +22,7 @@ from optimizer.errors import BadInputError
 from optimizer.export._rknn import convert_script, hybrid_yaml, rknn_settings
 from optimizer.export._submodels import SubModel, split_model, value_infos
 from optimizer.export._tensorrt import boundary_io, build_script, builder_script
-from optimizer.export._typed import check_opset, plan_typing, typed_submodel
+from optimizer.export._typed import calibrate_script, check_opset, plan_typing, typed_submodel
 from optimizer.fileio import FileData, dumps_json, safe_name, write_file_set
 from optimizer.ir import load_model, node_names
 from optimizer.ir._safety import MAX_FILE_BYTES, parse_model, read_model_bytes
@@ -208,9 +208,13 @@ def _strongly_typed(model: onnx.ModelProto, plan: dict[str, Any], subs: list[Sub
                 scales[base] = {"initializer": tensor.name, "value": typing.scales[base],
                                 "from": "weights" if base in typing.weights else "placeholder"}
     listing = {"schema": "edgeplan.qdq-scales/v1", "note": "INT8 scales in the engine ONNX files; 'placeholder' "
-               "ones (1.0) are for timing only: replace them with calibrated values (max|x|/127)",
+               "ones (1.0) are for timing only: python calibrate_qdq.py samples.txt sets them (max|x|/127)",
                "scales": dict(sorted(scales.items()))}
-    return typed, [(whole.name, whole.model.SerializeToString()), ("qdq_scales.json", dumps_json(listing))]
+    placeholders = {t: s["initializer"] for t, s in sorted(scales.items()) if s["from"] == "placeholder"}
+    original = os.path.relpath(model_file.resolve(), out.resolve())
+    script = calibrate_script(original, graph.inputs, placeholders, [sub.name for sub in (*typed, whole)])
+    return typed, [(whole.name, whole.model.SerializeToString()), ("qdq_scales.json", dumps_json(listing)),
+                   ("calibrate_qdq.py", script)]
 
 
 def _first(problems: list[str]) -> str:

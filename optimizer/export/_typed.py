@@ -14,6 +14,7 @@ INT8 scales: a weight's is max|w|/127 when the weights are in the file, an activ
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -226,3 +227,85 @@ def check_opset(model: onnx.ModelProto, plan_has_int8: bool, path: str) -> None:
     if plan_has_int8 and opset < 10:
         raise BadInputError(f"INT8 layers for TensorRT 11 need QuantizeLinear (opset 10+); the model is opset {opset}",
                             file=path)
+
+
+def calibrate_script(model_file: str, inputs: Sequence[str], scales: Mapping[str, str], files: Sequence[str]) -> str:
+    """calibrate_qdq.py: TensorRT 11 has no --calib, so the placeholder activation scales are set offline from
+    sample data: max|x|/127 of each quantized tensor over the samples, run through the original model. Names
+    reach the script only inside repr() literals, so none can run as Python."""
+    spec = repr(json.dumps({"model": model_file, "inputs": list(inputs), "scales": dict(scales), "files": list(files)},
+                           sort_keys=True))
+    return _CALIBRATE.replace("@SPEC@", spec)
+
+
+_CALIBRATE = '''"""Sets the INT8 scales of the engine ONNX files from sample data (TensorRT 11 has no --calib).
+
+python calibrate_qdq.py [samples.txt]
+samples.txt (the default) lists one .npy per line (the model's one input), or one .npz holding an array per input name.
+Runs on any host with numpy, onnx and onnxruntime: the original model gives each quantized tensor's max|x|,
+and its scale becomes max|x|/127 in every engine file that quantizes it (qdq_scales.json is updated).
+"""
+
+import json
+import os
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SPEC = json.loads(@SPEC@)
+
+
+def samples(listing):
+    with open(listing) as handle:
+        for line in handle:
+            path = line.strip()
+            if not path:
+                continue
+            path = os.path.join(os.path.dirname(os.path.abspath(listing)), path)
+            data = np.load(path)
+            if isinstance(data, np.ndarray):
+                yield {SPEC["inputs"][0]: data}
+            else:
+                yield {name: data[name] for name in SPEC["inputs"]}
+
+
+def main():
+    model = onnx.load(os.path.join(HERE, SPEC["model"]))
+    outputs = {o.name for o in model.graph.output}
+    for tensor in SPEC["scales"]:
+        if tensor not in outputs and tensor not in SPEC["inputs"]:
+            model.graph.output.append(onnx.ValueInfoProto(name=tensor))
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    peak = dict.fromkeys(SPEC["scales"], 0.0)
+    for feeds in samples(sys.argv[1] if len(sys.argv) > 1 else "samples.txt"):
+        values = dict(zip(names, session.run(names, feeds)))
+        values.update(feeds)
+        for tensor in peak:
+            peak[tensor] = max(peak[tensor], float(np.max(np.abs(values[tensor]))))
+    scales = {SPEC["scales"][t]: p / 127.0 for t, p in peak.items() if p > 0}
+    for name in SPEC["files"]:
+        path = os.path.join(HERE, name)
+        sub = onnx.load(path, load_external_data=False)
+        for init in sub.graph.initializer:
+            if init.name in scales:
+                init.CopyFrom(numpy_helper.from_array(np.array(scales[init.name], dtype=np.float32), init.name))
+        onnx.save(sub, path)
+    listing_path = os.path.join(HERE, "qdq_scales.json")
+    with open(listing_path) as handle:
+        listing = json.load(handle)
+    for tensor, entry in listing["scales"].items():
+        if entry["initializer"] in scales:
+            entry.update(value=scales[entry["initializer"]], **{"from": "calibrated"})
+    with open(listing_path, "w") as handle:
+        json.dump(listing, handle, indent=2, sort_keys=True)
+    print(f"calibrate_qdq: {len(scales)} of {len(peak)} scales set from the samples")
+
+
+if __name__ == "__main__":
+    main()
+'''

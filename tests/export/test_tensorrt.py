@@ -9,11 +9,13 @@ from __future__ import annotations
 import ast
 import json
 import shlex
+import subprocess
+import sys
 
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, numpy_helper
+from onnx import TensorProto
 
 from optimizer.catalog._load import CATALOG_ENV
 from optimizer.errors import BadInputError
@@ -180,26 +182,16 @@ def _precision_problems(model, plan):
     return problems, checked
 
 
-def _scales_from_data(out, model_path, feeds):
-    """What a user's calibration does with qdq_scales.json: max|x|/127 of each listed activation on sample data."""
+def _calibrate(out, feeds):
+    """What a user does before an INT8 build: calibrate_qdq.py on sample data sets the placeholder scales."""
+    for k in range(2):
+        np.save(out / f"sample{k}.npy", feeds["x"] * (1.0 - 0.1 * k))
+    (out / "samples.txt").write_text("sample0.npy\nsample1.npy\n")
+    result = subprocess.run([sys.executable, str(out / "calibrate_qdq.py"), str(out / "samples.txt")],
+                            capture_output=True, text=True, timeout=120, cwd=out.parent)
+    assert result.returncode == 0, result.stderr[-2000:]
     listing = json.loads((out / "qdq_scales.json").read_text())["scales"]
-    wanted = [t for t, s in listing.items() if s["from"] == "placeholder"]
-    model = onnx.load(model_path)
-    known = {o.name for o in model.graph.output}
-    for tensor in wanted:
-        if tensor not in known and tensor not in feeds:
-            model.graph.output.append(onnx.helper.make_tensor_value_info(tensor, TensorProto.FLOAT, None))
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    names = [o.name for o in session.get_outputs()]
-    values = {**feeds, **dict(zip(names, session.run(names, feeds)))}
-    for path in out.glob("*.onnx"):
-        sub = onnx.load(path)
-        for init in sub.graph.initializer:
-            base = init.name.removesuffix("__edgeplan_scale")
-            if base in wanted:
-                init.CopyFrom(numpy_helper.from_array(
-                    np.array(np.abs(values[base]).max() / 127.0, dtype=np.float32), init.name))
-        onnx.save(sub, path)
+    assert "placeholder" not in {s["from"] for s in listing.values()}
 
 
 @pytest.mark.parametrize("pins", [MIXED, FP16, {}], ids=["mixed", "fp16", "planner"])
@@ -218,7 +210,7 @@ def test_trt11_strongly_typed_submodels_keep_each_planned_precision(tmp_path, fa
         checked += count if name.startswith("engine_") else 0
     assert checked == sum(layer["role"] != "constant" for layer in plan["layers"])  # every planned node, once
     feeds = {"x": np.random.default_rng(0).normal(0, 1, (1, 8, 16, 16)).astype(np.float32)}
-    _scales_from_data(out, model, feeds)
+    _calibrate(out, feeds)
     chain = [(e["onnx"], out / e["onnx"]) for e in manifest["engines"]]
     got = run_chain(chain, feeds, manifest["outputs"])
     whole = _reference(out / f"{model.stem}_typed.onnx", feeds)
@@ -262,7 +254,8 @@ def test_trt11_build_files_use_no_removed_flag(tmp_path, favour):
     assert "CALIB" not in (out / "build.sh").read_text()
     listing = json.loads((out / "qdq_scales.json").read_text())
     assert listing["scales"]["w0"]["from"] == "weights" and listing["scales"]["x"]["from"] == "placeholder"
-    assert set(manifest["build"]) == {"build.sh", "build_trt.py", "branchy_typed.onnx", "qdq_scales.json"}
+    assert set(manifest["build"]) == {"build.sh", "build_trt.py", "branchy_typed.onnx", "qdq_scales.json",
+                                      "calibrate_qdq.py"}
 
 
 def test_trt11_boundaries_carry_the_dla_type(tmp_path, favour):
