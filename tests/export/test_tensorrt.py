@@ -341,3 +341,27 @@ def test_rknn_target_platform_is_the_toolkits_soc_name(tmp_path, monkeypatch):
     (folder / "board.toml").write_text(RKNN_BOARD.replace('base = "rk3588"\n', 'base = "rk3588"\ntoolkit_platform = "rock5b"\n'))
     with pytest.raises(BadInputError, match="toolkit_platform 'rock5b' is not one of"):
         optimize(str(model), "my-rock5b", PlanRequest())
+
+
+RKNN_PYTHON = __import__("os").environ.get("RKNN_PYTHON")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not RKNN_PYTHON, reason="RKNN_PYTHON (rknn-toolkit2's own venv) is not set")
+def test_a_board_variant_converts_with_the_real_toolkit(tmp_path, monkeypatch):
+    """convert.py of a plan for a board target (a variant of rk3588) runs rknn-toolkit2 with the SoC name it knows."""
+    from tests.export.test_export import NPU_PINS
+
+    folder = tmp_path / "extra"
+    folder.mkdir()
+    (folder / "board.toml").write_text(RKNN_BOARD)
+    monkeypatch.setenv(CATALOG_ENV, str(folder))
+    planned = optimize(str(_branchy(tmp_path)), "my-rock5b", PlanRequest(pins=NPU_PINS,
+                                                                          allowed_precisions=frozenset({"fp16"})))
+    write_json(tmp_path / "plan.json", planned.plan)
+    out = tmp_path / "out"
+    export_plan(tmp_path / "plan.json", out)
+    result = subprocess.run([RKNN_PYTHON, "convert.py", "--out", "m.rknn"], cwd=out, capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-2000:]
+    assert (out / "m.rknn").stat().st_size > 0
