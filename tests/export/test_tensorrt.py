@@ -302,6 +302,12 @@ def test_export_follows_the_plans_rule_set(tmp_path, favour):
     assert export_plan(plan11, tmp_path / "c", tensorrt="10")["tensorrt"] == "10"
     with pytest.raises(BadInputError, match="TensorRT major"):
         export_plan(plan10, tmp_path / "d", tensorrt="9")
+    for bad in ("12", 11, ["11"], "11; touch PWNED"):  # a tampered field: one line, nothing written
+        tampered = tmp_path / "tampered.json"
+        tampered.write_text(json.dumps({**plan, "tensorrt_rules": bad}))
+        with pytest.raises(BadInputError, match="tensorrt_rules"):
+            export_plan(tampered, tmp_path / "e")
+    assert not (tmp_path / "e").exists() and not (tmp_path / "PWNED").exists()
 
 
 def test_trt11_refuses_a_plan_with_dla_where_11_has_none(tmp_path, favour):
