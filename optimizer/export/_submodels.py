@@ -75,7 +75,9 @@ def split_model(model: onnx.ModelProto, plan: Mapping[str, Any], constants: Mapp
         order = {name: i for i, name in enumerate(names)}
         runtime.sort(key=order.__getitem__)
         inputs = [_info(infos, t) for t in sub["inputs"]]
-        outputs = [_info(infos, t) for t in sub["outputs"]]
+        made = {o for n in runtime for o in by_name[n].output} | boundary
+        kept = [t for t in sub["outputs"] if t in made]  # a build-time constant is no run-time boundary
+        outputs = [_info(infos, t) for t in kept]
         graph = helper.make_graph([by_name[n] for n in runtime], f"{model.graph.name or 'model'}_{sub['id']}",
                                   inputs, outputs, list(graph_inits.values()))
         sub_model = helper.make_model(graph, opset_imports=list(model.opset_import),
@@ -83,7 +85,7 @@ def split_model(model: onnx.ModelProto, plan: Mapping[str, Any], constants: Mapp
         sub_model.functions.extend(model.functions)
         name = f"engine_{sub['id']}_{sub['device']}.onnx"
         out.append(SubModel(index=sub["id"], device=sub["device"], name=name, inputs=tuple(sub["inputs"]),
-                            outputs=tuple(sub["outputs"]), nodes=tuple(runtime),
+                            outputs=tuple(kept), nodes=tuple(runtime),
                             precision=sub.get("precision", "mixed"), model=sub_model))
     return out
 

@@ -159,11 +159,9 @@ class _Rewriter:
         tensor = node.input[index]
         if precision is None or index in _KEEP.get(node.op_type, ()):
             return self.declared[tensor]
-        if precision == "int8":
-            if tensor not in self.initializers or index == _WEIGHT.get(node.op_type):
-                return QDQ
-            return self.declared[tensor]
-        return _COMPUTE[precision]
+        if precision == "int8" and (tensor not in self.initializers or index == _WEIGHT.get(node.op_type)):
+            return QDQ
+        return _COMPUTE[precision]  # an INT8 layer's other constants (a bias) join its dequantized FLOAT
 
     def node(self, node: onnx.NodeProto, name: str) -> None:
         precision = self.typing.precision.get(name)

@@ -171,9 +171,10 @@ def _precision_problems(model, plan):
                 problems.append(f"{node.name}: fp32 planned, reads {[types[t] for _, t in floats]}")
         else:
             inits = {t.name for t in model.graph.initializer}
+            inits |= {o for n in model.graph.node if n.op_type == "Cast" and n.input[0] in inits for o in n.output}
             for i, tensor in floats:
                 if tensor in inits and i != _WEIGHT.get(node.op_type):
-                    continue  # a bias stays float
+                    continue  # a bias stays float (cast to FLOAT where declared FLOAT16)
                 dq = producer.get(tensor)
                 q = producer.get(dq.input[0]) if dq is not None else None
                 quantized = dq is not None and dq.op_type == "DequantizeLinear" and types[dq.input[0]] == TensorProto.INT8
@@ -371,3 +372,23 @@ def test_a_board_variant_converts_with_the_real_toolkit(tmp_path, monkeypatch):
                             timeout=600)
     assert result.returncode == 0, (result.stdout + result.stderr)[-2000:]
     assert (out / "m.rknn").stat().st_size > 0
+
+
+@pytest.mark.skipif(not ZOO.exists(), reason="../shared/zoo is not present")
+@pytest.mark.parametrize("name", ["transformer_encoder", "tv_mobilenet_v2_fp16"])
+@pytest.mark.parametrize("major", ["10", "11"])
+def test_structure_only_zoo_models_export_for_both_majors(tmp_path, favour, name, major):
+    """Folded shape arithmetic shared by two engines (the transformer's attention scale) is no engine output;
+    a model declared in FLOAT16 keeps its types where the plan does not change them."""
+    plan_path, plan = _plan(tmp_path, ZOO / f"{name}.onnx", favour, tensorrt=major)
+    out = tmp_path / "out"
+    manifest = export_plan(plan_path, out)
+    assert manifest["tensorrt"] == major
+    assert len(manifest["engines"]) > (2 if name == "transformer_encoder" else 0)
+    for engine in manifest["engines"]:
+        sub = onnx.load(out / engine["onnx"], load_external_data=False)
+        known = {v.name for v in sub.graph.input} | {o for n in sub.graph.node for o in n.output}
+        assert all(o.name in known for o in sub.graph.output), engine["onnx"]
+        if major == "11":
+            onnx.shape_inference.infer_shapes(sub, check_type=True, strict_mode=True)
+            assert _precision_problems(sub, plan)[0] == []
