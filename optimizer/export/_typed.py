@@ -60,12 +60,29 @@ def plan_typing(model: onnx.ModelProto, plan: Mapping[str, object], subs: Sequen
     for t, (dtype, _fmt) in io.items():
         if t in declared and t not in stored:
             stored[t] = _BOUNDARY_TYPE[dtype]
+    for t in _body_reads(model.graph):  # an If/Loop body reads these by name: they keep their declared type
+        if t in declared:
+            stored[t] = declared[t]
     scales, weights = _scales(model, precision)
     for name in (*declared, *(n for n in stored)):
         if name in scales:
             continue
         scales[name] = PLACEHOLDER_SCALE
     return Typing(precision=precision, declared=declared, stored=stored, scales=scales, weights=frozenset(weights))
+
+
+def _bodies(node: onnx.NodeProto) -> list[onnx.GraphProto]:
+    return [g for a in node.attribute for g in ([a.g] if a.type == onnx.AttributeProto.GRAPH else
+                                                list(a.graphs) if a.type == onnx.AttributeProto.GRAPHS else [])]
+
+
+def _body_reads(graph: onnx.GraphProto) -> set[str]:
+    """Every tensor name a control-flow body of this graph reads (outer-scope names among them)."""
+    reads: set[str] = set()
+    for node in graph.node:
+        for body in _bodies(node):
+            reads |= {t for n in body.node for t in n.input if t} | _body_reads(body)
+    return reads
 
 
 def _scales(model: onnx.ModelProto, precision: Mapping[str, str]) -> tuple[dict[str, float], set[str]]:
@@ -164,7 +181,7 @@ class _Rewriter:
         return _COMPUTE[precision]  # an INT8 layer's other constants (a bias) join its dequantized FLOAT
 
     def node(self, node: onnx.NodeProto, name: str) -> None:
-        precision = self.typing.precision.get(name)
+        precision = None if _bodies(node) else self.typing.precision.get(name)  # control flow: as declared
         copy = onnx.NodeProto()
         copy.CopyFrom(node)
         for i, tensor in enumerate(node.input):
@@ -195,6 +212,7 @@ def typed_submodel(sub: SubModel, typing: Typing, whole: bool = False) -> SubMod
         stored = {t: typing.declared[t] for t in (*sub.inputs, *sub.outputs) if t in typing.declared}
     else:
         stored = dict(typing.stored)
+    stored.update({t: typing.declared[t] for t in _body_reads(graph) if t in typing.declared})
     writer = _Rewriter(sub, typing, stored)
     for name, node in zip(sub.nodes, graph.node):  # sub.nodes: the plan's names, in the graph's order
         writer.node(node, name)

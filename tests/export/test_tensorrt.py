@@ -392,3 +392,40 @@ def test_structure_only_zoo_models_export_for_both_majors(tmp_path, favour, name
         if major == "11":
             onnx.shape_inference.infer_shapes(sub, check_type=True, strict_mode=True)
             assert _precision_problems(sub, plan)[0] == []
+
+
+def _with_if(tmp_path):
+    """Relu -> If (the branches read the Relu's output from the outer graph) -> y."""
+    from onnx import helper
+
+    from tests.conftest import save_model, value
+
+    then = helper.make_graph([helper.make_node("Add", ["t", "t"], ["o1"], name="then_add")], "then", [],
+                             [helper.make_tensor_value_info("o1", TensorProto.FLOAT, [1, 8, 16, 16])])
+    other = helper.make_graph([helper.make_node("Mul", ["t", "t"], ["o2"], name="else_mul")], "else", [],
+                              [helper.make_tensor_value_info("o2", TensorProto.FLOAT, [1, 8, 16, 16])])
+    zero = helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0])
+    nodes = [helper.make_node("Relu", ["x"], ["t"], name="relu"),
+             helper.make_node("ReduceSum", ["x"], ["s"], name="sum", keepdims=0),
+             helper.make_node("Greater", ["s", "zero"], ["c"], name="greater"),
+             helper.make_node("If", ["c"], ["y"], name="branch", then_branch=then, else_branch=other)]
+    return save_model(tmp_path / "branching.onnx", nodes, [value("x", [1, 8, 16, 16])], [value("y", None)], [zero])
+
+
+def test_trt11_control_flow_bodies_read_the_types_they_declare(tmp_path, favour):
+    """An FP16 layer whose output an If body reads by name: the outer tensor stays FLOAT for the body. Checked on
+    the typed whole model: a plan does not list a tensor that only a body reads among a subgraph's inputs, so the
+    engine split of such a model is short of it (see the README)."""
+    model = _with_if(tmp_path)
+    plan_path, plan = _plan(tmp_path, model, favour, precision_pins={"relu": "fp16"}, pins={"relu": "gpu"})
+    assert {layer["node"]: layer["precision"] for layer in plan["layers"]}["relu"] == "fp16"
+    out = tmp_path / "out"
+    export_plan(plan_path, out, tensorrt="11")
+    whole = out / "branching_typed.onnx"
+    onnx.checker.check_model(onnx.load(whole), full_check=True)
+    assert _precision_problems(onnx.load(whole), {"layers": [layer for layer in plan["layers"]
+                                                              if layer["node"] == "relu"]})[0] == []
+    for sign in (1.0, -1.0):  # both branches
+        feeds = {"x": sign * np.abs(np.random.default_rng(0).normal(0, 1, (1, 8, 16, 16))).astype(np.float32)}
+        got, want = _reference(whole, feeds)["y"], _reference(model, feeds)["y"]
+        assert np.max(np.abs(got - want)) <= 0.01 * max(float(np.abs(want).max()), 1.0)
