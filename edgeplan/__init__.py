@@ -4,7 +4,7 @@
     planned = edgeplan.optimize("model.onnx", "orin-agx", edgeplan.PlanRequest(objective="throughput",
                                                                                 time_limit_s=10))
     edgeplan.write_plan_files(planned, pathlib.Path("plan"))
-    print(planned.plan["predicted"], planned.plan["solver"]["outcome"])
+    print(planned.plan.predicted.latency_ms, planned.plan.solver.outcome)  # a typed edgeplan.Plan
 
 Names are imported on first use, so `import edgeplan` stays cheap (Optuna loads only for studies). The
 implementation lives in the `optimizer` package; these are its public entry points.
@@ -25,7 +25,8 @@ _PUBLIC = {
     # planning
     "PlanRequest": "optimizer.solver", "Outcome": "optimizer.solver", "Stop": "optimizer.solver",
     "optimize": "optimizer.plan", "Planned": "optimizer.plan", "write_plan_files": "optimizer.plan",
-    "validate_plan": "optimizer.plan", "baselines": "optimizer.plan",
+    "validate_plan": "optimizer.plan", "baselines": "optimizer.plan", "Plan": "optimizer.plan",
+    "Device": "optimizer.enums", "Precision": "optimizer.enums",
     # after the plan
     "export_plan": "optimizer.export", "read_plan": "optimizer.export",
     "suggest": "optimizer.edits", "edit": "optimizer.edits",

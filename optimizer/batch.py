@@ -26,12 +26,16 @@ from multiprocessing import get_context
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from optimizer import __version__
 from optimizer.batch_summary import summary_html
+from optimizer.enums import Device
 from optimizer.errors import BadInputError, EdgeplanError, InfeasibleError
 from optimizer.fileio import atomic_write_text, dumps_json, safe_name, sha256_file, write_file_set
+
+if TYPE_CHECKING:  # run_job imports the plan stage where it runs
+    from optimizer.plan import Plan
 
 log = logging.getLogger(__name__)
 PARENT_POLL_S = 1.0  # how often a worker checks that the batch that started it is still alive
@@ -123,13 +127,13 @@ def run_job(job: Job) -> dict[str, Any]:
                            profile_path=job.profile)
         files = plan_files(planned)
         plan = planned.plan
-        layers = [layer for layer in plan["layers"] if layer.get("role") != "constant"]
-        accelerated = sum(layer["device"] not in ("gpu", "cpu") for layer in layers)
-        name, base = min(plan["baselines"].items(), key=lambda kv: kv[1]["latency_ms"])
-        row.update(nodes=plan["model"]["num_nodes"], groups=plan["solver"]["groups"],
+        layers = [layer for layer in plan.layers if layer.role != "constant"]
+        accelerated = sum(layer.device not in (Device.GPU, Device.CPU) for layer in layers)
+        name, base = min(plan.baselines.items(), key=lambda kv: kv[1].latency_ms)
+        row.update(nodes=plan.model.num_nodes, groups=plan.solver.groups,
                    accelerator_coverage=round(accelerated / len(layers), 4) if layers else 0.0,
-                   latency_ms=plan["predicted"]["latency_ms"], baseline=name, baseline_ms=base["latency_ms"],
-                   speedup=base["speedup"], solver_status=plan["solver"]["status"],
+                   latency_ms=plan.predicted.latency_ms, baseline=name, baseline_ms=base.latency_ms,
+                   speedup=base.speedup, solver_status=plan.solver.status,
                    solve_s=round(planned.run["timings"]["solve_s"], 3), plan=str(folder / "plan.json"))
         row.update(_size_status(plan))
     except InfeasibleError as exc:
@@ -147,15 +151,14 @@ def run_job(job: Job) -> dict[str, Any]:
     return row
 
 
-def _size_status(plan: dict[str, Any]) -> dict[str, str]:
+def _size_status(plan: Plan) -> dict[str, str]:
     """A plan that rests on dynamic or unresolved dims is not plainly ok: its status is needs-shapes."""
     from optimizer.check import size_note
+    from optimizer.plan._types import as_json
 
-    sizes = plan.get("unknown_sizes")
-    if not sizes:
-        return {}
-    out = {"unknown_sizes": size_note(sizes)}
-    if sizes["needs_shapes"]:
+    sizes = plan.unknown_sizes
+    out = {"unknown_sizes": size_note(as_json(sizes))}
+    if sizes.needs_shapes:
         out["status"] = "needs-shapes"
     return out
 
@@ -203,7 +206,7 @@ def run_batch(models: Sequence[str], targets: Sequence[str], out: str, *, worker
                 from distributed import Client
             except ImportError:
                 raise BadInputError("--dask needs the 'distributed' package: pip install 'edgeplan[dask]'") from None
-            with Client(dask_address) as client:
+            with Client(dask_address) as client:  # type: ignore[no-untyped-call]
                 for future in client.map(run_job, todo, pure=False):
                     record(future.result())
         elif workers == 1 or len(todo) <= 1:

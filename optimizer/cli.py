@@ -13,12 +13,14 @@ from typing import Any, NoReturn
 
 from optimizer import __version__
 from optimizer._progress import Progress
-from optimizer.catalog import load_catalog
+from optimizer.catalog import family_files, load_catalog
 from optimizer.check import check_graph, check_json, render_table
+from optimizer.enums import PRECISIONS
 from optimizer.errors import BadInputError, EdgeplanError
 from optimizer.fileio import dumps_json, write_user_file
-from optimizer.ir import load_model, parse_input_shapes
+from optimizer.ir import Graph, load_model, parse_input_shapes
 from optimizer.solver import OBJECTIVES, PlanRequest, parse_assignments
+from optimizer.solver._multi import MULTI_ONLY
 
 log = logging.getLogger("edgeplan")
 
@@ -100,7 +102,7 @@ def _peak_text(row: dict[str, Any]) -> str:
     return peak if row["accelerator_cores"] else f"no {row['accelerator'].upper()}: {acc} {peak}"
 
 
-def _load(args: argparse.Namespace):
+def _load(args: argparse.Namespace) -> Graph:
     return load_model(args.model, parse_input_shapes(args.input_shape or []))
 
 
@@ -122,11 +124,17 @@ def _optimize(args: argparse.Namespace) -> int:
 
     shapes = parse_input_shapes(args.input_shape or [])
     allowed = frozenset(p.strip() for p in args.allow_precisions.split(",") if p.strip())
+    from optimizer.multi import wants_multi
+
+    if wants_multi(args):
+        return _optimize_multi(args, shapes, allowed)
+    args.model = args.model[0]
+    args.latency_cap = _one_cap(args.latency_cap)
     sensitivity = {}
     if args.sensitivity:
         sensitivity = load_sensitivity(args.sensitivity, load_model(args.model, shapes))
     request = PlanRequest(
-        objective=args.objective, time_limit_s=args.time_limit, seed=args.seed, workers=args.workers,
+        objective=args.objective or "latency", time_limit_s=args.time_limit, seed=args.seed, workers=args.workers,
         deterministic_limit_s=args.deterministic_limit,
         allowed_precisions=allowed, pins=parse_assignments(args.pin, "--pin"),
         precision_pins=parse_assignments(args.precision, "--precision"), sensitivity=sensitivity,
@@ -147,6 +155,41 @@ def _optimize(args: argparse.Namespace) -> int:
         raise BadInputError("--out exists and is not a directory", file=str(out))
     write_plan_files(planned, out)
     sys.stdout.write(terminal_summary(planned, str(out)))
+    return 0
+
+
+def _one_cap(values: list[str] | None) -> float | None:
+    if not values:
+        return None
+    if len(values) > 1:
+        raise BadInputError("--latency-cap MS is given once for one model (NAME=MS caps one of several)")
+    try:
+        return float(values[0])
+    except ValueError:
+        raise BadInputError(f"--latency-cap takes milliseconds, got '{values[0]}'") from None
+
+
+def _optimize_multi(args: argparse.Namespace, shapes: dict[str, tuple[int, ...]], allowed: frozenset[str]) -> int:
+    """Several models in one plan (or one model under energy, makespan, weighted or a GPU budget)."""
+    from optimizer.fileio import write_file_set
+    from optimizer.multi import MERGED_NAME, multi_request, multi_summary, optimize_multi
+
+    for flag in ("sensitivity", "int8_budget", "pin", "precision", "loadable_sram", "explain", "dla_standalone"):
+        if getattr(args, flag, None):
+            raise BadInputError(f"--{flag.replace('_', '-')} is not offered with several models or the "
+                                f"{args.objective} objective yet")
+    request = PlanRequest(objective="latency", time_limit_s=args.time_limit, seed=args.seed, workers=args.workers,
+                          deterministic_limit_s=args.deterministic_limit, allowed_precisions=allowed,
+                          sram_bytes=args.sram_bytes, max_loadables=args.max_loadables, sparsity=args.sparsity)
+    multi = multi_request(args)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise BadInputError("--out exists and is not a directory", file=str(out))
+    planned = optimize_multi(args.model, args.target, request, multi, input_shapes=shapes,
+                             profile_path=args.profile, started=args.started,
+                             merged_path=str(out / MERGED_NAME))
+    write_file_set(out, planned.files())
+    sys.stdout.write(multi_summary(planned.plan, str(out)))
     return 0
 
 
@@ -222,7 +265,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         raise BadInputError("--csv needs --models DIR (the folder its onnx column is relative to)")
     document = run_calibration(args.csv, args.models, args.out, families=args.family or (), priors=priors,
                                cross=not args.no_cv, layer_inputs=layers)
-    def pct(summary: dict | None, field: str = "median_abs_pct_error") -> str:
+    def pct(summary: dict[str, Any] | None, field: str = "median_abs_pct_error") -> str:
         return format(summary[field], ".1%") if summary else "-"
 
     print(f"{'family':<14} {'rows':>5} {'LOSO MdAPE':>11} {'LOSO p90':>9} {'LOFO MdAPE':>11} {'prior MdAPE':>12} "
@@ -274,11 +317,36 @@ def _edit(args: argparse.Namespace) -> int:
 
 def _study(args: argparse.Namespace) -> int:
     from optimizer.study import reproduce_study, resume_study, run_study
+    from optimizer.study._pareto import is_pareto_config, reproduce_pareto, run_pareto_study
 
     progress = _progress(args, "trials")
 
     def trials(done: int, total: int) -> None:
         progress(done, total)
+
+    pareto_folder = args.action == "reproduce" and args.folder and (Path(args.folder) / "front.json").exists()
+    if pareto_folder:
+        try:
+            same, diff = reproduce_pareto(args.folder, progress=trials)
+        finally:
+            progress.close()
+        print(f"{args.folder}: the rerun's front and plan are byte-identical" if same else
+              f"{args.folder}: the rerun {diff}", file=sys.stdout if same else sys.stderr)
+        return 0 if same else 1
+    if args.action not in ("reproduce", "resume") and is_pareto_config(args.action):
+        try:
+            pareto = run_pareto_study(args.action, args.out, command=["edgeplan", *sys.argv[1:]], progress=trials)
+        finally:
+            progress.close()
+        front = json.loads((pareto.folder / "front.json").read_text(encoding="utf-8"))
+        print(f"study {pareto.folder}: {pareto.trials} trials, a Pareto front of {len(front['points'])} plan(s) "
+              f"over {', '.join(front['objectives'])}:")
+        for point in front["points"]:
+            values = ", ".join(f"{k} {v:.4g}" for k, v in point["values"].items())
+            params = ", ".join(f"{k}={v}" for k, v in sorted(point["params"].items()))
+            print(f"  trial {point['trial']}: {values}; DLA: {', '.join(point['dla']) or 'none'} ({params})")
+        print(f"wrote plan.json, front.json, front/, trials.csv, manifest.json, report.html in {pareto.folder}")
+        return 0
 
     if args.action == "reproduce":
         if not args.folder:
@@ -319,7 +387,7 @@ def _batch(args: argparse.Namespace) -> int:
 
     bar = _progress(args, "batch jobs")
 
-    def progress(done: int, total: int, row: dict) -> None:
+    def progress(done: int, total: int, row: dict[str, Any]) -> None:
         bar(done, total, f"{Path(row['model']).name} {row['target']}: {row['status']}")
 
     try:
@@ -406,11 +474,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=_check)
 
     p = command("optimize", "solve for the best deployment plan and write DIR/plan.json")
-    p.add_argument("model", help="ONNX model file")
+    p.add_argument("model", nargs="+", help="ONNX model file (several: one plan for all, sharing the engines)")
     p.add_argument("--target", required=True, help="target ID (see 'edgeplan targets')")
     p.add_argument("--out", required=True, metavar="DIR", help="folder for plan.json, run.json, report.md")
-    p.add_argument("--objective", default="latency", choices=OBJECTIVES,
-                   help="latency of one frame; throughput (busiest engine); dual-stream (two DLA cores, two streams)")
+    p.add_argument("--objective", default=None, choices=OBJECTIVES + MULTI_ONLY,
+                   help="latency of one frame; throughput (busiest engine); dual-stream (two DLA cores, two "
+                        "streams); makespan (one frame of every model, the default for several); weighted (sum "
+                        "of weight x model latency); energy (mJ per frame, with --makespan-cap or --latency-cap)")
+    p.add_argument("--rate", action="append", metavar="NAME=FPS",
+                   help="several models, --objective throughput: frames/s model NAME must sustain (all or none)")
+    p.add_argument("--weight", action="append", metavar="NAME=W", help="weight of model NAME (--objective weighted)")
+    p.add_argument("--gpu-budget", type=float, metavar="SHARE",
+                   help="the GPU may be busy at most this share of each frame (0.5 leaves half of it free)")
+    p.add_argument("--makespan-cap", type=float, metavar="MS", help="cap on the makespan of one frame of every model")
+    p.add_argument("--no-contention", action="store_true",
+                   help="leave shared-DRAM contention (PCCS) out of the multi-model objective")
     p.add_argument("--time-limit", type=float, default=60.0, metavar="S",
                    help="wall-clock seconds for the whole command; past it the best plan found (or the best "
                         "baseline) is written")
@@ -425,7 +503,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="precisions the accelerator and GPU may use (CPU fallback stays fp32)")
     p.add_argument("--sensitivity", metavar="FILE", help="INT8 sensitivity: CSV node,score or rknn accuracy_analysis")
     p.add_argument("--int8-budget", type=float, metavar="X", help="max summed sensitivity of INT8 nodes")
-    p.add_argument("--latency-cap", type=float, metavar="MS", help="latency cap for --objective throughput")
+    p.add_argument("--latency-cap", action="append", metavar="MS|NAME=MS",
+                   help="latency cap for --objective throughput; NAME=MS caps model NAME of several")
     p.add_argument("--dla-standalone", action="store_true", help="whole network as DLA loadables (seed 000 12.5)")
     p.add_argument("--sram-bytes", type=int, metavar="B", help="DLA managed SRAM pool per loadable (power of two)")
     p.add_argument("--loadable-sram", metavar="B0,B1,..",
@@ -486,7 +565,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--accelerator", required=True, choices=("gpu", "dla", "npu", "cpu", "auto"),
                    help="gpu only; dla with GPU fallback; npu with CPU fallback; cpu = the whole model on an RKNN "
                         "SoC's CPU (fp32); auto = the planner's best plan")
-    p.add_argument("--precision", required=True, choices=("int8", "fp16", "fp32"))
+    p.add_argument("--precision", required=True, choices=PRECISIONS)
     p.add_argument("--batch", type=int, default=1, help="frames per inference")
     p.add_argument("--cores", type=int, default=1,
                    help="DLA cores (one engine each, all fed) or NPU cores one inference is split over")
@@ -511,10 +590,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rknn-perf", metavar="TXT", help="per-layer times: rknn-toolkit2 eval_perf table")
     p.add_argument("--model", help="the ONNX model the per-layer times were measured on")
     p.add_argument("--target", help="the target the per-layer times were measured on")
-    p.add_argument("--precision", default="fp16", choices=("int8", "fp16", "fp32"),
+    p.add_argument("--precision", default="fp16", choices=PRECISIONS,
                    help="precision of trtexec layers when --trtexec-layers does not say")
     p.add_argument("--out", required=True, metavar="DIR", help="folder for latency_<family>.toml and calibration.json")
-    p.add_argument("--family", action="append", choices=("nvidia-dla", "rockchip-rknn"),
+    p.add_argument("--family", action="append", choices=tuple(family_files()),
                    help="fit only this family (repeatable; default: every family with rows)")
     p.add_argument("--prior", action="append", metavar="PROFILE", help="start from this profile (per family)")
     p.add_argument("--no-cv", action="store_true", help="skip leave-one-family-out cross-validation")

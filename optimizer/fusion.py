@@ -26,7 +26,7 @@ FOLLOWERS = frozenset({
     "Unsqueeze", "QuantizeLinear", "DequantizeLinear", "Cast",
 })
 
-Support = frozenset  # of (accelerator, precision)
+Support = frozenset[tuple[str, str]]  # of (accelerator, precision)
 
 
 @dataclass(frozen=True)
@@ -186,16 +186,21 @@ def build_groups(report: CheckReport) -> GroupGraph:
             multicore=multicore, sparsity_modes=tuple(anchor_modes),
         ))
 
-    edges = []
-    for k, group in enumerate(groups):
-        for name in group.members:
+    group_edges: set[Edge] = set()
+    for k, layer_group in enumerate(groups):
+        for name in layer_group.members:
             node = graph.node(name)
             for t in dict.fromkeys(graph.runtime_inputs(node)):
-                src = node_group[graph.producer(t).name] if graph.producer(t) is not None else -1
+                src = _group_of(graph, node_group, t)
                 if src != k:
-                    edges.append(Edge(tensor=t, src=src, dst=k))
-    edges = sorted(set(edges), key=lambda e: (e.dst, e.src, e.tensor))
-    outputs = {t: (node_group[graph.producer(t).name] if graph.producer(t) is not None else -1)
-               for t in graph.outputs}
-    return GroupGraph(graph=graph, groups=tuple(groups), edges=tuple(edges),
+                    group_edges.add(Edge(tensor=t, src=src, dst=k))
+    ordered = sorted(group_edges, key=lambda e: (e.dst, e.src, e.tensor))
+    outputs = {t: _group_of(graph, node_group, t) for t in graph.outputs}
+    return GroupGraph(graph=graph, groups=tuple(groups), edges=tuple(ordered),
                       node_group=MappingProxyType(node_group), outputs=MappingProxyType(outputs))
+
+
+def _group_of(graph: Graph, node_group: Mapping[str, int], tensor: str) -> int:
+    """The layer group producing a tensor; -1 for a graph input or a weight."""
+    producer = graph.producer(tensor)
+    return -1 if producer is None else node_group[producer.name]

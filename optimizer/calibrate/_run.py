@@ -23,13 +23,13 @@ from optimizer.calibrate._calibrate import (
 from optimizer.calibrate._fit import predict_all
 from optimizer.calibrate._measurements import read_measurements
 from optimizer.calibrate._vendor import vendor_observations
-from optimizer.catalog import Catalog, load_catalog
+from optimizer.catalog import Catalog, family_files, load_catalog
 from optimizer.errors import BadInputError
 from optimizer.fileio import atomic_write_text, sha256_file, write_json
 from optimizer.latency import load_profile
+from optimizer.latency._profile import profile_file
 
 CALIBRATION_SCHEMA = "edgeplan.calibration/v1"
-PROFILE_FILES = {"nvidia-dla": "latency_nvidia_dla.toml", "rockchip-rknn": "latency_rockchip_rknn.toml"}
 
 
 # per-row prediction fields -> the summary names calibration.json gives them
@@ -101,10 +101,11 @@ def run_calibration(csv_path: str | Path | None, models: str | Path | None, out:
     if csv_path is None and not layer_inputs:
         raise BadInputError("nothing to fit: give --csv and/or per-layer timings (--trtexec-profile, --rknn-perf)")
     measurements = read_measurements(csv_path, models or Path(csv_path).parent) if csv_path else []
-    chosen = list(families) or list(PROFILE_FILES)
-    unknown = set(chosen) - set(PROFILE_FILES)
+    known = family_files()
+    chosen = list(families) or list(known)
+    unknown = set(chosen) - set(known)
     if unknown:
-        raise BadInputError(f"unknown family {', '.join(sorted(unknown))} (known: {', '.join(PROFILE_FILES)})")
+        raise BadInputError(f"unknown family {', '.join(sorted(unknown))} (known: {', '.join(known)})")
     prior_profiles = {f: load_profile(f, (priors or {}).get(f), prior=f not in (priors or {})) for f in chosen}
     relevant, elsewhere = [], []
     for m in measurements:
@@ -139,7 +140,7 @@ def run_calibration(csv_path: str | Path | None, models: str | Path | None, out:
                                                            for s in sorted(skipped, key=lambda s: _row(s.label))]}
     all_rows = []
     for result in results:
-        path = out / PROFILE_FILES[result.family]
+        path = out / profile_file(result.family)
         atomic_write_text(path, result.profile)
         all_rows += result.rows
         document["families"][result.family] = {

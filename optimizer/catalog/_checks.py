@@ -550,25 +550,55 @@ def _behind_transpose(graph: Graph, tensor: str, depth: int = 4) -> bool:
     return False
 
 
+def _softmax_side(graph: Graph, tensor: str) -> bool:
+    """The tensor is attention's probability matrix: a Softmax output, possibly transposed (V @ P^T)."""
+    node = graph.producer(tensor)
+    if node is not None and node.op_type == "Transpose":
+        node = graph.producer(node.inputs[0])
+    return node is not None and node.op_type == "Softmax"
+
+
+def _value_operand(graph: Graph, node: Node) -> tuple[int, tuple[Any, ...]] | None:
+    """(operand index, V's shape) when `node` makes the V operand of attention's P.V (or V.P^T): one operand of
+    a MatMul of two activations whose other operand is the Softmax's probabilities."""
+    for output in node.outputs:  # a q/k/v Split makes V as one of its outputs; V may have other users too
+        for user in graph.consumers(output):
+            if not _is_activation_matmul(graph, user) or output not in user.inputs[:2]:
+                continue
+            index = user.inputs.index(output)
+            if _softmax_side(graph, user.inputs[1 - index]):
+                if _from_windowed_heads(graph, output):
+                    return None  # already (b, N, 1, d) after the windowed head split (RKNN-WINDOW-HEADS)
+                shape = graph.shape(output)
+                return (index, shape) if _static(shape) and len(shape) >= 2 else None
+    return None
+
+
 def exmatmul_operand(rule: Rule, view: LayerView) -> str | None:
-    """The V operand of attention's P.V (a MatMul of two activations whose first operand is a Softmax) goes
-    into exMatMul's [b, k, 1, m] form through a Transpose layer named after V's producer; K^T of Q.K^T needs
-    none."""
+    """The V operand of attention (P.V or V.P^T, P from a Softmax) goes into exMatMul's [b, N, 1, d] form through
+    a Transpose layer named after V's producer; K^T of Q.K^T needs none. The transpose runs on the NPU only when
+    both of V's last two dims are whole 8-byte groups (`align` elements per precision: 4 FP16, 8 INT8). A
+    Transpose making V right after a Reshape is merged into that Reshape, which then carries the layer."""
     node, graph = view.node, view.graph
-    if not node.outputs:
+    carrier = node
+    if node.op_type == "Reshape" and node.outputs:
+        users = graph.consumers(node.outputs[0])
+        if len(users) == 1 and users[0].op_type == "Transpose":
+            carrier = users[0]
+    elif node.op_type == "Transpose":
+        producer = graph.producer(node.inputs[0])
+        if producer is not None and producer.op_type == "Reshape" and len(graph.consumers(node.inputs[0])) == 1:
+            return None  # merged into the Reshape before it
+    found = _value_operand(graph, carrier)
+    if found is None:
         return None
-    found = _activation_matmul_operand(graph, node.outputs[0], depth=1)
-    if found is None or found[0] != 1:
-        return None
-    scores = graph.producer(found[1].inputs[0])
-    if scores is None or scores.op_type != "Softmax":
-        return None
-    shape = graph.shape(node.outputs[0])
-    align = rule.params.get("align", 1)
-    if _static(shape) and len(shape) >= 2 and shape[-1] % align == 0 and shape[-2] % align == 0:
-        return None  # tokens and head dim both aligned: the transpose runs on the NPU
-    return (f"{node.op_type} makes the V operand {list(shape or ())} of softmax(.).V; with tokens or head dim not "
-            f"a multiple of {align} the transpose into exMatMul's [b, k, 1, m] form runs on the CPU")
+    shape = found[1]
+    align = rule.params.get("align", {}).get(view.precision, 1)
+    if shape[-1] % align == 0 and shape[-2] % align == 0:
+        return None  # both dims whole 8-byte groups: the transpose runs on the NPU
+    return (f"{node.op_type} makes the V operand {list(shape)} of attention's softmax(.).V; its last two dims are "
+            f"not both multiples of {align} ({view.precision}: 8-byte groups), so the transpose into exMatMul's "
+            "[b, N, 1, d] form runs on the CPU")
 
 
 def _output_token_concat(graph: Graph, node: Node) -> bool:
@@ -604,6 +634,301 @@ def head_relayout(rule: Rule, view: LayerView) -> str | None:
         return None
     return (f"{node.op_type} feeds the output Concat in feature-map form; its relayout into the Concat's "
             "(C, 1, 1, N) batch form moves data across the channel axis and runs on the CPU")
+
+
+def _whole_groups(dims: Sequence[int], align: int) -> bool:
+    return all(int(d) % align == 0 for d in dims)
+
+
+def _const_matmul(graph: Graph, node: Node | None) -> bool:
+    return (node is not None and node.op_type in ("MatMul", "Gemm") and len(node.inputs) > 1
+            and graph.is_constant(node.inputs[1]))
+
+
+def _wants_token_form(graph: Graph, tensor: str, depth: int = 4) -> bool:
+    """The tensor flows, through element-wise ops, into a consumer that holds it as tokens [B, C, 1, N]: a token
+    MatMul, a LayerNorm, or an Add whose other operand is already in token form (a residual)."""
+    for _ in range(depth):
+        users = graph.consumers(tensor)
+        if len(users) != 1:
+            return False
+        user = users[0]
+        if _const_matmul(graph, user) or user.op_type in ("LayerNormalization", "RMSNormalization"):
+            return True
+        if user.op_type == "Add" and len(user.inputs) == 2:
+            other = user.inputs[1] if user.inputs[0] == tensor else user.inputs[0]
+            if not graph.is_constant(other) and _token_form(graph, other):
+                return True
+        if user.op_type not in _LAYOUT_NEUTRAL:
+            return False
+        tensor = user.outputs[0]
+    return False
+
+
+def _token_swap(graph: Graph, node: Node) -> tuple[Any, ...] | None:
+    """The [B, N, C] source shape when `node` is a (0, 2, 1) Transpose between two token forms: its input is held
+    as [B, C, 1, N] and its consumer holds the result as tokens too, now with N as the channel, so the toolkit
+    materialises a (B, C, 1, N) -> (B, N, 1, C) transpose (MLP-Mixer's token mixing)."""
+    if node.op_type != "Transpose" or tuple(node.attrs.get("perm") or ()) != (0, 2, 1):
+        return None
+    src = graph.shape(node.inputs[0])
+    if not _static(src) or len(src) != 3 or not _token_form(graph, node.inputs[0]):
+        return None
+    return tuple(src) if _wants_token_form(graph, node.outputs[0]) else None
+
+
+def _token_axis_mean(graph: Graph, node: Node) -> bool:
+    """A ReduceMean over the token axis of a rank-3 token tensor [B, N, C] (a ViT/Mixer head's average pool)."""
+    if node.op_type != "ReduceMean" or not node.inputs:
+        return False
+    src = graph.shape(node.inputs[0])
+    axes = node.attrs.get("axes")
+    if axes is None and len(node.inputs) > 1:
+        value = graph.constants.get(node.inputs[1])
+        axes = None if value is None else [int(a) for a in value.reshape(-1)]
+    if not _static(src) or len(src) != 3 or axes is None:
+        return False
+    return [a % 3 for a in axes] == [1] and _token_form(graph, node.inputs[0])
+
+
+def _bias_step(graph: Graph, node: Node) -> bool:
+    """An element-wise op with a single run-time input (a bias Add, a scale): it fuses into the MatMul before it."""
+    return node.op_type in _LAYOUT_NEUTRAL and sum(1 for i in node.inputs if i and not graph.is_constant(i)) == 1
+
+
+def _biased_matmul_before(graph: Graph, tensor: str, depth: int = 3) -> Node | None:
+    """The token MatMul making `tensor`, possibly through its bias Add, when nothing else reads the way there."""
+    for _ in range(depth):
+        if len(graph.consumers(tensor)) != 1:
+            return None
+        node = graph.producer(tensor)
+        if node is None:
+            return None
+        if _const_matmul(graph, node):
+            return node
+        if not _bias_step(graph, node):
+            return None
+        tensor = next(i for i in node.inputs if i and not graph.is_constant(i))
+    return None
+
+
+def _swap_after(graph: Graph, tensor: str, depth: int = 3) -> Node | None:
+    """The token-swapping Transpose that the MatMul result `tensor` reaches through its bias Add, if any."""
+    for _ in range(depth):
+        users = graph.consumers(tensor)
+        if len(users) != 1:
+            return None
+        if _token_swap(graph, users[0]) is not None:
+            return users[0]
+        if not _bias_step(graph, users[0]):
+            return None
+        tensor = users[0].outputs[0]
+    return None
+
+
+def token_relayout(rule: Rule, view: LayerView) -> str | None:
+    """Token tensors live as [B, C, 1, N] on rk3566; three places need a real transpose between that form and
+    [B, N, 1, C], each on the NPU only when N and C are whole 8-byte groups (`align`: 4 FP16, 8 INT8) except the
+    last, which always runs on the CPU:
+    - a (0, 2, 1) Transpose between two token forms (token mixing), carried by the token MatMul making its input;
+    - the tensor a token-axis ReduceMean averages, transposed so that the tokens become the channel;
+    - that ReduceMean's [B, 1, 1, C] result, transposed back (the layer is named after a Reshape right after it)."""
+    node, graph = view.node, view.graph
+    align = rule.params["align"][view.precision]
+    src: tuple[Any, ...] | None = None
+    what = ""
+    if node.op_type == "Transpose" and _token_swap(graph, node) is not None:
+        if _biased_matmul_before(graph, node.inputs[0]) is not None:
+            return None  # the token MatMul before it carries the transpose
+        src, what = _token_swap(graph, node), "swaps the token and channel axes of"
+    elif _const_matmul(graph, node) and node.outputs:
+        swap = _swap_after(graph, node.outputs[0])
+        if swap is not None:
+            src, what = _token_swap(graph, swap), "makes tokens whose (0, 2, 1) Transpose swaps the axes of"
+    if src is None and node.outputs:
+        means = [u for u in graph.consumers(node.outputs[0]) if _token_axis_mean(graph, u)]
+        if means:
+            src, what = graph.shape(node.outputs[0]), "feeds a token-axis ReduceMean, which transposes"
+    if src is not None:
+        if _whole_groups(src[1:], align):
+            return None
+        return (f"{node.op_type} {what} {list(src)}; with tokens or channels not a multiple of {align} "
+                f"({view.precision}: 8-byte groups) the transpose between [B, C, 1, N] and [B, N, 1, C] runs on "
+                "the CPU")
+    carrier = node
+    if node.op_type in ("Reshape", "Flatten", "Squeeze"):
+        carrier = graph.producer(node.inputs[0]) or node
+        if carrier is node or not _token_axis_mean(graph, carrier) or len(graph.consumers(node.inputs[0])) != 1:
+            return None
+    elif _token_axis_mean(graph, node):
+        users = graph.consumers(node.outputs[0]) if node.outputs else ()
+        if len(users) == 1 and users[0].op_type in ("Reshape", "Flatten", "Squeeze"):
+            return None  # the reshape after it carries the transpose back
+    else:
+        return None
+    return (f"{node.op_type} ends a token-axis ReduceMean; the transpose of its [B, 1, 1, C] result back to the "
+            "channel form runs on the CPU")
+
+
+def _split_of(channel: int, dims: Sequence[int]) -> int | None:
+    """The per-head size d when a contiguous run of `dims` (two or more, the first not 1) multiplies to
+    `channel`: heads x d, or (q/k/v x heads) x d."""
+    for start in range(len(dims)):
+        product = 1
+        for end in range(start, len(dims)):
+            product *= int(dims[end])
+            if product == channel and end > start and int(dims[start]) > 1 and int(dims[end]) < channel:
+                return int(dims[end])
+            if product > channel:
+                break
+    return None
+
+
+def _form_channel(graph: Graph, tensor: str, shape: tuple[Any, ...]) -> int | None:
+    """The channel of the toolkit's 4-D form of a tensor: last axis of a token tensor, axis 1 otherwise."""
+    if len(shape) == 3 and _token_form(graph, tensor):
+        return int(shape[-1])
+    return int(shape[1]) if len(shape) in (3, 4) else None
+
+
+def head_split(rule: Rule, view: LayerView) -> str | None:
+    """An attention head Reshape folds into exMatMul's operand layout (channel -> heads in the batch axis, or
+    back), but only when each head's channel count d is whole 8-byte groups (`align`: 4 FP16, 8 INT8)."""
+    node, graph = view.node, view.graph
+    if node.op_type != "Reshape" or not _attention_head_reshape(graph, node):
+        return None
+    src, dst = view.in_shape(), view.out_shape()
+    if not _static(src) or not _static(dst):
+        return None
+    a, b = _as_npu_4d(tuple(src)), _as_npu_4d(tuple(dst))
+    if a is not None and b is not None and a[1] == b[1] and not _token_form(graph, node.inputs[0]):
+        return None  # keeps the feature map's channel (a flatten of H, W): no head split
+    channel = _form_channel(graph, node.inputs[0], src)
+    d = _split_of(channel, dst[1:]) if channel else None
+    if d is None:
+        back = int(dst[-1]) if len(dst) == 3 else int(dst[1]) if len(dst) == 4 else None
+        d = _split_of(back, src[1:]) if back else None
+    align = rule.params["align"][view.precision]
+    if d is None or d % align == 0:
+        return None
+    return (f"Reshape {list(src)} -> {list(dst)} splits or joins attention heads of {d} channels, not a multiple of "
+            f"{align} ({view.precision}: 8-byte groups); the head relayout runs on the CPU")
+
+
+def map_output_relayout(rule: Rule, view: LayerView) -> str | None:
+    return _map_rank3_output(view, rule.params or {})
+
+
+def _windowed_head_reshape(graph: Graph, node: Node | None) -> bool:
+    """A Reshape splitting the channel of windowed tokens [B, N, C] (B > 1: the windows ride in the batch axis)
+    into heads, [B, N, (3,) heads, d], for a Transpose that brings the heads before the tokens."""
+    if node is None or node.op_type != "Reshape" or not node.outputs:
+        return False
+    src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
+    if not _static(src) or not _static(dst) or len(src) != 3 or len(dst) not in (4, 5) or int(src[0]) == 1:
+        return False
+    if tuple(dst[:2]) != tuple(src[:2]) or math.prod(int(d) for d in dst[2:]) != int(src[2]):
+        return False
+    users = graph.consumers(node.outputs[0])
+    return len(users) == 1 and users[0].op_type == "Transpose" and list(users[0].attrs.get("perm") or ())[:1] != [0]
+
+
+def _from_windowed_heads(graph: Graph, tensor: str, depth: int = 5) -> bool:
+    """The tensor is q, k or v unbound from a windowed head split (through Split/Squeeze/Gather/Transpose)."""
+    for _ in range(depth):
+        node = graph.producer(tensor)
+        if node is None or node.op_type not in ("Split", "Squeeze", "Gather", "Transpose", "Mul", "Div"):
+            return False
+        source = node.inputs[0]
+        if node.op_type == "Transpose" and _windowed_head_reshape(graph, graph.producer(source)):
+            return True
+        tensor = source
+    return False
+
+
+def _softmax_chain(graph: Graph, tensor: str) -> bool:
+    node = graph.producer(tensor)
+    for _ in range(3):
+        if node is None:
+            return False
+        if node.op_type == "Softmax":
+            return True
+        if node.op_type not in ("Transpose", "Mul", "Div"):
+            return False
+        node = graph.producer(node.inputs[0])
+    return False
+
+
+def window_heads(rule: Rule, view: LayerView) -> str | None:
+    """Windowed attention (Swin-style: B > 1 windows in the batch axis of the tokens) cannot split its qkv into
+    heads in the layout: the toolkit holds the tokens as (1, C, B, N), so the head split Reshape and the
+    Transpose after it move the windows into the batch on the CPU and leave q, k, v as (b, N, 1, d). Q and K^T
+    then need a transpose into exMatMul's [b, K, 1, m] form (V does not), which runs on the NPU only when both
+    of their last two dims are whole 8-byte groups (`align`: 4 FP16, 8 INT8)."""
+    node, graph = view.node, view.graph
+    if _windowed_head_reshape(graph, node):
+        return (f"Reshape splits windowed tokens {list(view.in_shape() or ())} into heads; with the windows in the "
+                "batch axis the head split moves data (a CPU Reshape and Transpose)")
+    if node.op_type == "Transpose" and _windowed_head_reshape(graph, graph.producer(node.inputs[0])):
+        return "Transpose brings the heads of windowed tokens before the windows: a data move on the CPU"
+    align = rule.params["align"][view.precision]
+    for output in node.outputs:
+        shape = graph.shape(output)
+        if not _static(shape) or len(shape) < 2 or not _from_windowed_heads(graph, output):
+            continue
+        for user in graph.consumers(output):
+            if (_is_activation_matmul(graph, user) and output in user.inputs[:2]
+                    and not any(_softmax_chain(graph, i) for i in user.inputs[:2])
+                    and not _whole_groups([int(d) for d in shape[-2:]], align)):
+                return (f"{node.op_type} makes the exMatMul operand {list(shape)} of windowed attention's Q.K^T; "
+                        f"its last two dims are not both multiples of {align} ({view.precision}: 8-byte groups), "
+                        "so its transpose into exMatMul's form runs on the CPU")
+    return None
+
+
+def _channels_last_input(graph: Graph, tensor: str, depth: int = 6) -> bool:
+    """The 4-D tensor was made channels-last by a (0, 2, 3, 1) Transpose (possibly through element-wise ops)."""
+    for _ in range(depth):
+        node = graph.producer(tensor)
+        if node is None:
+            return False
+        if node.op_type == "Transpose":
+            return tuple(node.attrs.get("perm") or ()) == _TO_NHWC
+        if node.op_type not in _LAYOUT_NEUTRAL:
+            return False
+        tensor = _activation_input(graph, node)
+    return False
+
+
+def _norm_needing_transpose(graph: Graph, node: Node) -> bool:
+    """A norm exNorm can only take after a transpose on rk3566: a LayerNorm over the last axis alone of an NCHW
+    map (W, not a channels-last tensor), or a lone InstanceNormalization of a 4-D map (not GroupNorm's form)."""
+    shape = graph.shape(node.inputs[0]) if node.inputs else None
+    if not _static(shape) or len(shape) != 4:
+        return False
+    if node.op_type == "LayerNormalization":
+        axis = node.attrs.get("axis", -1)
+        return axis % 4 == 3 and int(shape[3]) > 1 and not _channels_last_input(graph, node.inputs[0])
+    if node.op_type == "InstanceNormalization":
+        producer = graph.producer(node.inputs[0])
+        return producer is None or _group_norm_groups(graph, producer) is None
+    return False
+
+
+def norm_relayout(rule: Rule, view: LayerView) -> str | None:
+    """exNorm normalises the channel; a W LayerNorm of an NCHW map and a lone 4-D InstanceNormalization are run
+    as exNorm between two transposes that run on the CPU, named after the norm's producer (the one in) and the
+    norm (the one out)."""
+    node, graph = view.node, view.graph
+    if node.op_type == "LayerNormalization" and _norm_needing_transpose(graph, node):
+        return ("LayerNormalization over W of an NCHW map: exNorm takes it between two transposes, and the one "
+                "back runs on the CPU")
+    for output in node.outputs:
+        norms = [u for u in graph.consumers(output) if _norm_needing_transpose(graph, u)]
+        if norms:
+            return (f"{node.op_type} feeds a {norms[0].op_type} that exNorm takes only after a transpose of this "
+                    "output, which runs on the CPU")
+    return None
 
 
 def sdpa_channels(graph: Graph, node: Node) -> tuple[int, int] | None:
@@ -643,6 +968,11 @@ CHECKS: Mapping[str, Check] = {
     "data_dependent_shapes": data_dependent_shapes,
     "data_dtypes": data_dtypes, "norm_limits": norm_limits, "output_relayout": output_relayout,
     "exmatmul_operand": exmatmul_operand, "conv_stride": conv_stride, "head_relayout": head_relayout,
+    "token_relayout": token_relayout,
+    "head_split": head_split,
+    "map_output_relayout": map_output_relayout,
+    "window_heads": window_heads,
+    "norm_relayout": norm_relayout,
 }
 
 
@@ -783,9 +1113,18 @@ def _attention_head_reshape(graph: Graph, node: Node) -> bool:
     operand of a MatMul of two activations, directly or through the Split into q/k/v, and the toolkit
     folds it into exMatMul's operand layout."""
     def feeds_matmul(tensor: str) -> bool:
+        for _ in range(3):  # heads transposed into tokens (and K^T) on the way
+            users = graph.consumers(tensor)
+            if len(users) != 1 or users[0].op_type != "Transpose":
+                break
+            tensor = users[0].outputs[0]
         return _activation_matmul_operand(graph, tensor) is not None
 
     producer = graph.producer(node.inputs[0])
+    for _ in range(2):  # the attention result transposed back before the join
+        if producer is None or producer.op_type != "Transpose":
+            break
+        producer = graph.producer(producer.inputs[0])
     if _is_activation_matmul(graph, producer):
         return True
     if producer is not None and producer.op_type == "Split" and any(feeds_matmul(o) for o in producer.outputs):
@@ -796,14 +1135,72 @@ def _attention_head_reshape(graph: Graph, node: Node) -> bool:
     return feeds_matmul(node.outputs[0])
 
 
+def _group_norm_groups(graph: Graph, node: Node) -> tuple[int, int] | None:
+    """(channels, groups) when `node` is a Reshape of GroupNorm as exporters write it: a 4-D map [1, C, H, W]
+    reshaped to [1, G, L] into an InstanceNormalization, or that InstanceNormalization's result reshaped back."""
+    if node.op_type != "Reshape" or not node.outputs:
+        return None
+    src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
+    if not _static(src) or not _static(dst):
+        return None
+    users = graph.consumers(node.outputs[0])
+    producer = graph.producer(node.inputs[0])
+    if len(src) == 4 and len(dst) == 3 and len(users) == 1 and users[0].op_type == "InstanceNormalization":
+        return int(src[1]), int(dst[1])
+    if len(src) == 3 and len(dst) == 4 and producer is not None and producer.op_type == "InstanceNormalization":
+        return int(dst[1]), int(src[1])
+    return None
+
+
+def _group_norm_reshape(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """GroupNorm's reshapes move the groups into the batch axis, (G, C/G, H, W): a Reshape layer on the NPU when
+    a group's C/G channels are whole 8-byte groups (`align`: 4 FP16, 8 INT8), else on the CPU."""
+    found = _group_norm_groups(view.graph, view.node)
+    if found is None:
+        return None
+    channels, groups = found
+    if groups == 1:
+        return None  # one group: nothing moves into the batch axis
+    align = params.get("align", {}).get(view.precision, 1)
+    per_group = channels // groups if groups else 0
+    if groups and channels % groups == 0 and per_group % align == 0:
+        return None
+    return (f"GroupNorm Reshape with {groups} groups of {per_group} channels, not a multiple of {align} "
+            f"({view.precision}: 8-byte groups): the regrouping into the batch axis runs on the CPU")
+
+
+def _map_rank3_output(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """A rank-3 graph output leaves the NPU's 4-D layout through a layer named after the node making it that
+    runs on the CPU: a Reshape out of (1, C, 1, N) for a feature map, a transpose back to [B, N, C] for tokens."""
+    graph, node = view.graph, view.node
+    align = params.get("align", {}).get(view.precision, 1)
+    for name in node.outputs:
+        shape = graph.shape(name)
+        if name not in graph.outputs or not _static(shape) or len(shape) != 3:
+            continue
+        source: Node | None = node
+        for _ in range(8):  # back through element-wise ops to a token MatMul whose CPU transpose leaves plain data
+            if source is None or _const_matmul(graph, source) or source.op_type not in _LAYOUT_NEUTRAL:
+                break
+            source = graph.producer(_activation_input(graph, source))
+        if source is not None and _misaligned_token_output(graph, source, align):
+            return None  # the MatMul's transpose ran on the CPU: the Reshape into the output is free
+        form = "tokens" if _token_form(graph, name) else "feature-map form"
+        return (f"produces the rank-3 graph output '{name}' {list(shape)} ({form}); the Reshape out of the NPU's "
+                "4-D layout into it runs on the CPU")
+    return None
+
+
 def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | None:
     """A layout op that really moves data in the NPU's NC1HWC2 layout (C innermost): a 4-D Transpose that
     reorders non-unit axes, or a Reshape that changes the channel of the 4-D form. A Transpose right after
     a Reshape is merged into it (the Reshape then carries the move); other layout ops fold away."""
     graph, node = view.graph, view.node
     src, dst = view.in_shape(), view.out_shape()
-    if not _static(src) or not _static(dst):
-        return None
+    if not _static(src) or not _static(dst) or not src or not dst:
+        return None  # a scalar has no layout to move
+    if _group_norm_groups(graph, node) is not None:
+        return _group_norm_reshape(view, params)
     if node.op_type == "Transpose":
         producer = graph.producer(node.inputs[0])
         if producer is not None and producer.op_type == "Reshape" and len(graph.consumers(node.inputs[0])) == 1:
@@ -852,8 +1249,21 @@ def _token_form(graph: Graph, tensor: str, depth: int = 32) -> bool:
                 return False
         elif node.op_type not in _LAYOUT_NEUTRAL and node.op_type != "BatchNormalization":
             return False
-        tensor = next((i for i in node.inputs if i and not graph.is_constant(i)), "")
+        tensor = _activation_input(graph, node)
     return False
+
+
+def _activation_input(graph: Graph, node: Node) -> str:
+    """The input carrying the activation: computed by a node or fed by the graph, preferring the one shaped like
+    the output (an affine's scale may be a weight the IR does not mark constant, e.g. ResMLP's alpha)."""
+    out = graph.shape(node.outputs[0]) if node.outputs else None
+    runtime = [i for i in node.inputs if i and not graph.is_constant(i)]
+    live = [i for i in runtime if graph.producer(i) is not None or i in graph.inputs]
+    for group in (live, runtime):
+        for name in group:
+            if graph.shape(name) == out:
+                return name
+    return (live or runtime or [""])[0]
 
 
 _LAYOUT_NEUTRAL = frozenset({"Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Erf", "Gelu", "HardSwish",
@@ -882,15 +1292,26 @@ def _token_layout_end(graph: Graph, tensor: str, upstream: bool, depth: int = 8)
 
 
 def _reaches_output(graph: Graph, tensor: str, depth: int = 8) -> bool:
-    """True when `tensor` flows through element-wise ops only into a graph output."""
+    """True when `tensor` flows through element-wise ops (or a last-axis (Log)Softmax) only into a graph output."""
     for _ in range(depth):
         if tensor in graph.outputs:
             return True
         users = graph.consumers(tensor)
-        if len(users) != 1 or users[0].op_type not in _LAYOUT_NEUTRAL:
+        if len(users) != 1 or users[0].op_type not in _LAYOUT_NEUTRAL | {"Softmax", "LogSoftmax"}:
             return False
         tensor = users[0].outputs[0]
     return False
+
+
+def _misaligned_token_output(graph: Graph, node: Node, align: int) -> bool:
+    """A token MatMul (constant weights, [B, N, C] with N > 1) whose result reaches a graph output and whose
+    transpose back to [B, N, C] misses whole 8-byte groups (`align` elements)."""
+    src = graph.shape(node.inputs[0]) if node.inputs else None
+    out = graph.shape(node.outputs[0]) if node.outputs else None
+    if (not _const_matmul(graph, node) or not _static(src) or len(src) != 3 or src[1] == 1 or not _static(out)
+            or not _reaches_output(graph, node.outputs[0])):
+        return False
+    return not _whole_groups(out[1:], align)
 
 
 def _token_matmul_transposes(view: LayerView, params: Mapping[str, Any]) -> str | None:
@@ -902,8 +1323,9 @@ def _token_matmul_transposes(view: LayerView, params: Mapping[str, Any]) -> str 
     if (len(node.inputs) < 2 or not graph.is_constant(node.inputs[1]) or not _static(src) or len(src) != 3
             or src[1] == 1):
         return None
-    if not _reaches_output(graph, node.outputs[0]):
-        return None
+    align = params.get("align", {}).get(view.precision, 1)
+    if not _misaligned_token_output(graph, node, align):
+        return None  # aligned: the transpose runs on the NPU, the output's Reshape does not (RKNN-MAP-OUTPUT)
     return (f"{node.op_type} on tokens {list(src)} makes a graph output; the transpose from the toolkit's "
             "[B, C, 1, N] form back to [B, N, C] moves data across the channel axis")
 
@@ -934,6 +1356,21 @@ def _batch_major_transpose(view: LayerView, params: Mapping[str, Any]) -> str | 
     return f"Transpose perm {list(perm)} of {list(src)} moves the non-unit leading axis out of the batch axis"
 
 
+def _into_batch_transpose(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """A rank-3 Transpose that brings a non-unit axis into the leading (batch) axis and reorders the data, e.g. a
+    CRNN's map [1, C, T] -> sequence-first [T, 1, C]: a real transpose layer (a unit-axis swap is a Reshape)."""
+    src = view.in_shape()
+    if view.node.op_type != "Transpose" or not _static(src) or len(src) != 3:
+        return None
+    perm = tuple(view.attr("perm") or (2, 1, 0))
+    if perm[0] == 0 or src[perm[0]] == 1:
+        return None
+    moved = [axis for axis in perm if src[axis] != 1]
+    if moved == sorted(moved):
+        return None
+    return f"Transpose perm {list(perm)} of {list(src)} moves a non-unit axis into the batch axis, reordering the data"
+
+
 def _output_concat_relayout(view: LayerView, params: Mapping[str, Any]) -> str | None:
     if not _output_token_concat(view.graph, view.node):
         return None
@@ -952,6 +1389,13 @@ def _spatial_into_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
     return f"{view.node.op_type} {list(src)} -> {list(dst)} folds {src[2]}x{src[3]} pixels into the channel axis"
 
 
+def _pixels_into_channel(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """rk3566: as spatial_into_channel, except GroupNorm's reshape into [1, G, L], which is exNorm's own layout."""
+    if _group_norm_groups(view.graph, view.node) is not None:
+        return None
+    return _spatial_into_channel(view, params)
+
+
 Condition = Callable[[LayerView, Mapping[str, Any]], "str | None"]
 
 CONDITIONS: Mapping[str, Condition] = {
@@ -963,6 +1407,9 @@ CONDITIONS: Mapping[str, Condition] = {
     "moves_across_channel": _moves_across_channel,
     "token_matmul_transposes": _token_matmul_transposes,
     "batch_major_transpose": _batch_major_transpose,
+    "into_batch_transpose": _into_batch_transpose,
     "output_concat_relayout": _output_concat_relayout,
     "spatial_into_channel": _spatial_into_channel,
+    "pixels_into_channel": _pixels_into_channel,
+    "map_rank3_output": _map_rank3_output,
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import tomllib
@@ -24,10 +25,10 @@ from optimizer.catalog._schema import (
     Rule,
     Target,
 )
+from optimizer.enums import PRECISIONS
 from optimizer.errors import BadInputError
 
-FAMILY_FILES = ("nvidia_dla.toml", "rockchip_rknn.toml")
-PRECISIONS = ("int8", "fp16", "fp32")
+CATALOG_SCHEMA = "edgeplan.catalog/v1"
 CATALOG_ENV = "EDGEPLAN_CATALOG_DIR"  # a folder of extra target files (see load_catalog)
 
 
@@ -245,6 +246,39 @@ def _extra_files(directory: str | Path) -> list[tuple[str, str]]:
     return [(str(f), f.read_text(encoding="utf-8")) for f in sorted(folder.glob("*.toml"))]
 
 
+def family_files(directory: str | Path | None = None) -> Mapping[str, str]:
+    """Family -> catalog file name, for every *.toml of the catalog folder (default: the installed one) whose
+    schema is edgeplan.catalog/v1, in name order: a new family is one new file, listed nowhere in the code."""
+    if directory is None:
+        return _installed_family_files()
+    return _family_files(Path(directory))
+
+
+@functools.cache
+def _installed_family_files() -> Mapping[str, str]:
+    return MappingProxyType(dict(_family_files(resources.files("optimizer.constraints"))))
+
+
+def _family_files(base: Any) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for entry in sorted(base.iterdir(), key=lambda e: e.name):
+        if not entry.name.endswith(".toml"):
+            continue
+        text = entry.read_text(encoding="utf-8")
+        if CATALOG_SCHEMA not in text:
+            continue
+        raw = _parse(text, entry.name)
+        if raw.get("schema") != CATALOG_SCHEMA:
+            continue
+        family = raw.get("family")
+        if not isinstance(family, str) or not family:
+            raise _fail(entry.name, "a catalog file must name its family")
+        if family in found:
+            raise _fail(entry.name, f"family '{family}' is also defined in {found[family]}")
+        found[family] = entry.name
+    return found
+
+
 def load_catalog(directory: str | Path | None = None, extra_dir: str | Path | None = None,
                  tensorrt: str = DEFAULT_TENSORRT) -> Catalog:
     """The installed catalog (or the family files of another folder), plus the targets of the TOML files
@@ -258,7 +292,7 @@ def load_catalog(directory: str | Path | None = None, extra_dir: str | Path | No
     digest = hashlib.sha256()
     base = resources.files("optimizer.constraints") if directory is None else Path(directory)
     extra_dir = extra_dir if extra_dir is not None else os.environ.get(CATALOG_ENV) or None
-    texts = [(name, (base / name).read_text(encoding="utf-8")) for name in FAMILY_FILES]
+    texts = [(name, (base / name).read_text(encoding="utf-8")) for name in family_files(directory).values()]
     extra_texts = _extra_files(extra_dir) if extra_dir else []
     extras: dict[str, list[tuple[Mapping[str, Any], str]]] = {}
     for path, text in extra_texts:

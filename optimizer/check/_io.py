@@ -7,6 +7,7 @@ from typing import Any
 
 from optimizer.catalog import Catalog, Target
 from optimizer.ir import Graph
+from optimizer.ir._graph import Dim
 
 
 def _rule_params(catalog: Catalog, rule_id: str) -> Any:
@@ -48,14 +49,14 @@ def io_facts(graph: Graph, catalog: Catalog, target: Target, verdicts: dict[str,
 BYTES = {"int8": 1, "fp16": 2}
 
 
-def _elements(shape: tuple) -> int:
+def _elements(shape: tuple[Dim, ...]) -> int:
     total = 1
     for d in shape:
         total *= d if isinstance(d, int) else 0
     return total
 
 
-def native_input_layout(dtype: str, shape: tuple, params: Any) -> str:
+def native_input_layout(dtype: str, shape: tuple[Dim, ...], params: Any) -> str:
     """RKNN-ZC-LAYOUT: the layout rknn_query(NATIVE_INPUT_ATTR) reports, by rank, dtype and channels."""
     if len(shape) != 4:
         return "UNDEFINED"
@@ -66,7 +67,7 @@ def native_input_layout(dtype: str, shape: tuple, params: Any) -> str:
     return "NCHW"  # bool/int64 by the seed; other integer dtypes alike (assumed): passed as ONNX lays them out
 
 
-def _conversion(src: str, dst: str, shape: tuple, when: str) -> dict[str, Any]:
+def _conversion(src: str, dst: str, shape: tuple[Dim, ...], when: str) -> dict[str, Any]:
     """A CPU layout conversion the runtime does on every frame, for the latency model to price."""
     elements = _elements(shape)
     return {"on": "cpu", "from": src, "to": dst, "when": when, "elements": elements,

@@ -6,10 +6,11 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from optimizer.catalog import Catalog, Target
+from optimizer.catalog import Catalog, Rule, Target
 from optimizer.check._io import io_facts
 from optimizer.check._sizes import size_warnings, unknown_sizes
 from optimizer.check._verdicts import NodeVerdict, build_time_nodes, node_verdict
+from optimizer.enums import PRECISIONS
 from optimizer.ir import Graph
 
 CHECK_SCHEMA = "edgeplan.check/v1"
@@ -31,7 +32,7 @@ class CheckReport:
 def check_graph(graph: Graph, catalog: Catalog, target_id: str) -> CheckReport:
     """Every node's verdict on every accelerator and precision of the target, with the rules behind each no."""
     target = catalog.target(target_id)
-    rules: dict[tuple[str, str], tuple] = {}
+    rules: dict[tuple[str, str], tuple[Rule, ...]] = {}
     family = catalog.family_of(target)
     folded = build_time_nodes(graph) if family.accelerator == "npu" else frozenset()
     verdicts = tuple(node_verdict(graph, node, catalog, target, rules, folded) for node in graph.nodes)
@@ -116,9 +117,9 @@ def render_table(report: CheckReport, max_rows: int = 60) -> str:
     lines.extend(f"warning: {w}" for w in conversion_warnings(report.graph))
     lines.extend(f"warning: {w}" for w in size_warnings(unknown_sizes(report.graph)))
     lines.append("")
-    lines.append(f"{'accelerator':<12}" + "".join(f"{p:>8}" for p in ("int8", "fp16", "fp32")))
+    lines.append(f"{'accelerator':<12}" + "".join(f"{p:>8}" for p in PRECISIONS))
     for accelerator, per in s["runnable"].items():
-        cells = "".join(f"{per[p]:>8}" if p in per else f"{'-':>8}" for p in ("int8", "fp16", "fp32"))
+        cells = "".join(f"{per[p]:>8}" if p in per else f"{'-':>8}" for p in PRECISIONS)
         lines.append(f"{accelerator:<12}{cells}")
     lines.append("")
     if s["blocking_rules"]:

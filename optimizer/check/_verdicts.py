@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from optimizer.catalog import Catalog, Family, LayerView, Target
+from optimizer.catalog import Catalog, Family, LayerView, Rule, Target
 from optimizer.catalog._checks import CHECKS, sdpa_channels
 from optimizer.ir import Graph, Node
 
@@ -66,19 +66,20 @@ def build_time_nodes(graph: Graph) -> frozenset[str]:
 
 
 def _node_rules(family: Family, target: Target, kind: str, precision: str,
-                cache: dict[tuple[str, str], tuple] | None) -> tuple:
+                cache: dict[tuple[str, str], tuple[Rule, ...]] | None) -> tuple[Rule, ...]:
     """The node rules that apply to a layer kind in a precision on a target: the same for every node of
     that kind, so a 100,000-node graph filters the rule list once per kind, not once per node."""
     if cache is not None and (kind, precision) in cache:
         return cache[kind, precision]
-    rules = tuple(r for r in family.rules if r.scope == "node" and r.applies(target, kind, precision))
+    rules = tuple(r for r in family.rules if r.scope == "node" and r.check is not None  # (validated at load)
+                  and r.applies(target, kind, precision))
     if cache is not None:
         cache[kind, precision] = rules
     return rules
 
 
 def node_verdict(graph: Graph, node: Node, catalog: Catalog, target: Target,
-                 rules_cache: dict[tuple[str, str], tuple] | None = None,
+                 rules_cache: dict[tuple[str, str], tuple[Rule, ...]] | None = None,
                  build_time: frozenset[str] = frozenset()) -> NodeVerdict:
     family = catalog.family_of(target)
     kind = "constant" if node.name in build_time else layer_kind(family, node)
@@ -92,7 +93,7 @@ def node_verdict(graph: Graph, node: Node, catalog: Catalog, target: Target,
                 view = LayerView(graph=graph, node=node, family=family, target=target,
                                  precision=precision, kind=kind)
                 for rule in _node_rules(family, target, kind, precision, rules_cache):
-                    message = CHECKS[rule.check](rule, view)
+                    message = CHECKS[rule.check or ""](rule, view)
                     if message is not None:
                         ok = False
                         violations.append(Violation(rule.id, accelerator, precision, message))

@@ -13,12 +13,12 @@ import onnx
 
 from optimizer.catalog import Catalog, load_catalog
 from optimizer.check import check_graph
-from optimizer.edits._rewrite import Edit, apply_edits, candidate_edits
 from optimizer.errors import BadInputError, EdgeplanError
 from optimizer.fileio import refuse_unless_replaceable
 from optimizer.ir import load_model
 from optimizer.ir._safety import parse_model, read_model_bytes
 from optimizer.plan import optimize
+from optimizer.rewrite import Edit, apply_edits, candidate_edits
 from optimizer.solver import PlanRequest
 
 
@@ -28,9 +28,10 @@ class Suggestion:
     gain_ms: float | None  # predicted latency gain, re-planned with the edit; None for advice
 
 
-def _replan_ms(path: Path, target: str, request: PlanRequest, shapes) -> float | None:
+def _replan_ms(path: Path, target: str, request: PlanRequest, shapes: Mapping[str, tuple[int, ...]] | None
+               ) -> float | None:
     try:
-        return optimize(str(path), target, request, input_shapes=shapes).plan["predicted"]["latency_ms"]
+        return optimize(str(path), target, request, input_shapes=shapes).plan.predicted.latency_ms
     except EdgeplanError:
         return None
 
@@ -47,8 +48,8 @@ def suggest(model_path: str, target: str, *, input_shapes: Mapping[str, tuple[in
     boundary: list[str] = []
     try:
         planned = optimize(model_path, target, request, input_shapes=input_shapes, catalog=catalog)
-        base = planned.plan["predicted"]["latency_ms"]
-        boundary = sorted({t["tensor"] for t in planned.plan["transfers"]})
+        base = planned.plan.predicted.latency_ms
+        boundary = sorted({t.tensor for t in planned.plan.transfers})
     except EdgeplanError:
         pass
     proto = parse_model(read_model_bytes(Path(model_path)), model_path)
@@ -85,7 +86,8 @@ def _outputs(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np
     import onnxruntime as ort
 
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return session.run(None, dict(feeds))
+    outputs: list[np.ndarray] = session.run(None, dict(feeds))
+    return outputs
 
 
 def edit(model_path: str, edit_ids: Sequence[str], out_path: str, *, target: str | None = None,

@@ -6,11 +6,11 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-Shape = tuple | None
+from optimizer.ir._graph import Shape, is_static
 
 
 def _elements(shape: Shape) -> int:
-    if shape is None or not all(isinstance(d, int) and d >= 0 for d in shape):
+    if not is_static(shape):
         return 0
     return math.prod(shape) if shape else 1
 

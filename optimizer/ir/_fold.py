@@ -13,6 +13,8 @@ import onnx
 from onnx import numpy_helper
 from onnx.reference.ops import load_op
 
+from optimizer.ir._graph import Shape, is_static
+
 MAX_FOLD_ELEMENTS = 1 << 16
 
 FOLDABLE = frozenset({
@@ -46,11 +48,9 @@ def constant_node_value(node: onnx.NodeProto) -> np.ndarray | None:
     return None
 
 
-def _static_shape(shapes: Mapping[str, tuple | None], name: str) -> tuple[int, ...] | None:
+def _static_shape(shapes: Mapping[str, Shape], name: str) -> tuple[int, ...] | None:
     shape = shapes.get(name)
-    if shape is None or not all(isinstance(d, int) and d >= 0 for d in shape):
-        return None
-    return tuple(shape)
+    return tuple(shape) if is_static(shape) else None
 
 
 def _fits(node: onnx.NodeProto, values: list[np.ndarray]) -> bool:
@@ -73,7 +73,7 @@ def _fits(node: onnx.NodeProto, values: list[np.ndarray]) -> bool:
 
 
 def fold_node(node: onnx.NodeProto, opset: int, known: Mapping[str, np.ndarray],
-              shapes: Mapping[str, tuple | None]) -> list[np.ndarray] | None:
+              shapes: Mapping[str, Shape]) -> list[np.ndarray] | None:
     """The node's output values if they are build-time constants, else None."""
     if node.domain not in ("", "ai.onnx") or node.op_type not in FOLDABLE:
         return None

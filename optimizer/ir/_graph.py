@@ -6,11 +6,17 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
 Dim = int | str  # a static size, or the name of a symbolic dimension
+Shape = tuple[Dim, ...] | None  # None when not even the rank is known
+
+
+def is_static(shape: Shape) -> TypeGuard[tuple[int, ...]]:
+    """Every dim known and non-negative."""
+    return shape is not None and all(isinstance(d, int) and d >= 0 for d in shape)
 
 BYTES_PER_ELEMENT: Mapping[str, int] = MappingProxyType({"int8": 1, "fp16": 2, "fp32": 4})
 
@@ -30,7 +36,7 @@ class TensorInfo:
     def num_elements(self) -> int | None:
         if not self.is_static:
             return None
-        return math.prod(self.shape) if self.shape else 1  # type: ignore[arg-type]
+        return math.prod(d for d in self.shape if isinstance(d, int)) if self.shape else 1
 
 
 @dataclass(frozen=True)

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 import onnx
 
 from optimizer.errors import BadInputError
+from optimizer.ir._graph import Shape
 
-Shape = tuple | None
 _TYPES = {
     onnx.AttributeProto.INT: "int", onnx.AttributeProto.INTS: "ints",
     onnx.AttributeProto.FLOAT: "float", onnx.AttributeProto.FLOATS: "floats",
@@ -73,7 +73,7 @@ class NodeContext:
         return None if shape is None else len(shape)
 
 
-def _static(shape: Shape) -> bool:
+def _static(shape: Shape) -> TypeGuard[tuple[int, ...]]:
     return shape is not None and all(isinstance(d, int) for d in shape)
 
 
@@ -114,7 +114,7 @@ def _window(ctx: NodeContext, kernel_from_weight: bool, transpose: bool = False)
         else:
             begin, end = [], []
             for i in range(spatial):
-                size, k, s, d = in_shape[2 + i], kernel[i], strides[i], dilations[i]
+                size, k, s, d = int(in_shape[2 + i]), kernel[i], strides[i], dilations[i]
                 eff = (k - 1) * d + 1
                 if transpose:
                     total = max(s * (size - 1) + eff - size * s, 0)
@@ -174,7 +174,7 @@ def _global_pool(ctx: NodeContext) -> dict[str, Any]:
 def _clip(ctx: NodeContext) -> dict[str, Any]:
     if ctx.opset < 11:
         return {"min": ctx.attr("min", "float", -math.inf), "max": ctx.attr("max", "float", math.inf)}
-    bounds = []
+    bounds: list[float | None] = []
     for i, default in ((1, -math.inf), (2, math.inf)):
         if not ctx.input_name(i):
             bounds.append(default)
@@ -190,7 +190,7 @@ def _axis(ctx: NodeContext, default: int, rank: int | None) -> int:
         if not -rank <= axis < max(rank, 1):
             raise ctx.fail(f"attribute 'axis' {axis} is out of range for rank {rank}")
         axis %= max(rank, 1)
-    return axis
+    return int(axis)
 
 
 def _softmax(ctx: NodeContext) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from onnx import numpy_helper, shape_inference, version_converter
 from optimizer.errors import BadInputError
 from optimizer.ir._cost import node_work
 from optimizer.ir._fold import constant_node_value
-from optimizer.ir._graph import Graph, Node, TensorInfo
+from optimizer.ir._graph import Dim, Graph, Node, Shape, TensorInfo
 from optimizer.ir._normalize import NodeContext, normalise
 from optimizer.ir._safety import (
     MAX_TENSOR_ELEMENTS,
@@ -57,11 +57,11 @@ def parse_input_shapes(specs: list[str] | tuple[str, ...]) -> dict[str, tuple[in
     return out
 
 
-def _value_shape(value: onnx.ValueInfoProto) -> tuple | None:
+def _value_shape(value: onnx.ValueInfoProto) -> Shape:
     ttype = value.type.tensor_type
     if not value.type.HasField("tensor_type") or not ttype.HasField("shape"):
         return None
-    dims: list = []
+    dims: list[Dim] = []
     for i, dim in enumerate(ttype.shape.dim):
         if dim.HasField("dim_value"):
             dims.append(int(dim.dim_value))
@@ -390,7 +390,7 @@ def load_model(path: str | Path, input_shapes: Mapping[str, tuple[int, ...]] | N
             if tensor and (tensor in initializers or tensor in constant_outputs):
                 shape = shapes.get(tensor)
                 if shape is not None and all(isinstance(d, int) for d in shape):
-                    weights += int(np.prod(shape, dtype=np.int64)) if shape else 1
+                    weights += int(np.prod([int(d) for d in shape], dtype=np.int64)) if shape else 1
         is_folded = index in folded or proto.op_type == "Constant"
         nodes.append(Node(
             index=position, name=name, op_type=proto.op_type, domain=proto.domain,

@@ -27,6 +27,7 @@ import onnx
 from onnx import numpy_helper
 
 from optimizer.errors import BadInputError
+from optimizer.ir._graph import Shape
 
 MAX_FILE_BYTES = 2 << 30  # protobuf cannot hold more; larger files are not ONNX models
 MAX_TENSOR_ELEMENTS = 1 << 34  # 16 G elements: no edge accelerator holds a bigger tensor
@@ -134,7 +135,7 @@ def default_opset(model: onnx.ModelProto, shown: str) -> int:
     if not MIN_OPSET <= version <= newest:
         raise BadInputError(f"opset {version} is outside the supported range [{MIN_OPSET}, {newest}]; "
                             "convert it with onnx.version_converter", file=shown)
-    return version
+    return int(version)
 
 
 def _graph_depths(graph: onnx.GraphProto) -> Iterator[tuple[onnx.GraphProto, int]]:
@@ -214,7 +215,7 @@ def _check_constant_sizes(model: onnx.ModelProto, shown: str) -> None:
                                     node=node.name or node.op_type)
 
 
-def check_shapes(model: onnx.ModelProto, shapes: Mapping[str, tuple | None], shown: str) -> None:
+def check_shapes(model: onnx.ModelProto, shapes: Mapping[str, Shape], shown: str) -> None:
     """After inference: no tensor larger than the element limit, no negative dim (an overflowed or
     NaN-derived size), and no Reshape that changes the element count."""
     limit = TENSOR_ELEMENTS.value()

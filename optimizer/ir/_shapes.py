@@ -23,6 +23,7 @@ import onnx
 from onnx import numpy_helper, shape_inference
 
 from optimizer.ir._fold import MAX_FOLD_ELEMENTS, constant_node_value, fold_node
+from optimizer.ir._graph import Dim, Shape
 
 DYNAMIC = "dynamic"
 DATA_DEPENDENT = "data-dependent"
@@ -48,7 +49,7 @@ DATA_DEPENDENT_OPS = frozenset({"NonZero", "NonMaxSuppression", "Unique", "Compr
 class Resolved:
     """The outcome of the pass: refined shapes, element types, build-time values and causes."""
 
-    shapes: dict[str, tuple | None]
+    shapes: dict[str, Shape]
     elem_types: dict[str, int]
     values: dict[str, np.ndarray]
     folded: frozenset[int]  # indices of top-level nodes whose outputs are all build-time values
@@ -56,20 +57,20 @@ class Resolved:
     origins: dict[str, str]  # tensor -> the node where its size became unknown (or the symbolic input)
 
 
-def _shape_of(tp: onnx.TypeProto, name: str) -> tuple | None:
+def _shape_of(tp: onnx.TypeProto, name: str) -> Shape:
     if not tp.HasField("tensor_type") or not tp.tensor_type.HasField("shape"):
         return None
-    dims: list = []
+    dims: list[Dim] = []
     for i, dim in enumerate(tp.tensor_type.shape.dim):
         dims.append(int(dim.dim_value) if dim.HasField("dim_value") else (dim.dim_param or f"?{name}:{i}"))
     return tuple(dims)
 
 
-def concrete(shape: tuple | None) -> bool:
+def concrete(shape: Shape) -> bool:
     return shape is not None and all(isinstance(d, int) for d in shape)
 
 
-def _score(shape: tuple | None) -> tuple[int, int]:
+def _score(shape: Shape) -> tuple[int, int]:
     """More static dims first, then more named (rather than generated) symbols."""
     if shape is None:
         return (-1, 0)
@@ -77,7 +78,7 @@ def _score(shape: tuple | None) -> tuple[int, int]:
     return (sum(isinstance(d, int) for d in shape), named)
 
 
-def _more_known(new: tuple | None, old: tuple | None) -> bool:
+def _more_known(new: Shape, old: Shape) -> bool:
     if new is None:
         return False
     if old is None:
@@ -101,7 +102,7 @@ class _Env:
                 self.types[value.name] = value.type
         for tensor in model.graph.initializer:
             self.types[tensor.name] = onnx.helper.make_tensor_type_proto(tensor.data_type, list(tensor.dims))
-        self.shapes: dict[str, tuple | None] = {n: _shape_of(t, n) for n, t in self.types.items()}
+        self.shapes: dict[str, Shape] = {n: _shape_of(t, n) for n, t in self.types.items()}
         self.values = values
         self.vsource: dict[str, str] = {}  # why a tensor's value is unknown (tensors without a known value)
         self.causes: dict[str, str] = {}

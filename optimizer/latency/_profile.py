@@ -10,11 +10,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from optimizer.catalog import family_files
 from optimizer.errors import BadInputError
 
 OP_CLASSES = ("conv", "dwconv", "gconv", "deconv", "matmul", "vector")
-DEFAULT_FILES = {"nvidia-dla": "latency_nvidia_dla.toml", "rockchip-rknn": "latency_rockchip_rknn.toml"}
-PRIOR_FILES = {"nvidia-dla": "latency_nvidia_dla.prior.toml", "rockchip-rknn": "latency_rockchip_rknn.prior.toml"}
 
 
 @dataclass(frozen=True)
@@ -185,11 +184,19 @@ def parse_profile(text: str, where: str) -> Profile:
         raise BadInputError(f"latency profile invalid: {type(exc).__name__}: {exc}", file=where) from None
 
 
+def profile_file(family: str, *, prior: bool = False) -> str:
+    """The shipped profile of a family is named after its catalog file: latency_<stem>[.prior].toml."""
+    files = family_files()
+    if family not in files:
+        raise BadInputError(f"unknown family {family} (known: {', '.join(files)})")
+    return f"latency_{files[family].removesuffix('.toml')}{'.prior' if prior else ''}.toml"
+
+
 def load_profile(family: str, path: str | Path | None = None, *, prior: bool = False) -> Profile:
     """The shipped profile of a family (calibrated on the public measurements; `prior`: the hand-set
     constants calibration starts from), or a user's calibrated one."""
     if path is None:
-        name = (PRIOR_FILES if prior else DEFAULT_FILES)[family]
+        name = profile_file(family, prior=prior)
         return parse_profile((resources.files("optimizer.constraints") / name).read_text(encoding="utf-8"), name)
     path = Path(path)
     if not path.is_file():

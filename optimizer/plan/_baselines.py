@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from optimizer.latency import LatencyModel, Option, Placement, evaluate, group_options
+from collections.abc import Mapping
+
+from optimizer.enums import PRECISIONS
+from optimizer.latency import Breakdown, LatencyModel, Option, Placement, evaluate, group_options
 from optimizer.plan._subgraphs import build_subgraphs
 
-ALL = frozenset({"int8", "fp16", "fp32"})
+ALL = frozenset(PRECISIONS)
 
 
 def _fastest(model: LatencyModel, g: int, device: str, allowed: frozenset[str]) -> Option | None:
@@ -19,7 +22,9 @@ def _fastest(model: LatencyModel, g: int, device: str, allowed: frozenset[str]) 
 
 def _on_gpu(model: LatencyModel, g: int, allowed: frozenset[str]) -> Placement:
     """The fastest allowed GPU precision; the GPU runs everything, so with none allowed, any."""
-    return Placement(_fastest(model, g, "gpu", allowed) or _fastest(model, g, "gpu", ALL))
+    option = _fastest(model, g, "gpu", allowed) or _fastest(model, g, "gpu", ALL)
+    assert option is not None  # every layer has a GPU option
+    return Placement(option)
 
 
 def gpu_only(model: LatencyModel, allowed: frozenset[str] = ALL) -> tuple[Placement, ...]:
@@ -64,7 +69,10 @@ def npu_default(model: LatencyModel, allowed: frozenset[str] = ALL) -> tuple[Pla
     return tuple(placements)
 
 
-def baselines(model: LatencyModel, limit: int, allowed: frozenset[str] = ALL) -> dict[str, tuple]:
+Baselines = Mapping[str, tuple[tuple[Placement, ...], Breakdown]]  # name -> (placements, breakdown)
+
+
+def baselines(model: LatencyModel, limit: int, allowed: frozenset[str] = ALL) -> Baselines:
     """What the vendor tools would do by default, each as (placements, breakdown) under the same latency model."""
     if model.target.accelerator == "dla":
         gpu = gpu_only(model, allowed)

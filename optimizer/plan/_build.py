@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import platform
@@ -21,13 +22,17 @@ from optimizer.check import (
     size_warnings,
     unknown_sizes,
 )
+from optimizer.enums import PRECISIONS
 from optimizer.errors import BadInputError, InfeasibleError
+from optimizer.fileio import dumps_json
 from optimizer.fusion import GroupGraph, build_groups
-from optimizer.ir import BYTES_PER_ELEMENT, load_model
+from optimizer.ir import BYTES_PER_ELEMENT, Graph, load_model
 from optimizer.latency import Breakdown, LatencyModel, Placement, evaluate, load_profile, tensor_routes
 from optimizer.latency._profile import band_json
-from optimizer.plan._baselines import baselines
+from optimizer.plan._baselines import Baselines, baselines
 from optimizer.plan._subgraphs import Subgraph, build_subgraphs
+from optimizer.plan._types import PLAN_SCHEMA, Plan
+from optimizer.rewrite import add_edit_options
 from optimizer.solver import (
     Budget,
     Outcome,
@@ -42,7 +47,6 @@ from optimizer.solver import (
 )
 
 log = logging.getLogger(__name__)
-PLAN_SCHEMA = "edgeplan.plan/v1"
 PHASES = ("load", "check", "latency model and baselines", "solve", "plan")
 TRANSFER_WARNING_PERCENT = 20  # seed 004 §七.4: DMA copies of 20% of the total or more (20％以上) mean a poor partition
 # Above this many layer groups the exact CP-SAT model takes longer to build and solve than any time limit
@@ -55,7 +59,7 @@ MAX_EXACT_GROUPS = 2000
 class Planned:
     """Everything one optimize run produced, before anything is written."""
 
-    plan: dict[str, Any]
+    plan: Plan
     run: dict[str, Any]
     report: CheckReport
     groups: GroupGraph
@@ -63,7 +67,7 @@ class Planned:
     placements: tuple[Placement, ...]
     breakdown: Breakdown
     subgraphs: tuple[Subgraph, ...]
-    baselines: Mapping[str, tuple]
+    baselines: Baselines
 
 
 def check_pool_size(value: int, what: str, catalog: Catalog) -> None:
@@ -144,8 +148,6 @@ def optimize(model_path: str, target_id: str, request: PlanRequest, *,
     model = LatencyModel(groups, catalog, target, profile, request.sram_bytes, io=report.io,
                          standalone=request.dla_standalone, loadable_sram=request.sram_per_loadable)
     if request.with_edits:
-        from optimizer.edits._planning import add_edit_options
-
         add_edit_options(model, report, catalog, str(model_path))
     # A dual-stream plan's loadables are in use once per stream, so its baselines and hints keep to half.
     limit = loadable_limit(request, int(catalog.rule("DLA-LOADABLES").params["max"]))  # per core in TensorRT 11
@@ -188,7 +190,9 @@ def optimize(model_path: str, target_id: str, request: PlanRequest, *,
         "groups": len(groups.groups),
         "nodes": len(graph.nodes),
     }
-    return Planned(plan=plan, run=run, report=report, groups=groups, model=model, placements=result.placements,
+    # Typed from its JSON text, so what the caller reads is exactly what plan.json holds (rounded figures).
+    typed = Plan.from_json(json.loads(dumps_json(plan)))
+    return Planned(plan=typed, run=run, report=report, groups=groups, model=model, placements=result.placements,
                    breakdown=breakdown, subgraphs=subgraphs, baselines=base)
 
 
@@ -233,13 +237,14 @@ def _solve(model: LatencyModel, report: CheckReport, catalog: Catalog, request: 
              f"{request.objective}, within {gap:.1%} of the cheapest-option bound"])
 
 
-def _hint(model: LatencyModel, base: Mapping[str, tuple], request: PlanRequest) -> tuple[Placement, ...]:
+def _hint(model: LatencyModel, base: Baselines, request: PlanRequest) -> tuple[Placement, ...]:
     """The best baseline for the objective; for the pipelined objectives also TensorRT's loadables spread over
     the DLA cores and the GPU (a balanced pipeline is a far better start than everything on one engine)."""
     def score(b: Breakdown) -> int:
         return objective_ns(request.objective, b)
 
-    candidates = [(score(b), k, p) for k, (p, b) in enumerate(base.values())]
+    candidates: list[tuple[int, int, tuple[Placement, ...]]] = [(score(b), k, p)
+                                                                for k, (p, b) in enumerate(base.values())]
     if request.objective != "latency" and "trt_default" in base:
         cores = 1 if request.objective == "dual-stream" else \
             sum(d.startswith("dla") for d in model.target.devices)
@@ -316,7 +321,7 @@ def _band(model: LatencyModel, placements: tuple[Placement, ...], breakdown: Bre
 
 def _plan_json(*, graph_path: str, report: CheckReport, groups: GroupGraph, model: LatencyModel,
                request: PlanRequest, result: SolveResult, breakdown: Breakdown, subgraphs: tuple[Subgraph, ...],
-               base: Mapping[str, tuple], explain: bool, deterministic_s: float = 0.0) -> dict[str, Any]:
+               base: Baselines, explain: bool, deterministic_s: float = 0.0) -> dict[str, Any]:
     graph = report.graph
     target = report.target
     placements = result.placements
@@ -376,6 +381,7 @@ def _plan_json(*, graph_path: str, report: CheckReport, groups: GroupGraph, mode
                       for t in breakdown.transfers],
     }
     plan["predicted"]["latency_band_ms"] = _band(model, placements, breakdown)
+    plan["predicted"] |= _energy_fields(model, request, breakdown)
     for name, entry in plan["baselines"].items():
         entry["speedup"] = round(entry["latency_ms"] / plan["predicted"]["latency_ms"], 4) \
             if plan["predicted"]["latency_ms"] else None
@@ -400,7 +406,27 @@ def _plan_json(*, graph_path: str, report: CheckReport, groups: GroupGraph, mode
                                 "(RKNN-SPARSE-MODES) and convert with sparse_infer=True")
     if explain:
         plan["costs"] = _costs_json(groups, model, result)
+    if request.objective == "throughput":  # whole copies with a frame split, against this pipelined plan
+        from optimizer.plan._replicate import replication, replication_json
+
+        limit = loadable_limit(request, int(model.catalog.rule("DLA-LOADABLES").params["max"]))
+        rep = replication_json(replication(model, limit, request.allowed_precisions),
+                               objective_cycle_ns(request.objective, breakdown)[0])
+        if rep is not None:
+            plan["replication"] = rep
     return plan
+
+
+def _energy_fields(model: LatencyModel, request: PlanRequest, breakdown: Breakdown) -> dict[str, Any]:
+    """Energy per frame (mJ; None without power figures) and the GPU's busy share of the objective's period
+    (the frame for latency, the cycle for the pipelined objectives): optimizer/latency/_energy.py."""
+    from optimizer.latency._energy import energy_mj, gpu_share, target_power
+
+    cycle, frames = objective_cycle_ns(request.objective, breakdown)
+    energy = energy_mj(target_power(model.target), breakdown.busy_ns, cycle)
+    fields = {"energy_mj": round(energy / frames, 6) if energy is not None else None,
+              "gpu_busy_share": gpu_share(breakdown.busy_ns, cycle) if model.target.accelerator == "dla" else None}
+    return {k: v for k, v in fields.items() if v is not None}  # absent where the target has no such figure
 
 
 def _request_json(request: PlanRequest) -> dict[str, Any]:
@@ -418,8 +444,8 @@ def _breakdown_json(b: Breakdown) -> dict[str, Any]:
             "loadables": len(b.loadables), "busy_ms": {k: _ms(v) for k, v in b.busy_ns.items()}}
 
 
-def _subgraph_json(s: Subgraph, graph, groups: GroupGraph, model: LatencyModel, placements, breakdown
-                   ) -> dict[str, Any]:
+def _subgraph_json(s: Subgraph, graph: Graph, groups: GroupGraph, model: LatencyModel,
+                   placements: tuple[Placement, ...], breakdown: Breakdown) -> dict[str, Any]:
     names = [n for g in s.groups for n in (*groups.groups[g].members, *groups.groups[g].attached)]
     names.sort(key=lambda n: graph.node(n).index)
     inside = set(names)
@@ -468,7 +494,7 @@ def _subgraph_json(s: Subgraph, graph, groups: GroupGraph, model: LatencyModel, 
     return entry
 
 
-def _dram_needs(graph, names: list[str], inside: set[str], outputs: list[str], precision: str
+def _dram_needs(graph: Graph, names: list[str], inside: set[str], outputs: list[str], precision: str
                 ) -> tuple[int, int]:
     """Upper bounds of what a loadable keeps in DLA DRAM: every tensor it produces and does not hand out
     (local pool: intermediate activations) and its weights (global pool). TensorRT's default pools are far
@@ -504,7 +530,7 @@ def _costs_json(groups: GroupGraph, model: LatencyModel, result: SolveResult) ->
             for b in kinds:
                 if a == b and a != "dla":
                     continue
-                for p in ("int8", "fp16", "fp32"):
+                for p in PRECISIONS:
                     if (a, p) in groups.groups[src].support:
                         costs[f"{a}->{b}/{p}"] = _ms(model.transfer(tensor, a, b, p)[1])
         tensors.append({"tensor": tensor, "from_group": src, "to_groups": list(consumers),

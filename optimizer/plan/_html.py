@@ -98,20 +98,19 @@ def _headline(view: PlanView) -> str:
     solver = view.solver
     return (f"<p>Target <b>{escape(view.target_name)}</b> (<code>{escape(view.target)}</code>), objective "
             f"<b>{escape(view.objective)}</b>: predicted {escape(view.metric)} <b>{figure}</b>. Solver "
-            f"{escape(str(solver.get('status')))}, gap {float(solver.get('gap', 0.0)):.2%}, "
-            f"{escape(str(solver.get('groups')))} layer groups.</p>")
+            f"{escape(solver.status)}, gap {solver.gap:.2%}, {solver.groups} layer groups.</p>")
 
 
 def _comparison_table(planned: Planned, view: PlanView) -> str:
     rows = ["<table><thead><tr><th>plan</th><th>latency (ms)</th><th>throughput (fps)</th>"
             "<th>edgeplan's gain</th><th>note</th></tr></thead><tbody>"]
-    pred = planned.plan["predicted"]
-    rows.append(f'<tr><td>edgeplan</td><td class="num">{pred["latency_ms"]:.4f}</td>'
-                f'<td class="num">{pred["throughput_fps"]:.1f}</td><td>-</td><td></td></tr>')
-    for name, base in planned.plan["baselines"].items():
+    pred = planned.plan.predicted
+    rows.append(f'<tr><td>edgeplan</td><td class="num">{pred.latency_ms:.4f}</td>'
+                f'<td class="num">{pred.throughput_fps:.1f}</td><td>-</td><td></td></tr>')
+    for name, base in planned.plan.baselines.items():
         note = within_band(pred, base).lstrip("; ")
-        fps = base.get("pipelined_fps", base["throughput_fps"])
-        rows.append(f'<tr><td>{escape(name)}</td><td class="num">{base["latency_ms"]:.4f}</td>'
+        fps = base.throughput_fps if base.pipelined_fps is None else base.pipelined_fps
+        rows.append(f'<tr><td>{escape(name)}</td><td class="num">{base.latency_ms:.4f}</td>'
                     f'<td class="num">{fps:.1f}</td><td>{escape(ratios(base))}</td>'
                     f'<td class="warn">{note}</td></tr>')
     rows.append("</tbody></table>")
@@ -157,14 +156,14 @@ def _nodes_table(planned: Planned, verdicts: dict[str, str]) -> str:
 
 
 def _transfers_table(planned: Planned) -> str:
-    transfers = planned.plan["transfers"]
+    transfers = planned.plan.transfers
     if not transfers:
         return "<p>No tensor crosses an engine boundary.</p>"
     rows = ["<table><thead><tr><th>tensor</th><th>from</th><th>to</th><th>format</th><th>bytes</th><th>ms</th>"
             "</tr></thead><tbody>"]
-    rows += [f'<tr><td>{escape(t["tensor"])}</td><td>{escape(t["from"])}</td><td>{escape(t["to"])}</td>'
-             f'<td>{escape(t["format"])}</td><td class="num">{t["bytes"]}</td>'
-             f'<td class="num">{t["latency_ms"]:.4f}</td></tr>' for t in transfers]
+    rows += [f'<tr><td>{escape(t.tensor)}</td><td>{escape(t.src)}</td><td>{escape(t.dst)}</td>'
+             f'<td>{escape(t.format)}</td><td class="num">{t.bytes}</td>'
+             f'<td class="num">{t.latency_ms:.4f}</td></tr>' for t in transfers]
     rows.append("</tbody></table>")
     return "".join(rows)
 

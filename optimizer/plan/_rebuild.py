@@ -12,6 +12,7 @@ from typing import Any
 
 from optimizer.catalog import DEFAULT_TENSORRT, Catalog, load_catalog
 from optimizer.check import check_graph
+from optimizer.enums import PRECISIONS
 from optimizer.errors import BadInputError
 from optimizer.fusion import build_groups
 from optimizer.ir import load_model
@@ -19,38 +20,39 @@ from optimizer.latency import LatencyModel, Option, Placement, evaluate, load_pr
 from optimizer.plan._baselines import baselines
 from optimizer.plan._build import Planned
 from optimizer.plan._subgraphs import build_subgraphs
+from optimizer.plan._types import Layer, Plan
 
 
-def _placement(layer: Mapping[str, Any], loadable: int) -> Placement:
-    device = str(layer["device"])
+def _placement(layer: Layer, loadable: int) -> Placement:
+    device = layer.device.value
     kind = "dla" if device.startswith("dla") else device
-    option = Option(kind, str(layer["precision"]), cores=int(layer.get("cores") or 1),
-                    sparsity=str(layer.get("sparsity", "dense")), edit=layer.get("edit"))
+    option = Option(kind, layer.precision.value, cores=layer.cores or 1, sparsity=layer.sparsity, edit=layer.edit)
     return Placement(option, core=int(device[3:]) if kind == "dla" else 0, loadable=loadable if kind == "dla" else -1)
 
 
-def planned_from_plan(plan: Mapping[str, Any], *, input_shapes: Mapping[str, tuple[int, ...]] | None = None,
+def planned_from_plan(plan: Plan | Mapping[str, Any], *, input_shapes: Mapping[str, tuple[int, ...]] | None = None,
                       profile_path: str | None = None, catalog: Catalog | None = None) -> Planned:
-    tensorrt = str(plan.get("tensorrt_rules") or DEFAULT_TENSORRT)  # the rule set the plan was made under
+    plan = plan if isinstance(plan, Plan) else Plan.from_json(plan)
+    tensorrt = plan.tensorrt_rules or DEFAULT_TENSORRT  # the rule set the plan was made under
     if catalog is None or catalog.tensorrt != tensorrt:
         catalog = load_catalog(tensorrt=tensorrt)
-    target = catalog.target(str(plan["target"]))
-    graph = load_model(str(plan["model"]["path"]), input_shapes)
+    target = catalog.target(plan.target)
+    graph = load_model(plan.model.path, input_shapes)
     report = check_graph(graph, catalog, target.id)
     groups = build_groups(report)
-    request = plan.get("request", {})
+    request = plan.request
     model = LatencyModel(groups, catalog, target, load_profile(target.family, profile_path),
-                         request.get("sram_bytes"), io=report.io, standalone=bool(request.get("dla_standalone")),
-                         loadable_sram=tuple(request.get("sram_per_loadable") or ()))
-    loadable_of = {int(s["id"]): int(s.get("loadable", -1)) for s in plan["subgraphs"]}
-    anchors = {layer["group"]: layer for layer in plan["layers"] if layer.get("role") == "anchor"}
+                         request.sram_bytes, io=report.io, standalone=request.dla_standalone,
+                         loadable_sram=request.sram_per_loadable)
+    loadable_of: dict[int | None, int] = {s.id: -1 if s.loadable is None else s.loadable for s in plan.subgraphs}
+    anchors = plan.anchors()
     if sorted(anchors) != list(range(len(groups.groups))):
         raise BadInputError(f"the plan's layer groups ({len(anchors)}) are not the model's ({len(groups.groups)})",
-                            file=str(plan["model"]["path"]))
-    placements = tuple(_placement(anchors[g], loadable_of.get(int(anchors[g]["subgraph"]), -1))
+                            file=plan.model.path)
+    placements = tuple(_placement(anchors[g], loadable_of.get(anchors[g].subgraph, -1))
                        for g in range(len(groups.groups)))
-    limit = int(request.get("max_loadables") or catalog.rule("DLA-LOADABLES").params["max"])
-    allowed = frozenset(request.get("allowed_precisions") or ("int8", "fp16", "fp32"))
-    return Planned(plan=dict(plan), run={}, report=report, groups=groups, model=model, placements=placements,
+    limit = int(request.max_loadables or catalog.rule("DLA-LOADABLES").params["max"])
+    allowed = frozenset(request.allowed_precisions or PRECISIONS)
+    return Planned(plan=plan, run={}, report=report, groups=groups, model=model, placements=placements,
                    breakdown=evaluate(model, placements), subgraphs=build_subgraphs(groups, placements),
                    baselines=baselines(model, limit, allowed))

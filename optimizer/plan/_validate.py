@@ -13,11 +13,13 @@ from typing import Any
 
 from optimizer.catalog import Catalog, Target
 from optimizer.check import check_graph
+from optimizer.enums import PRECISIONS, Precision
+from optimizer.errors import BadInputError
 from optimizer.ir import Graph, load_model
-from optimizer.plan._build import PLAN_SCHEMA
+from optimizer.plan._types import PLAN_SCHEMA, Plan
 from optimizer.solver import DUAL_STREAMS, OBJECTIVES
+from optimizer.solver._multi import MULTI_ONLY
 
-PRECISIONS = ("int8", "fp16", "fp32")
 IO_FORMATS = ("dla_linear", "dla_hwc4", "chw16", "chw32", "chw4", "linear")
 POOL_KEYS = ("dla_sram_bytes", "dla_local_dram_bytes", "dla_global_dram_bytes")
 MAX_SUBGRAPH_ID = (1 << 20) - 1  # ids name engine files; no plan has a million subgraphs
@@ -41,8 +43,9 @@ def structure_problems(plan: Mapping[str, Any], catalog: Catalog, target: Target
     devices that are this target's engines (in every subgraph, empty ones too), pools within limits.
     The model-dependent checks (validate_plan) run only on a plan that passes these."""
     problems: list[str] = []
-    if not isinstance(plan.get("objective"), str) or plan["objective"] not in OBJECTIVES:
-        problems.append(f"objective: {str(plan.get('objective'))[:40]!r} is not one of {list(OBJECTIVES)}")
+    if not isinstance(plan.get("objective"), str) or plan["objective"] not in OBJECTIVES + MULTI_ONLY:
+        problems.append(f"objective: {str(plan.get('objective'))[:40]!r} is not one of "
+                        f"{list(OBJECTIVES + MULTI_ONLY)}")
     for key in ("solver", "predicted", "baselines"):
         if not isinstance(plan.get(key), dict):
             problems.append(f"{key}: must be an object")
@@ -146,107 +149,116 @@ def _reachable(graph: Graph, start: set[str], blocked: set[str] | None = None) -
     return seen
 
 
-def validate_plan(plan: Mapping[str, Any], catalog: Catalog, model_path: str | None = None,
+def validate_plan(plan: Plan | Mapping[str, Any], catalog: Catalog, model_path: str | None = None,
                   input_shapes: Mapping[str, tuple[int, ...]] | None = None, graph: Graph | None = None) -> list[str]:
-    """Problems of a plan against its model; `graph` is the model already loaded by the caller."""
+    """Problems of a plan against its model; `graph` is the model already loaded by the caller. A parsed
+    plan.json is checked field by field (structure_problems) before it is read as a Plan."""
     problems: list[str] = []
-    if plan.get("schema") != PLAN_SCHEMA:
-        return [f"schema is {plan.get('schema')!r}, expected {PLAN_SCHEMA!r}"]
-    target = catalog.target(plan["target"])
-    structure = structure_problems(plan, catalog, target)
+    document = plan.to_json() if isinstance(plan, Plan) else plan
+    if document.get("schema") != PLAN_SCHEMA:
+        return [f"schema is {document.get('schema')!r}, expected {PLAN_SCHEMA!r}"]
+    target = catalog.target(document["target"])
+    structure = structure_problems(document, catalog, target)
     if structure:
         return structure
-    graph = graph or load_model(model_path or plan["model"]["path"], input_shapes)
-    if graph.sha256 != plan["model"]["sha256"]:
+    try:
+        typed = plan if isinstance(plan, Plan) else Plan.from_json(document)
+    except BadInputError as exc:
+        return [exc.message]
+    graph = graph or load_model(model_path or typed.model.path, input_shapes)
+    if graph.sha256 != typed.model.sha256:
         problems.append("model sha256 differs from the plan's")
     report = check_graph(graph, catalog, target.id)
-    layers = plan["layers"]
-    if [layer["node"] for layer in layers] != [n.name for n in graph.nodes]:
+    layers = typed.layers
+    if [layer.node for layer in layers] != [n.name for n in graph.nodes]:
         problems.append("layers are not exactly one entry per ONNX node, in model order")
         return problems
-    device_of = {}
+    device_of: dict[str, str] = {}
     for layer in layers:
-        node = graph.node(layer["node"])
+        node = graph.node(layer.node)
         verdict = report.verdict(node.name)
-        device = layer["device"]
+        device = layer.device.value
         kind = "dla" if device.startswith("dla") else device
         device_of[node.name] = device
         if device not in target.devices:
             problems.append(f"{node.name}: device {device} does not exist on {target.id}")
             continue
-        if node.folded or layer.get("role") == "constant" or layer.get("edit"):
+        if node.folded or layer.role == "constant" or layer.edit:
             continue  # an edited layer is checked on the edited model by `edgeplan edit`
-        if not verdict.runs_on(kind, layer["precision"]):
+        if not verdict.runs_on(kind, layer.precision):
             rules = sorted({v.rule for v in verdict.violations if v.accelerator == kind
-                            and v.precision == layer["precision"]})
-            problems.append(f"{node.name}: placed on {device}/{layer['precision']} against {', '.join(rules)}")
+                            and v.precision == layer.precision})
+            problems.append(f"{node.name}: placed on {device}/{layer.precision} against {', '.join(rules)}")
         if kind == "npu":
             cores = int(target.features.get("npu_cores", 1))
-            if not 1 <= (layer["cores"] or 0) <= cores:
-                problems.append(f"{node.name}: {layer['cores']} NPU cores, {target.id} has {cores}")
-            if (layer["cores"] or 1) > 1 and not verdict.extra.get("multicore"):
+            if not 1 <= (layer.cores or 0) <= cores:
+                problems.append(f"{node.name}: {layer.cores} NPU cores, {target.id} has {cores}")
+            if (layer.cores or 1) > 1 and not verdict.extra.get("multicore"):
                 problems.append(f"{node.name}: split over cores but RKNN-MULTICORE does not allow {node.op_type}")
-            if layer["sparsity"] != "dense":
-                if layer["sparsity"] not in verdict.extra.get("sparsity_modes", ()):
-                    problems.append(f"{node.name}: sparsity {layer['sparsity']} not allowed (RKNN-SPARSE-*)")
-                if layer["precision"] != "int8":
+            if layer.sparsity != "dense":
+                if layer.sparsity not in verdict.extra.get("sparsity_modes", ()):
+                    problems.append(f"{node.name}: sparsity {layer.sparsity} not allowed (RKNN-SPARSE-*)")
+                if layer.precision != "int8":
                     problems.append(f"{node.name}: sparsity needs INT8 (FP16 builds ignore it)")
-    problems += _check_subgraphs(plan, graph, catalog, target, device_of)
-    problems += _check_figures(plan, target)
+    problems += _check_subgraphs(typed, graph, catalog, target, device_of)
+    problems += _check_figures(typed, target)
     return problems
 
 
-def _check_subgraphs(plan, graph: Graph, catalog: Catalog, target, device_of) -> list[str]:
+def _check_subgraphs(plan: Plan, graph: Graph, catalog: Catalog, target: Target, device_of: Mapping[str, str]
+                     ) -> list[str]:
     problems = []
-    compute = {layer["node"] for layer in plan["layers"] if layer.get("role") != "constant"}
+    compute = {layer.node for layer in plan.layers if layer.role != "constant"}
     seen: dict[str, int] = {}
     available = set(graph.inputs) | {t for t in graph.tensors if graph.is_constant(t)}
     dla = []
-    for sub in plan["subgraphs"]:
-        nodes = set(sub["nodes"])
+    for sub in plan.subgraphs:
+        nodes = set(sub.nodes)
         for name in nodes:
             if name in seen:
-                problems.append(f"{name} is in subgraphs {seen[name]} and {sub['id']}")
-            seen[name] = sub["id"]
-            if name in compute and device_of[name] != sub["device"]:
-                problems.append(f"{name}: layer device {device_of[name]} but subgraph {sub['id']} is {sub['device']}")
-        for t in sub["inputs"]:
+                problems.append(f"{name} is in subgraphs {seen[name]} and {sub.id}")
+            seen[name] = sub.id
+            if name in compute and device_of[name] != sub.device:
+                problems.append(f"{name}: layer device {device_of[name]} but subgraph {sub.id} is {sub.device}")
+        for t in sub.inputs:
             if t not in available:
-                problems.append(f"subgraph {sub['id']} reads {t} before any earlier subgraph produces it")
+                problems.append(f"subgraph {sub.id} reads {t} before any earlier subgraph produces it")
         unknown = sorted(n for n in nodes if not graph.has_node(n))
         if unknown:
-            problems.append(f"subgraph {sub['id']} names node {unknown[0]!r}, which the model lacks")
+            problems.append(f"subgraph {sub.id} names node {unknown[0]!r}, which the model lacks")
             continue
         produced = {t for n in nodes for t in graph.node(n).outputs if t}
-        for t in sub["outputs"]:
+        for t in sub.outputs:
             if t not in produced:
-                problems.append(f"subgraph {sub['id']} lists output {t!r}, which none of its nodes produces")
+                problems.append(f"subgraph {sub.id} lists output {t!r}, which none of its nodes produces")
         available |= produced
-        if sub["device"].startswith("dla"):
+        if sub.device.startswith("dla"):
             dla.append(sub)
             members = nodes & compute
             outside = _reachable(graph, members) - nodes
             if members & _reachable(graph, outside):
-                problems.append(f"DLA-LOADABLES: subgraph {sub['id']} is not convex (a path leaves and re-enters)")
+                problems.append(f"DLA-LOADABLES: subgraph {sub.id} is not convex (a path leaves and re-enters)")
             if not _connected(graph, members):
-                problems.append(f"DLA-LOADABLES: subgraph {sub['id']} is not connected")
-            pools = sub.get("memory_pools")
+                problems.append(f"DLA-LOADABLES: subgraph {sub.id} is not connected")
+            pools = sub.memory_pools
             if not pools:
-                problems.append(f"subgraph {sub['id']}: memory_pools missing on a DLA subgraph")
+                problems.append(f"subgraph {sub.id}: memory_pools missing on a DLA subgraph")
             else:
                 minimum = int(catalog.rule("DLA-POOL-POW2").params["min_bytes"])
-                for name, value in pools.items():
+                sizes = {key: getattr(pools, key) for key in POOL_KEYS}
+                for name, value in sizes.items():
                     if value < minimum or value & (value - 1):
-                        problems.append(f"DLA-POOL-POW2: subgraph {sub['id']} {name} = {value}")
-                needs = sub.get("memory_needs", {})
-                for name, need in needs.items():
-                    if pools.get(name, 0) < need:
-                        problems.append(f"DLA-POOL-POW2: subgraph {sub['id']} {name} = {pools.get(name)} is below "
+                        problems.append(f"DLA-POOL-POW2: subgraph {sub.id} {name} = {value}")
+                needs = sub.memory_needs
+                for name, need in ({"dla_local_dram_bytes": needs.dla_local_dram_bytes,
+                                    "dla_global_dram_bytes": needs.dla_global_dram_bytes} if needs else {}).items():
+                    if sizes[name] < need:
+                        problems.append(f"DLA-POOL-POW2: subgraph {sub.id} {name} = {sizes[name]} is below "
                                         f"the {need} bytes it needs")
                 sram = target.figure("dla_sram_bytes")
-                if pools.get("dla_sram_bytes", 0) > sram:
-                    problems.append(f"subgraph {sub['id']}: SRAM pool {pools['dla_sram_bytes']} exceeds {int(sram)}")
-    pooled = sum(sub.get("memory_pools", {}).get("dla_sram_bytes", 0) for sub in dla)
+                if pools.dla_sram_bytes > sram:
+                    problems.append(f"subgraph {sub.id}: SRAM pool {pools.dla_sram_bytes} exceeds {int(sram)}")
+    pooled = sum(sub.memory_pools.dla_sram_bytes for sub in dla if sub.memory_pools)
     if catalog.sram_is_shared(target) and pooled > target.figure("dla_sram_bytes"):
         problems.append(f"DLA-SRAM-XAVIER: the loadables' SRAM pools sum to {pooled} bytes, more than the "
                         f"{int(target.figure('dla_sram_bytes'))} shared")
@@ -254,15 +266,15 @@ def _check_subgraphs(plan, graph: Graph, catalog: Catalog, target, device_of) ->
     if missing:
         problems.append(f"{len(missing)} node(s) in no subgraph, e.g. {sorted(missing)[0]}")
     at_once = catalog.loadables_at_once(target)
-    limit = plan.get("request", {}).get("max_loadables") or at_once
+    limit = plan.request.max_loadables or at_once
     if len(dla) > limit:
         problems.append(f"DLA-LOADABLES: {len(dla)} DLA subgraphs, limit {limit}")
     per_core = catalog.loadables_per_core()
-    for core in sorted({sub.get("device") for sub in dla}):
-        on_core = sum(sub.get("device") == core for sub in dla)
+    for core in sorted({sub.device for sub in dla}):
+        on_core = sum(sub.device == core for sub in dla)
         if per_core is not None and on_core > per_core:
             problems.append(f"DLA-LOADABLES: {on_core} DLA subgraphs on {core}, limit {per_core} per core")
-    if plan.get("objective") == "dual-stream" and DUAL_STREAMS * len(dla) > at_once:
+    if plan.objective == "dual-stream" and DUAL_STREAMS * len(dla) > at_once:
         problems.append(f"DLA-LOADABLES: dual-stream runs the plan's {len(dla)} DLA loadables once per stream, "
                         f"{DUAL_STREAMS * len(dla)} at once; at most {at_once}")
     return problems
@@ -280,31 +292,32 @@ def _connected(graph: Graph, members: set[str]) -> bool:
         seen.add(name)
         node = graph.node(name)
         nxt = [c.name for t in node.outputs for c in graph.consumers(t)]
-        nxt += [graph.producer(t).name for t in graph.runtime_inputs(node) if graph.producer(t) is not None]
+        producers = (graph.producer(t) for t in graph.runtime_inputs(node))
+        nxt += [p.name for p in producers if p is not None]
         stack.extend(n for n in nxt if n in members)
     return seen == members
 
 
-def _check_figures(plan, target) -> list[str]:
+def _check_figures(plan: Plan, target: Target) -> list[str]:
     problems = []
     expected = {"gpu_only", "trt_default"} if target.accelerator == "dla" else {"npu_default"}
-    if not expected <= set(plan["baselines"]):
-        problems.append(f"baselines {sorted(plan['baselines'])} lack {sorted(expected - set(plan['baselines']))}")
-    solver = plan["solver"]
-    if solver["bound_ms"] > solver["objective_ms"] + 1e-9:
+    if not expected <= set(plan.baselines):
+        problems.append(f"baselines {sorted(plan.baselines)} lack {sorted(expected - set(plan.baselines))}")
+    solver = plan.solver
+    if solver.bound_ms > solver.objective_ms + 1e-9:
         problems.append("solver bound exceeds the objective")
-    if solver["status"] == "OPTIMAL" and abs(solver["bound_ms"] - solver["objective_ms"]) > 1e-6:
+    if solver.status == "OPTIMAL" and abs(solver.bound_ms - solver.objective_ms) > 1e-6:
         problems.append("status OPTIMAL but the bound differs from the objective")
-    if plan["objective"] == "latency" and abs(solver["objective_ms"] - plan["predicted"]["latency_ms"]) > 1e-6:
+    if plan.objective == "latency" and abs(solver.objective_ms - plan.predicted.latency_ms) > 1e-6:
         problems.append("latency objective differs from the predicted latency")
-    request = plan.get("request", {})
-    unconstrained = not (request.get("pins") or request.get("precision_pins") or request.get("int8_budget")
-                         or request.get("dla_standalone") or request.get("max_loadables")
-                         or request.get("latency_cap_ms"))
-    if plan["objective"] == "latency" and solver["status"] == "OPTIMAL" and unconstrained and \
-            set(request.get("allowed_precisions", ["int8", "fp16", "fp32"])) == {"int8", "fp16", "fp32"}:
-        best = min(b["latency_ms"] for b in plan["baselines"].values())
-        if plan["predicted"]["latency_ms"] > best + 1e-6:
-            problems.append(f"an OPTIMAL plan ({plan['predicted']['latency_ms']} ms) is slower than a baseline "
+    request = plan.request
+    unconstrained = not (request.pins or request.precision_pins or request.int8_budget
+                         or request.dla_standalone or request.max_loadables
+                         or request.latency_cap_ms)
+    if plan.objective == "latency" and solver.status == "OPTIMAL" and unconstrained and \
+            set(request.allowed_precisions) == set(Precision):
+        best = min(b.latency_ms for b in plan.baselines.values())
+        if plan.predicted.latency_ms > best + 1e-6:
+            problems.append(f"an OPTIMAL plan ({plan.predicted.latency_ms} ms) is slower than a baseline "
                             f"({best} ms)")
     return problems

@@ -6,12 +6,23 @@ page says exactly what plan.json and the latency model say, in the same numbers.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
+from optimizer.enums import PRECISIONS
+from optimizer.fusion import Edge
 from optimizer.ir import BYTES_PER_ELEMENT
-from optimizer.latency import Breakdown, Placement, group_options, reformat_engine, tensor_routes, transfer_engine
+from optimizer.latency import (
+    Breakdown,
+    LatencyModel,
+    Placement,
+    group_options,
+    reformat_engine,
+    tensor_routes,
+    transfer_engine,
+)
+from optimizer.latency._evaluate import Transfer
 from optimizer.plan._build import Planned, objective_cycle_ns
+from optimizer.plan._types import Baseline, Predicted, SolverSummary
 
 DEVICE_KIND = {"gpu": "gpu", "dla0": "dla", "dla1": "dla", "npu": "npu", "cpu": "cpu"}
 
@@ -81,7 +92,7 @@ class PlanView:
     target_name: str
     objective: str
     metric: str  # latency or throughput: what the objective optimises
-    solver: Mapping[str, object]
+    solver: SolverSummary
     groups: tuple[GroupView, ...]
     edges: tuple[EdgeView, ...]
     subgraphs: tuple[tuple[int, str, int], ...]  # (id, device, loadable)
@@ -107,7 +118,7 @@ def metric_value(objective: str, breakdown: Breakdown) -> float:
     return round(frames * 1e9 / cycle, 3) if cycle else 0.0
 
 
-def _transfer_delta_ns(planned: Planned, g: int, kind: str, edges: dict[int, list]) -> int:
+def _transfer_delta_ns(planned: Planned, g: int, kind: str, edges: dict[int, list[Edge]]) -> int:
     """Transfers this group would need beside its neighbours as placed, were it on `kind`, minus those it has."""
     model = planned.model
     placements = planned.placements
@@ -127,9 +138,9 @@ def _transfer_delta_ns(planned: Planned, g: int, kind: str, edges: dict[int, lis
     return delta
 
 
-def edges_by_group(planned: Planned) -> dict[int, list]:
+def edges_by_group(planned: Planned) -> dict[int, list[Edge]]:
     """Each group's incoming and outgoing edges, indexed once (a scan of every edge per group is quadratic)."""
-    index: dict[int, list] = {}
+    index: dict[int, list[Edge]] = {}
     for edge in planned.groups.edges:
         index.setdefault(edge.dst, []).append(edge)
         if edge.src >= 0 and edge.src != edge.dst:
@@ -137,15 +148,15 @@ def edges_by_group(planned: Planned) -> dict[int, list]:
     return index
 
 
-def _crossing(model, tensor: str, src: str, dst: str, precision: str) -> int:
+def _crossing(model: LatencyModel, tensor: str, src: str, dst: str, precision: str) -> int:
     return 0 if src == dst else int(model.transfer(tensor, src, dst, precision)[1])
 
 
-def _alternatives(planned: Planned, g: int, edges: dict[int, list]) -> tuple[Alternative, ...]:
+def _alternatives(planned: Planned, g: int, edges: dict[int, list[Edge]]) -> tuple[Alternative, ...]:
     model = planned.model
     group = planned.groups.groups[g]
     chosen = DEVICE_KIND[planned.placements[g].device]
-    allowed = frozenset(planned.plan["request"]["allowed_precisions"]) or frozenset(("int8", "fp16", "fp32"))
+    allowed: frozenset[str] = frozenset(planned.plan.request.allowed_precisions) or frozenset(PRECISIONS)
     best: dict[str, tuple[int, str]] = {}
     for option in group_options(model, g, allowed):
         if option.edit or option.device == chosen:
@@ -182,7 +193,7 @@ def _reason(planned: Planned, g: int, ms: float, alternatives: tuple[Alternative
     cheapest = min(alternatives, key=lambda a: a.ms + a.transfers_ms)
     if cheapest.ms + cheapest.transfers_ms >= ms:
         return f"{here}; {others}"
-    objective = planned.plan["objective"]
+    objective = planned.plan.objective
     busy = planned.breakdown.busy_ns
     if objective != "latency" and busy:
         cycle, _ = objective_cycle_ns(objective, planned.breakdown)
@@ -245,10 +256,10 @@ def _lane_order(lane: str) -> tuple[int, str]:
 def _frame_timeline(planned: Planned) -> Timeline:
     """Latency: one frame, everything in sequence, as the latency objective sums it."""
     b = planned.breakdown
-    out_transfers: dict[int, list] = {}
+    out_transfers: dict[int, list[Transfer]] = {}
     for t in b.transfers:
         out_transfers.setdefault(t.src_group, []).append(t)
-    reformats: dict[int, list] = {}
+    reformats: dict[int, list[tuple[str, int]]] = {}
     for tensor, dst, ns in b.precision_changes:
         reformats.setdefault(dst, []).append((tensor, ns))
     launched: set[int] = set()
@@ -289,7 +300,7 @@ def _topo_rank(planned: Planned) -> dict[int, int]:
 def _cycle_timeline(planned: Planned) -> Timeline:
     """Throughput and dual-stream: the steady state, each engine's share of one pipelined cycle."""
     b = planned.breakdown
-    objective = planned.plan["objective"]
+    objective = planned.plan.objective
     streams = ("A", "B") if objective == "dual-stream" else ("",)
     cursor: dict[str, float] = {}
     bars: list[Bar] = []
@@ -329,11 +340,11 @@ def _timeline(title: str, span: float, bars: list[Bar]) -> Timeline:
 
 
 def timeline(planned: Planned) -> Timeline:
-    return _frame_timeline(planned) if planned.plan["objective"] == "latency" else _cycle_timeline(planned)
+    return _frame_timeline(planned) if planned.plan.objective == "latency" else _cycle_timeline(planned)
 
 
 def comparisons(planned: Planned) -> tuple[Comparison, ...]:
-    objective = planned.plan["objective"]
+    objective = planned.plan.objective
     unit = "ms" if metric_of(objective) == "latency" else "fps"
     rows = [Comparison("edgeplan", metric_value(objective, planned.breakdown), unit)]
     rows += [Comparison(name, metric_value(objective, breakdown), unit)
@@ -341,34 +352,34 @@ def comparisons(planned: Planned) -> tuple[Comparison, ...]:
     return tuple(rows)
 
 
-def _band(plan: Mapping) -> tuple[float, float] | None:
-    band = plan.get("predicted", {}).get("latency_band_ms")
-    return (float(band["low"]), float(band["high"])) if band else None
+def _band(predicted: Predicted) -> tuple[float, float] | None:
+    band = predicted.latency_band_ms
+    return (float(band.low), float(band.high)) if band else None
 
 
 def plan_view(planned: Planned) -> PlanView:
     plan = planned.plan
     target = planned.report.target
     return PlanView(
-        model=str(plan["model"]["path"]), target=target.id, target_name=target.name, objective=plan["objective"],
-        metric=metric_of(plan["objective"]), solver=dict(plan["solver"]), groups=group_views(planned),
+        model=plan.model.path, target=target.id, target_name=target.name, objective=plan.objective,
+        metric=metric_of(plan.objective), solver=plan.solver, groups=group_views(planned),
         edges=edge_views(planned),
         subgraphs=tuple((s.id, s.device, s.loadable) for s in planned.subgraphs), timeline=timeline(planned),
-        comparisons=comparisons(planned), band=_band(plan), warnings=tuple(plan.get("warnings", ())))
+        comparisons=comparisons(planned), band=_band(plan.predicted), warnings=plan.warnings)
 
 
-def ratios(baseline: dict) -> str:
+def ratios(baseline: Baseline) -> str:
     """The plan's gain over a baseline, with the metric named: a throughput plan may trade latency for rate."""
-    parts = [f"latency x{baseline['speedup']:.2f}"] if baseline.get("speedup") is not None else []
-    if baseline.get("throughput_speedup") is not None:
-        parts.append(f"throughput x{baseline['throughput_speedup']:.2f}")
+    parts = [f"latency x{baseline.speedup:.2f}"] if baseline.speedup is not None else []
+    if baseline.throughput_speedup is not None:
+        parts.append(f"throughput x{baseline.throughput_speedup:.2f}")
     return ", ".join(parts)
 
 
-def within_band(pred: dict, base: dict) -> str:
+def within_band(pred: Predicted, base: Baseline) -> str:
     """A speedup smaller than the model's error band (high/low ratio) is not a prediction to rely on."""
-    band = pred.get("latency_band_ms")
-    speedup = base.get("speedup")
-    if not band or not speedup or speedup <= 1.0 or speedup >= band["ratio_high"] / band["ratio_low"]:
+    band = pred.latency_band_ms
+    speedup = base.speedup
+    if not band or not speedup or speedup <= 1.0 or speedup >= band.ratio_high / band.ratio_low:
         return ""
-    return f"; within the x{band['ratio_high'] / band['ratio_low']:.2f} error band: measure before relying on it"
+    return f"; within the x{band.ratio_high / band.ratio_low:.2f} error band: measure before relying on it"

@@ -16,6 +16,7 @@ from ortools.sat.python import cp_model
 
 from optimizer.catalog import Catalog
 from optimizer.check import CheckReport
+from optimizer.enums import PRECISIONS
 from optimizer.errors import BadInputError, InfeasibleError
 from optimizer.latency import (
     LatencyModel,
@@ -74,7 +75,7 @@ def dominant_precisions(lm: LatencyModel, request: PlanRequest) -> list[dict[str
     an op lacks the faster precision. On RKNN some NPU ops run in FP16 only, so nothing is fixed there."""
     if lm.target.accelerator != "dla" or request.precision_pins or request.int8_budget is not None:
         return None
-    top = next(p for p in ("int8", "fp16", "fp32") if p in request.allowed_precisions)
+    top = next(p for p in PRECISIONS if p in request.allowed_precisions)
     out = []
     for g, group in enumerate(lm.groups.groups):
         options = group_options(lm, g, request.allowed_precisions)
@@ -146,7 +147,7 @@ class PlanModel:
 
     def _choices(self) -> None:
         m = self.model
-        all_precisions = frozenset(("int8", "fp16", "fp32"))
+        all_precisions = frozenset(PRECISIONS)
         self.choices: list[list[Choice]] = []
         self.x: list[list[cp_model.IntVar]] = []
         self.excluded: list[list[set[str]]] = []
@@ -473,6 +474,8 @@ class PlanModel:
         m = self.model
         self.transfer_terms: list[tuple[int, cp_model.IntVar]] = []
         self.change_terms: list[tuple[int, cp_model.IntVar]] = []
+        self.term_src: list[int] = []  # producing group of each transfer term, then of each change term
+        change_src: list[int] = []
         for tensor, src, consumers in tensor_routes(self.lm):
             if src < 0:
                 continue
@@ -495,6 +498,7 @@ class PlanModel:
                     both = m.new_bool_var(f"copy[{tensor}->{e}|{kind}/{precision}]")
                     m.add(both >= cross + expr - 1)
                     self.transfer_terms.append((ns, both))
+                    self.term_src.append(src)
             for v in consumers:
                 common = set(self.prec[src]) | set(self.prec[v])
                 if len(common) < 2:
@@ -503,6 +507,8 @@ class PlanModel:
                 for q in sorted(self.prec[v]):
                     m.add(change >= self.prec[v][q] - self.prec[src].get(q, 0))
                 self.change_terms.append((self.lm.precision_change_ns(tensor), change))
+                change_src.append(src)
+        self.term_src.extend(change_src)
 
     def _slot_sram(self) -> None:
         """DLA-SRAM-PER-LOADABLE: a slot with its own SRAM pool changes what its groups cost; the

@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from optimizer.catalog import DEFAULT_TENSORRT, TENSORRT_VERSIONS, Target
+from optimizer.enums import PRECISIONS
 from optimizer.errors import BadInputError
 
 OBJECTIVES = ("latency", "throughput", "dual-stream")
 DUAL_STREAMS = 2  # seed 004 §七.2: camera 0 on DLA0, camera 1 on DLA1
 PIN_DEVICES = ("gpu", "dla", "dla0", "dla1", "npu", "cpu")
-PRECISIONS = ("int8", "fp16", "fp32")
 
 
 @dataclass(frozen=True)

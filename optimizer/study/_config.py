@@ -45,7 +45,7 @@ def _plain_name(value: str) -> str:
     return ""
 
 
-def _shapes(value: dict) -> str:
+def _shapes(value: dict[str, Any]) -> str:
     for name, dims in value.items():
         if not isinstance(dims, list) or not dims or not all(
                 isinstance(d, int) and not isinstance(d, bool) and 1 <= d <= 1 << 31 for d in dims):

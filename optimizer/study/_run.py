@@ -42,7 +42,8 @@ from optimizer.fileio import atomic_write_text, dumps_json, redact_url, sha256_f
 from optimizer.fusion import build_groups
 from optimizer.ir import load_model
 from optimizer.latency import load_profile
-from optimizer.plan import optimize, plan_html, planned_from_plan
+from optimizer.plan import Plan, optimize, plan_html, planned_from_plan
+from optimizer.plan._types import as_json
 from optimizer.solver import PlanRequest, check_target
 from optimizer.solver._outcome import deterministic_budget
 from optimizer.study._config import StudyConfig, load_config
@@ -171,8 +172,8 @@ class _Space:
                            sram_bytes=sram, sram_per_loadable=per_loadable, explain_infeasible=False)
 
 
-def _score(plan: dict[str, Any], objective: str) -> float:
-    return plan["predicted"]["latency_ms"] if objective == "latency" else plan["predicted"]["busiest_engine_ms"]
+def _score(plan: Plan, objective: str) -> float:
+    return plan.predicted.latency_ms if objective == "latency" else plan.predicted.busiest_engine_ms
 
 
 def _objective(space: _Space):
@@ -187,10 +188,10 @@ def _objective(space: _Space):
             trial.set_user_attr("error", exc.one_line()[:300])
             raise optuna.TrialPruned(exc.one_line()[:200]) from None
         plan = planned.plan
-        text = dumps_json(plan)
+        text = dumps_json(plan.to_json())
         trial.set_user_attr("plan_sha256", hashlib.sha256(text.encode()).hexdigest())
         trial.set_user_attr("plan_zlib_b64", base64.b64encode(zlib.compress(text.encode(), 9)).decode())
-        trial.set_user_attr("breakdown", plan["breakdown"])
+        trial.set_user_attr("breakdown", as_json(plan.breakdown))
         trial.set_user_attr("pins", len(request.pins))
         if planned.run["solver"].get("wall_limit_fired"):
             trial.set_user_attr("wall_limit_fired", True)  # this trial's plan depended on the machine's load
@@ -411,7 +412,7 @@ def _write_artifacts(space: _Space, folder: Path, study: optuna.Study, storage_u
         raise EdgeplanError("no trial produced a plan; see trials.csv for the errors", file=str(folder))
     best = min(completed, key=lambda t: (t.value, t.number))
     plan = best_plan(best, folder)
-    write_json(folder / "plan.json", plan)
+    write_json(folder / "plan.json", plan.to_json())
     params = sorted({k for t in study.trials for k in t.params})
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -450,7 +451,7 @@ def _write_artifacts(space: _Space, folder: Path, study: optuna.Study, storage_u
                         trials=_done(study), baseline_value=baseline)
 
 
-def best_plan(trial: optuna.trial.FrozenTrial, folder: Path) -> dict[str, Any]:
+def best_plan(trial: optuna.trial.FrozenTrial, folder: Path) -> Plan:
     """The plan the trial stored, checked against the hash it stored beside it (never re-solved)."""
     packed = trial.user_attrs.get("plan_zlib_b64")
     if not packed:
@@ -459,7 +460,7 @@ def best_plan(trial: optuna.trial.FrozenTrial, folder: Path) -> dict[str, Any]:
     text = zlib.decompress(base64.b64decode(packed)).decode()
     if hashlib.sha256(text.encode()).hexdigest() != trial.user_attrs.get("plan_sha256"):
         raise EdgeplanError(f"trial {trial.number}'s stored plan does not match its plan_sha256", file=str(folder))
-    return json.loads(text)
+    return Plan.from_json(json.loads(text), file=f"{folder}: trial {trial.number}'s stored plan")
 
 
 def _latency(trial: optuna.trial.FrozenTrial) -> float | str:

@@ -41,6 +41,24 @@ CITED = [
     ("tv_alexnet", "rk3588", "fp16", "/Flatten", True),  # 256x6x6 pixels folded into the channel axis
     ("timm_levit_128s", "rk3566", "int8", "/stages/stages.1/downsample/attn_downsample/q/down/Reshape", False),
     ("timm_deit_tiny_patch16_224", "rk3576", "int8", "/blocks/blocks.0/norm2/LayerNormalization", False),
+    ("yolo11n_320", "rk3566", "fp16", "/model.10/m/m.0/attn/Split", False),  # RKNN-EXMATMUL-B: N=100 in FP16
+    ("yolo11n_320", "rk3566", "int8", "/model.10/m/m.0/attn/Split", True),  # ... is not 8 INT8 elements
+    ("timm_mixer_s32_224", "rk3566", "fp16", "/blocks/blocks.0/Transpose", True),  # RKNN-TOKEN-RELAYOUT, N=49
+    ("timm_mixer_s32_224", "rk3566", "int8", "/blocks/blocks.0/mlp_tokens/fc2/MatMul", True),  # carries the back swap
+    ("timm_mixer_s32_224", "rk3566", "int8", "/blocks/blocks.0/Transpose_1", False),
+    ("timm_mixer_s32_224", "rk3566", "fp16", "/norm/LayerNormalization", True),  # input of the token mean
+    ("timm_mixer_s32_224", "rk3566", "fp16", "/ReduceMean", True),
+    ("nn_se_mish_groupnorm", "rk3566", "int8", "/gn/Reshape", False),  # 8 channels per group
+    ("nn_tcn_conv1d", "rk3566", "fp16", "/head/Conv", True),  # RKNN-MAP-OUTPUT: [1,4,256]
+    ("nn_window_attention_pad_roll", "rk3566", "int8", "/Transpose_3", True),  # RKNN-WINDOW-HEADS
+    ("nn_crnn_bilstm", "rk3566", "fp16", "/rnn/Transpose", True),  # into the batch axis
+    ("nn_channel_layernorm_cnn", "rk3566", "int8", "/dw/Conv", True),  # RKNN-NORM-RELAYOUT (W LayerNorm)
+    ("nn_channel_layernorm_cnn", "rk3566", "int8", "/ln_c/LayerNormalization", False),  # channels-last: folds
+    ("nn_crnn_bilstm", "rk3566", "int8", "/fc/MatMul", True),  # token output through LogSoftmax, C=37
+    ("nn_window_attention_pad_roll", "rk3566", "fp16", "/Squeeze_2", False),  # V needs no transpose there
+    ("tv_alexnet", "rk3566", "int8", "/Flatten", True),  # 256x6x6 pixels folded into the channel axis
+    ("nn_sdpa_causal_d128_h4", "rk3566", "fp16", "/proj/Add", True),  # a token output after the bias Add
+    ("nn_sdpa_causal_d128_h4", "rk3566", "fp16", "/proj/MatMul", False),
 ]
 
 

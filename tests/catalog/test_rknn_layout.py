@@ -75,14 +75,22 @@ def test_a_transpose_after_a_reshape_is_merged_into_it(catalog, tmp_path):
     assert on_npu(catalog, path, "rk3566", node="t")
 
 
-def test_token_matmul_on_rk3566_is_cpu_only_when_its_result_leaves_the_graph(catalog, tmp_path):
-    # tokens stay in the toolkit's [B,C,1,N] form between MatMuls; the one feeding the output is transposed back
-    nodes = [helper.make_node("MatMul", ["a", "w1"], ["m"], name="inner"),
-             helper.make_node("MatMul", ["m", "w2"], ["b"], name="last")]
-    path = _inner(tmp_path, nodes, [1, 16, 32], [weight("w1", [32, 32]), weight("w2", [32, 32])])
+@pytest.mark.parametrize("after", [False, True])
+def test_token_matmul_on_rk3566_is_cpu_only_when_its_result_leaves_the_graph(catalog, tmp_path, after):
+    # tokens stay in the toolkit's [B,C,1,N] form between MatMuls; the tensor leaving the graph is transposed back,
+    # by a layer named after the node making it: the last MatMul, or the op after it (corpus
+    # nn_sdpa_causal_d128_h4: /proj/MatMul NPU, /proj/Add CPU)
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["m"], name="inner"),
+             helper.make_node("MatMul", ["m", "w2"], ["b" if after else "y"], name="last")]
+    if after:
+        nodes.append(helper.make_node("Relu", ["b"], ["y"], name="tail"))
+    path = save_model(tmp_path / f"tok{int(after)}.onnx", nodes, [value("x", [1, 16, 32])], [value("y", None)],
+                      [weight("w1", [32, 32]), weight("w2", [32, 32])])
     for precision in ("fp16", "int8"):
         assert on_npu(catalog, path, "rk3566", precision, node="inner")
-        assert not on_npu(catalog, path, "rk3566", precision, node="last")
+        assert on_npu(catalog, path, "rk3566", precision, node="last") is after
+        if after:
+            assert not on_npu(catalog, path, "rk3566", precision, node="tail")
         assert on_npu(catalog, path, "rk3562", precision, node="last")
 
 
@@ -198,3 +206,350 @@ def test_an_attention_head_reshape_folds_into_exmatmul_on_rk3566(catalog, tmp_pa
     path = _inner(tmp_path, nodes, [1, 16, 4, 4], inits)
     assert on_npu(catalog, path, "rk3566") is attention
     assert on_npu(catalog, path, "rk3566", "int8") is attention
+
+
+def _attention_v(tmp_path, tokens, dim, v_first=False, split=False):
+    """softmax(Q.K^T).V (or V.P^T with V first, as yolo11's C2PSA writes it); V made by a Relu, or as the third
+    output of a q/k/v Split ([1, 2, 3*dim, N] on axis 2) whose V also feeds another branch."""
+    if split:
+        nodes = [helper.make_node("Split", ["qkv", "parts"], ["q0", "k", "v"], name="v_op", axis=2),
+                 helper.make_node("Transpose", ["q0"], ["q"], name="qt", perm=[0, 1, 3, 2]),
+                 helper.make_node("Relu", ["v"], ["side"], name="side_branch")]
+        inputs = [value("qkv", [1, 2, 3 * dim, tokens])]
+    else:
+        nodes = [helper.make_node("Relu", ["v0"], ["v"], name="v_op")]
+        inputs = [value("q", [1, 2, tokens, dim]), value("k", [1, 2, dim, tokens]),
+                  value("v0", [1, 2, dim, tokens] if v_first else [1, 2, tokens, dim])]
+    nodes += [helper.make_node("MatMul", ["q", "k"], ["s"], name="qk"),
+              helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1)]
+    if v_first:
+        nodes += [helper.make_node("Transpose", ["p"], ["pt"], name="pt", perm=[0, 1, 3, 2]),
+                  helper.make_node("MatMul", ["v", "pt"], ["o"], name="pv")]
+    else:
+        nodes.append(helper.make_node("MatMul", ["p", "v"], ["o"], name="pv"))
+    nodes.append(helper.make_node("Relu", ["o"], ["y"], name="tail"))
+    outputs = [value("y", None)] + ([value("side", None)] if split else [])
+    inits = [const("parts", np.array([dim, dim, dim], np.int64))] if split else []
+    name = f"v{tokens}_{dim}_{int(v_first)}{int(split)}.onnx"
+    return save_model(tmp_path / name, nodes, inputs, outputs, inits)
+
+
+# probe (tools/probe_rknn_rk3566.py vop:D:N): the V transpose is NPU iff N and D are multiples of 4 in FP16 and
+# of 8 in INT8 (whole 8-byte groups)
+@pytest.mark.parametrize(("tokens", "dim", "cpu_in"), [(128, 64, set()), (104, 24, set()), (100, 64, {"int8"}),
+                                                       (128, 12, {"int8"}), (98, 64, {"fp16", "int8"}),
+                                                       (128, 8, set()), (196, 64, {"int8"})])
+def test_the_v_transpose_needs_whole_8_byte_groups_on_rk3566(catalog, tmp_path, tokens, dim, cpu_in):
+    path = _attention_v(tmp_path, tokens, dim)
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision, node="v_op") is (precision not in cpu_in)
+        assert on_npu(catalog, path, "rk3562", precision, node="v_op")
+
+
+@pytest.mark.parametrize("tokens", [100, 104])
+def test_a_split_making_v_of_v_times_p_transposed_is_the_v_operand(catalog, tmp_path, tokens):
+    # corpus yolo11n_320 /model.10/m/m.0/attn/Split: V [1,2,64,100] of V @ attn^T, also read by the pe branch;
+    # its transpose (Split_output_2_tp_rs) is NPU in FP16 and CPU in INT8
+    path = _attention_v(tmp_path, tokens, 64, v_first=True, split=True)
+    assert on_npu(catalog, path, "rk3566", "fp16", node="v_op")
+    assert on_npu(catalog, path, "rk3566", "int8", node="v_op") is (tokens % 8 == 0)
+    assert on_npu(catalog, path, "rk3566", "int8", node="qt")
+
+
+def test_a_reshape_before_the_v_transpose_carries_it(catalog, tmp_path):
+    # probe vop:64:100: v_rs (Reshape) -> v_tr (Transpose) -> P.V; the layer is v_rs#2, CPU in INT8 with v_rs
+    nodes = [helper.make_node("MatMul", ["q", "k"], ["s"], name="qk"),
+             helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1),
+             helper.make_node("Reshape", ["v0", "shape"], ["vr"], name="v_rs"),
+             helper.make_node("Transpose", ["vr"], ["v"], name="v_tr", perm=[0, 1, 3, 2]),
+             helper.make_node("MatMul", ["p", "v"], ["o"], name="pv"),
+             helper.make_node("Relu", ["o"], ["y"], name="tail")]
+    inputs = [value("q", [1, 2, 100, 64]), value("k", [1, 2, 64, 100]), value("v0", [1, 128, 10, 10])]
+    path = save_model(tmp_path / "vrs.onnx", nodes, inputs, [value("y", None)],
+                      [const("shape", np.array([1, 2, 64, 100], np.int64))])
+    assert not on_npu(catalog, path, "rk3566", "int8", node="v_rs")
+    assert on_npu(catalog, path, "rk3566", "int8", node="v_tr")
+    assert on_npu(catalog, path, "rk3566", "fp16", node="v_rs")
+
+
+def _token_mixing(tmp_path, tokens, channels):
+    """MLP-Mixer's token mixing: tokens from a MatMul -> Transpose -> MatMul over N (+ bias) -> Transpose back ->
+    residual Add -> MatMul; then back to the map (Transpose + Reshape)."""
+    nodes = [helper.make_node("MatMul", ["x", "wc"], ["t"], name="channel_mm"),
+             helper.make_node("Transpose", ["t"], ["tt"], name="swap", perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["tt", "wn"], ["m"], name="token_mm"),
+             helper.make_node("Add", ["m", "bn"], ["mb"], name="token_bias"),
+             helper.make_node("Transpose", ["mb"], ["mt"], name="swap_back", perm=[0, 2, 1]),
+             helper.make_node("Add", ["t", "mt"], ["r"], name="residual"),
+             helper.make_node("MatMul", ["r", "wc2"], ["u"], name="next_mm"),
+             helper.make_node("Transpose", ["u"], ["ut"], name="to_map", perm=[0, 2, 1]),
+             helper.make_node("Reshape", ["ut", "shape"], ["y4"], name="map"),
+             helper.make_node("Relu", ["y4"], ["y"], name="tail")]
+    side = int(tokens**0.5)
+    inits = [weight("wc", [channels, channels]), weight("wn", [tokens, tokens]), weight("bn", [tokens]),
+             weight("wc2", [channels, channels]), const("shape", np.array([1, channels, side, tokens // side], np.int64))]
+    return save_model(tmp_path / f"mix{tokens}_{channels}.onnx", nodes, [value("x", [1, tokens, channels])],
+                      [value("y", None)], inits)
+
+
+# probe tokmix:N:C and corpus timm_mixer_s32_224 (N=49, C=512: CPU in FP16 and INT8)
+@pytest.mark.parametrize(("tokens", "channels", "cpu_in"), [(64, 64, set()), (100, 64, {"int8"}),
+                                                            (64, 12, {"int8"}), (49, 512, {"fp16", "int8"})])
+def test_token_mixing_transposes_need_whole_8_byte_groups_on_rk3566(catalog, tmp_path, tokens, channels, cpu_in):
+    path = _token_mixing(tmp_path, tokens, channels)
+    for precision in ("fp16", "int8"):
+        cpu = precision in cpu_in
+        assert on_npu(catalog, path, "rk3566", precision, node="swap") is not cpu
+        assert on_npu(catalog, path, "rk3566", precision, node="token_mm") is not cpu  # carries swap_back
+        assert on_npu(catalog, path, "rk3566", precision, node="swap_back")
+        assert on_npu(catalog, path, "rk3566", precision, node="to_map")  # token -> map form folds
+        assert on_npu(catalog, path, "rk3588", precision, node="swap")
+
+
+def _token_mean(tmp_path, tokens, channels, reshape_after):
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["t"], name="producer"),
+             helper.make_node("ReduceMean", ["t"], ["m"], name="mean", axes=[1], keepdims=0)]
+    inits = [weight("w", [channels, channels]), weight("head", [channels, 10])]
+    if reshape_after:
+        nodes.append(helper.make_node("Reshape", ["m", "shape"], ["m2"], name="after"))
+        inits.append(const("shape", np.array([1, channels], np.int64)))
+    nodes.append(helper.make_node("MatMul", ["m2" if reshape_after else "m", "head"], ["y"], name="classifier"))
+    return save_model(tmp_path / f"mean{tokens}_{int(reshape_after)}.onnx", nodes,
+                      [value("x", [1, tokens, channels])], [value("y", None)], inits, opset=13)
+
+
+# probe tokmean:N:C: the (1,1,1,C) result goes back to (1,C,1,1) on the CPU in every case; the input's transpose
+# into (1,N,1,C) follows the 8-byte rule (N=16, 64: NPU; N=49: CPU); corpus timm_mixer_s32_224 /ReduceMean
+@pytest.mark.parametrize(("tokens", "producer_cpu"), [(16, False), (64, False), (49, True)])
+@pytest.mark.parametrize("reshape_after", [False, True])
+def test_a_token_axis_mean_transposes_on_rk3566(catalog, tmp_path, tokens, producer_cpu, reshape_after):
+    path = _token_mean(tmp_path, tokens, 64, reshape_after)
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision, node="producer") is not producer_cpu
+        assert on_npu(catalog, path, "rk3566", precision, node="mean") is reshape_after
+        if reshape_after:
+            assert not on_npu(catalog, path, "rk3566", precision, node="after")
+        assert on_npu(catalog, path, "rk3576", precision, node="mean")
+
+
+def test_a_channel_axis_mean_is_no_token_transpose(catalog, tmp_path):
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["t"], name="producer"),
+             helper.make_node("ReduceMean", ["t"], ["m"], name="mean", axes=[2], keepdims=1),
+             helper.make_node("Relu", ["m"], ["y"], name="tail")]
+    path = save_model(tmp_path / "cmean.onnx", nodes, [value("x", [1, 49, 64])], [value("y", None)],
+                      [weight("w", [64, 64])], opset=13)
+    assert on_npu(catalog, path, "rk3566", "fp16", node="mean")
+    assert on_npu(catalog, path, "rk3566", "fp16", node="producer")
+
+
+def _conv_map_attention(tmp_path, heads, dim, tokens=64):
+    """The probe's graph: q/k/v maps [1, heads*dim, H, W] -> Reshape [1, heads, dim, N] -> Transpose -> attention
+    -> Transpose -> Reshape back to the map."""
+    side = int(tokens**0.5)
+    nodes = []
+    for t in "qkv":
+        nodes += [helper.make_node("Reshape", [f"{t}0", "heads"], [f"{t}r"], name=f"{t}_rs"),
+                  helper.make_node("Transpose", [f"{t}r"], [t], name=f"{t}_tr", perm=[0, 1, 3, 2])]
+    nodes += [helper.make_node("Transpose", ["k"], ["kt"], name="k_t", perm=[0, 1, 3, 2]),
+              helper.make_node("MatMul", ["q", "kt"], ["s"], name="qk"),
+              helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1),
+              helper.make_node("MatMul", ["p", "v"], ["o"], name="pv"),
+              helper.make_node("Transpose", ["o"], ["ot"], name="o_tr", perm=[0, 1, 3, 2]),
+              helper.make_node("Reshape", ["ot", "back"], ["o4"], name="o_rs"),
+              helper.make_node("Relu", ["o4"], ["y"], name="tail")]
+    inputs = [value(f"{t}0", [1, heads * dim, side, side]) for t in "qkv"]
+    inits = [const("heads", np.array([1, heads, dim, tokens], np.int64)),
+             const("back", np.array([1, heads * dim, side, side], np.int64))]
+    return save_model(tmp_path / f"heads{heads}_{dim}.onnx", nodes, inputs, [value("y", None)], inits)
+
+
+# probe vop:D:64:2 (and :4): head split/join Reshapes are NPU iff D is a multiple of 4 (FP16) / 8 (INT8)
+@pytest.mark.parametrize(("dim", "cpu_in"), [(8, set()), (24, set()), (40, set()), (20, {"int8"}), (12, {"int8"}),
+                                             (4, {"int8"})])
+def test_attention_head_reshapes_need_whole_8_byte_groups_on_rk3566(catalog, tmp_path, dim, cpu_in):
+    path = _conv_map_attention(tmp_path, 2, dim)
+    report = check_graph(load_model(path), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        cpu = precision in cpu_in
+        for node in ("q_rs", "k_rs", "o_rs"):
+            assert report.verdict(node).runs_on("npu", precision) is not cpu, (node, precision)
+        assert report.verdict("q_tr").runs_on("npu", precision)
+        if cpu:
+            assert "RKNN-HEAD-SPLIT" in {v.rule for v in report.verdict("q_rs").violations}
+    assert check_graph(load_model(path), catalog, "rk3576").verdict("q_rs").runs_on("npu", "int8")
+
+
+def test_a_reshape_transpose_pair_feeding_no_matmul_still_moves_data_on_rk3566(catalog, tmp_path):
+    nodes = [helper.make_node("Reshape", ["a", "s"], ["r"], name="n"),
+             helper.make_node("Transpose", ["r"], ["b"], name="t", perm=[0, 1, 3, 2])]
+    path = _inner(tmp_path, nodes, [1, 128, 10, 10], [const("s", np.array([1, 2, 64, 100], np.int64))])
+    assert not on_npu(catalog, path, "rk3566", node="n")
+
+
+def _group_norm(tmp_path, channels, groups, side=8):
+    nodes = [helper.make_node("Reshape", ["a", "s3"], ["r"], name="gn_reshape"),
+             helper.make_node("InstanceNormalization", ["r", "g", "bias"], ["nrm"], name="gn_norm"),
+             helper.make_node("Reshape", ["nrm", "s4"], ["b"], name="gn_back")]
+    inits = [const("s3", np.array([1, groups, -1], np.int64)), const("s4", np.array([1, channels, side, side], np.int64)),
+             const("g", np.ones(groups, np.float32)), const("bias", np.zeros(groups, np.float32))]
+    return _inner(tmp_path, nodes, [1, channels, side, side], inits, name=f"gn{channels}_{groups}")
+
+
+# probe gn:C:G and corpus nn_se_mish_groupnorm (C/G = 8): the exNorm is NPU for every group size (the
+# InstanceNormalization entry, placement's), its two Reshapes iff C/G is a multiple of 4 (FP16) / 8 (INT8)
+@pytest.mark.parametrize(("channels", "groups", "cpu_in"), [(32, 4, set()), (32, 8, {"int8"}), (32, 16, {"fp16", "int8"}),
+                                                            (24, 4, {"fp16", "int8"})])
+def test_group_norm_on_rk3566(catalog, tmp_path, channels, groups, cpu_in):
+    path = _group_norm(tmp_path, channels, groups)
+    for precision in ("fp16", "int8"):
+        cpu = precision in cpu_in
+        assert on_npu(catalog, path, "rk3566", precision, node="gn_reshape") is not cpu
+        assert on_npu(catalog, path, "rk3566", precision, node="gn_back") is not cpu
+        assert on_npu(catalog, path, "rk3588", precision, node="gn_norm")
+
+
+@pytest.mark.parametrize(("shape", "tokens", "cpu"), [([1, 4, 256], False, True), ([1, 32, 100], False, True),
+                                                      ([1, 64, 128], True, True), ([1, 4, 8, 8], False, False)])
+def test_a_rank3_graph_output_is_relaid_out_on_the_cpu_on_rk3566(catalog, tmp_path, shape, tokens, cpu):
+    # probe out3:C:N and corpus nn_tcn_conv1d /head/Conv [1,4,256] (a feature map: Reshape); tokens are transposed
+    # back by a layer named after the node making the output (corpus nn_sdpa_causal_d128_h4 /proj/Add, the bias
+    # Add after the token MatMul, which itself stays NPU); rank 4 needs no relayout
+    if tokens:
+        nodes = [helper.make_node("MatMul", ["x", "w"], ["t"], name="mm"),
+                 helper.make_node("Relu", ["t"], ["y"], name="n")]
+        inits = [weight("w", [shape[-1], shape[-1]])]
+    else:
+        nodes, inits = [helper.make_node("Relu", ["x"], ["y"], name="n")], []
+    path = save_model(tmp_path / "o.onnx", nodes, [value("x", shape)], [value("y", shape)], inits)
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision) is not cpu
+        assert ("RKNN-MAP-OUTPUT" in violations(catalog, path, "rk3566", precision)) is cpu
+        if tokens:
+            assert on_npu(catalog, path, "rk3566", precision, node="mm")
+    assert on_npu(catalog, path, "rk3576", "fp16")
+
+
+@pytest.mark.parametrize(("shape", "cpu"), [([1, 16, 6, 6], True), ([1, 16, 1, 1], False)])
+def test_flattening_pixels_into_channels_on_rk3566(catalog, tmp_path, shape, cpu):
+    # corpus tv_alexnet /Flatten: (1,256,6,6) -> (1,9216,1,1) is CPU on rk3566 in FP16 and INT8
+    path = _inner(tmp_path, [helper.make_node("Flatten", ["a"], ["b"], name="n", axis=1)], shape)
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision) is not cpu
+        assert on_npu(catalog, path, "rk3568", precision) is not cpu
+
+
+@pytest.mark.parametrize(("tokens", "channels", "matmul_cpu_in"), [(64, 128, set()), (32, 10, {"fp16", "int8"}),
+                                                                   (100, 64, {"int8"})])
+def test_a_token_output_is_transposed_then_reshaped_on_rk3566(catalog, tmp_path, tokens, channels, matmul_cpu_in):
+    # corpus nn_lstm_1x128 (C=10): /fc/MatMul's transpose CPU, /fc/Add's Reshape NPU; nn_sdpa_causal_d128_h4
+    # ([1,64,128]): the transpose NPU, the Reshape CPU; the 8-byte rule decides which
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"),
+             helper.make_node("Add", ["m", "bias"], ["y"], name="bias_add")]
+    path = save_model(tmp_path / f"tokout{tokens}_{channels}.onnx", nodes, [value("x", [1, tokens, 32])],
+                      [value("y", None)], [weight("w", [32, channels]), weight("bias", [channels])])
+    for precision in ("fp16", "int8"):
+        cpu = precision in matmul_cpu_in
+        assert on_npu(catalog, path, "rk3566", precision, node="mm") is not cpu
+        assert on_npu(catalog, path, "rk3566", precision, node="bias_add") is cpu
+
+
+def test_a_scalar_reshape_has_no_layout_on_rk3566(catalog, tmp_path):
+    # ../shared/zoo/tv_ssdlite320_mobilenet_v3_large: a Reshape of a rank-0 tensor raised IndexError in the
+    # rk3566 layout condition
+    nodes = [helper.make_node("ReduceMax", ["x"], ["m"], name="mx", keepdims=0),
+             helper.make_node("Reshape", ["m", "s"], ["y"], name="n")]
+    path = save_model(tmp_path / "scalar.onnx", nodes, [value("x", [1, 8, 4, 4])], [value("y", None)],
+                      [const("s", np.array([1], np.int64))], opset=13)
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision)
+
+
+def _windowed_attention(tmp_path, windows, tokens, heads=2, dim=16):
+    """The probe's windowed attention: tokens [B, N, C] -> qkv MatMul -> Reshape [B, N, 3, heads, d] ->
+    Transpose (2, 0, 3, 1, 4) -> Split/Squeeze -> softmax(Q.K^T).V."""
+    ch = heads * dim
+    nodes = [helper.make_node("MatMul", ["x", "wqkv"], ["qkv"], name="qkv_mm"),
+             helper.make_node("Reshape", ["qkv", "s5"], ["qkv5"], name="qkv_reshape"),
+             helper.make_node("Transpose", ["qkv5"], ["qkvt"], name="qkv_transpose", perm=[2, 0, 3, 1, 4]),
+             helper.make_node("Split", ["qkvt", "ones"], ["q1", "k1", "v1"], name="split", axis=0)]
+    nodes += [helper.make_node("Squeeze", [f"{t}1", "ax0"], [t], name=f"{t}_squeeze") for t in "qkv"]
+    nodes += [helper.make_node("Transpose", ["k"], ["kt"], name="k_transpose", perm=[0, 1, 3, 2]),
+              helper.make_node("MatMul", ["q", "kt"], ["s"], name="qk"),
+              helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1),
+              helper.make_node("MatMul", ["p", "v"], ["o"], name="pv"),
+              helper.make_node("Relu", ["o"], ["y"], name="tail")]
+    inits = [weight("wqkv", [ch, 3 * ch]), const("s5", np.array([windows, tokens, 3, heads, dim], np.int64)),
+             const("ones", np.array([1, 1, 1], np.int64)), const("ax0", np.array([0], np.int64))]
+    return save_model(tmp_path / f"win{windows}_{tokens}.onnx", nodes, [value("x", [windows, tokens, ch])],
+                      [value("y", None)], inits, opset=13)
+
+
+# probe winattn:B:N:H:D and corpus nn_window_attention_pad_roll (B=25, N=49): with windows in the batch the head
+# split is CPU; Q and K^T transposes follow the 8-byte rule; V needs none. One window (B=1) folds.
+@pytest.mark.parametrize(("windows", "tokens"), [(4, 64), (4, 49), (1, 64)])
+def test_windowed_attention_head_split_on_rk3566(catalog, tmp_path, windows, tokens):
+    report = check_graph(load_model(_windowed_attention(tmp_path, windows, tokens)), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        windowed = windows > 1
+        assert report.verdict("qkv_reshape").runs_on("npu", precision) is not windowed
+        assert report.verdict("qkv_transpose").runs_on("npu", precision) is not windowed
+        qk_cpu = windowed and tokens % 4 != 0
+        assert report.verdict("q_squeeze").runs_on("npu", precision) is not qk_cpu
+        assert report.verdict("k_transpose").runs_on("npu", precision) is not qk_cpu
+        if windowed:
+            assert report.verdict("v_squeeze").runs_on("npu", precision)  # already (b, N, 1, d)
+
+
+@pytest.mark.parametrize(("shape", "perm", "cpu"), [([1, 128, 32], [2, 0, 1], True), ([1, 32, 64], [1, 0, 2], False),
+                                                    ([1, 16, 8], [0, 2, 1], False)])
+def test_a_transpose_into_the_batch_axis_on_rk3566(catalog, tmp_path, shape, perm, cpu):
+    # corpus nn_crnn_bilstm /rnn/Transpose (2,0,1): CPU; nn_bigru_1x64 /rnn/Transpose (1,0,2) of [1,32,64]: a Reshape
+    path = _inner(tmp_path, [helper.make_node("Transpose", ["a"], ["b"], name="n", perm=perm)], shape)
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision) is not cpu
+    assert on_npu(catalog, path, "rk3588", "fp16")
+
+
+def test_a_token_output_through_log_softmax_is_transposed_by_the_matmul_on_rk3566(catalog, tmp_path):
+    # corpus nn_crnn_bilstm: /fc/MatMul -> /fc/Add -> LogSoftmax -> [1,32,37]: the MatMul's transpose is CPU (37)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"),
+             helper.make_node("Add", ["m", "bias"], ["a"], name="bias_add"),
+             helper.make_node("LogSoftmax", ["a"], ["y"], name="logsoftmax", axis=-1)]
+    path = save_model(tmp_path / "ls.onnx", nodes, [value("x", [1, 32, 128])], [value("y", None)],
+                      [weight("w", [128, 37]), weight("bias", [37])])
+    assert not on_npu(catalog, path, "rk3566", "int8", node="mm")
+    assert on_npu(catalog, path, "rk3566", "int8", node="bias_add")
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_a_w_layernorm_of_an_nchw_map_is_transposed_on_rk3566(catalog, tmp_path, channels_last):
+    # corpus nn_channel_layernorm_cnn: /ln_w (axis 3 of NCHW [1,32,16,16]) and its producer /dw/Conv are CPU;
+    # /ln_c between a (0,2,3,1)/(0,3,1,2) pair folds
+    inits = [weight("w", [8, 8, 1, 1]), const("s", np.ones(4, np.float32)), const("bias", np.zeros(4, np.float32))]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="producer")]
+    if channels_last:
+        inits[1:] = [const("s", np.ones(8, np.float32)), const("bias", np.zeros(8, np.float32))]
+        nodes += [helper.make_node("Transpose", ["c"], ["t"], name="to_nhwc", perm=[0, 2, 3, 1]),
+                  helper.make_node("LayerNormalization", ["t", "s", "bias"], ["l"], name="ln", axis=3),
+                  helper.make_node("Transpose", ["l"], ["b"], name="to_nchw", perm=[0, 3, 1, 2])]
+    else:
+        nodes.append(helper.make_node("LayerNormalization", ["c", "s", "bias"], ["b"], name="ln", axis=3))
+    nodes.append(helper.make_node("Relu", ["b"], ["y"], name="tail"))
+    path = save_model(tmp_path / f"lnw{int(channels_last)}.onnx", nodes, [value("x", [1, 8, 4, 4])],
+                      [value("y", None)], inits)
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision, node="ln") is channels_last
+        assert on_npu(catalog, path, "rk3566", precision, node="producer") is channels_last
+    assert on_npu(catalog, path, "rk3576", "fp16", node="producer")
+
+
+def test_the_producer_of_a_lone_instance_norm_is_transposed_on_rk3566(catalog, tmp_path):
+    # corpus nn_instnorm_elu_selu: /0/Conv -> InstanceNormalization [1,16,64,64]: the transpose in is named /0/Conv
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="producer"),
+             helper.make_node("InstanceNormalization", ["c", "s", "bias"], ["b"], name="inorm"),
+             helper.make_node("Relu", ["b"], ["y"], name="tail")]
+    path = save_model(tmp_path / "inorm.onnx", nodes, [value("x", [1, 8, 4, 4])], [value("y", None)],
+                      [weight("w", [8, 8, 1, 1]), const("s", np.ones(8, np.float32)), const("bias", np.zeros(8, np.float32))])
+    assert not on_npu(catalog, path, "rk3566", "int8", node="producer")
+    assert not on_npu(catalog, path, "rk3566", "int8", node="inorm")
+    assert on_npu(catalog, path, "rk3566", "int8", node="tail")

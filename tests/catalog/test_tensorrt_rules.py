@@ -81,8 +81,8 @@ def test_loadables_per_core_on_a_one_dla_module(tmp_path, monkeypatch, version, 
     path = chain(tmp_path / "m.onnx", "X".join("C" * regions))
     planned = optimize(str(path), "my-one-dla", PlanRequest(tensorrt=version, deterministic_limit_s=4),
                        profile_path=_favour(tmp_path))
-    assert len(_dla_subgraphs(planned.plan)) == on_dla
-    assert planned.plan["tensorrt_rules"] == version
+    assert len(_dla_subgraphs(planned.plan.to_json())) == on_dla
+    assert planned.plan.tensorrt_rules == version
     assert validate_plan(planned.plan, load_catalog(tensorrt=version), str(path)) == []
 
 
@@ -91,7 +91,7 @@ def test_a_plan_past_the_per_core_limit_is_refused_under_11(tmp_path, monkeypatc
     path = chain(tmp_path / "m.onnx", "X".join("C" * 17))
     planned = optimize(str(path), "my-one-dla", PlanRequest(max_loadables=17, deterministic_limit_s=4),
                        profile_path=_favour(tmp_path))
-    assert len(_dla_subgraphs(planned.plan)) == 17
+    assert len(_dla_subgraphs(planned.plan.to_json())) == 17
     assert validate_plan(planned.plan, load_catalog(), str(path)) == []
     problems = validate_plan(planned.plan, load_catalog(tensorrt="11"), str(path))
     assert "DLA-LOADABLES: 17 DLA subgraphs on dla0, limit 16 per core" in problems

@@ -86,7 +86,7 @@ def test_pad_channels(tmp_path):
              helper.make_node("Conv", ["a", "w1", "b1"], ["y"], name="c1", kernel_shape=[1, 1])]
     path = save_model(tmp_path / "m.onnx", nodes, [value("x", [1, 8, 8, 8])], [value("y", None), value("e", None)],
                       [w("w0", (24, 8, 3, 3)), w("w1", (4, 24, 1, 1)), w("b1", (4,))])
-    from optimizer.edits._rewrite import _channel_edits
+    from optimizer.rewrite._rewrite import _channel_edits
     report = check_graph(load_model(path), CATALOG, "orin-agx")
     assert _channel_edits(report, ["a"]) == []  # "exp" also reads "a": zero channels would change its output
     # a conv-only fan-out gets the edit:
@@ -156,10 +156,10 @@ def test_optimize_with_edits_chooses_an_edit_as_a_decision(tmp_path):
                       [w("w0", (16, 16, 3, 3)), w("w1", (16, 16, 3, 3)), w("w2", (16, 16, 3, 3))])
     plain = optimize(str(path), "orin-agx", PlanRequest(), profile_path=str(profile))
     edited = optimize(str(path), "orin-agx", PlanRequest(with_edits=True), profile_path=str(profile))
-    assert edited.plan["edits"] == ["pad-op@wide"]
-    layers = {layer["node"]: layer for layer in edited.plan["layers"]}
-    assert layers["wide"]["device"] == "dla0" and layers["wide"]["edit"] == "pad-op@wide"
-    assert edited.plan["predicted"]["latency_ms"] < plain.plan["predicted"]["latency_ms"]
-    assert edited.plan["solver"]["status"] == "OPTIMAL"
+    assert edited.plan.edits == ("pad-op@wide",)
+    layers = {layer.node: layer for layer in edited.plan.layers}
+    assert layers["wide"].device == "dla0" and layers["wide"].edit == "pad-op@wide"
+    assert edited.plan.predicted.latency_ms < plain.plan.predicted.latency_ms
+    assert edited.plan.solver.status == "OPTIMAL"
     assert validate_plan(edited.plan, CATALOG, str(path)) == []
-    assert any("edgeplan edit" in w for w in edited.plan["warnings"])
+    assert any("edgeplan edit" in w for w in edited.plan.warnings)

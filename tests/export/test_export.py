@@ -26,8 +26,8 @@ ort = pytest.importorskip("onnxruntime")
 def _plan(tmp_path, model, target, profile=None, **request):
     planned = optimize(str(model), target, PlanRequest(**request), profile_path=profile)
     path = tmp_path / "plan.json"
-    write_json(path, planned.plan)
-    return path, planned.plan
+    write_json(path, planned.plan.to_json())
+    return path, planned.plan.to_json()
 
 
 def _reference(model_path, feeds):

@@ -45,8 +45,8 @@ def favour(tmp_path):
 def _plan(tmp_path, model, favour, target="orin-agx", **request):
     planned = optimize(str(model), target, PlanRequest(**request), profile_path=favour)
     path = tmp_path / f"plan-{len(list(tmp_path.glob('plan-*.json')))}.json"
-    write_json(path, planned.plan)
-    return path, planned.plan
+    write_json(path, planned.plan.to_json())
+    return path, planned.plan.to_json()
 
 
 def _commands(out):
@@ -337,7 +337,7 @@ def test_rknn_target_platform_is_the_toolkits_soc_name(tmp_path, monkeypatch):
     monkeypatch.setenv(CATALOG_ENV, str(folder))
     model = _branchy(tmp_path)
     planned = optimize(str(model), "my-rock5b", PlanRequest(pins=NPU_PINS))
-    write_json(tmp_path / "plan.json", planned.plan)
+    write_json(tmp_path / "plan.json", planned.plan.to_json())
     export_plan(tmp_path / "plan.json", tmp_path / "out")
     settings = json.loads((tmp_path / "out" / "runtime.json").read_text())
     assert settings["target_platform"] == "rk3588"
@@ -365,7 +365,7 @@ def test_a_board_variant_converts_with_the_real_toolkit(tmp_path, monkeypatch):
     monkeypatch.setenv(CATALOG_ENV, str(folder))
     planned = optimize(str(_branchy(tmp_path)), "my-rock5b", PlanRequest(pins=NPU_PINS,
                                                                           allowed_precisions=frozenset({"fp16"})))
-    write_json(tmp_path / "plan.json", planned.plan)
+    write_json(tmp_path / "plan.json", planned.plan.to_json())
     out = tmp_path / "out"
     export_plan(tmp_path / "plan.json", out)
     result = subprocess.run([RKNN_PYTHON, "convert.py", "--out", "m.rknn"], cwd=out, capture_output=True, text=True,

@@ -148,7 +148,7 @@ def test_zoo_plans_validate(target):
         if path.stem in ("tv_densenet121", "tv_ssdlite320_mobilenet_v3_large", "rtdetr_l"):
             continue  # the benchmark covers the slowest three
         planned = optimize(str(path), target, PlanRequest(), input_shapes=shapes.get(path.stem), catalog=catalog)
-        assert planned.plan["solver"]["status"] == "OPTIMAL", path.name
+        assert planned.plan.solver.status == "OPTIMAL", path.name
         assert validate_plan(planned.plan, catalog, str(path), shapes.get(path.stem)) == [], path.name
 
 

@@ -29,6 +29,6 @@ def test_plan_with_costly_copies_warns(tmp_path):
         planned = optimize(str(chain(tmp_path / "m.onnx", "CXC")), "orin-agx",
                            PlanRequest(pins={"C0": "dla", "C2": "dla"}), profile_path=str(profile))
         share = planned.breakdown.transfer_ns / planned.breakdown.total_ns
-        warned = any("poor partition" in w for w in planned.plan["warnings"])
+        warned = any("poor partition" in w for w in planned.plan.warnings)
         assert warned is (share >= 0.2)
         assert warned is (name == "slow")

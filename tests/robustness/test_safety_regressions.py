@@ -88,7 +88,7 @@ def test_an_rknn_model_named_like_an_engine_never_overwrites_it(tmp_path):
     _model(model, PLAIN)
     npu = {n: "npu" for n in ("c0", "r1", "c3")}  # a tiny model: keep its convolutions off the CPU the pin sets
     planned = optimize(str(model), "rk3588", PlanRequest(time_limit_s=10, pins={"e2": "cpu", **npu}))
-    assert [s["id"] for s in planned.plan["subgraphs"] if s["device"] == "cpu"] == [1]
+    assert [s.id for s in planned.plan.subgraphs if s.device == "cpu"] == [1]
     write_plan_files(planned, tmp_path / "plan")
     with pytest.raises(BadInputError, match=r"two exported files would be named 'engine_1_cpu\.onnx'"):
         export_plan(tmp_path / "plan" / "plan.json", tmp_path / "out")

@@ -97,7 +97,7 @@ def _solve(path, target, profile=None, **request):
 
 
 def _objective(planned) -> int:
-    return _score(planned.breakdown, planned.plan["objective"])
+    return _score(planned.breakdown, planned.plan.objective)
 
 
 TINY = {
@@ -116,7 +116,7 @@ def test_matches_brute_force_on_jetson(tmp_path, favour_dla, shape, objective, f
     path = TINY[shape](tmp_path / "m.onnx")
     profile = favour_dla if favour else None
     planned = _solve(path, "orin-agx", profile, objective=objective)
-    assert planned.plan["solver"]["status"] == "OPTIMAL"
+    assert planned.plan.solver.status == "OPTIMAL"
     assert _objective(planned) == brute_force(_model(path, "orin-agx", profile), objective)
     assert validate_plan(planned.plan, CATALOG, str(path)) == []
 
@@ -126,7 +126,7 @@ def test_matches_brute_force_on_jetson(tmp_path, favour_dla, shape, objective, f
 def test_matches_brute_force_on_rknn(tmp_path, target, objective):
     path = TINY["branch"](tmp_path / "m.onnx")
     planned = _solve(path, target, objective=objective)
-    assert planned.plan["solver"]["status"] == "OPTIMAL"
+    assert planned.plan.solver.status == "OPTIMAL"
     assert _objective(planned) == brute_force(_model(path, target), objective)
 
 
@@ -137,7 +137,7 @@ def test_solver_objective_equals_the_evaluator(tmp_path, favour_dla):
 
 
 def _dla_subgraphs(planned):
-    return [s for s in planned.plan["subgraphs"] if s["device"].startswith("dla")]
+    return [s for s in planned.plan.subgraphs if s.device.startswith("dla")]
 
 
 def test_loadable_limit_binds(tmp_path, favour_dla):
@@ -169,7 +169,7 @@ def test_loadables_are_connected(tmp_path, favour_dla, monkeypatch):
                                              add("J", "ea", "eb", "y")])
     planned = _solve(path, "orin-agx", favour_dla, max_loadables=1)
     assert validate_plan(planned.plan, CATALOG, str(path)) == []
-    assert len(_dla_subgraphs(planned)) == 1 and len(_dla_subgraphs(planned)[0]["nodes"]) == 1
+    assert len(_dla_subgraphs(planned)) == 1 and len(_dla_subgraphs(planned)[0].nodes) == 1
     monkeypatch.setattr(cpsat.PlanModel, "add_connectivity_cuts", lambda self, placements: 0)
     monkeypatch.setattr(cpsat.PlanModel, "_split", lambda self, placements: False)
     broken = _solve(path, "orin-agx", favour_dla, max_loadables=1)
@@ -182,12 +182,12 @@ def test_int8_concat_inputs_share_a_scale(tmp_path, favour_dla, monkeypatch):
                                              conv("D", "c", "y", channels=32)])
     pins = {"A": "fp16", "B": "int8", "D": "int8"}
     planned = _solve(path, "orin-agx", favour_dla, precision_pins=pins)
-    layers = {layer["node"]: layer for layer in planned.plan["layers"]}
-    assert not (layers["C"]["device"].startswith("dla") and layers["C"]["precision"] == "int8")
+    layers = {layer.node: layer for layer in planned.plan.layers}
+    assert not (layers["C"].device.startswith("dla") and layers["C"].precision == "int8")
     monkeypatch.setattr(cpsat.PlanModel, "_int8_scale_ties", lambda self: None)
     loose = _solve(path, "orin-agx", favour_dla, precision_pins=pins)
-    layers = {layer["node"]: layer for layer in loose.plan["layers"]}
-    assert layers["C"]["device"].startswith("dla") and layers["C"]["precision"] == "int8"
+    layers = {layer.node: layer for layer in loose.plan.layers}
+    assert layers["C"].device.startswith("dla") and layers["C"].precision == "int8"
 
 
 @pytest.mark.parametrize("pool", ["GlobalAveragePool", "GlobalMaxPool", "MaxPool"])
@@ -206,20 +206,20 @@ def test_int8_pooling_input_shares_a_scale(tmp_path, favour_dla, monkeypatch, po
     with pytest.raises(InfeasibleError, match="DLA-POOL-INT8-SCALE"):
         _solve(path, "orin-agx", favour_dla, pins=on_dla, precision_pins={"A": "fp16", "P": "int8"})
     tied = _solve(path, "orin-agx", favour_dla, pins=on_dla, precision_pins={"A": "int8", "P": "int8"})
-    assert {la["node"]: la["precision"] for la in tied.plan["layers"]}["P"] == "int8"
+    assert {la.node: la.precision for la in tied.plan.layers}["P"] == "int8"
     monkeypatch.setattr(cpsat.PlanModel, "_int8_scale_ties", lambda self: None)
     loose = _solve(path, "orin-agx", favour_dla, pins=on_dla, precision_pins={"A": "fp16", "P": "int8"})
-    assert {la["node"]: la["device"] for la in loose.plan["layers"]}["P"] == "dla0"
+    assert {la.node: la.device for la in loose.plan.layers}["P"] == "dla0"
 
 
 def test_pins_are_respected(tmp_path, favour_dla):
     path = chain(tmp_path / "m.onnx", "CCC")
     planned = _solve(path, "orin-agx", favour_dla, pins={"C1": "gpu"}, precision_pins={"C2": "fp16"})
-    layers = {layer["node"]: layer for layer in planned.plan["layers"]}
-    assert layers["C1"]["device"] == "gpu" and layers["C0"]["device"] == "dla0"
-    assert layers["C2"]["precision"] == "fp16"
+    layers = {layer.node: layer for layer in planned.plan.layers}
+    assert layers["C1"].device == "gpu" and layers["C0"].device == "dla0"
+    assert layers["C2"].precision == "fp16"
     dla1 = _solve(path, "orin-agx", favour_dla, pins={"C0": "dla1"})
-    assert {layer["node"]: layer["device"] for layer in dla1.plan["layers"]}["C0"] == "dla1"
+    assert {layer.node: layer.device for layer in dla1.plan.layers}["C0"] == "dla1"
 
 
 def test_pin_against_a_rule_names_the_rule(tmp_path):
@@ -237,9 +237,9 @@ def test_unknown_pin_node_is_bad_input(tmp_path):
 def test_allow_precisions(tmp_path):
     path = chain(tmp_path / "m.onnx", "CXC")
     planned = _solve(path, "orin-agx", allowed_precisions=frozenset({"fp16"}))
-    assert {layer["precision"] for layer in planned.plan["layers"]} == {"fp16"}
+    assert {layer.precision for layer in planned.plan.layers} == {"fp16"}
     rk = _solve(path, "rk3588", allowed_precisions=frozenset({"fp16"}))
-    assert {(layer["device"], layer["precision"]) for layer in rk.plan["layers"]} <= {("npu", "fp16"), ("cpu", "fp32")}
+    assert {(layer.device, layer.precision) for layer in rk.plan.layers} <= {("npu", "fp16"), ("cpu", "fp32")}
 
 
 def test_int8_budget(tmp_path):
@@ -252,7 +252,7 @@ def test_int8_budget(tmp_path):
                       [weight(f"w{i}", [256, 256, 3, 3]) for i in range(4)])
     sensitivity = {"C0": 0.5, "C1": 0.01, "C2": 0.01, "C3": 0.5}
     planned = _solve(path, "orin-agx", sensitivity=sensitivity, int8_budget=0.1)
-    int8 = {layer["node"] for layer in planned.plan["layers"] if layer["precision"] == "int8"}
+    int8 = {layer.node for layer in planned.plan.layers if layer.precision == "int8"}
     assert sum(sensitivity[n] for n in int8) <= 0.1
     assert {"C1", "C2"} <= int8 and not {"C0", "C3"} & int8
 
@@ -271,9 +271,9 @@ def test_standalone_refuses_gpu_layers_naming_them(tmp_path):
 
 def test_standalone_puts_everything_on_dla(tmp_path):
     planned = _solve(chain(tmp_path / "s.onnx", "CCC"), "orin-agx", dla_standalone=True)
-    assert {s["device"] for s in planned.plan["subgraphs"]} == {"dla0"}
+    assert {s.device for s in planned.plan.subgraphs} == {"dla0"}
     standalone = {"linear", "chw4", "chw16", "chw32"}  # DLA-STANDALONE-IO: no kDLA_* formats, no reformat
-    assert {f for s in planned.plan["subgraphs"] for f in s["io_formats"].values()} <= standalone
+    assert {f for s in planned.plan.subgraphs for f in s.io_formats.values()} <= standalone
 
 
 def test_throughput_uses_both_dla_cores(tmp_path, favour_dla):
@@ -287,13 +287,13 @@ def test_throughput_uses_both_dla_cores(tmp_path, favour_dla):
     path = save_model(tmp_path / "m.onnx", nodes, [value("x", [1, 512, 64, 64])], [value("y", None)],
                       [weight("wa", [512, 512, 3, 3]), weight("wb", [512, 512, 3, 3])])
     planned = _solve(path, "orin-agx", favour_dla, objective="throughput")
-    assert {"dla0", "dla1"} <= {layer["device"] for layer in planned.plan["layers"]}
+    assert {"dla0", "dla1"} <= {layer.device for layer in planned.plan.layers}
 
 
 def test_dual_stream_balances_dla_and_gpu(tmp_path, favour_dla):
     planned = _solve(chain(tmp_path / "m.onnx", "CXC"), "orin-agx", favour_dla, objective="dual-stream")
     busy = planned.breakdown.busy_ns
-    assert planned.plan["predicted"]["throughput_fps"] == pytest.approx(
+    assert planned.plan.predicted.throughput_fps == pytest.approx(
         2e9 / max(busy.get("dla0", 0), 2 * busy.get("gpu", 0)), rel=1e-3)
     with pytest.raises(BadInputError, match="dual-stream"):
         _solve(chain(tmp_path / "n.onnx", "CC"), "rk3588", objective="dual-stream")
@@ -302,21 +302,21 @@ def test_dual_stream_balances_dla_and_gpu(tmp_path, favour_dla):
 def test_rknn_multicore_and_sparsity(tmp_path):
     path = chain(tmp_path / "m.onnx", "CCC")
     planned = _solve(path, "rk3576")
-    convs = [layer for layer in planned.plan["layers"] if layer["op_type"] == "Conv"]
-    assert all(layer["device"] == "npu" for layer in convs)
+    convs = [layer for layer in planned.plan.layers if layer.op_type == "Conv"]
+    assert all(layer.device == "npu" for layer in convs)
     off = _solve(path, "rk3576", sparsity="off")
-    assert all(layer["sparsity"] == "dense" for layer in off.plan["layers"])
+    assert all(layer.sparsity == "dense" for layer in off.plan.layers)
     assert validate_plan(planned.plan, CATALOG, str(path)) == []
 
 
 def test_latency_cap_for_throughput(tmp_path, favour_dla):
     path = chain(tmp_path / "m.onnx", "CXCXC")
     free = _solve(path, "orin-agx", favour_dla, objective="throughput")
-    cap = free.plan["predicted"]["latency_ms"] * 0.999
+    cap = free.plan.predicted.latency_ms * 0.999
     with pytest.raises(InfeasibleError, match="--latency-cap"):
         _solve(path, "orin-agx", favour_dla, objective="throughput", latency_cap_ms=cap * 0.01)
     capped = _solve(path, "orin-agx", favour_dla, objective="throughput", latency_cap_ms=cap * 10)
-    assert capped.plan["predicted"]["latency_ms"] <= cap * 10
+    assert capped.plan.predicted.latency_ms <= cap * 10
 
 
 def _long_chain(tmp_path, n: int = 400):
@@ -337,8 +337,8 @@ def test_the_cheapest_option_bound_proves_a_baseline_without_a_model(tmp_path):
     """All-GPU is every group's cheapest option and moves nothing: the bound proves it before any model."""
     path = _long_chain(tmp_path)
     planned = optimize(str(path), "orin-agx", PlanRequest(time_limit_s=0.01))
-    solver = planned.plan["solver"]
-    assert (solver["status"], solver["gap"]) == ("OPTIMAL", 0.0) and solver["bound_ms"] == solver["objective_ms"]
+    solver = planned.plan.solver
+    assert (solver.status, solver.gap) == ("OPTIMAL", 0.0) and solver.bound_ms == solver.objective_ms
     assert planned.run["solver"]["variables"] == 0
     assert validate_plan(planned.plan, CATALOG, str(path)) == []
 
@@ -350,9 +350,9 @@ def test_no_plan_in_time_hands_over_the_best_baseline_with_a_real_gap(tmp_path, 
 
     path = _long_chain(tmp_path)
     planned = optimize(str(path), "orin-agx", PlanRequest(time_limit_s=0.01), profile_path=favour_dla)
-    solver = planned.plan["solver"]  # deterministic time limits: the same outcome on any machine
-    assert solver["status"] == "FEASIBLE" and 0.0 < solver["gap"] < 1.0
-    assert solver["bound_ms"] == round(cheapest_bound_ns(planned.model, PlanRequest()) / 1e6, 6)
+    solver = planned.plan.solver  # deterministic time limits: the same outcome on any machine
+    assert solver.status == "FEASIBLE" and 0.0 < solver.gap < 1.0
+    assert solver.bound_ms == round(cheapest_bound_ns(planned.model, PlanRequest()) / 1e6, 6)
     assert validate_plan(planned.plan, CATALOG, str(path)) == []
     with pytest.raises(InfeasibleError, match="time-limit"):
         optimize(str(path), "orin-agx", PlanRequest(time_limit_s=0.01, pins={"n0": "dla"}),
@@ -365,7 +365,7 @@ def test_symmetry_breaking_keeps_the_brute_force_optimum_and_numbers_slots_canon
     """Slots numbered by their first member, slot 0 on DLA0 for throughput: one copy of every plan survives."""
     path = chain(tmp_path / "m.onnx", "CXCXCXC")
     planned = _solve(path, "orin-agx", favour_dla, objective=objective)
-    assert planned.plan["solver"]["status"] == "OPTIMAL"
+    assert planned.plan.solver.status == "OPTIMAL"
     limit = loadable_limit(PlanRequest(objective=objective), 4)  # dual-stream: 2 per stream, 4 at once
     assert _objective(planned) == brute_force(_model(path, "orin-agx", favour_dla), objective, limit)
     slots = sorted({p.loadable for p in planned.placements if p.loadable >= 0})

@@ -39,8 +39,8 @@ def _plan(path, target="orin-agx", **kw):
 
 
 def _sram_of(plan, node):
-    sub = next(s for s in plan["subgraphs"] if node in s["nodes"])
-    return sub["memory_pools"]["dla_sram_bytes"]
+    sub = next(s for s in plan.subgraphs if node in s.nodes)
+    return sub.memory_pools.dla_sram_bytes
 
 
 def test_the_sram_hungry_loadable_gets_the_big_pool_whatever_the_slot_order(tmp_path):
@@ -48,16 +48,16 @@ def test_the_sram_hungry_loadable_gets_the_big_pool_whatever_the_slot_order(tmp_
     first = _plan(path, sram_per_loadable=(BIG, SMALL))
     second = _plan(path, sram_per_loadable=(SMALL, BIG))
     small = _plan(path, sram_per_loadable=(SMALL, SMALL))
-    assert len([s for s in first.plan["subgraphs"] if s["device"].startswith("dla")]) == 2
+    assert len([s for s in first.plan.subgraphs if s.device.startswith("dla")]) == 2
     for planned in (first, second):
         assert _sram_of(planned.plan, "A1") == BIG and _sram_of(planned.plan, "B1") == SMALL
         assert planned.run["solver"]["objective_ns"] == planned.run["solver"]["evaluated_ns"]
         assert validate_plan(planned.plan, load_catalog(), str(path)) == []
-    assert first.plan["predicted"]["latency_ms"] == second.plan["predicted"]["latency_ms"]
-    assert small.plan["predicted"]["latency_ms"] > first.plan["predicted"]["latency_ms"]
+    assert first.plan.predicted.latency_ms == second.plan.predicted.latency_ms
+    assert small.plan.predicted.latency_ms > first.plan.predicted.latency_ms
     uniform = _plan(path, sram_bytes=BIG)
     both_big = _plan(path, sram_per_loadable=(BIG, BIG))
-    assert uniform.plan["predicted"]["latency_ms"] == both_big.plan["predicted"]["latency_ms"]
+    assert uniform.plan.predicted.latency_ms == both_big.plan.predicted.latency_ms
 
 
 @pytest.mark.parametrize(("target", "sizes", "message"), [
@@ -97,7 +97,8 @@ def test_dram_pools_fit_what_each_loadable_needs(tmp_path):
     profile.write_text(text)
     path = _two_loadables(tmp_path)
     planned = optimize(str(path), "orin-agx", PlanRequest(pins=PINS), profile_path=str(profile))
-    big = next(s for s in planned.plan["subgraphs"] if "A1" in s["nodes"])
+    document = planned.plan.to_json()  # plan.json, to be tampered with below
+    big = next(s for s in document["subgraphs"] if "A1" in s["nodes"])
     needs, pools = big["memory_needs"], big["memory_pools"]
     assert needs["dla_global_dram_bytes"] == 4 * (2 * 32 * 32 + 32 * 32 * 16) // 4  # INT8 weights of A1, A2, DOWN
     assert needs["dla_local_dram_bytes"] == 2 * 32 * 56 * 56  # a1 and a2; d leaves the loadable
@@ -106,4 +107,4 @@ def test_dram_pools_fit_what_each_loadable_needs(tmp_path):
     catalog = load_catalog()
     assert validate_plan(planned.plan, catalog, str(path)) == []
     big["memory_pools"]["dla_local_dram_bytes"] = 4096
-    assert any("below the" in p for p in validate_plan(planned.plan, catalog, str(path)))
+    assert any("below the" in p for p in validate_plan(document, catalog, str(path)))

@@ -91,7 +91,7 @@ def test_the_wall_clock_safety_net_reports_itself(tmp_path):
     planned = optimize(str(YOLO), "xavier-agx", PlanRequest(objective="throughput", time_limit_s=1.5,
                                                             deterministic_limit_s=1000.0))
     assert planned.run["solver"]["wall_limit_fired"] and planned.run["solver"]["stopped_by"] == "wall-limit"
-    assert any("wall-clock limit" in w for w in planned.plan["warnings"])
+    assert any("wall-clock limit" in w for w in planned.plan.warnings)
 
 
 def test_the_whole_call_counts_against_the_limit(tmp_path):
@@ -100,7 +100,7 @@ def test_the_whole_call_counts_against_the_limit(tmp_path):
     planned = optimize(str(_long_chain(tmp_path)), "orin-agx",  # throughput: the cheapest-option bound proves nothing
                        PlanRequest(objective="throughput", time_limit_s=5, deterministic_limit_s=50),
                        started=time.monotonic() - 5)
-    assert planned.plan["solver"]["outcome"] == "baseline"
+    assert planned.plan.solver.outcome == "baseline"
     assert planned.run["solver"]["wall_limit_fired"]
 
 

@@ -91,8 +91,9 @@ def _dla_edits(report: CheckReport) -> list[Edit]:
                             "move it into an explicit Pad node so the convolution itself has no padding"))
         if op in ("GlobalAveragePool", "GlobalMaxPool") and _violated(report, name, "DLA-POOL-WINDOW"):
             kernel = node.attrs.get("kernel_shape")
-            factors = [_split_factor(k) for k in kernel] if kernel else [None]
-            if all(factors):
+            found = [_split_factor(k) for k in kernel] if kernel else [None]
+            factors = [f for f in found if f is not None]
+            if kernel and len(factors) == len(found):
                 out.append(Edit(f"split-pool@{name}", "split-pool", name, "DLA-POOL-WINDOW",
                                 f"window {kernel[0]}x{kernel[1]} > 8x8: pool {factors[0][0]}x{factors[1][0]} then "
                                 f"{factors[0][1]}x{factors[1][1]} (an average of equal block averages is the average)",
@@ -155,7 +156,7 @@ class _Model:
     def __init__(self, model: onnx.ModelProto, graph: Graph) -> None:
         self.model = model
         self.graph = graph
-        self.by_name = {}
+        self.by_name: dict[str, onnx.NodeProto] = {}
         for name, node in zip(node_names(model), model.graph.node):
             node.name = name  # unnamed nodes take the name the plan and check gave them
             self.by_name[name] = node
@@ -246,7 +247,7 @@ def _split_kernel(m: _Model, name: str) -> None:
     out_shape = m.graph.shape(conv.output[0])
     if out_shape is None or not all(isinstance(d, int) for d in out_shape):
         raise BadInputError("split-kernel needs the output shape", node=name, rule="DLA-CONV-KERNEL")
-    _, _, oh, ow = out_shape
+    _, _, oh, ow = (int(d) for d in out_shape)
     weight_name = conv.input[1]
     weight = m.array(weight_name)
     w_tensor = m.inits[weight_name]

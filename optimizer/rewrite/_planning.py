@@ -15,12 +15,13 @@ import onnx
 
 from optimizer.catalog import Catalog
 from optimizer.check import CheckReport, check_graph
-from optimizer.edits._rewrite import apply_edits, candidate_edits
+from optimizer.enums import PRECISIONS
 from optimizer.errors import EdgeplanError
 from optimizer.fusion import build_groups
 from optimizer.ir import load_model
 from optimizer.ir._safety import parse_model, read_model_bytes
 from optimizer.latency import LatencyModel, Option, group_options
+from optimizer.rewrite._rewrite import apply_edits, candidate_edits
 
 PLANNED_KINDS = ("explicit-pad", "split-pool", "split-kernel")
 
@@ -69,7 +70,7 @@ def add_edit_options(model: LatencyModel, report: CheckReport, catalog: Catalog,
 
 
 def _region_cost(model: LatencyModel, region: list[int], device: str, precision: str) -> int:
-    allowed = frozenset({"int8", "fp16", "fp32"})
+    allowed = frozenset(PRECISIONS)
     placed: dict[int, Option] = {}
     for r in region:
         group = model.groups.groups[r]

@@ -1,0 +1,339 @@
+"""Probe rknn-toolkit2 2.5.0 on RK3566 with parametrised attention/layout graphs, to find where a rule's
+condition really lies (channel counts, token counts, precision) instead of reading it off one model.
+
+Run with the toolkit's own interpreter, under nice:
+    nice -n 10 RKNN_VENV/bin/python tools/probe_rknn_rk3566.py vop:64:128 vop:32:100 ... [--socs rk3566]
+Case grammar (all graphs: input [1,3,H,W] -> Conv -> pattern -> Conv):
+    vop:D:N[:HEADS]  attention with per-head dim D over N = H*W tokens: the V operand's layout into exMatMul
+    xca:D:N[:HEADS]  cross-covariance attention: q/k/v stay [1, heads, D, N], P.V contracts over V's channels
+    gn:C:G           GroupNorm written as Reshape -> InstanceNormalization -> Reshape on a [1, C, 16, 16] map
+    flat:C:S         Flatten of a [1, C, S, S] map into a vector
+    out3:C:N         a conv map reshaped to a rank-3 graph output [1, C, N]
+    winattn:B:N:H:D  windowed attention: B windows of N tokens in the batch axis, H heads of D channels
+    unfoldattn:A:B:H:D  MobileViT-style attention: 2x2 patch pixels of a [1, C, 2A, 2B] map in the batch axis
+    tokmix:N:C       MLP-Mixer token mixing: tokens from a MatMul transposed, a MatMul over N, transposed back
+    tokmean:N:C      a token MatMul on [1, N, C] averaged over the token axis (ReduceMean axes [1])
+Each case converts in a fresh process, FP16 and INT8, and prints the layers of the pattern (op, target,
+shapes, name); the Conv stem and tail are left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+rng = np.random.default_rng(0)
+
+
+def c(name, a):
+    return numpy_helper.from_array(np.asarray(a), name)
+
+
+def w(name, shape, s=0.1):
+    return c(name, rng.normal(0, s, shape).astype(np.float32))
+
+
+def N(op, i, o, name, **kw):
+    return helper.make_node(op, i, o, name=name, **kw)
+
+
+def hw_for(n):
+    """An H x W grid with H*W = n, as square as possible."""
+    h = int(n**0.5)
+    while n % h:
+        h -= 1
+    return h, n // h
+
+
+def wrap(name, nodes, inits, cin, h, w_, out_c):
+    head = [N("Conv", ["in", "w0"], ["x"], "pre_conv")]
+    tail = [N("Conv", ["y", "w1"], ["out"], "post_conv")]
+    g = helper.make_graph(
+        head + nodes + tail, name,
+        [helper.make_tensor_value_info("in", TensorProto.FLOAT, [1, 3, h, w_])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)],
+        [w("w0", (cin, 3, 1, 1)), w("w1", (8, out_c, 1, 1)), *inits],
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return onnx.shape_inference.infer_shapes(m), (h, w_)
+
+
+def vop(d, n, heads=1):
+    """softmax(Q.K^T * s).V with q/k/v from 1x1 convs reshaped to [1, heads, d, N] and transposed to tokens."""
+    h, w_ = hw_for(n)
+    cin = 32
+    nodes = [N("Conv", ["x", f"w{t}"], [f"{t}0"], f"{t}_conv") for t in "qkv"]
+    for t in "qkv":
+        nodes += [N("Reshape", [f"{t}0", "s"], [f"{t}r"], f"{t}_rs"),
+                  N("Transpose", [f"{t}r"], [t], f"{t}_tr", perm=[0, 1, 3, 2])]
+    nodes += [
+        N("Transpose", ["k"], ["kt"], "k_t", perm=[0, 1, 3, 2]),
+        N("MatMul", ["q", "kt"], ["a"], "qk"),
+        N("Mul", ["a", "sc"], ["as"], "scale"),
+        N("Softmax", ["as"], ["p"], "softmax", axis=-1),
+        N("MatMul", ["p", "v"], ["o"], "pv"),
+        N("Transpose", ["o"], ["ot"], "o_tr", perm=[0, 1, 3, 2]),
+        N("Reshape", ["ot", "s4"], ["y"], "o_rs"),
+    ]
+    inits = [w(f"w{t}", (heads * d, cin, 1, 1)) for t in "qkv"] + [
+        c("s", np.array([1, heads, d, n], np.int64)),
+        c("s4", np.array([1, heads * d, h, w_], np.int64)),
+        c("sc", np.float32(d**-0.5)),
+    ]
+    return wrap("vop", nodes, inits, cin, h, w_, heads * d)
+
+
+def tokmean(n, ch):
+    """Tokens [1, N, C] from a token MatMul, averaged over the token axis (ReduceMean axes [1])."""
+    h, w_ = hw_for(n)
+    nodes = [
+        N("Reshape", ["x", "s3"], ["r"], "to_tokens_reshape"),
+        N("Transpose", ["r"], ["t"], "to_tokens_transpose", perm=[0, 2, 1]),
+        N("MatMul", ["t", "wm"], ["u"], "token_matmul"),
+        N("ReduceMean", ["u"], ["m"], "token_mean", axes=[1], keepdims=0),
+        N("Reshape", ["m", "s4"], ["y"], "back_reshape"),
+    ]
+    inits = [w("wm", (ch, ch)), c("s3", np.array([1, ch, n], np.int64)), c("s4", np.array([1, ch, 1, 1], np.int64))]
+    return wrap("tokmean", nodes, inits, ch, h, w_, ch)
+
+
+def tokmix(n, ch):
+    """MLP-Mixer's token mixing on [1, N, C] tokens made by a channel MatMul (the LayerNormalization op needs a
+    toolkit rule disabled to build): Transpose (0,2,1), a MatMul over the
+    token axis, Transpose back, residual Add; then back to the map through Transpose + Reshape."""
+    h, w_ = hw_for(n)
+    nodes = [
+        N("Reshape", ["x", "s3"], ["r"], "to_tokens_reshape"),
+        N("Transpose", ["r"], ["t"], "to_tokens_transpose", perm=[0, 2, 1]),
+        N("MatMul", ["t", "wc"], ["ln"], "channel_matmul"),
+        N("Transpose", ["ln"], ["lt"], "mix_transpose", perm=[0, 2, 1]),
+        N("MatMul", ["lt", "wm"], ["m"], "mix_matmul"),
+        N("Transpose", ["m"], ["mt"], "mix_back", perm=[0, 2, 1]),
+        N("Add", ["ln", "mt"], ["u"], "residual"),
+        N("Transpose", ["u"], ["ub"], "back_transpose", perm=[0, 2, 1]),
+        N("Reshape", ["ub", "s4"], ["y"], "back_reshape"),
+    ]
+    inits = [w("wm", (n, n)), w("wc", (ch, ch)),
+             c("s3", np.array([1, ch, n], np.int64)), c("s4", np.array([1, ch, h, w_], np.int64))]
+    return wrap("tokmix", nodes, inits, ch, h, w_, ch)
+
+
+def xca(d, n, heads=1):
+    """Cross-covariance attention (XCiT/EdgeNeXt): q, k, v kept as [1, heads, d, N] (channel-major), attention over
+    the channels: softmax(Q.K^T) is [d, d] and P.V contracts over V's channel axis."""
+    h, w_ = hw_for(n)
+    cin = 32
+    nodes = [N("Conv", ["x", f"w{t}"], [f"{t}0"], f"{t}_conv") for t in "qkv"]
+    nodes += [N("Reshape", [f"{t}0", "s"], [t], f"{t}_rs") for t in "qkv"]
+    nodes += [
+        N("Transpose", ["k"], ["kt"], "k_t", perm=[0, 1, 3, 2]),
+        N("MatMul", ["q", "kt"], ["a"], "qk"),
+        N("Softmax", ["a"], ["p"], "softmax", axis=-1),
+        N("MatMul", ["p", "v"], ["o"], "pv"),
+        N("Reshape", ["o", "s4"], ["y"], "o_rs"),
+    ]
+    inits = [w(f"w{t}", (heads * d, cin, 1, 1)) for t in "qkv"] + [
+        c("s", np.array([1, heads, d, n], np.int64)),
+        c("s4", np.array([1, heads * d, h, w_], np.int64)),
+    ]
+    return wrap("xca", nodes, inits, cin, h, w_, heads * d)
+
+
+def gn(ch, groups, side=16):
+    """GroupNorm as exporters write it: Reshape [1, G, C/G*H*W] -> InstanceNormalization -> Reshape back."""
+    nodes = [
+        N("Reshape", ["x", "s3"], ["r"], "gn_reshape"),
+        N("InstanceNormalization", ["r", "g", "b"], ["n"], "gn_instnorm"),
+        N("Reshape", ["n", "s4"], ["y"], "gn_reshape_back"),
+    ]
+    inits = [c("s3", np.array([1, groups, -1], np.int64)), c("s4", np.array([1, ch, side, side], np.int64)),
+             c("g", np.ones(groups, np.float32)), c("b", np.zeros(groups, np.float32))]
+    return wrap("gn", nodes, inits, ch, side, side, ch)
+
+
+def flat(ch, side):
+    """Flatten of a [1, C, S, S] map into a vector (a classifier's input), reshaped back to [1, C*S*S, 1, 1]."""
+    nodes = [N("Flatten", ["x"], ["f"], "flatten", axis=1), N("Reshape", ["f", "s4"], ["y"], "to_4d")]
+    inits = [c("s4", np.array([1, ch * side * side, 1, 1], np.int64))]
+    return wrap("flat", nodes, inits, ch, side, side, ch * side * side)
+
+
+def out3(ch, n):
+    """A 1x1-conv map [1, C, H, W] reshaped to a rank-3 graph output [1, C, N] (no tail Conv)."""
+    h, w_ = hw_for(n)
+    g = helper.make_graph(
+        [N("Conv", ["in", "w0"], ["x"], "pre_conv"), N("Reshape", ["x", "s3"], ["out"], "to_rank3")], "out3",
+        [helper.make_tensor_value_info("in", TensorProto.FLOAT, [1, 3, h, w_])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)],
+        [w("w0", (ch, 3, 1, 1)), c("s3", np.array([1, ch, n], np.int64))],
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return onnx.shape_inference.infer_shapes(m), (h, w_)
+
+
+def winattn(b, n, heads, d):
+    """Windowed attention as timm/Swin export it: tokens [B, N, C] with the windows B in the batch axis (here a
+    [1, C, B, N] map made channels-last and reshaped), qkv MatMul -> Reshape [B, N, 3, heads, d] -> Transpose
+    (2, 0, 3, 1, 4) -> Split/Squeeze -> attention -> Transpose (0, 2, 1, 3) -> Reshape -> proj -> back to the map."""
+    ch = heads * d
+    nodes = [
+        N("Transpose", ["x"], ["xl"], "to_channels_last", perm=[0, 2, 3, 1]),
+        N("Reshape", ["xl", "s_tok"], ["t"], "to_windows"),
+        N("MatMul", ["t", "wqkv"], ["qkv"], "qkv_matmul"),
+        N("Reshape", ["qkv", "s_heads"], ["qkv5"], "qkv_reshape"),
+        N("Transpose", ["qkv5"], ["qkvt"], "qkv_transpose", perm=[2, 0, 3, 1, 4]),
+        N("Split", ["qkvt", "ones"], ["q1", "k1", "v1"], "qkv_split", axis=0),
+        N("Squeeze", ["q1", "ax0"], ["q"], "q_squeeze"),
+        N("Squeeze", ["k1", "ax0"], ["k"], "k_squeeze"),
+        N("Squeeze", ["v1", "ax0"], ["v"], "v_squeeze"),
+        N("Transpose", ["k"], ["kt"], "k_transpose", perm=[0, 1, 3, 2]),
+        N("MatMul", ["q", "kt"], ["a"], "qk"),
+        N("Mul", ["a", "sc"], ["as"], "scale"),
+        N("Softmax", ["as"], ["p"], "softmax", axis=-1),
+        N("MatMul", ["p", "v"], ["o"], "pv"),
+        N("Transpose", ["o"], ["ot"], "o_transpose", perm=[0, 2, 1, 3]),
+        N("Reshape", ["ot", "s_tok"], ["oj"], "o_join"),
+        N("MatMul", ["oj", "wproj"], ["pr"], "proj_matmul"),
+        N("Reshape", ["pr", "s_map"], ["pm"], "from_windows"),
+        N("Transpose", ["pm"], ["y"], "to_channels_first", perm=[0, 3, 1, 2]),
+    ]
+    inits = [w("wqkv", (ch, 3 * ch)), w("wproj", (ch, ch)), c("s_tok", np.array([b, n, ch], np.int64)),
+             c("s_heads", np.array([b, n, 3, heads, d], np.int64)), c("s_map", np.array([1, b, n, ch], np.int64)),
+             c("ones", np.array([1, 1, 1], np.int64)), c("ax0", np.array([0], np.int64)), c("sc", np.float32(d**-0.5))]
+    return wrap("winattn", nodes, inits, ch, b, n, ch)
+
+
+def unfoldattn(a, b, heads, d):
+    """MobileViT-style attention: a [1, C, 2a, 2b] map unfolded into 2x2 patch pixels, [4, a*b, C] tokens (the
+    patch pixel in the batch axis) -> the same qkv attention as winattn -> folded back."""
+    ch, n = heads * d, a * b
+    nodes = [
+        N("Reshape", ["x", "s6"], ["x6"], "unfold_reshape"),
+        N("Transpose", ["x6"], ["xt"], "unfold_transpose", perm=[0, 3, 5, 2, 4, 1]),
+        N("Reshape", ["xt", "s_tok"], ["t"], "to_patches"),
+        N("MatMul", ["t", "wqkv"], ["qkv"], "qkv_matmul"),
+        N("Reshape", ["qkv", "s_heads"], ["qkv5"], "qkv_reshape"),
+        N("Transpose", ["qkv5"], ["qkvt"], "qkv_transpose", perm=[2, 0, 3, 1, 4]),
+        N("Split", ["qkvt", "ones"], ["q1", "k1", "v1"], "qkv_split", axis=0),
+        N("Squeeze", ["q1", "ax0"], ["q"], "q_squeeze"),
+        N("Squeeze", ["k1", "ax0"], ["k"], "k_squeeze"),
+        N("Squeeze", ["v1", "ax0"], ["v"], "v_squeeze"),
+        N("Transpose", ["k"], ["kt"], "k_transpose", perm=[0, 1, 3, 2]),
+        N("MatMul", ["q", "kt"], ["s"], "qk"),
+        N("Softmax", ["s"], ["p"], "softmax", axis=-1),
+        N("MatMul", ["p", "v"], ["o"], "pv"),
+        N("Transpose", ["o"], ["ot"], "o_transpose", perm=[0, 2, 1, 3]),
+        N("Reshape", ["ot", "s_tok"], ["oj"], "o_join"),
+        N("Reshape", ["oj", "s6b"], ["o6"], "fold_reshape"),
+        N("Transpose", ["o6"], ["of"], "fold_transpose", perm=[0, 5, 3, 1, 4, 2]),
+        N("Reshape", ["of", "s4"], ["y"], "fold_back"),
+    ]
+    inits = [w("wqkv", (ch, 3 * ch)), c("s6", np.array([1, ch, a, 2, b, 2], np.int64)),
+             c("s_tok", np.array([4, n, ch], np.int64)), c("s_heads", np.array([4, n, 3, heads, d], np.int64)),
+             c("s6b", np.array([1, 2, 2, a, b, ch], np.int64)), c("s4", np.array([1, ch, 2 * a, 2 * b], np.int64)),
+             c("ones", np.array([1, 1, 1], np.int64)), c("ax0", np.array([0], np.int64))]
+    return wrap("unfoldattn", nodes, inits, ch, 2 * a, 2 * b, ch)
+
+
+BUILDERS = {"vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
+
+
+def build(label):
+    kind, *args = label.split(":")
+    return BUILDERS[kind](*(int(a) for a in args))
+
+
+def convert_case(label, socs):
+    import rknn_log
+
+    model, (h, w_) = build(label)
+    result = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        data = os.path.join(tmp, "x.npy")
+        np.save(data, np.random.default_rng(0).normal(0, 1, (1, 3, h, w_)).astype(np.float32))
+        dataset = os.path.join(tmp, "ds.txt")
+        with open(dataset, "w") as handle:
+            handle.write(data + "\n")
+        path = os.path.join(tmp, "m.onnx")
+        onnx.save(model, path)
+        for soc in socs:
+            for quantize in (False, True):
+                text, ok = _build_log(path, soc, quantize, dataset)
+                rows = []
+                for layer in rknn_log.parse_layer_table(text):
+                    name = layer.full_name.partition(":")[2]
+                    if name in ("pre_conv", "post_conv", "in", "out"):
+                        continue
+                    rows.append(f"{layer.op_type} {layer.target} {layer.input_shapes}->{layer.output_shapes} {name}")
+                result[f"{soc}/{'int8' if quantize else 'fp16'}"] = {"built": ok, "layers": rows}
+    return result
+
+
+def _build_log(path, soc, quantize, dataset):
+    import contextlib
+    import re
+
+    from rknn.api import RKNN
+
+    with tempfile.TemporaryFile(mode="w+") as log:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = os.dup(1), os.dup(2)
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        try:
+            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+                r = RKNN(verbose=True)
+                r.config(target_platform=soc, mean_values=[[0, 0, 0]], std_values=[[1, 1, 1]])
+                try:
+                    ok = r.load_onnx(model=path) == 0 and r.build(do_quantization=quantize, dataset=dataset) == 0
+                except Exception:
+                    ok = False
+                r.release()
+        finally:
+            sys.stdout.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+        log.seek(0)
+        return re.sub(r"\x1b\[[0-9;]*m", "", log.read()), ok
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("cases", nargs="*")
+    parser.add_argument("--socs", default="rk3566")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(convert_case(args.one, args.socs.split(","))))
+        return 0
+    for label in args.cases:
+        run = subprocess.run([sys.executable, __file__, "--one", label, "--socs", args.socs],
+                             capture_output=True, text=True)
+        lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
+        if run.returncode or not lines:
+            print(label, f"toolkit process died (exit {run.returncode})", flush=True)
+            continue
+        for key, value in json.loads(lines[-1]).items():
+            print(label, key, "built" if value["built"] else "FAILED", flush=True)
+            for row in value["layers"]:
+                print("   ", row, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
