@@ -33,7 +33,7 @@ DLA_ONLY = ("dla_linear", "dla_hwc4")
 def _one(model: Path, root: Path, profile: str | None, major: str) -> tuple[str, int, int, int]:
     planned = optimize(str(model), "orin-agx", PlanRequest(time_limit_s=20, tensorrt=major), profile_path=profile)
     plan_path = root / "plan.json"
-    write_json(plan_path, planned.plan)
+    write_json(plan_path, planned.plan.to_json())
     out = root / "out"
     manifest = export_plan(plan_path, out)
     bad, checked = [], 0
@@ -43,7 +43,7 @@ def _one(model: Path, root: Path, profile: str | None, major: str) -> tuple[str,
         bad += [f"{engine['onnx']}: output {o.name} has no producer" for o in sub.graph.output if o.name not in known]
         if major == "11":
             onnx.shape_inference.infer_shapes(sub, check_type=True, strict_mode=True)
-            problems, count = _precision_problems(sub, planned.plan)
+            problems, count = _precision_problems(sub, planned.plan.to_json())
             bad += problems
             checked += count
     sides = _sides(manifest, _commands(out))
