@@ -1,14 +1,18 @@
 """TensorRT 10/11 export sweep: every static zoo model planned on orin-agx (the default profile and one in which
 DLA is cheap, so plans split into many engines) under each rule set, exported for that major, and read back.
 
-One command:  python benchmarks/trt_export_zoo.py [--zoo ../shared/zoo]
+One command:  python benchmarks/trt_export_zoo.py [--zoo ../shared/zoo]   (add --accuracy for the second part)
 Per plan: every engine output has a producer; each boundary tensor has one IOFormats entry on every side; for 11
 each sub-model passes strict ONNX type inference and every planned node's precision is recovered from its types
 and Q/DQ (the reader of tests/export/test_tensorrt.py). Prints one row per plan and a total per major.
+--accuracy: the branch/skip graph of tests/export planned all-FP16 and mixed INT8/FP16/FP32, exported for 11, run
+as a chain in onnxruntime against the original: max |chain - original| / max |original| per output, with the
+placeholder INT8 scales and after calibrate_qdq.py on two samples.
 """
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import tempfile
 import time
@@ -55,7 +59,45 @@ def _one(model: Path, root: Path, profile: str | None, major: str) -> tuple[str,
         dla_only_on_gpu
 
 
+def accuracy() -> None:
+    import numpy as np
+    import onnxruntime as ort
+
+    from optimizer.export import run_chain
+    from tests.export.test_export import _branchy
+    from tests.export.test_tensorrt import FP16, MIXED
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "favour.toml").write_text(FAVOUR_DLA)
+        model = _branchy(root)
+        feeds = {"x": np.random.default_rng(0).normal(0, 1, (1, 8, 16, 16)).astype(np.float32)}
+        session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+        want = dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds)))
+        for label, pins in (("fp16", FP16), ("mixed", MIXED)):
+            planned = optimize(str(model), "orin-agx", PlanRequest(precision_pins=pins),
+                               profile_path=str(root / "favour.toml"))
+            write_json(root / f"{label}.json", planned.plan.to_json())
+            out = root / label
+            manifest = export_plan(root / f"{label}.json", out, tensorrt="11")
+            for stage in ("placeholder scales", "after calibrate_qdq.py"):
+                if stage != "placeholder scales":
+                    np.save(out / "s0.npy", feeds["x"])
+                    np.save(out / "s1.npy", feeds["x"] * 0.9)
+                    (out / "samples.txt").write_text("s0.npy\ns1.npy\n")
+                    subprocess.run([sys.executable, str(out / "calibrate_qdq.py"), str(out / "samples.txt")],
+                                   check=True, capture_output=True)
+                got = run_chain([(e["onnx"], out / e["onnx"]) for e in manifest["engines"]], feeds,
+                                manifest["outputs"])
+                errors = {k: f"{float(np.max(np.abs(got[k] - want[k])) / np.abs(want[k]).max()):.3%}"
+                          for k in manifest["outputs"]}
+                print(f"{label:<6} {stage:<24} max |chain - original| / max |original|: {errors}")
+
+
 def main() -> int:
+    if "--accuracy" in sys.argv:
+        accuracy()
+        return 0
     args = zoo_parser().parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
