@@ -216,11 +216,13 @@ def _export(args: argparse.Namespace) -> int:
 def _verify_rknn(args: argparse.Namespace) -> int:
     from optimizer.export import read_plan
     from optimizer.export._verify_rknn import verify_rknn
+    from optimizer.plan import Plan
 
-    plan = read_plan(Path(args.plan))
-    if load_catalog().target(plan["target"]).accelerator != "npu":
-        raise BadInputError(f"verify-rknn needs an RKNN plan; this one is for {plan['target']}", file=args.plan)
-    comparison = verify_rknn(plan, args.model or plan["model"]["path"], args.rknn_python)
+    document = read_plan(Path(args.plan))
+    plan = Plan.from_json(document, file=args.plan)
+    if load_catalog().target(plan.target).accelerator != "npu":
+        raise BadInputError(f"verify-rknn needs an RKNN plan; this one is for {plan.target}", file=args.plan)
+    comparison = verify_rknn(document, args.model or plan.model.path, args.rknn_python)
     print("\n".join(comparison.lines()))
     return 0 if comparison.built and not comparison.disagreements else 1
 

@@ -239,6 +239,11 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def json_values(document: Any) -> Any:
+    """What dumps_json writes, as values (floats rounded, tuples as lists), without the text round trip."""
+    return _plain(document)
+
+
 def dumps_json(document: Any) -> str:
     return json.dumps(_plain(document), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 

@@ -189,8 +189,9 @@ def csv_fitted_on(csv_sha256: str, used: int, total: int) -> str:
     return f"{used} of {total} rows of a published-measurement CSV (sha256 {csv_sha256[:16]}...), edgeplan calibrate"
 
 
-def errors(predicted: np.ndarray, observed: Sequence[float]) -> np.ndarray:
-    return np.abs(np.asarray(predicted) / np.asarray(observed) - 1.0)
+def errors(predicted: np.ndarray | Sequence[float], observed: Sequence[float]) -> np.ndarray:
+    relative: np.ndarray = np.abs(np.asarray(predicted) / np.asarray(observed) - 1.0)
+    return relative
 
 
 def summary(err: np.ndarray) -> dict[str, float]:

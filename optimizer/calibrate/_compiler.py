@@ -147,7 +147,7 @@ def class_shape(shape: Shape, soc: str, precision: str) -> dict[str, float]:
 
 def spearman(a: Sequence[float], b: Sequence[float]) -> float:
     """Rank correlation (ties get their mean rank)."""
-    from scipy.stats import spearmanr  # type: ignore[import-untyped]
+    from scipy.stats import spearmanr
 
     if len(a) < 3:
         return float("nan")

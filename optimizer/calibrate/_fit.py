@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -35,7 +36,8 @@ def _theta(const: DeviceConstants) -> np.ndarray:
     values = [const.efficiency[k] for k in OP_CLASSES] + [const.layer_overhead_us, const.bandwidth_efficiency,
                                                            max(const.overlap, 0.01),
                                                            max(const.inference_overhead_us, 1.0)]
-    return np.clip(np.log(np.array(values, dtype=float)), LOWER + 1e-9, UPPER - 1e-9)
+    theta: np.ndarray = np.clip(np.log(np.array(values, dtype=float)), LOWER + 1e-9, UPPER - 1e-9)
+    return theta
 
 
 def constants_from(theta: np.ndarray, prior: DeviceConstants) -> DeviceConstants:
@@ -82,9 +84,10 @@ class Problem:
 
 def build_problem(scenarios: Sequence[Scenario], observed: Sequence[float], profile: Profile) -> Problem:
     blocks: dict[tuple[str, str], int] = {}
-    rows: dict[str, list] = {k: [] for k in ("block", "stage", "unit", "wb", "ab", "k", "c", "b", "bw", "sram",
+    rows: dict[str, list[Any]] = {k: [] for k in ("block", "stage", "unit", "wb", "ab", "k", "c", "b", "bw", "sram",
                                              "speed", "mce", "mco", "gpu", "launch")}
-    stage_fixed, stage_fixed_gpu = [], []
+    stage_fixed: list[float] = []
+    stage_fixed_gpu: list[float] = []
 
     def add_stage(stage: Stage) -> int:
         index = len(stage_fixed)
@@ -120,7 +123,7 @@ def build_problem(scenarios: Sequence[Scenario], observed: Sequence[float], prof
         batch.append(s.batch)
         gpu_batch.append(s.gpu_batch)
         is_latency.append(s.metric == "latency")
-    order = sorted(blocks, key=blocks.get)
+    order = sorted(blocks, key=lambda block: blocks[block])
     return Problem(
         blocks=tuple(order), prior=np.array([_theta(profile.constants(*key)) for key in order]),
         block=np.array(rows["block"], dtype=int), stage=np.array(rows["stage"], dtype=int),
@@ -163,7 +166,8 @@ def predict_all(problem: Problem, theta: np.ndarray) -> np.ndarray:
     gpu_latency = np.where(has_gpu, total[np.where(has_gpu, p.gpu_stage, 0)], 1.0)
     share = np.minimum(GPU_SHARE_CAP, p.streams * busy / period)
     throughput = throughput + np.where(has_gpu, (1.0 - share) * p.gpu_batch / gpu_latency, 0.0)
-    return np.where(p.is_latency, latency * 1e3, throughput)
+    figures: np.ndarray = np.where(p.is_latency, latency * 1e3, throughput)
+    return figures
 
 
 def _residuals(problem: Problem, flat: np.ndarray) -> np.ndarray:
@@ -200,4 +204,5 @@ def fit(problem: Problem) -> np.ndarray:
     result = least_squares(lambda x: _residuals(problem, x), problem.prior.ravel(), bounds=(lower, upper),
                            loss="soft_l1", f_scale=LOSS_SCALE, jac_sparsity=_jacobian_sparsity(problem),
                            method="trf", x_scale=1.0, max_nfev=200)
-    return result.x.reshape(problem.prior.shape)
+    fitted: np.ndarray = result.x.reshape(problem.prior.shape)
+    return fitted

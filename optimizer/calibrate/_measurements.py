@@ -125,9 +125,10 @@ def _parse(n: int, raw: dict[str, str], models: Path) -> Measurement:
         gpu_batch, batch = int(split.group(1)), int(split.group(2))
         situation = Situation("dla", precision, batch=batch, cores=2, metric="throughput", gpu_batch=gpu_batch)
     else:
-        batch = _int(batch_text)
-        if batch is None:
+        stated = _int(batch_text)
+        if stated is None:
             return fail(f"batch '{batch_text}' not stated per engine")
+        batch = stated
         cores_match = re.match(r"\s*(\d+)", raw["cores"])
         cores = int(cores_match.group(1)) if cores_match else 1
         if accel == "dla+gpu" and "GPU" in raw["cores"] and "DLA0" not in raw["cores"]:

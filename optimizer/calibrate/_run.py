@@ -21,7 +21,7 @@ from optimizer.calibrate._calibrate import (
     summary,
 )
 from optimizer.calibrate._fit import predict_all
-from optimizer.calibrate._measurements import read_measurements
+from optimizer.calibrate._measurements import Measurement, read_measurements
 from optimizer.calibrate._vendor import vendor_observations
 from optimizer.catalog import Catalog, family_files, load_catalog
 from optimizer.errors import BadInputError
@@ -107,7 +107,8 @@ def run_calibration(csv_path: str | Path | None, models: str | Path | None, out:
     if unknown:
         raise BadInputError(f"unknown family {', '.join(sorted(unknown))} (known: {', '.join(known)})")
     prior_profiles = {f: load_profile(f, (priors or {}).get(f), prior=f not in (priors or {})) for f in chosen}
-    relevant, elsewhere = [], []
+    relevant: list[Measurement] = []
+    elsewhere: list[Measurement] = []
     for m in measurements:
         (relevant if m.target and catalog.target(m.target).family in chosen else elsewhere).append(m)
     obs, skipped = observations(relevant, catalog, prior_profiles)

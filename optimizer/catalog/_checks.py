@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 if TYPE_CHECKING:
     from optimizer.catalog._schema import Family, Rule, Target
     from optimizer.ir import Graph, Node
+    from optimizer.ir._graph import Dim, Shape
 
 
 @dataclass(frozen=True)
@@ -28,14 +29,14 @@ class LayerView:
     def attr(self, name: str) -> Any:
         return self.node.attrs.get(name)
 
-    def in_shape(self, i: int = 0) -> tuple | None:
+    def in_shape(self, i: int = 0) -> Shape:
         names = self.graph.runtime_inputs(self.node)
         return self.graph.shape(names[i]) if len(names) > i else None
 
-    def input_shape(self, i: int) -> tuple | None:
+    def input_shape(self, i: int) -> Shape:
         return self.graph.shape(self.node.inputs[i]) if len(self.node.inputs) > i else None
 
-    def out_shape(self, i: int = 0) -> tuple | None:
+    def out_shape(self, i: int = 0) -> Shape:
         return self.graph.shape(self.node.outputs[i]) if len(self.node.outputs) > i else None
 
 
@@ -46,7 +47,7 @@ def _dims(values: Sequence[Any]) -> str:
     return "x".join(str(v) for v in values)
 
 
-def _static(shape: tuple | None) -> TypeGuard[tuple]:
+def _static(shape: Shape) -> TypeGuard[tuple[int, ...]]:
     return shape is not None and all(isinstance(d, int) for d in shape)
 
 
@@ -406,7 +407,7 @@ def softmax_shape(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
-def _unit_stripped(shape: tuple) -> tuple:
+def _unit_stripped(shape: tuple[Dim, ...]) -> tuple[Dim, ...]:
     return tuple(d for d in shape if d != 1)
 
 
@@ -1052,7 +1053,7 @@ def _fused_or_constant(view: LayerView, params: Mapping[str, Any]) -> str | None
             f"{params['what']} run on the NPU in {view.precision.upper()}")
 
 
-def _as_npu_4d(shape: tuple) -> tuple | None:
+def _as_npu_4d(shape: tuple[Dim, ...]) -> Shape:
     """The 4-D form the toolkit holds a tensor in: NCHW as is, a 3-D [A, B, C] as (A, B, 1, C)."""
     if len(shape) == 4:
         return tuple(shape)

@@ -29,10 +29,12 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 from optimizer.catalog import Catalog, Target
 from optimizer.fusion import GroupGraph, LayerGroup
 from optimizer.ir import BYTES_PER_ELEMENT, Graph, Node
+from optimizer.ir._graph import Shape
 from optimizer.latency._profile import OP_CLASSES, DeviceConstants, Profile
 
 NS = 1e9
@@ -129,12 +131,12 @@ def channel_padding(graph: Graph, node: Node, atom_in: int, atom_out: int) -> fl
     return math.ceil(per_group / atom_in) * atom_in / per_group * out
 
 
-def _padded_bytes(shape: tuple | None, elements: int, fmt: str, precision: str, hwc4_stride: int) -> int:
+def _padded_bytes(shape: Shape, elements: int, fmt: str, precision: str, hwc4_stride: int) -> int:
     """Bytes of a tensor in a DLA format (DLA-IO-CPAD, DLA-IO-LINEAR-W, DLA-IO-HWC4-STRIDE)."""
     bpe = BYTES_PER_ELEMENT[precision]
     if shape is None or len(shape) != 4 or not all(isinstance(d, int) for d in shape):
         return elements * bpe
-    n, c, h, w = shape
+    n, c, h, w = (int(d) for d in shape)
     if fmt in ("chw16", "chw32"):
         vec = 16 if fmt == "chw16" else 32
         return n * math.ceil(c / vec) * vec * h * w * bpe
@@ -161,7 +163,7 @@ class LatencyModel:
     """Costs of options, transfers and launches for one model on one target."""
 
     def __init__(self, groups: GroupGraph, catalog: Catalog, target: Target, profile: Profile,
-                 sram_bytes: int | None = None, io: Mapping | None = None, standalone: bool = False,
+                 sram_bytes: int | None = None, io: Mapping[str, Any] | None = None, standalone: bool = False,
                  batch: int = 1, io_costs: bool = True, loadable_sram: tuple[int, ...] = (),
                  tf32: bool = True, pass_through: bool = False) -> None:
         self.groups = groups
@@ -274,13 +276,13 @@ class LatencyModel:
         return (macs / eff[cls] if macs else 0.0) + (other / eff["vector"] if other else 0.0)
 
     @cached_property
-    def _int8_upgrade_ops(self) -> frozenset:
+    def _int8_upgrade_ops(self) -> frozenset[str]:
         if self.target.accelerator != "dla":
             return frozenset()
         return frozenset(self.catalog.rule("DLA-ACT-INT8-UPGRADE").params["ops"])
 
     @cached_property
-    def _xavier_sub_ops(self) -> frozenset:
+    def _xavier_sub_ops(self) -> frozenset[str]:
         rule = self.catalog.rule("DLA-ELTWISE-XAVIER-SUB") if self.target.accelerator == "dla" else None
         if rule is None or self.target.generation not in rule.generations:
             return frozenset()

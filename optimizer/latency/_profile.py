@@ -140,7 +140,7 @@ def _unit_interval(value: Any, name: str, where: str) -> float:
     value = float(value)
     if not 0 <= value <= 1:
         raise BadInputError(f"profile {where}: {name} = {value} must be in [0, 1]")
-    return value
+    return float(value)
 
 
 def _bands(raw: Mapping[str, Any], where: str) -> dict[str, Band]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import platform
@@ -24,7 +23,7 @@ from optimizer.check import (
 )
 from optimizer.enums import PRECISIONS
 from optimizer.errors import BadInputError, InfeasibleError
-from optimizer.fileio import dumps_json
+from optimizer.fileio import json_values
 from optimizer.fusion import GroupGraph, build_groups
 from optimizer.ir import BYTES_PER_ELEMENT, Graph, load_model
 from optimizer.latency import Breakdown, LatencyModel, Placement, evaluate, load_profile, tensor_routes
@@ -190,8 +189,8 @@ def optimize(model_path: str, target_id: str, request: PlanRequest, *,
         "groups": len(groups.groups),
         "nodes": len(graph.nodes),
     }
-    # Typed from its JSON text, so what the caller reads is exactly what plan.json holds (rounded figures).
-    typed = Plan.from_json(json.loads(dumps_json(plan)))
+    # Typed from its JSON values, so what the caller reads is exactly what plan.json holds (rounded figures).
+    typed = Plan.from_json(json_values(plan))
     return Planned(plan=typed, run=run, report=report, groups=groups, model=model, placements=result.placements,
                    breakdown=breakdown, subgraphs=subgraphs, baselines=base)
 

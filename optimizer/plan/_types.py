@@ -4,10 +4,9 @@ Each dataclass field is one JSON key, in the order plan.json writes them, so `Pl
 equals `d` key for key and order for order (and `dumps_json` of it, byte for byte). Adding a field to the
 format is one line here, at its place in the order: a field with its type (and
 `= field(default=None, metadata=OPTIONAL)` when the key may be absent; every type is keyword-only, so a
-defaulted field may sit anywhere). Keys the
-types do not know are kept in `extra` (so a newer plan still loads and writes back whole) and listed by
-`unknown_fields()`, which the round-trip tests require to be empty. `schemas/edgeplan.plan.v1.schema.json`
-is generated from these types (`python -m optimizer.plan._schema`).
+defaulted field may sit anywhere). Keys the types do not know are kept in `extra` (so a newer plan still
+loads and writes back whole) and listed by `unknown_fields()`, which the round-trip tests require to be empty.
+`schemas/edgeplan.plan.v1.schema.json` is generated from these types (`python -m optimizer.plan._schema`).
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ import dataclasses
 import functools
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, TypeVar
@@ -28,7 +27,8 @@ PLAN_SCHEMA = "edgeplan.plan/v1"
 T = TypeVar("T")
 
 
-# Field metadata: `OPTIONAL` marks a key plan.json may leave out (absent exactly when the value is None);
+# Field metadata: `OPTIONAL` marks a key plan.json may leave out (absent when the value is None, unless the
+# document it was read from held it as null);
 # {"optional": True, "present_with": F} one that is present exactly when field F is (so it may be null);
 # {"key": K} a field whose JSON key is not a Python name; EXTRA the keys the types do not know.
 OPTIONAL: Mapping[str, Any] = {"optional": True}
@@ -390,7 +390,10 @@ class Plan:
         return out
 
     def replace(self, **changes: Any) -> Plan:
-        return dataclasses.replace(self, **changes)
+        changed = dataclasses.replace(self, **changes)
+        if hasattr(self, NULLS):
+            object.__setattr__(changed, NULLS, getattr(self, NULLS))
+        return changed
 
     @functools.cached_property
     def layer_of(self) -> Mapping[str, Layer]:
@@ -417,21 +420,29 @@ def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
-def _present(obj: Any, f: dataclasses.Field[Any]) -> bool:
-    if not f.metadata.get("optional"):
-        return True
-    sibling = f.metadata.get("present_with")
-    return getattr(obj, sibling if sibling else f.name) is not None
+NULLS = "_present_nulls"  # instance attribute: the optional keys its document held as null
+
+
+@functools.cache
+def _specs(cls: Any) -> tuple[tuple[str, str, bool, str | None], ...]:
+    """Per field: (name, JSON key, optional, the sibling whose presence it follows)."""
+    return tuple((f.name, json_key(f), bool(f.metadata.get("optional")), f.metadata.get("present_with"))
+                 for f in _fields(cls))
 
 
 def encode(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    cls: Any = type(value)
+    if hasattr(cls, "__dataclass_fields__"):
         out: dict[str, Any] = {}
-        for f in _fields(type(value)):
-            if _present(value, f):
-                out[json_key(f)] = encode(getattr(value, f.name))
-        extra = getattr(value, "extra", None) or {}
-        out.update({k: v for k, v in extra.items() if k not in out})
+        nulls = getattr(value, NULLS, ())
+        for name, key, optional, sibling in _specs(cls):
+            item = getattr(value, name)
+            if optional and (getattr(value, sibling) if sibling else item) is None and name not in nulls:
+                continue
+            out[key] = encode(item)
+        extra = getattr(value, "extra", None)
+        if extra:
+            out.update({k: v for k, v in extra.items() if k not in out})
         return out
     if isinstance(value, Enum):
         return value.value
@@ -451,76 +462,140 @@ def _describe(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+class _Bad(Exception):
+    """A value that is not of its field's type; the path is filled in on the way out (success costs none)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path: list[str] = []
+
+
 def decode(tp: Any, value: Any, where: str = "", *, file: str | None = None) -> Any:
     """`value` (parsed JSON) as type `tp`, checked all the way down."""
+    try:
+        return _decoder(tp)(value)
+    except _Bad as bad:
+        path = where + "".join(bad.path)
+        raise _fail(path.lstrip("."), bad.message, file) from None
+
+
+Decoder = Callable[[Any], Any]
+
+
+@functools.cache
+def _decoder(tp: Any) -> Decoder:
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
-        args = typing.get_args(tp)
-        if value is None and type(None) in args:
-            return None
-        rest = [a for a in args if a is not type(None)]
-        if len(rest) == 1:
-            return decode(rest[0], value, where, file=file)
-        raise _fail(where, f"unsupported union {tp}", file)
+        rest = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(rest) != 1:
+            raise TypeError(f"unsupported union {tp}")
+        inner = _decoder(rest[0])
+        return lambda value: None if value is None else inner(value)
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        if not isinstance(value, Mapping):
-            raise _fail(where, f"expected an object, got {_describe(value)}", file)
-        hints = _hints(tp)
-        kwargs: dict[str, Any] = {}
-        known = set()
-        for f in _fields(tp):
-            key = json_key(f)
-            known.add(key)
-            inner = f"{where}.{key}" if where else key
-            if key not in value:
-                sibling = f.metadata.get("present_with")
-                if f.metadata.get("optional") and not (sibling and _json_has(value, tp, sibling)):
-                    continue
-                raise _fail(inner, "missing", file)
-            kwargs[f.name] = decode(hints[f.name], value[key], inner, file=file)
-        if any(f.metadata.get("extra") for f in dataclasses.fields(tp)):
-            kwargs["extra"] = {k: v for k, v in value.items() if k not in known}
-        return tp(**kwargs)
+        return _dataclass_decoder(tp)
     if origin is tuple:
-        if not isinstance(value, list):
-            raise _fail(where, f"expected a list, got {_describe(value)}", file)
-        (item, _) = typing.get_args(tp)
-        return tuple(decode(item, v, f"{where}[{i}]", file=file) for i, v in enumerate(value))
+        return _tuple_decoder(_decoder(typing.get_args(tp)[0]))
     if origin in (Mapping, dict):
-        if not isinstance(value, Mapping):
-            raise _fail(where, f"expected an object, got {_describe(value)}", file)
         key_type, item = typing.get_args(tp)
-        return {decode(key_type, k, f"{where}.{k}", file=file): decode(item, v, f"{where}.{k}", file=file)
-                for k, v in value.items()}
+        return _mapping_decoder(_decoder(key_type), _decoder(item))
     if isinstance(tp, type) and issubclass(tp, Enum):
-        try:
-            return tp(value)
-        except ValueError:
-            raise _fail(where, f"{_describe(value)} is not one of {[m.value for m in tp]}", file) from None
+        return _enum_decoder(tp)
     if tp is Any:
+        return lambda value: value
+    checks: dict[Any, tuple[Callable[[Any], bool], str]] = {
+        bool: (lambda v: isinstance(v, bool), "true or false"),
+        int: (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
+        # an integral figure stays an int, so that it writes back as it was read
+        float: (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), "a number"),
+        str: (lambda v: isinstance(v, str), "a string"),
+    }
+    if tp not in checks:
+        raise TypeError(f"unsupported type {tp}")
+    ok, what = checks[tp]
+
+    def primitive(value: Any) -> Any:
+        if not ok(value):
+            raise _Bad(f"expected {what}, got {_describe(value)}")
         return value
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise _fail(where, f"expected true or false, got {_describe(value)}", file)
-        return value
-    if tp is int:
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise _fail(where, f"expected an integer, got {_describe(value)}", file)
-        return value
-    if tp is float:  # an integral figure stays an int, so that it writes back as it was read
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
-            raise _fail(where, f"expected a number, got {_describe(value)}", file)
-        return value
-    if tp is str:
-        if not isinstance(value, str):
-            raise _fail(where, f"expected a string, got {_describe(value)}", file)
-        return value
-    raise _fail(where, f"unsupported type {tp}", file)
+    return primitive
 
 
-def _json_has(value: Mapping[str, Any], tp: type, name: str) -> bool:
-    f = next(f for f in _fields(tp) if f.name == name)
-    return json_key(f) in value
+def _dataclass_decoder(cls: type) -> Decoder:
+    hints = _hints(cls)
+    key_of = {name: key for name, key, _, _ in _specs(cls)}
+    fields = [(name, key, optional, key_of[sibling] if sibling else None, _decoder(hints[name]))
+              for name, key, optional, sibling in _specs(cls)]
+    known = frozenset(key for _, key, _, _, _ in fields)
+    has_extra = any(f.metadata.get("extra") for f in dataclasses.fields(cls))
+
+    def decode_object(value: Any) -> Any:
+        if not isinstance(value, Mapping):
+            raise _Bad(f"expected an object, got {_describe(value)}")
+        kwargs: dict[str, Any] = {}
+        nulls = []
+        for name, key, optional, sibling_key, decoder in fields:
+            if key in value:
+                item = value[key]
+                if optional and item is None:
+                    nulls.append(name)
+                try:
+                    kwargs[name] = decoder(item)
+                except _Bad as bad:
+                    bad.path.insert(0, f".{key}")
+                    raise
+            elif not optional or (sibling_key is not None and sibling_key in value):
+                missing = _Bad("missing")
+                missing.path.append(f".{key}")
+                raise missing
+        if has_extra:
+            kwargs["extra"] = {k: v for k, v in value.items() if k not in known}
+        result = cls(**kwargs)
+        if nulls:  # an optional key written as null stays written as null
+            object.__setattr__(result, NULLS, frozenset(nulls))
+        return result
+    return decode_object
+
+
+def _tuple_decoder(item: Decoder) -> Decoder:
+    def decode_list(value: Any) -> Any:
+        if not isinstance(value, list):
+            raise _Bad(f"expected a list, got {_describe(value)}")
+        out = []
+        for i, v in enumerate(value):
+            try:
+                out.append(item(v))
+            except _Bad as bad:
+                bad.path.insert(0, f"[{i}]")
+                raise
+        return tuple(out)
+    return decode_list
+
+
+def _mapping_decoder(key: Decoder, item: Decoder) -> Decoder:
+    def decode_mapping(value: Any) -> Any:
+        if not isinstance(value, Mapping):
+            raise _Bad(f"expected an object, got {_describe(value)}")
+        out = {}
+        for k, v in value.items():
+            try:
+                out[key(k)] = item(v)
+            except _Bad as bad:
+                bad.path.insert(0, f".{k}")
+                raise
+        return out
+    return decode_mapping
+
+
+def _enum_decoder(cls: type[Enum]) -> Decoder:
+    members = {m.value: m for m in cls}
+
+    def decode_enum(value: Any) -> Any:
+        try:
+            return members[value]
+        except (KeyError, TypeError):
+            raise _Bad(f"{_describe(value)} is not one of {list(members)}") from None
+    return decode_enum
 
 
 def unknown_fields(value: Any, where: str = "") -> list[str]:

@@ -19,7 +19,7 @@ def _dual_stream_factor(device: str) -> int:
 
 def _cheapest(lm: LatencyModel, g: int, request: PlanRequest, weighted: bool) -> int:
     group = lm.groups.groups[g]
-    pools = sorted(set(lm.loadable_sram)) or [None]
+    pools: list[int | None] = [*sorted(set(lm.loadable_sram))] or [None]
     best = None
     for option in group_options(lm, g, request.allowed_precisions):
         if request.sparsity == "off" and option.sparsity != "dense":

@@ -11,6 +11,7 @@ import math
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import cast
 
 from ortools.sat.python import cp_model
 
@@ -57,7 +58,12 @@ class SolveResult:
     deterministic_s: float = 0.0
 
 
-def _lin(terms: Iterable[tuple[int, cp_model.IntVar]]) -> cp_model.LinearExpr:
+def _sum(variables: list[cp_model.IntVar]) -> cp_model.LinearExpr:
+    """sum() of literals, typed (the builtin's 0 start is no LinearExpr to mypy)."""
+    return cast(cp_model.LinearExpr, sum(variables))
+
+
+def _lin(terms: Iterable[tuple[int, cp_model.LinearExpr]]) -> cp_model.LinearExpr:
     terms = [(c, v) for c, v in terms if c]
     if not terms:
         return cp_model.LinearExpr.constant(0)
@@ -191,22 +197,22 @@ class PlanModel:
         self.prec: list[dict[str, cp_model.LinearExpr]] = []
         self.dp: list[dict[tuple[str, str], cp_model.LinearExpr]] = []
         for g in range(len(self.groups)):
-            on: dict[str, list] = {}
-            prec: dict[str, list] = {}
-            dp: dict[tuple[str, str], list] = {}
+            on: dict[str, list[cp_model.IntVar]] = {}
+            prec: dict[str, list[cp_model.IntVar]] = {}
+            dp: dict[tuple[str, str], list[cp_model.IntVar]] = {}
             for choice, var in zip(self.choices[g], self.x[g]):
                 on.setdefault(choice.option.device, []).append(var)
                 prec.setdefault(choice.option.precision, []).append(var)
                 dp.setdefault((choice.option.device, choice.option.precision), []).append(var)
-            self.on.append({k: sum(v) for k, v in on.items()})
-            self.prec.append({k: sum(v) for k, v in prec.items()})
-            self.dp.append({k: sum(v) for k, v in dp.items()})
+            self.on.append({k: _sum(v) for k, v in on.items()})
+            self.prec.append({k: _sum(v) for k, v in prec.items()})
+            self.dp.append({k: _sum(v) for k, v in dp.items()})
 
     def _explain_options(self, g: int) -> tuple[Option, ...]:
         """Every device/precision the target has, so that the rules excluding them can be named."""
         target = self.target
         group = self.groups[g]
-        options = []
+        options: list[Option] = []
         for device, precisions in target.precisions.items():
             for precision in precisions:
                 cores = int(target.features.get("npu_cores", 1)) if device == "npu" and group.multicore else 1
@@ -398,7 +404,7 @@ class PlanModel:
             if device in ("dla0", "dla1"):
                 core = int(device[-1])
                 vars_ = [v for c, v in zip(self.choices[g], self.x[g]) if c.option.device == "dla" and c.core == core]
-                self._require(sum(vars_) if vars_ else None, name, g, "dla")
+                self._require(_sum(vars_) if vars_ else None, name, g, "dla")
             else:
                 self._require(self.on[g].get(device), name, g, device)
         for node, precision in sorted(req.precision_pins.items()):
@@ -419,7 +425,7 @@ class PlanModel:
                 self._enforce(m.add(self._on(g, "gpu") == 0), "--dla-standalone")
         self._int8_scale_ties()
 
-    def _require(self, expr, name: str, g: int, device: str | None) -> None:
+    def _require(self, expr: cp_model.LinearExpr | None, name: str, g: int, device: str | None) -> None:
         if expr is None:
             if self.explain:
                 self._enforce(self.model.add(self.model.new_constant(0) == 1), name)
@@ -532,7 +538,7 @@ class PlanModel:
 
     # ---- objective ---------------------------------------------------------------------------------
     def _busy(self) -> dict[str, cp_model.LinearExpr]:
-        busy: dict[str, list] = {}
+        busy: dict[str, list[tuple[int, cp_model.IntVar]]] = {}
         for g in range(len(self.groups)):
             for choice, var in zip(self.choices[g], self.x[g]):
                 device = f"dla{choice.core}" if choice.option.device == "dla" else choice.option.device
@@ -603,7 +609,7 @@ class PlanModel:
         return status, budget.charge(solver.deterministic_time, limit, finished)
 
     def hint(self, placements: tuple[Placement, ...]) -> None:
-        self.model.clear_hints()
+        self.model.clear_hints()  # type: ignore[no-untyped-call]
         placements = self.canonical(placements)
         for g, placement in enumerate(placements):
             for choice, var in zip(self.choices[g], self.x[g]):

@@ -144,7 +144,8 @@ class _Space:
 
     def request(self, trial: optuna.trial.BaseTrial) -> PlanRequest:
         cfg = self.config
-        sram, per_loadable = None, ()
+        sram: int | None = None
+        per_loadable: tuple[int, ...] = ()
         if cfg.search_sram and len(self.sram) > 1 and self.loadables:  # DLA-SRAM-PER-LOADABLE
             per_loadable = tuple(trial.suggest_categorical(f"sram_loadable_{k}", self.sram)
                                  for k in range(self.loadables))
@@ -176,7 +177,7 @@ def _score(plan: Plan, objective: str) -> float:
     return plan.predicted.latency_ms if objective == "latency" else plan.predicted.busiest_engine_ms
 
 
-def _objective(space: _Space):
+def _objective(space: _Space) -> Callable[[optuna.trial.Trial], float]:
     cfg = space.config
 
     def run(trial: optuna.trial.Trial) -> float:
@@ -447,6 +448,7 @@ def _write_artifacts(space: _Space, folder: Path, study: optuna.Study, storage_u
     atomic_write_text(folder / "plan.html", plan_html(planned_from_plan(
         plan, input_shapes=cfg.input_shapes or None, profile_path=str(cfg.profile) if cfg.profile else None,
         catalog=space.catalog)))
+    assert best.value is not None and baseline is not None  # complete trials have values
     return StudyOutcome(folder=folder, best_value=best.value, best_trial=best.number,
                         trials=_done(study), baseline_value=baseline)
 
@@ -503,7 +505,7 @@ def stored_storage(folder: Path) -> str:
         return local
     if not record.get("shared"):
         return local
-    url = record.get("url_redacted", "")
+    url: str = record.get("url_redacted", "")
     if url and "***" not in url and "://" in url:
         return url
     raise BadInputError(f"this study lives in shared storage ({url or record.get('url')}); pass --storage URL "

@@ -44,7 +44,7 @@ def test_a_family_defined_twice_or_unnamed_is_refused(tmp_path):
     with pytest.raises(BadInputError, match="family 'nvidia-dla' is also defined in"):
         family_files(tmp_path)
     (tmp_path / "copy.toml").write_text('schema = "edgeplan.catalog/v1"\n', encoding="utf-8")
-    with pytest.raises(BadInputError, match="copy.toml: catalog invalid: a catalog file must name its family"):
+    with pytest.raises(BadInputError, match=r"copy\.toml: catalog invalid: a catalog file must name its family"):
         family_files(tmp_path)
 
 
