@@ -100,6 +100,24 @@ def dla_batch(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
+def dla_dims(rule: Rule, view: LayerView) -> str | None:
+    """DLA-DIM-MAX: the non-batch dims (C, H, W; as DLA-BATCH, the batch is every index dim before them)."""
+    limit = int(rule.params["max"])
+    for name in (*view.graph.runtime_inputs(view.node), *view.node.outputs):
+        shape = view.graph.shape(name) if name else None
+        if not shape or not _static(shape):
+            continue  # DLA-STATIC reports unknown shapes
+        dims = [int(d) for d in (shape[-3:] if len(shape) > 3 else shape[1:])]
+        if any(d > limit for d in dims):
+            return f"tensor '{name}' dims {list(shape)}: non-batch dim {max(dims)} exceeds {limit}"
+    return None
+
+
+def platform_unsupported(rule: Rule, view: LayerView) -> str | None:
+    """A rule set under which this target has no DLA engine at all; the reason is the rule's own text."""
+    return f"{view.target.id}: {rule.params['what']}"
+
+
 def rank4(rule: Rule, view: LayerView) -> str | None:
     names = view.graph.runtime_inputs(view.node) or view.node.inputs[:1]
     for name in (*names, view.node.outputs[0]):
@@ -944,7 +962,8 @@ def sdpa_channels(graph: Graph, node: Node) -> tuple[int, int] | None:
 
 
 CHECKS: Mapping[str, Check] = {
-    "static_shapes": static_shapes, "dla_batch": dla_batch, "rank4": rank4, "spatial_2d": spatial_2d,
+    "static_shapes": static_shapes, "dla_batch": dla_batch, "dla_dims": dla_dims,
+    "platform_unsupported": platform_unsupported, "rank4": rank4, "spatial_2d": spatial_2d,
     "fc_weights": fc_weights, "each_in_range": each_in_range, "in_range": in_range, "in_set": in_set,
     "pads_lt_kernel": pads_lt_kernel, "output_channels": output_channels, "cbuf": cbuf,
     "deconv_kernel": deconv_kernel, "deconv_square_stride": deconv_square_stride,
