@@ -162,7 +162,15 @@ class Disagreement:
     why: str
 
 
-def evaluate(corpus: Path) -> dict:
+def read_seen(runs_csv: Path) -> frozenset[str]:
+    """The models whose tables existed when the catalog was last written (a runs.csv from that commit)."""
+    with runs_csv.open(newline="") as f:
+        return frozenset(row["model"] for row in csv.DictReader(f))
+
+
+def evaluate(corpus: Path, seen: frozenset[str] | None = None) -> dict:
+    """Score every run; with `seen`, the models outside it also form the split "unseen" (held out by
+    arrival: converted after the catalog's entries were written, whatever their family)."""
     catalog = load_catalog()
     families, runs, failed = read_corpus(corpus)
     cells: dict[tuple[str, str, str], Score] = defaultdict(Score)
@@ -188,12 +196,14 @@ def evaluate(corpus: Path) -> dict:
             lost_total[(run.soc, run.precision)] += len(lost)
             split = "all"
             held = run.family not in DERIVE
+            splits = [(split, run.soc, run.precision), ("held-out" if held else "derive", run.soc, run.precision)]
+            if seen is not None and model not in seen:
+                splits.append(("unseen", run.soc, run.precision))
             for node in graph.nodes:
                 verdict = report.verdict(node.name)
                 mine_cpu = not verdict.runs_on("npu", run.precision)
                 truth_cpu = truth.get(node.name) == "CPU"
-                for key in ((split, run.soc, run.precision), ("held-out" if held else "derive", run.soc,
-                                                              run.precision)):
+                for key in splits:
                     cells[key].add(mine_cpu, truth_cpu)
                 if mine_cpu != truth_cpu:
                     why = "; ".join(v.line() for v in verdict.violations
@@ -205,7 +215,8 @@ def evaluate(corpus: Path) -> dict:
     return {"cells": cells, "disagreements": disagreements, "failed": failed, "lost": lost_total,
             "load_errors": load_errors,
             "models": {"held-out": [m for m in models if families.get(m) not in DERIVE],
-                       "derive": [m for m in models if families.get(m) in DERIVE]}}
+                       "derive": [m for m in models if families.get(m) in DERIVE],
+                       "unseen": [m for m in models if seen is not None and m not in seen]}}
 
 
 def failure_lines(failed: list[dict[str, str]]) -> list[str]:
@@ -250,13 +261,16 @@ def main() -> int:
                         help="whose disagreements the op summary and --details list (default derive: the "
                              "held-out split is a score, not something to read while writing catalog entries)")
     parser.add_argument("--json", type=Path, help="write the figures and disagreements here")
+    parser.add_argument("--seen", type=Path, metavar="RUNS_CSV",
+                        help="the runs.csv the catalog was written against (e.g. from `git show COMMIT:corpus/rknn/"
+                             "runs.csv`): models not in it are also scored as the split 'unseen' (held out by arrival)")
     args = parser.parse_args()
     missing = [p for p in ("MANIFEST.csv", "rknn/runs.csv", "rknn/layers.csv.gz") if not (args.corpus / p).exists()]
     if missing:
         print(f"rknn_placement: {args.corpus}: no corpus tables ({', '.join(missing)} missing; "
               "tools/run_rknn_corpus.py --collect writes them)", file=sys.stderr)
         return 2
-    result = evaluate(args.corpus)
+    result = evaluate(args.corpus, read_seen(args.seen) if args.seen else None)
     cells = result["cells"]
     print(f"derive families: {', '.join(sorted(DERIVE))}")
     print(f"models: {len(result['models']['derive'])} derive, {len(result['models']['held-out'])} held out; "
@@ -265,7 +279,9 @@ def main() -> int:
     print(f"held-out models: {', '.join(result['models']['held-out']) or 'none'}")
     for line in failure_lines(result["failed"]):
         print(line)
-    for split in ("held-out", "derive", "all"):
+    if args.seen:
+        print(f"unseen models (not in {args.seen}): {', '.join(result['models']['unseen']) or 'none'}")
+    for split in ("held-out", "derive", "all") + (("unseen",) if args.seen else ()):
         print("\n".join(table(cells, split)))
     lost = sum(result["lost"].values())
     print(f"CPU layers mapped to no ONNX node (not scored): {lost}")

@@ -84,3 +84,17 @@ def test_missing_tables_are_one_line_and_exit_2(tmp_path):
     out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "rknn_placement.py"), "--corpus",
                           str(tmp_path)], capture_output=True, text=True, cwd=REPO)
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1 and "no corpus tables" in out.stderr
+
+
+def test_models_missing_from_the_seen_tables_form_the_unseen_split(tmp_path):
+    corpus = _corpus(tmp_path, [("Conv", "CPU", "Conv:conv2#2", "")])
+    seen = tmp_path / "seen_runs.csv"
+    seen.write_text("model,family,soc,precision,status,error\nother,torchvision/classification,rk3588,fp16,ok,\n")
+    stdout = _run(corpus, "--seen", str(seen))
+    assert f"unseen models (not in {seen}): m" in stdout
+    unseen = stdout.split("\nunseen: ")[1].splitlines()
+    assert "| 0 1 1 |" in next(line for line in unseen if line.strip().startswith("rk3588   fp16"))
+    seen.write_text(seen.read_text() + "m,torchvision/classification,rk3588,fp16,ok,\n")
+    stdout = _run(corpus, "--seen", str(seen))
+    assert f"unseen models (not in {seen}): none" in stdout and "\nunseen: " in stdout
+    assert "rk3588   fp16" not in stdout.split("\nunseen: ")[1]
