@@ -1,7 +1,7 @@
 """RKNN placement benchmark: edgeplan's NPU/CPU verdicts against rknn-toolkit2 2.5.0's real layer tables.
 
 One command (no toolkit needed; it reads the committed tables):
-    python benchmarks/rknn_placement.py [--corpus corpus] [--details] [--json out.json]
+    python benchmarks/rknn_placement.py [--corpus corpus] [--details] [--split derive|held-out|all] [--json out.json]
 
 The truth is corpus/rknn/layers.csv.gz (one row per compiled layer: Target NPU/CPU and the ONNX node it
 was mapped to) for every run whose status in corpus/rknn/runs.csv starts with "ok" ("ok-with-disable_rules":
@@ -25,7 +25,10 @@ any NPU rule, unresolved shapes); nodes edgeplan folds as build-time constants c
 
 The figure is the CPU class (precision, recall, F1: CPU is the rare class; an all-NPU guess already
 scores ~99% node agreement, shown beside it). The catalog's [ops] entries and RKNN rules were derived
-from the DERIVE families only; every other family is held out and reported separately.
+from the DERIVE families only; every other family is held out and reported separately. The op summary and
+--details list the derive split's disagreements unless --split says otherwise: the held-out split is a
+score, not something to read while writing entries. Every model the toolkit crashed, failed or timed out
+on is printed with its status and error (a fact a user needs before converting).
 """
 
 from __future__ import annotations
@@ -48,13 +51,15 @@ from optimizer.ir import load_model
 REPO = Path(__file__).resolve().parents[1]
 SOCS = ("rk3588", "rk3576", "rk3566", "rk3562", "rv1126b")
 PRECISIONS = ("fp16", "int8")
-# Families whose tables were read to write catalog entries. Every other family (timm/hybrid and
-# ultralytics/seg-pose-obb-cls now, and any family added to the corpus later) is held out: hybrids bring
-# attention, LayerNorm, GELU, window and conv-attention mixes; seg/pose/obb heads bring Concat/Split/Resize/
-# Softmax-DFL layouts the detect heads only partly share. torch.nn/rnn, torch.nn/transformer and timm/vit
-# were held out at first and moved here after their disagreements had been read (the README says so).
+# Families whose tables were read to write catalog entries. Every other family (ultralytics/seg-pose-obb-cls,
+# torchvision/detection-backbone, torchvision/segmentation and torchvision/video now, and any family added to
+# the corpus later) is held out: seg/pose/obb heads bring Concat/Split/Resize/Softmax-DFL layouts the detect
+# heads only partly share; detection backbones and segmenters bring FPNs, dilated convolutions and
+# upsampling heads. torch.nn/rnn, torch.nn/transformer and timm/vit (first session) and timm/hybrid
+# (second session, when 21 held-out models had tables) were held out at first and moved here after their
+# disagreements had been read (the README says so); they do not count as held out.
 DERIVE = frozenset({"torchvision/classification", "timm/cnn", "ultralytics/detect", "torch.nn/patterns",
-                    "torch.nn/rnn", "torch.nn/transformer", "timm/vit"})
+                    "torch.nn/rnn", "torch.nn/transformer", "timm/vit", "timm/hybrid"})
 _SUFFIX = re.compile(r"#\d+$")
 
 
@@ -157,7 +162,15 @@ class Disagreement:
     why: str
 
 
-def evaluate(corpus: Path) -> dict:
+def read_seen(runs_csv: Path) -> frozenset[str]:
+    """The models whose tables existed when the catalog was last written (a runs.csv from that commit)."""
+    with runs_csv.open(newline="") as f:
+        return frozenset(row["model"] for row in csv.DictReader(f))
+
+
+def evaluate(corpus: Path, seen: frozenset[str] | None = None) -> dict:
+    """Score every run; with `seen`, the models outside it also form the split "unseen" (held out by
+    arrival: converted after the catalog's entries were written, whatever their family)."""
     catalog = load_catalog()
     families, runs, failed = read_corpus(corpus)
     cells: dict[tuple[str, str, str], Score] = defaultdict(Score)
@@ -183,12 +196,14 @@ def evaluate(corpus: Path) -> dict:
             lost_total[(run.soc, run.precision)] += len(lost)
             split = "all"
             held = run.family not in DERIVE
+            splits = [(split, run.soc, run.precision), ("held-out" if held else "derive", run.soc, run.precision)]
+            if seen is not None and model not in seen:
+                splits.append(("unseen", run.soc, run.precision))
             for node in graph.nodes:
                 verdict = report.verdict(node.name)
                 mine_cpu = not verdict.runs_on("npu", run.precision)
                 truth_cpu = truth.get(node.name) == "CPU"
-                for key in ((split, run.soc, run.precision), ("held-out" if held else "derive", run.soc,
-                                                              run.precision)):
+                for key in splits:
                     cells[key].add(mine_cpu, truth_cpu)
                 if mine_cpu != truth_cpu:
                     why = "; ".join(v.line() for v in verdict.violations
@@ -200,7 +215,21 @@ def evaluate(corpus: Path) -> dict:
     return {"cells": cells, "disagreements": disagreements, "failed": failed, "lost": lost_total,
             "load_errors": load_errors,
             "models": {"held-out": [m for m in models if families.get(m) not in DERIVE],
-                       "derive": [m for m in models if families.get(m) in DERIVE]}}
+                       "derive": [m for m in models if families.get(m) in DERIVE],
+                       "unseen": [m for m in models if seen is not None and m not in seen]}}
+
+
+def failure_lines(failed: list[dict[str, str]]) -> list[str]:
+    """One line per model the toolkit could not convert (crashed, failed, timeout): a fact a user needs."""
+    by_model: dict[tuple[str, str], list[dict[str, str]]] = defaultdict(list)
+    for row in failed:
+        by_model[(row["model"], row["status"])].append(row)
+    lines = []
+    for (model, status), rows in sorted(by_model.items()):
+        configs = ", ".join(f"{r['soc']}/{r['precision']}" for r in rows)
+        error = " ".join(rows[0].get("error", "").split())
+        lines.append(f"toolkit {status}: {model} ({len(rows)} configs: {configs}): {error[-160:]}")
+    return lines
 
 
 def _fmt(value: float | None) -> str:
@@ -228,34 +257,42 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=REPO / "corpus")
     parser.add_argument("--details", action="store_true", help="list every disagreement")
-    parser.add_argument("--split", choices=("held-out", "derive", "all"), default=None,
-                        help="with --details: only this split's disagreements")
+    parser.add_argument("--split", choices=("held-out", "derive", "all"), default="derive",
+                        help="whose disagreements the op summary and --details list (default derive: the "
+                             "held-out split is a score, not something to read while writing catalog entries)")
     parser.add_argument("--json", type=Path, help="write the figures and disagreements here")
+    parser.add_argument("--seen", type=Path, metavar="RUNS_CSV",
+                        help="the runs.csv the catalog was written against (e.g. from `git show COMMIT:corpus/rknn/"
+                             "runs.csv`): models not in it are also scored as the split 'unseen' (held out by arrival)")
     args = parser.parse_args()
     missing = [p for p in ("MANIFEST.csv", "rknn/runs.csv", "rknn/layers.csv.gz") if not (args.corpus / p).exists()]
     if missing:
         print(f"rknn_placement: {args.corpus}: no corpus tables ({', '.join(missing)} missing; "
               "tools/run_rknn_corpus.py --collect writes them)", file=sys.stderr)
         return 2
-    result = evaluate(args.corpus)
+    result = evaluate(args.corpus, read_seen(args.seen) if args.seen else None)
     cells = result["cells"]
     print(f"derive families: {', '.join(sorted(DERIVE))}")
     print(f"models: {len(result['models']['derive'])} derive, {len(result['models']['held-out'])} held out; "
           f"toolkit failures (not scored): {len(result['failed'])}; edgeplan load errors: "
           f"{len(result['load_errors'])}")
     print(f"held-out models: {', '.join(result['models']['held-out']) or 'none'}")
-    for split in ("held-out", "derive", "all"):
+    for line in failure_lines(result["failed"]):
+        print(line)
+    if args.seen:
+        print(f"unseen models (not in {args.seen}): {', '.join(result['models']['unseen']) or 'none'}")
+    for split in ("held-out", "derive", "all") + (("unseen",) if args.seen else ()):
         print("\n".join(table(cells, split)))
     lost = sum(result["lost"].values())
     print(f"CPU layers mapped to no ONNX node (not scored): {lost}")
     kinds = Counter((d.op_type, d.mine, d.truth, d.soc, d.precision) for d in result["disagreements"]
-                    if args.split in (None, "all") or (d.family in DERIVE) == (args.split == "derive"))
-    print("disagreements by op (op, edgeplan, toolkit, soc, precision: nodes):")
+                    if args.split == "all" or (d.family in DERIVE) == (args.split == "derive"))
+    print(f"{args.split} disagreements by op (op, edgeplan, toolkit, soc, precision: nodes):")
     for (op, mine, truth, soc, precision), count in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))[:40]:
         print(f"  {op} {mine}->{truth} {soc} {precision}: {count}")
     if args.details:
         for d in result["disagreements"]:
-            if args.split in (None, "all") or (d.family in DERIVE) == (args.split == "derive"):
+            if args.split == "all" or (d.family in DERIVE) == (args.split == "derive"):
                 print(f"  {d.model} {d.soc} {d.precision} {d.node} ({d.op_type}): edgeplan {d.mine}, toolkit "
                       f"{d.truth}  {d.why}")
     if args.json:

@@ -107,7 +107,7 @@ def _load(args: argparse.Namespace) -> Graph:
 
 
 def _check(args: argparse.Namespace) -> int:
-    catalog = load_catalog()
+    catalog = load_catalog(tensorrt=args.trt)
     catalog.target(args.target)
     report = check_graph(_load(args), catalog, args.target)
     if args.json:
@@ -141,6 +141,7 @@ def _optimize(args: argparse.Namespace) -> int:
         int8_budget=args.int8_budget, latency_cap_ms=args.latency_cap, dla_standalone=args.dla_standalone,
         sram_bytes=args.sram_bytes, max_loadables=args.max_loadables, sparsity=args.sparsity,
         with_edits=args.with_edits, sram_per_loadable=_byte_list(args.loadable_sram, "--loadable-sram"),
+        tensorrt=args.trt,
     )
     progress = _progress(args, "optimize")
     try:
@@ -204,7 +205,7 @@ def _byte_list(text: str | None, flag: str) -> tuple[int, ...]:
 def _export(args: argparse.Namespace) -> int:
     from optimizer.export import export_plan
 
-    manifest = export_plan(args.plan, args.out, args.model)
+    manifest = export_plan(args.plan, args.out, args.model, tensorrt=args.trt)
     print(f"edgeplan export: {len(manifest['engines'])} engine(s) for {manifest['target']} in {args.out}")
     for engine in manifest["engines"]:
         print(f"  {engine['id']}: {engine['device']:<5} {engine['onnx']}  in {','.join(engine['inputs'])[:60]}")
@@ -462,10 +463,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(run=_targets)
 
+    def trt_arg(p: argparse.ArgumentParser, default: str | None = "10", more: str = "") -> None:
+        p.add_argument("--trt", default=default, choices=("10", "11"),
+                       help="TensorRT major whose DLA rules apply (Jetson targets; 10 is the seed's set)" + more)
+
     p = command("check", "which node can run where, and why not")
     p.add_argument("model", help="ONNX model file")
     p.add_argument("--target", required=True, help="target ID (see 'edgeplan targets')")
     p.add_argument("--json", metavar="FILE", help="also write the check JSON here ('-': stdout, instead of the table)")
+    trt_arg(p)
     _input_shape_arg(p)
     p.set_defaults(run=_check)
 
@@ -505,13 +511,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sram-bytes", type=int, metavar="B", help="DLA managed SRAM pool per loadable (power of two)")
     p.add_argument("--loadable-sram", metavar="B0,B1,..",
                    help="DLA managed SRAM of each loadable in order (DLA-SRAM-PER-LOADABLE; Xavier: they share 4 MiB)")
-    p.add_argument("--max-loadables", type=int, metavar="N", help="override DLA-LOADABLES (default 4)")
+    p.add_argument("--max-loadables", type=int, metavar="N",
+                   help="override DLA-LOADABLES (default 4; 16 per core with --trt 11)")
     p.add_argument("--sparsity", default="allow", choices=("allow", "off"),
                    help="RKNN sparse weight modes on RK3576/RV1126B (needs sparse-trained weights)")
     p.add_argument("--with-edits", action="store_true",
                    help="let the planner choose model edits (explicit pad, pool split, kernel split) too")
     p.add_argument("--profile", metavar="FILE", help="latency profile TOML (edgeplan calibrate)")
     p.add_argument("--explain", action="store_true", help="add every option's modelled cost to plan.json")
+    trt_arg(p)
     _input_shape_arg(p)
     p.set_defaults(run=_optimize)
 
@@ -519,6 +527,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("plan", help="plan.json from edgeplan optimize")
     p.add_argument("--out", required=True, metavar="DIR", help="folder for the engines' ONNX files and build files")
     p.add_argument("--model", help="the ONNX model (default: the path recorded in the plan)")
+    trt_arg(p, None, "; the build files' flags follow it too (11: strongly typed ONNX with Q/DQ and Cast "
+                     "nodes; default: the plan's rule set, else 10)")
     p.set_defaults(run=_export)
 
     p = command("verify-rknn", "convert with rknn-toolkit2 and compare its placement with the plan")

@@ -5,6 +5,10 @@ The CP-SAT model decides per group, so fewer groups means faster proofs. Two mer
   from one group joins it when both run in exactly the same places, as TensorRT and rknn-toolkit2
   fuse Conv+BN+activation (x*sigmoid(x) included); a pure layout op joins its producer whenever it
   could run wherever the producer can, since it costs nothing anywhere;
+- on TensorRT targets, a residual element-wise sum of two same-shape activations joins the convolution
+  that produces one of them (TensorRT Developer Guide, "Types of Fusions": a Convolution followed by a
+  simple sum in an ElementWise layer fuses into the Convolution; DLA's SDP adds the second operand on the
+  fly), when both run in the same places and no path leads from that convolution to the other operand;
 - adjacent groups that can only run on the fallback device (GPU or CPU) merge along edges that no
   other path bypasses (out-degree 1 or in-degree 1), which keeps every group convex.
 Folded constants and weight-only nodes (e.g. DequantizeLinear of a weight) join their consumer.
@@ -27,6 +31,7 @@ FOLLOWERS = frozenset({
 })
 
 Support = frozenset[tuple[str, str]]  # of (accelerator, precision)
+RESIDUAL_SUMS = frozenset({"Add", "Sum"})
 
 
 @dataclass(frozen=True)
@@ -113,6 +118,44 @@ def _weight_only(graph: Graph, node: Node) -> bool:
     return not node.folded and not node.opaque and bool(node.inputs) and not graph.runtime_inputs(node)
 
 
+def _reaches(uf: Contraction, start: int, goals: set[int]) -> bool:
+    seen, stack = {start}, [start]
+    while stack:
+        for nxt in uf.succ.get(stack.pop(), ()):
+            if nxt in goals:
+                return True
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return False
+
+
+def _fuse_residual_sums(graph: Graph, runtime: list[Node], support: list[Support], uf: Contraction,
+                        fused_with: set[int]) -> None:
+    """Conv + residual Add (TensorRT's convolution/element-wise fusion): the sum joins the latest
+    convolution group feeding it, when that keeps the group convex."""
+    producer_of = {out: i for i, n in enumerate(runtime) for out in n.outputs if out}
+    for i, n in enumerate(runtime):
+        inputs = graph.runtime_inputs(n)
+        if n.op_type not in RESIDUAL_SUMS or len(inputs) != 2 or i in fused_with:
+            continue
+        shapes = [graph.shape(t) for t in inputs]
+        if shapes[0] is None or shapes[0] != shapes[1] or not all(t in producer_of for t in inputs):
+            continue
+        preds = sorted({uf.find(producer_of[t]) for t in inputs}, reverse=True)
+        if len(preds) != 2:
+            continue
+        for u in preds:
+            anchor = runtime[u]
+            if anchor.op_type not in ("Conv", "ConvTranspose") or support[u] != support[i]:
+                continue
+            if _reaches(uf, u, set(preds) - {u}):
+                continue
+            fused_with.add(i)
+            uf.merge(u, i)
+            break
+
+
 def build_groups(report: CheckReport) -> GroupGraph:
     graph = report.graph
     nodes = graph.nodes
@@ -140,6 +183,9 @@ def build_groups(report: CheckReport) -> GroupGraph:
             fused_with.add(i)  # a free layout op simply goes where its producer goes
             support[i] = support[u]
             uf.merge(u, i)
+
+    if report.target.accelerator == "dla":
+        _fuse_residual_sums(graph, runtime, support, uf, fused_with)
 
     only_fallback = [all(acc == fallback for acc, _ in s) for s in support]
     queue = sorted(i for i in range(len(runtime)) if only_fallback[i])

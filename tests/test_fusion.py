@@ -38,6 +38,26 @@ def test_silu_triangle_fuses(tmp_path):
     assert len(groups.groups) == 1
 
 
+def _residual(tmp_path):
+    """x -> conv1 -> relu -> conv2 (+ x) -> relu: a ResNet basic block."""
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+             helper.make_node("Conv", ["r1", "w2"], ["c2"], name="conv2", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c2", "x0"], ["s"], name="add"),
+             helper.make_node("Relu", ["s"], ["y"], name="relu2")]
+    stem = helper.make_node("Relu", ["x"], ["x0"], name="stem")
+    return save_model(tmp_path / "res.onnx", [stem, *nodes[:1], *nodes[1:]], [value("x", [1, 8, 8, 8])],
+                      [value("y", None)], [weight("w1", [8, 8, 3, 3]), weight("w2", [8, 8, 3, 3])])
+
+
+def test_tensorrt_fuses_a_residual_sum_into_the_convolution_before_it(tmp_path):
+    """TensorRT: Convolution + ElementWise sum -> one kernel; the sum's other operand is read on the fly."""
+    path = _residual(tmp_path)
+    members = [g.members for g in _groups(path).groups]
+    assert ("conv2", "add", "relu2") in members and all(g.fused for g in _groups(path).groups)
+    assert ("conv2",) in [g.members for g in _groups(path, "rk3588").groups]  # RKNN keeps the sum apart
+
+
 def test_different_eligibility_does_not_fuse(tmp_path):
     nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[1, 1]),
              helper.make_node("HardSwish", ["c"], ["y"], name="hs")]

@@ -2,7 +2,7 @@
 
 The evidence behind the seed-002 entries of constraints/rockchip_rknn.toml that the corpus does not cover
 (Mish, HardSigmoid/Elu parameters, Where data types, MeanVarianceNormalization, written-out LayerNorm,
-tanh GELU with Pow, Div/Sqrt in INT8, fused attention). Run with the toolkit's own interpreter, under nice:
+tanh GELU with Pow, Div/Sqrt in INT8, fused attention, L2 normalisation). Run with the toolkit's own interpreter, under nice:
     nice -n 10 RKNN_VENV/bin/python tools/probe_rknn_patterns.py [--cases mish,where_i64] [--socs rk3588,rk3566]
 Each case converts in a fresh process (the toolkit crashes on some, e.g. int32 Where: recorded as such) and
 prints one line per case: per SoC/precision the Target of each pattern node's layers; nodes without a layer
@@ -376,9 +376,211 @@ def more_cases():
     yield "sqrt_lone", model("sq", [N("Abs", ["x"], ["a"], "abs"), N("Sqrt", ["a"], ["y"], "sqrt")], [], C)
 
 
+def l2norm(axis, clip=True, expand=True, eps_add=False, src="x", out="y"):
+    """F.normalize(x, dim=axis) as torch exports it: ReduceL2 -> Clip(min=eps) -> Expand -> Div."""
+    nodes = [N("ReduceL2", [src], ["n"], "l2_reduce", axes=[axis], keepdims=1)]
+    last = "n"
+    if clip:
+        nodes.append(N("Clip", [last, "eps", ""], ["nc"], "l2_clip"))
+        last = "nc"
+    if eps_add:
+        nodes.append(N("Add", [last, "eps"], ["na"], "l2_add"))
+        last = "na"
+    if expand:
+        nodes += [N("Shape", [src], ["sh"], "l2_shape"), N("Expand", [last, "sh"], ["ne"], "l2_expand")]
+        last = "ne"
+    nodes.append(N("Div", [src, last], [out], "l2_div"))
+    return nodes, [c("eps", np.float32(1e-12))]
+
+
+def norm_cases():
+    """L2 normalisation (F.normalize) in its export forms, over the channel and over other axes."""
+    nodes, inits = l2norm(1)
+    yield "l2norm_c", model("l2c", nodes, inits, C)
+    nodes, inits = l2norm(1, clip=False, expand=False)
+    yield "l2norm_c_plain", model("l2p", nodes, inits, C)
+    nodes, inits = l2norm(3)
+    yield "l2norm_w", model("l2w", nodes, inits, C)
+    inner, inner_inits = l2norm(-1, src="t", out="u")
+    nodes, inits = tokens(inner, inner_inits)
+    yield "l2norm_tokens_c", model("l2t", nodes, inits, C)
+    inner, inner_inits = l2norm(1, src="t", out="u")
+    nodes, inits = tokens(inner, inner_inits)
+    yield "l2norm_tokens_n", model("l2n", nodes, inits, C)
+    nodes, inits = l2norm(1, clip=False, expand=False, eps_add=True)
+    yield "l2norm_c_addeps", model("l2a", nodes, inits, C)
+    yield (
+        "div_reducesum",
+        model(
+            "drs",
+            [
+                N("Relu", ["x"], ["r"], "relu"),
+                N("ReduceSum", ["r", "ax"], ["s"], "sum", keepdims=1),
+                N("Add", ["s", "one"], ["s1"], "add"),
+                N("Div", ["r", "s1"], ["y"], "div"),
+            ],
+            [c("ax", np.array([1], np.int64)), c("one", np.float32(1))],
+            C,
+        ),
+    )
+
+
+def out_model(name, nodes, inits, opset=17):
+    """in[1,3,H,W] -> Conv -> x[1,C,H,W]; nodes read x and write the graph output `out` (any rank)."""
+    g = helper.make_graph(
+        [helper.make_node("Conv", ["in", "w0"], ["x"], name="pre_conv"), *nodes],
+        name,
+        [helper.make_tensor_value_info("in", TensorProto.FLOAT, [1, 3, H, W])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)],
+        [w("w0", (C, 3, 1, 1)), *inits],
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return onnx.shape_inference.infer_shapes(m)
+
+
+def _spatial(kernel):
+    """x[1,C,8,8] -> Conv(kernel, no pad) -> m[1,C,8-k+1,8-k+1]: a map with (9-k)^2 pixels."""
+    return [N("Conv", ["x", "wk"], ["m"], "map_conv")], [w("wk", (C, C, kernel, kernel))], (H - kernel + 1) ** 2
+
+
+def output_cases():
+    """Graph outputs of rank 2/3 (the toolkit's relayout out of its 4-D form) and detector-head Concats."""
+    for n_kernel, k in ((1, 8), (1, 10), (1, 16), (1, 24), (1, 32), (4, 16), (4, 8)):
+        head, head_inits, n = _spatial(n_kernel)
+        nodes = [
+            *head,
+            N("Reshape", ["m", "s3"], ["r"], "to_tokens_reshape"),
+            N("Transpose", ["r"], ["t"], "to_tokens_transpose", perm=[0, 2, 1]),
+            N("MatMul", ["t", "wm"], ["out"], "token_matmul"),
+        ]
+        inits = [*head_inits, c("s3", np.array([1, C, n], np.int64)), w("wm", (C, k))]
+        yield f"out_tokens_n{n}_k{k}", out_model("ot", nodes, inits)
+    for k in (10, 16, 24, 32):
+        nodes = [
+            N("GlobalAveragePool", ["x"], ["p"], "gap"),
+            N("Flatten", ["p"], ["f"], "flatten", axis=1),
+            N("Gemm", ["f", "wg", "bg"], ["out"], "gemm", transB=1),
+        ]
+        yield f"out_gemm_k{k}", out_model("og", nodes, [w("wg", (k, C)), c("bg", np.zeros(k, np.float32))])
+    for n_kernel, ch in ((4, 16), (5, 16), (5, 10)):
+        head, head_inits, n = _spatial(n_kernel)
+        nodes = [*head, N("Conv", ["m", "wc"], ["mc"], "ch_conv"), N("Reshape", ["mc", "s3"], ["out"], "flat_reshape")]
+        inits = [*head_inits, w("wc", (ch, C, 1, 1)), c("s3", np.array([1, ch, n], np.int64))]
+        yield f"out_map_c{ch}_n{n}", out_model("om", nodes, inits)
+    for pool_kernel, classes, scales in ((2, 16, 2), (3, 16, 2), (2, 80, 2), (2, 80, 3)):
+        yield _head_case(pool_kernel, classes, scales)
+
+
+def _head_case(pool_kernel, classes, scales):
+    """A detector head: per scale (8x8, then MaxPool-halved maps) a class and a box Conv, each flattened to
+    [1, ch, hw] and joined on the last axis; Sigmoid(classes) and 8 * boxes joined on axis 1 into the output."""
+    sizes = [H]
+    nodes = []
+    maps = ["x"]
+    for i in range(1, scales):
+        sizes.append((sizes[-1] - pool_kernel) // 2 + 1)
+        nodes.append(N("MaxPool", [maps[-1]], [f"xs{i}"], f"pool{i}", kernel_shape=[pool_kernel] * 2, strides=[2, 2]))
+        maps.append(f"xs{i}")
+    n = sum(s * s for s in sizes)
+    inits = [c("stride", np.float32(8))]
+    for branch, ch in (("cls", classes), ("box", 4)):
+        for i, (m, size) in enumerate(zip(maps, sizes)):
+            nodes += [
+                N("Conv", [m, f"w_{branch}{i}"], [f"{branch}{i}"], f"{branch}_conv{i}"),
+                N("Reshape", [f"{branch}{i}", f"s_{branch}{i}"], [f"{branch}{i}r"], f"{branch}_flat{i}"),
+            ]
+            inits += [w(f"w_{branch}{i}", (ch, C, 1, 1)), c(f"s_{branch}{i}", np.array([1, ch, size * size], np.int64))]
+        nodes.append(N("Concat", [f"{branch}{i}r" for i in range(scales)], [f"{branch}_all"], f"{branch}_concat", axis=2))
+    nodes += [
+        N("Sigmoid", ["cls_all"], ["cls_sig"], "cls_sigmoid"),
+        N("Mul", ["box_all", "stride"], ["box_dec"], "box_mul"),
+        N("Concat", ["box_dec", "cls_sig"], ["out"], "head_concat", axis=1),
+    ]
+    suffix = "" if (classes, scales) == (16, 2) else f"_c{classes}_s{scales}"
+    return f"out_head_n{n}{suffix}", out_model("oh", nodes, inits)
+
+
+def variant_cases():
+    """Parameter variants of common ops (no family in mind): pooling with kernel < stride, resize to sizes,
+    align_corners, dilation, uneven concat/split, strided slice, reflect pad, softmax over channels."""
+    yield "maxpool_k1s2", model("mp", [N("MaxPool", ["x"], ["y"], "pool", kernel_shape=[1, 1], strides=[2, 2])], [], C)
+    yield "avgpool_k1s2", model("ap", [N("AveragePool", ["x"], ["y"], "pool", kernel_shape=[1, 1], strides=[2, 2])], [], C)
+    yield "avgpool_k2s2", model("ap", [N("AveragePool", ["x"], ["y"], "pool", kernel_shape=[2, 2], strides=[2, 2])], [], C)
+    yield (
+        "resize_sizes_2p5",
+        model("rz", [N("Resize", ["x", "", "", "sz"], ["y"], "resize", mode="nearest")],
+              [c("sz", np.array([1, C, 20, 20], np.int64))], C),
+    )
+    yield (
+        "resize_linear_align",
+        model("rz", [N("Resize", ["x", "", "sc"], ["y"], "resize", mode="linear",
+                       coordinate_transformation_mode="align_corners")],
+              [c("sc", np.array([1, 1, 2, 2], np.float32))], C),
+    )
+    yield (
+        "resize_linear_odd",
+        model("rz", [N("Resize", ["x", "", "", "sz"], ["y"], "resize", mode="linear",
+                       coordinate_transformation_mode="half_pixel")],
+              [c("sz", np.array([1, C, 13, 13], np.int64))], C),
+    )
+    yield (
+        "conv_dilated4",
+        model("cd", [N("Conv", ["x", "wd"], ["y"], "conv", dilations=[4, 4], pads=[4, 4, 4, 4])],
+              [w("wd", (C, C, 3, 3))], C),
+    )
+    yield (
+        "concat_uneven",
+        model("cu", [N("Split", ["x", "sp"], ["a", "b", "d"], "split", axis=1),
+                     N("Concat", ["d", "a", "b"], ["y"], "concat", axis=1)],
+              [c("sp", np.array([3, 7, 22], np.int64))], C),
+    )
+    yield (
+        "slice_step2",
+        model("ss", [N("Slice", ["x", "st", "en", "ax", "stp"], ["y"], "slice")],
+              [c("st", np.array([0, 1], np.int64)), c("en", np.array([H, W], np.int64)),
+               c("ax", np.array([2, 3], np.int64)), c("stp", np.array([2, 2], np.int64))], C),
+    )
+    for label, start, step in (("slice_step2_start0", 0, 2), ("slice_step1_start1", 1, 1)):
+        yield (
+            label,
+            model("ss", [N("Slice", ["x", "st", "en", "ax", "stp"], ["y"], "slice")],
+                  [c("st", np.array([start, start], np.int64)), c("en", np.array([H, W], np.int64)),
+                   c("ax", np.array([2, 3], np.int64)), c("stp", np.array([step, step], np.int64))], C),
+        )
+    for label, axis in (("slice_step2_c", 1), ("slice_step2_h", 2), ("slice_step2_w", 3)):
+        yield (
+            label,
+            model("sa", [N("Slice", ["x", "st", "en", "ax", "stp"], ["y"], "slice")],
+                  [c("st", np.array([0], np.int64)), c("en", np.array([C if axis == 1 else H], np.int64)),
+                   c("ax", np.array([axis], np.int64)), c("stp", np.array([2], np.int64))],
+                  C // 2 if axis == 1 else C),
+        )
+    for label, mode, ctm, size in (("resize_linear_x2", "linear", "half_pixel", 16),
+                                   ("resize_linear_x2_asym", "linear", "asymmetric", 16),
+                                   ("resize_linear_x2_pytorch", "linear", "pytorch_half_pixel", 16),
+                                   ("resize_nearest_odd", "nearest", "asymmetric", 13)):
+        yield (
+            label,
+            model("rz", [N("Resize", ["x", "", "", "sz"], ["y"], "resize", mode=mode,
+                           coordinate_transformation_mode=ctm)],
+                  [c("sz", np.array([1, C, size, size], np.int64))], C),
+        )
+    for op in ("Sin", "Cos"):
+        yield f"{op.lower()}_runtime", model("tr", [N(op, ["x"], ["y"], op.lower())], [], C)
+    yield (
+        "pad_reflect",
+        model("pr", [N("Pad", ["x", "pd"], ["y"], "pad", mode="reflect")],
+              [c("pd", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64))], C),
+    )
+
+
 def all_cases():
     yield from cases()
     yield from more_cases()
+    yield from norm_cases()
+    yield from output_cases()
+    yield from variant_cases()
 
 
 def convert_case(label, socs):
@@ -391,6 +593,7 @@ def convert_case(label, socs):
         model = dict(all_cases())[label]
         path = os.path.join(tmp, label + ".onnx")
         onnx.save(model, path)
+        os.chdir(tmp)  # the toolkit writes check*.onnx into the working directory
         result = {}
         for soc in socs:
             for quantize in (False, True):

@@ -169,3 +169,12 @@ def error_summary(text: str) -> str:
             return f"{match.group(1)}: {match.group(2).strip()}{where}"[:500]
     errors = [e for e in error_lines(text) if "rknn-toolkit2 version" not in e and "Traceback" not in e]
     return errors[-1][:500] if errors else ""
+
+
+_ABORT = re.compile(r"^(terminate called .*|\s*what\(\):.*|Floating point exception.*|Segmentation fault.*)$")
+
+
+def abort_lines(text: str) -> list[str]:
+    """The C++ runtime's last words before the toolkit process died (uncaught exception, SIGFPE, SIGSEGV):
+    the only record of why a crashed conversion crashed."""
+    return [line.strip() for line in text.splitlines() if _ABORT.match(line)][-3:]

@@ -343,13 +343,17 @@ def collect(build: Path) -> int:
                     continue
                 record = records[(soc, precision)]
                 log = path.with_suffix(".log.gz")
+                error = record["error"]
                 if log.exists():  # re-parse, so parser fixes reach every run without reconverting
                     with gzip.open(log, "rt", errors="replace") as handle:
-                        layers = [vars(la) for la in rknn_log.parse_layer_table(handle.read())]
+                        text = handle.read()
+                    layers = [vars(la) for la in rknn_log.parse_layer_table(text)]
+                    if record["status"] == "crashed":
+                        error = " ".join([error, *rknn_log.abort_lines(text)])
                 else:
                     layers = record["layers"]
                 runs.append({"model": name, "family": families[name], "soc": soc, "precision": precision,
-                             "status": record["status"], "error": " ".join(record["error"].split()),
+                             "status": record["status"], "error": " ".join(error.split()),
                              "disabled_rules": ";".join(record.get("disabled_rules", [])),
                              "default_build_error": " ".join(record.get("default_build_error", "").split()),
                              "seconds": f"{record['seconds']:.2f}",

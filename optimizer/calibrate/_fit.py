@@ -18,8 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from optimizer.calibrate._situation import GPU_SHARE_CAP, Scenario, Stage
+from optimizer.calibrate._situation import GPU_SHARE_CAP, Scenario, Situation, Stage, concurrent, contention, streams_of
 from optimizer.latency import OP_CLASSES, DeviceConstants, Profile
+from optimizer.latency._model import dram_bytes
 
 PRIOR_SIGMA = 4.0
 LOSS_SCALE = 0.1  # soft-L1 turns linear past ~10% error, so one odd row cannot drag a device
@@ -79,13 +80,16 @@ class Problem:
     batch: np.ndarray
     gpu_batch: np.ndarray
     is_latency: np.ndarray
+    concurrent: np.ndarray  # per row: engines share the DRAM (contention)
+    situations: tuple[Situation, ...]
+    dram_bytes: np.ndarray  # per group: bytes through DRAM (dram_bytes)
     observed: np.ndarray
 
 
 def build_problem(scenarios: Sequence[Scenario], observed: Sequence[float], profile: Profile) -> Problem:
     blocks: dict[tuple[str, str], int] = {}
     rows: dict[str, list[Any]] = {k: [] for k in ("block", "stage", "unit", "wb", "ab", "k", "c", "b", "bw", "sram",
-                                             "speed", "mce", "mco", "gpu", "launch")}
+                                             "speed", "mce", "mco", "gpu", "launch", "dram")}
     stage_fixed: list[float] = []
     stage_fixed_gpu: list[float] = []
 
@@ -112,14 +116,16 @@ def build_problem(scenarios: Sequence[Scenario], observed: Sequence[float], prof
             rows["mco"].append(const.multicore_overhead_us)
             rows["gpu"].append(device == "gpu" and not work.launches)
             rows["launch"].append(work.launches)
+            rows["dram"].append(dram_bytes(work, const, stage.sram_bytes))
         return index
 
-    primary, gpu_stage, streams, batch, gpu_batch, is_latency = [], [], [], [], [], []
+    primary, gpu_stage, streams, batch, gpu_batch, is_latency, shared = [], [], [], [], [], [], []
     for scenario in scenarios:
         s = scenario.situation
         primary.append(add_stage(scenario.stage))
         gpu_stage.append(add_stage(scenario.gpu_stage) if scenario.gpu_stage else -1)
-        streams.append(s.cores if s.accelerator == "dla" else 1)
+        streams.append(streams_of(s))
+        shared.append(concurrent(s))
         batch.append(s.batch)
         gpu_batch.append(s.gpu_batch)
         is_latency.append(s.metric == "latency")
@@ -137,13 +143,13 @@ def build_problem(scenarios: Sequence[Scenario], observed: Sequence[float], prof
         primary=np.array(primary, dtype=int), gpu_stage=np.array(gpu_stage, dtype=int),
         streams=np.array(streams, dtype=float), batch=np.array(batch, dtype=float),
         gpu_batch=np.array(gpu_batch, dtype=float), is_latency=np.array(is_latency, dtype=bool),
+        concurrent=np.array(shared, dtype=bool), situations=tuple(s.situation for s in scenarios),
+        dram_bytes=np.array(rows["dram"], dtype=float),
         observed=np.array(observed, dtype=float))
 
 
-def predict_all(problem: Problem, theta: np.ndarray) -> np.ndarray:
-    """The figure of every row (latency in ms or throughput per s), as combine() and work_seconds() compute it."""
-    p = problem
-    values = np.exp(theta[p.block])
+def _stage_totals(p: Problem, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(latency, GPU-busy seconds) per stage, each on its own."""
     eff = values[:, :N_CLASSES]
     split = p.cores > 1
     divisor = np.where(split[:, None], p.cores[:, None] * p.mc_eff, 1.0)
@@ -158,16 +164,45 @@ def predict_all(problem: Problem, theta: np.ndarray) -> np.ndarray:
     n_stages = len(p.stage_fixed)
     total = np.bincount(p.stage, seconds, minlength=n_stages) + p.stage_fixed
     gpu_busy = np.bincount(p.stage, np.where(p.on_gpu, seconds, 0.0), minlength=n_stages) + p.stage_fixed_gpu
-    latency = total[p.primary]
-    busy = gpu_busy[p.primary]
-    period = np.maximum(latency, p.streams * busy)
-    throughput = p.streams * p.batch / period
+    return total, gpu_busy
+
+
+def predict_all(problem: Problem, theta: np.ndarray) -> np.ndarray:
+    """The figure of every row (latency in ms or throughput per s), as score() and work_seconds() compute it."""
+    p = problem
+    values = np.exp(theta[p.block])
+    n_stages = len(p.stage_fixed)
+    total, gpu_busy = _stage_totals(p, values)
+    single = total[p.primary]
     has_gpu = p.gpu_stage >= 0
-    gpu_latency = np.where(has_gpu, total[np.where(has_gpu, p.gpu_stage, 0)], 1.0)
-    share = np.minimum(GPU_SHARE_CAP, p.streams * busy / period)
-    throughput = throughput + np.where(has_gpu, (1.0 - share) * p.gpu_batch / gpu_latency, 0.0)
-    figures: np.ndarray = np.where(p.is_latency, latency * 1e3, throughput)
-    return figures
+    gpu_index = np.where(has_gpu, p.gpu_stage, 0)
+
+    def figures(total: np.ndarray, gpu_busy: np.ndarray) -> np.ndarray:
+        latency = total[p.primary]
+        busy = gpu_busy[p.primary]
+        period = np.maximum(latency, p.streams * busy)
+        gpu_latency = np.where(has_gpu, total[gpu_index], 1.0)
+        dla_share = np.minimum(GPU_SHARE_CAP, p.streams * busy / period)
+        gpu_part: np.ndarray = np.where(has_gpu, (1.0 - dla_share) * p.gpu_batch / gpu_latency, 0.0)
+        rate: np.ndarray = p.streams * p.batch / period + gpu_part
+        return rate
+
+    if p.concurrent.any():  # shared DRAM: PCCS slowdowns, as score() applies them
+        own = np.bincount(p.stage, p.dram_bytes, minlength=n_stages)
+        bandwidth = np.zeros(n_stages)
+        bandwidth[p.stage] = p.bandwidth
+        factor = np.ones(n_stages)
+        for r in np.flatnonzero(p.concurrent):
+            primary = p.primary[r]
+            gpu_rate = own[p.gpu_stage[r]] / total[p.gpu_stage[r]] if has_gpu[r] else 0.0
+            slow, gpu_slow = contention(p.situations[r], own[primary] / total[primary], gpu_rate, bandwidth[primary])
+            factor[primary] = slow
+            if has_gpu[r]:
+                factor[p.gpu_stage[r]] = gpu_slow
+        total, gpu_busy = total * factor, gpu_busy * factor
+    throughput = figures(total, gpu_busy)
+    result: np.ndarray = np.where(p.is_latency, single * 1e3, throughput)
+    return result
 
 
 def _residuals(problem: Problem, flat: np.ndarray) -> np.ndarray:

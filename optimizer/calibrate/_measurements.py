@@ -27,6 +27,16 @@ DEVICES = {
     "RV1103": "rv1103",
 }
 POWER_MODES = {"orin-agx": {"50W": "orin-agx-50w", "30W": "orin-agx-30w", "15W": "orin-agx-15w"}}
+# The machine a publishing harness really ran on, where its own records say more than the device column:
+# (source text fragment, device column, target, why)
+SYSTEMS = (
+    ("/results/Orin_TRT/", "Jetson AGX Orin 32GB", "orin-agx",
+     "MLPerf systems/Orin_TRT.json: 32 GB host memory but a 12-core Cortex-A78AE CPU, i.e. the AGX Orin "
+     "Developer Kit (full 2048-core GPU, 275 TOPS); the production 32GB module has 8 cores and 1792 GPU cores"),
+    ("NVIDIA-AI-IOT/jetson_benchmarks", "Jetson Xavier NX", "xavier-nx-15w",
+     "jetson_benchmarks @a4afb02 runs `nvpmodel -m 0` by default (benchmark_argparser power_mode=0), which on "
+     "Xavier NX is MODE_15W_2CORE (nvpmodel_t194_p3668.conf ID 0): EMC capped at 1600 MHz"),
+)
 PARTIAL = ("value covers only", "value is the added latency", "value is for this single node",
            "value is for this single")
 PRECISIONS = {"int8": "int8", "fp16": "fp16", "fp32": "fp32", "int8 2:4-sparse": "int8"}
@@ -95,6 +105,7 @@ def _parse(n: int, raw: dict[str, str], models: Path) -> Measurement:
     except ValueError:
         value = float("nan")
     target = DEVICES.get(device, "")
+    target = next((t for fragment, name, t, _ in SYSTEMS if fragment in raw["source"] and name == device), target)
     mode = re.search(r"power mode (\w+)", notes)
     if target in POWER_MODES and mode and mode.group(1) in POWER_MODES[target]:
         target = POWER_MODES[target][mode.group(1)]

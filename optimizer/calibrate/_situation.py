@@ -26,7 +26,8 @@ from optimizer.latency import (
     Profile,
     evaluate,
 )
-from optimizer.latency._model import Work, inference_work, work_seconds
+from optimizer.latency._contention import slowdown
+from optimizer.latency._model import Work, dram_bytes, inference_work, work_seconds
 from optimizer.plan._baselines import gpu_only, trt_default
 
 ACCELERATORS = ("gpu", "dla", "npu", "cpu", "auto")
@@ -116,22 +117,61 @@ def stage_times(stage: Stage, constants: Constants) -> tuple[float, dict[str, fl
     return total, busy
 
 
+def stage_dram_bytes(stage: Stage, constants: Constants) -> float:
+    return sum(dram_bytes(work, constants(stage.key, device), stage.sram_bytes) for device, work in stage.works)
+
+
+def streams_of(situation: Situation) -> int:
+    return situation.cores if situation.accelerator == "dla" else 1
+
+
+def concurrent(situation: Situation) -> bool:
+    """Several engines share the DRAM: a throughput over DLA streams, or a GPU engine beside them."""
+    return situation.metric == "throughput" and (streams_of(situation) > 1 or situation.gpu_batch > 0)
+
+
+def _period(situation: Situation, latency: float, busy: Mapping[str, float]) -> tuple[float, float]:
+    """(period of one accelerator stream, the share of the GPU its fallback work takes)."""
+    streams = streams_of(situation)
+    period = max(latency, streams * busy.get("gpu", 0.0))
+    return period, min(GPU_SHARE_CAP, streams * busy.get("gpu", 0.0) / period)
+
+
 def combine(situation: Situation, latency: float, busy: Mapping[str, float],
             gpu_latency: float | None = None) -> Figure:
     """Streams in parallel: each DLA core runs its own engine, and they share the GPU for fallback work."""
-    streams = situation.cores if situation.accelerator == "dla" else 1
-    period = max(latency, streams * busy.get("gpu", 0.0))
+    streams = streams_of(situation)
+    period, dla_share = _period(situation, latency, busy)
     throughput = streams * situation.batch / period
     if gpu_latency is not None:
-        dla_share = min(GPU_SHARE_CAP, streams * busy.get("gpu", 0.0) / period)
         throughput += (1.0 - dla_share) * situation.gpu_batch / gpu_latency
     return Figure(latency_s=latency, throughput=throughput)
 
 
+def contention(situation: Situation, stream_rate: float, gpu_rate: float, bandwidth: float) -> tuple[float, float]:
+    """(time factor of each accelerator stream, of the GPU engine) while they run together: PCCS's slowdown
+    (optimizer/latency/_contention.py) at the DRAM throughput each one's co-runners demand on their own,
+    in percent of the DRAM peak. `stream_rate`, `gpu_rate`: bytes/s of one stream, of the GPU engine."""
+    streams = streams_of(situation)
+    kind = "dla" if situation.accelerator == "dla" else "gpu"
+    stream_x = 100.0 * ((streams - 1) * stream_rate + gpu_rate) / bandwidth
+    gpu_x = 100.0 * streams * stream_rate / bandwidth
+    return slowdown(kind, stream_x), (slowdown("gpu", gpu_x) if situation.gpu_batch else 1.0)
+
+
 def score(scenario: Scenario, constants: Constants) -> Figure:
     latency, busy = stage_times(scenario.stage, constants)
-    gpu_latency = stage_times(scenario.gpu_stage, constants)[0] if scenario.gpu_stage else None
-    return combine(scenario.situation, latency, busy, gpu_latency)
+    gpu_stage = scenario.gpu_stage
+    gpu_latency = stage_times(gpu_stage, constants)[0] if gpu_stage else None
+    situation = scenario.situation
+    if not concurrent(situation):
+        return combine(situation, latency, busy, gpu_latency)
+    stream_rate = stage_dram_bytes(scenario.stage, constants) / latency
+    gpu_rate = stage_dram_bytes(gpu_stage, constants) / gpu_latency if gpu_stage and gpu_latency else 0.0
+    slow, gpu_slow = contention(situation, stream_rate, gpu_rate, scenario.stage.bandwidth)
+    figure = combine(situation, latency * slow, {k: v * slow for k, v in busy.items()},
+                     gpu_latency * gpu_slow if gpu_latency is not None else None)
+    return Figure(latency_s=latency, throughput=figure.throughput)  # latency: one inference on its own
 
 
 # ---- building a scenario --------------------------------------------------------------------------

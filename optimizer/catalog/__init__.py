@@ -2,8 +2,17 @@
 
 from optimizer.catalog._checks import CHECKS, CONDITIONS, LayerView
 from optimizer.catalog._load import family_files, load_catalog
-from optimizer.catalog._schema import Catalog, Family, Figure, OpSupport, Rule, Target
+from optimizer.catalog._schema import (
+    DEFAULT_TENSORRT,
+    TENSORRT_VERSIONS,
+    Catalog,
+    Family,
+    Figure,
+    OpSupport,
+    Rule,
+    Target,
+)
 from optimizer.enums import PRECISIONS
 
-__all__ = ["CHECKS", "CONDITIONS", "PRECISIONS", "Catalog", "Family", "Figure", "LayerView",
-           "OpSupport", "Rule", "Target", "family_files", "load_catalog"]
+__all__ = ["CHECKS", "CONDITIONS", "DEFAULT_TENSORRT", "PRECISIONS", "TENSORRT_VERSIONS", "Catalog", "Family",
+           "Figure", "LayerView", "OpSupport", "Rule", "Target", "family_files", "load_catalog"]

@@ -100,6 +100,24 @@ def dla_batch(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
+def dla_dims(rule: Rule, view: LayerView) -> str | None:
+    """DLA-DIM-MAX: the non-batch dims (C, H, W; as DLA-BATCH, the batch is every index dim before them)."""
+    limit = int(rule.params["max"])
+    for name in (*view.graph.runtime_inputs(view.node), *view.node.outputs):
+        shape = view.graph.shape(name) if name else None
+        if not shape or not _static(shape):
+            continue  # DLA-STATIC reports unknown shapes
+        dims = [int(d) for d in (shape[-3:] if len(shape) > 3 else shape[1:])]
+        if any(d > limit for d in dims):
+            return f"tensor '{name}' dims {list(shape)}: non-batch dim {max(dims)} exceeds {limit}"
+    return None
+
+
+def platform_unsupported(rule: Rule, view: LayerView) -> str | None:
+    """A rule set under which this target has no DLA engine at all; the reason is the rule's own text."""
+    return f"{view.target.id}: {rule.params['what']}"
+
+
 def rank4(rule: Rule, view: LayerView) -> str | None:
     names = view.graph.runtime_inputs(view.node) or view.node.inputs[:1]
     for name in (*names, view.node.outputs[0]):
@@ -451,6 +469,11 @@ def precision_only(rule: Rule, view: LayerView) -> str | None:
 
 
 def matmul_k(rule: Rule, view: LayerView) -> str | None:
+    """exMatMul's K limit. With `runtime_b_only`, a MatMul/Gemm whose B is a build-time constant is exempt:
+    the toolkit lowers it to a 1x1 convolution and tiles K over several of them."""
+    inputs = view.node.inputs
+    if rule.params.get("runtime_b_only") and len(inputs) > 1 and view.graph.is_constant(inputs[1]):
+        return None
     a = view.input_shape(0)
     if a is None or not isinstance(a[-1], int):
         return None
@@ -610,10 +633,15 @@ def _from_map_concat(graph: Graph, tensor: str, depth: int = 6) -> bool:
 
 
 def head_relayout(rule: Rule, view: LayerView) -> str | None:
+    """A map-form input of the output Concat is relaid out only when another input is in batch form (a box
+    branch after the DFL): with every input in map form the Concat is joined there and nothing moves."""
     node, graph = view.node, view.graph
-    if not node.outputs or not any(_output_token_concat(graph, user) for user in graph.consumers(node.outputs[0])):
+    if not node.outputs:
         return None
-    if not _from_map_concat(graph, node.outputs[0]):
+    concats = [user for user in graph.consumers(node.outputs[0]) if _output_token_concat(graph, user)]
+    if not concats or not _from_map_concat(graph, node.outputs[0]):
+        return None
+    if not any(not _from_map_concat(graph, t) for c in concats for t in c.inputs if t and not graph.is_constant(t)):
         return None
     return (f"{node.op_type} feeds the output Concat in feature-map form; its relayout into the Concat's "
             "(C, 1, 1, N) batch form moves data across the channel axis and runs on the CPU")
@@ -934,7 +962,8 @@ def sdpa_channels(graph: Graph, node: Node) -> tuple[int, int] | None:
 
 
 CHECKS: Mapping[str, Check] = {
-    "static_shapes": static_shapes, "dla_batch": dla_batch, "rank4": rank4, "spatial_2d": spatial_2d,
+    "static_shapes": static_shapes, "dla_batch": dla_batch, "dla_dims": dla_dims,
+    "platform_unsupported": platform_unsupported, "rank4": rank4, "spatial_2d": spatial_2d,
     "fc_weights": fc_weights, "each_in_range": each_in_range, "in_range": in_range, "in_set": in_set,
     "pads_lt_kernel": pads_lt_kernel, "output_channels": output_channels, "cbuf": cbuf,
     "deconv_kernel": deconv_kernel, "deconv_square_stride": deconv_square_stride,
@@ -1011,14 +1040,130 @@ def _is_norm_sqrt(graph: Graph, node: Node | None) -> bool:
 
 
 def _in_norm(graph: Graph, node: Node) -> bool:
+    """The Sqrt and the Div of a written-out LayerNorm/RMSNorm. Only the division form fuses: a Sqrt whose
+    result is inverted by Reciprocal and multiplied (rsqrt, as the dynamo exporter writes RMSNorm) stays a
+    Sqrt layer."""
     if node.op_type == "Sqrt":
-        return _is_norm_sqrt(graph, node)
+        users = graph.consumers(node.outputs[0]) if node.outputs else []
+        return (_is_norm_sqrt(graph, node) and bool(users)
+                and all(u.op_type == "Div" and len(u.inputs) > 1 and u.inputs[1] == node.outputs[0] for u in users))
     if node.op_type == "Div" and len(node.inputs) > 1:
         return _is_norm_sqrt(graph, graph.producer(node.inputs[1]))
     return False
 
 
-PATTERNS: Mapping[str, Callable[[Graph, Node], bool]] = {"norm": _in_norm}
+_EPS_GUARDS = frozenset({"Clip", "Max", "Add", "Expand"})
+
+
+def _in_l2norm(graph: Graph, node: Node) -> bool:
+    """Div(x, ReduceL2(x) [guarded by Clip/Max/Add eps, broadcast by Expand]): F.normalize as exporters write
+    it, which the toolkit fuses into one exNorm (lpnorm2) layer."""
+    if node.op_type != "Div" or len(node.inputs) < 2:
+        return False
+    divisor = graph.producer(node.inputs[1])
+    for _ in range(4):
+        if divisor is None or divisor.op_type not in _EPS_GUARDS:
+            break
+        runtime = [i for i in divisor.inputs if i and not graph.is_constant(i)]
+        if divisor.op_type == "Expand":
+            runtime = runtime[:1]
+        if len(runtime) != 1:
+            return False
+        divisor = graph.producer(runtime[0])
+    return divisor is not None and divisor.op_type == "ReduceL2" and divisor.inputs[0] == node.inputs[0]
+
+
+def _group_norm_core(graph: Graph, node: Node | None) -> bool:
+    """InstanceNormalization on a Reshape [N, G, -1] of a tensor whose result is reshaped back to that
+    tensor's shape: GroupNorm as torch exports it."""
+    if node is None or node.op_type != "InstanceNormalization" or not node.inputs or not node.outputs:
+        return False
+    opener = graph.producer(node.inputs[0])
+    if opener is None or opener.op_type != "Reshape" or not opener.inputs:
+        return False
+    grouped, source = graph.shape(node.inputs[0]), graph.shape(opener.inputs[0])
+    if not _static(grouped) or not _static(source) or len(grouped) != 3:
+        return False
+    users = graph.consumers(node.outputs[0])
+    return bool(users) and all(u.op_type == "Reshape" and graph.shape(u.outputs[0]) == source for u in users)
+
+
+def _in_group_norm(graph: Graph, node: Node) -> bool:
+    """The Reshape in, the InstanceNormalization or the Reshape out of a GroupNorm: the toolkit fuses the three
+    into one exNorm on the original tensor (no layout change of its own)."""
+    if node.op_type == "InstanceNormalization":
+        return _group_norm_core(graph, node)
+    if node.op_type != "Reshape" or not node.inputs or not node.outputs:
+        return False
+    if _group_norm_core(graph, graph.producer(node.inputs[0])):
+        return True
+    users = graph.consumers(node.outputs[0])
+    return bool(users) and all(_group_norm_core(graph, u) for u in users)
+
+
+PATTERNS: Mapping[str, Callable[[Graph, Node], bool]] = {"norm": _in_norm, "l2norm": _in_l2norm,
+                                                         "group_norm": _in_group_norm}
+
+
+def _subsampling_pool(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """An AveragePool whose kernel is smaller than its stride (LeViT's 1x1/stride-2 subsample) skips pixels
+    instead of pooling them."""
+    kernel, strides = view.attr("kernel_shape"), view.attr("strides")
+    if kernel is None or strides is None or not any(k < s for k, s in zip(kernel, strides)):
+        return None
+    return (f"AveragePool kernel {list(kernel)} smaller than its stride {list(strides)} (a subsample) runs on the CPU "
+            f"in {view.precision.upper()}")
+
+
+def _same_type_cast(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """A Cast of a float tensor to its own element type does nothing and is removed at build time."""
+    node, graph = view.node, view.graph
+    source, target = (graph.tensors.get(t) for t in (node.inputs[0] if node.inputs else "",
+                                                      node.outputs[0] if node.outputs else ""))
+    kinds = [info.dtype if info is not None else "unknown" for info in (source, target)]
+    if kinds[0] == kinds[1] and kinds[0] in params["dtypes"]:
+        return None
+    return f"Cast {kinds[0]} -> {kinds[1]} converts data; only a float Cast to its own type is removed"
+
+
+def _linear_resize(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """A linear Resize runs on the NPU only at whole-number scales without align_corners."""
+    mode = view.attr("mode")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    if mode != "linear":
+        return None
+    ctm = view.attr("coordinate_transformation_mode")
+    ctm = ctm.decode() if isinstance(ctm, bytes) else ctm
+    if ctm == "align_corners":
+        return "linear Resize with align_corners runs on the CPU"
+    src, dst = view.in_shape(), view.out_shape()
+    if _static(src) and _static(dst) and len(src) == len(dst) >= 3:
+        ratios = [(d, s) for s, d in zip(src[2:], dst[2:]) if s and d != s]
+        if any(d % s for d, s in ratios):
+            return (f"linear Resize {list(src[2:])} -> {list(dst[2:])} is not a whole-number scale; it runs on "
+                    "the CPU")
+    return None
+
+
+def _strided_slice(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """A Slice with a step other than 1 gathers every k-th row/column/channel of a map; on token tensors
+    (channel last) the toolkit regroups it as an NPU Gather instead."""
+    node, graph = view.node, view.graph
+    if len(node.inputs) < 5 or not node.inputs[4] or graph.is_constant(node.inputs[0]):
+        return None
+    steps = graph.constants.get(node.inputs[4])
+    if steps is None or all(abs(int(v)) == 1 for v in steps.reshape(-1)):
+        return None
+    if _token_form(graph, node.inputs[0]):
+        return None
+    return f"Slice with steps {[int(v) for v in steps.reshape(-1)]} gathers strided data; it runs on the CPU"
+
+
+def _in_pattern(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """An op whose lone kernel is missing on this SoC but which the toolkit fuses into a pattern layer."""
+    if any(PATTERNS[name](view.graph, view.node) for name in params["patterns"]):
+        return None
+    return f"{view.node.op_type} has no NPU kernel on {view.target.id} outside {params['what']}"
 
 
 def _fused_or_constant(view: LayerView, params: Mapping[str, Any]) -> str | None:
@@ -1366,6 +1511,8 @@ def _spatial_into_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
     src, dst = view.in_shape(), view.out_shape()
     if not _static(src) or not _static(dst) or len(src) != 4 or src[2] * src[3] == 1:
         return None
+    if _in_group_norm(view.graph, view.node):
+        return None  # the Reshape into a GroupNorm's [N, G, -1] fuses into its exNorm
     if len(_unit_stripped(dst)) > 1 or math.prod(src[1:]) != math.prod(dst[1:]):
         return None
     return f"{view.node.op_type} {list(src)} -> {list(dst)} folds {src[2]}x{src[3]} pixels into the channel axis"
@@ -1392,6 +1539,11 @@ CONDITIONS: Mapping[str, Condition] = {
     "into_batch_transpose": _into_batch_transpose,
     "output_concat_relayout": _output_concat_relayout,
     "spatial_into_channel": _spatial_into_channel,
+    "in_pattern": _in_pattern,
+    "subsampling_pool": _subsampling_pool,
+    "same_type_cast": _same_type_cast,
+    "linear_resize": _linear_resize,
+    "strided_slice": _strided_slice,
     "pixels_into_channel": _pixels_into_channel,
     "map_rank3_output": _map_rank3_output,
 }

@@ -13,7 +13,18 @@ from types import MappingProxyType
 from typing import Any
 
 from optimizer.catalog._checks import CHECKS, CONDITIONS
-from optimizer.catalog._schema import SCOPES, Catalog, Family, Figure, OpCondition, OpSupport, Rule, Target
+from optimizer.catalog._schema import (
+    DEFAULT_TENSORRT,
+    SCOPES,
+    TENSORRT_VERSIONS,
+    Catalog,
+    Family,
+    Figure,
+    OpCondition,
+    OpSupport,
+    Rule,
+    Target,
+)
 from optimizer.enums import PRECISIONS
 from optimizer.errors import BadInputError
 
@@ -45,17 +56,20 @@ def _rule(raw: Mapping[str, Any], family: str, path: str) -> Rule:
     for precision in raw.get("precisions", ()):
         if precision not in PRECISIONS:
             raise _fail(path, f"rule {raw['id']} precision '{precision}' not in {PRECISIONS}")
+    versions = raw.get("tensorrt", [])
+    if not isinstance(versions, list) or any(v not in TENSORRT_VERSIONS for v in versions):
+        raise _fail(path, f"rule {raw['id']} tensorrt {versions!r}: a list of {TENSORRT_VERSIONS}")
     return Rule(
         id=raw["id"], family=family, scope=raw["scope"], kinds=tuple(raw.get("kinds", ("*",))),
         source=raw["source"], summary=raw["summary"], check=check,
         params=_freeze(dict(raw.get("params", {}))), generations=tuple(raw.get("generations", ())),
         targets=tuple(raw.get("targets", ())), precisions=tuple(raw.get("precisions", ())),
-        new=bool(raw.get("new", False)),
+        new=bool(raw.get("new", False)), tensorrt=tuple(versions),
     )
 
 
 def _target(target_id: str, raw: Mapping[str, Any], family: str, accelerator: str, fallback: str,
-            path: str) -> Target:
+            path: str, platforms: tuple[str, ...] = ()) -> Target:
     figures = {}
     for name, fig in raw.get("figures", {}).items():
         if not isinstance(fig, dict) or "value" not in fig or not fig.get("source"):
@@ -70,12 +84,16 @@ def _target(target_id: str, raw: Mapping[str, Any], family: str, accelerator: st
     devices = tuple(raw["devices"])
     cores = _accelerator_cores(target_id, devices, precisions, figures, raw.get("features", {}), accelerator,
                                fallback, path)
+    platform = raw.get("toolkit_platform", "")
+    if platforms and platform not in platforms:
+        raise _fail(path, f"target {target_id} toolkit_platform {platform!r} is not one of the toolkit's SoC names "
+                          f"{list(platforms)}")
     return Target(
         id=target_id, family=family, name=raw["name"], generation=raw["generation"],
         accelerator=accelerator, fallback=fallback, devices=devices,
         precisions=MappingProxyType(precisions), figures=MappingProxyType(figures),
         features=_freeze(dict(raw.get("features", {}))), base=base,
-        calibration=raw.get("calibration", base or target_id), cores=cores,
+        calibration=raw.get("calibration", base or target_id), cores=cores, toolkit_platform=platform,
     )
 
 
@@ -176,9 +194,10 @@ def _parse(text: str, path: str) -> dict[str, Any]:
         raise _fail(path, str(exc)) from None
 
 
-def load_family(text: str, path: str, extra: tuple[tuple[Mapping[str, Any], str], ...] = ()
-                ) -> tuple[Family, dict[str, Target]]:
-    """A family file, plus the [targets.*] of extra files (raw TOML, path) that name this family."""
+def load_family(text: str, path: str, extra: tuple[tuple[Mapping[str, Any], str], ...] = (),
+                tensorrt: str = DEFAULT_TENSORRT) -> tuple[Family, dict[str, Target]]:
+    """A family file, plus the [targets.*] of extra files (raw TOML, path) that name this family; its
+    rules are those of TensorRT major `tensorrt` (rules without a `tensorrt` list hold for every one)."""
     raw = _parse(text, path)
     name, accelerator, fallback = raw["family"], raw["accelerator"], raw["fallback"]
     raw_targets = dict(raw["targets"])
@@ -190,13 +209,17 @@ def load_family(text: str, path: str, extra: tuple[tuple[Mapping[str, Any], str]
             raw_targets[tid] = entry
             origin[tid] = extra_path
     resolved = _resolve_variants(raw_targets, path)
-    targets = {tid: _target(tid, t, name, accelerator, fallback, origin[tid]) for tid, t in resolved.items()}
-    rules = tuple(_rule(r, name, path) for r in raw.get("rules", ()))
-    seen: set[str] = set()
-    for rule in rules:
-        if rule.id in seen:
+    platforms = tuple(raw.get("toolkit_platforms", ()))
+    targets = {tid: _target(tid, t, name, accelerator, fallback, origin[tid], platforms)
+               for tid, t in resolved.items()}
+    every = tuple(_rule(r, name, path) for r in raw.get("rules", ()))
+    versions: dict[str, set[str]] = {}
+    for rule in every:  # one ID may appear once per TensorRT major, never twice for the same one
+        scoped = set(rule.tensorrt or TENSORRT_VERSIONS)
+        if versions.get(rule.id, set()) & scoped:
             raise _fail(path, f"rule {rule.id} appears twice")
-        seen.add(rule.id)
+        versions.setdefault(rule.id, set()).update(scoped)
+    rules = tuple(rule for rule in every if rule.for_tensorrt(tensorrt))
     sources = dict(raw.get("sources", {}))
     for extra_raw, _ in extra:
         sources.update(extra_raw.get("sources", {}))
@@ -256,10 +279,14 @@ def _family_files(base: Any) -> dict[str, str]:
     return found
 
 
-def load_catalog(directory: str | Path | None = None, extra_dir: str | Path | None = None) -> Catalog:
+def load_catalog(directory: str | Path | None = None, extra_dir: str | Path | None = None,
+                 tensorrt: str = DEFAULT_TENSORRT) -> Catalog:
     """The installed catalog (or the family files of another folder), plus the targets of the TOML files
     in `extra_dir` (default: the folder named by $EDGEPLAN_CATALOG_DIR). An extra file names its
-    `family` and holds only [targets.*] (and [sources]): a new module of a known family is data only."""
+    `family` and holds only [targets.*] (and [sources]): a new module of a known family is data only.
+    `tensorrt` selects the DLA rule set (the seed's, TensorRT 10, by default)."""
+    if tensorrt not in TENSORRT_VERSIONS:
+        raise BadInputError(f"--trt must be one of {', '.join(TENSORRT_VERSIONS)}, got '{tensorrt}'")
     families: dict[str, Family] = {}
     targets: dict[str, Target] = {}
     digest = hashlib.sha256()
@@ -278,7 +305,7 @@ def load_catalog(directory: str | Path | None = None, extra_dir: str | Path | No
     for name, text in texts:
         digest.update(name.encode() + b"\0" + text.encode())
         family_name = _parse(text, name)["family"]
-        family, family_targets = load_family(text, name, tuple(extras.pop(family_name, ())))
+        family, family_targets = load_family(text, name, tuple(extras.pop(family_name, ())), tensorrt)
         families[family.name] = family
         for tid, target in family_targets.items():
             if tid in targets:
@@ -289,4 +316,4 @@ def load_catalog(directory: str | Path | None = None, extra_dir: str | Path | No
     for path, text in extra_texts:
         digest.update(Path(path).name.encode() + b"\0" + text.encode())
     return Catalog(families=MappingProxyType(families), targets=MappingProxyType(targets),
-                   sha256=digest.hexdigest())
+                   sha256=digest.hexdigest(), tensorrt=tensorrt)

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 SCOPES = ("node", "context", "cost", "io", "memory", "target")
+TENSORRT_VERSIONS = ("10", "11")  # the TensorRT majors a DLA rule can be scoped to (`tensorrt = [...]`)
+DEFAULT_TENSORRT = "10"  # the seed's rule set (one TensorRT release's DLA chapter)
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,10 @@ class Rule:
     targets: tuple[str, ...] = ()  # empty: every target of the family
     precisions: tuple[str, ...] = ()  # empty: every precision
     new: bool = False  # an ID this project added beside the digest's
+    tensorrt: tuple[str, ...] = ()  # TensorRT majors whose DLA docs state this rule (empty: every one)
+
+    def for_tensorrt(self, version: str) -> bool:
+        return not self.tensorrt or version in self.tensorrt
 
     def applies(self, target: Target, kind: str, precision: str) -> bool:
         return ((not self.generations or target.generation in self.generations)
@@ -89,6 +95,7 @@ class Target:
     base: str = ""  # a variant (power mode, memory size) shares its base target's rules and op support
     calibration: str = ""  # the key of this target's fitted constants in a latency profile
     cores: int = 0  # accelerator cores this target has (0: none, e.g. an Orin Nano has no DLA)
+    toolkit_platform: str = ""  # the vendor toolkit's own SoC name (rknn-toolkit2 target_platform)
 
     @property
     def rules_id(self) -> str:
@@ -132,6 +139,7 @@ class Catalog:
     families: Mapping[str, Family]
     targets: Mapping[str, Target]
     sha256: str
+    tensorrt: str = DEFAULT_TENSORRT  # the TensorRT major whose DLA rules the families hold
 
     def target(self, target_id: str) -> Target:
         from optimizer.errors import BadInputError
@@ -159,3 +167,15 @@ class Catalog:
 
     def all_rules(self) -> tuple[Rule, ...]:
         return tuple(r for f in self.families.values() for r in f.rules)
+
+    def loadables_per_core(self) -> int | None:
+        """DLA-LOADABLES as a per-core limit where the rule set states one (TensorRT 11's docs), else None."""
+        params = self.rule("DLA-LOADABLES").params
+        return int(params["max"]) if params.get("per") == "core" else None
+
+    def loadables_at_once(self, target: Target) -> int:
+        """DLA-LOADABLES over the whole plan: the limit, or the per-core limit times the target's cores."""
+        per_core = self.loadables_per_core()
+        if per_core is None:
+            return int(self.rule("DLA-LOADABLES").params["max"])
+        return per_core * max(target.cores, 1)

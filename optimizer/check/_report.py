@@ -23,6 +23,7 @@ class CheckReport:
     catalog_sha256: str
     verdicts: tuple[NodeVerdict, ...]
     io: dict[str, Any]
+    tensorrt_rules: str = ""  # the TensorRT major whose DLA rules were checked ("" for other families)
 
     def verdict(self, name: str) -> NodeVerdict:
         return self.verdicts[self.graph.node(name).index]
@@ -37,7 +38,8 @@ def check_graph(graph: Graph, catalog: Catalog, target_id: str) -> CheckReport:
     verdicts = tuple(node_verdict(graph, node, catalog, target, rules, folded) for node in graph.nodes)
     by_name = {v.name: v for v in verdicts}
     return CheckReport(graph=graph, target=target, catalog_sha256=catalog.sha256, verdicts=verdicts,
-                       io=io_facts(graph, catalog, target, by_name))
+                       io=io_facts(graph, catalog, target, by_name),
+                       tensorrt_rules=catalog.tensorrt if family.accelerator == "dla" else "")
 
 
 def model_block(graph: Graph) -> dict[str, Any]:
@@ -77,6 +79,7 @@ def check_json(report: CheckReport) -> dict[str, Any]:
         "target": report.target.id,
         "model": model_block(report.graph),
         "catalog_sha256": report.catalog_sha256,
+        **({"tensorrt_rules": report.tensorrt_rules} if report.tensorrt_rules else {}),
         "dynamic_dims": [{"tensor": t, "axis": a, "symbol": s} for t, a, s in report.graph.dynamic_dims],
         "unknown_sizes": unknown_sizes(report.graph),
         "opset_conversion": opset_conversion(report.graph),

@@ -10,19 +10,21 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import onnx
 
-from optimizer.catalog import load_catalog
+from optimizer.catalog import DEFAULT_TENSORRT, TENSORRT_VERSIONS, Catalog, Target, load_catalog
 from optimizer.check import check_graph
 from optimizer.errors import BadInputError
 from optimizer.export._rknn import convert_script, hybrid_yaml, rknn_settings
-from optimizer.export._submodels import split_model
-from optimizer.export._tensorrt import build_script, builder_script
+from optimizer.export._submodels import SubModel, split_model, value_infos
+from optimizer.export._tensorrt import boundary_io, build_script, builder_script
+from optimizer.export._typed import calibrate_script, check_opset, plan_typing, typed_submodel
 from optimizer.fileio import FileData, dumps_json, safe_name, write_file_set
-from optimizer.ir import load_model
+from optimizer.ir import load_model, node_names
 from optimizer.ir._safety import MAX_FILE_BYTES, parse_model, read_model_bytes
 from optimizer.plan import PLAN_SCHEMA
 from optimizer.plan._validate import structure_problems, validate_plan
@@ -84,15 +86,22 @@ def _nonfinite(value: Any, where: str = "") -> str:
     return ""
 
 
-def export_plan(plan_path: str | Path, out_dir: str | Path, model_path: str | None = None) -> dict[str, Any]:
-    """Writes one ONNX sub-model per plan subgraph, manifest.json and the vendor build files; returns the manifest."""
+def export_plan(plan_path: str | Path, out_dir: str | Path, model_path: str | None = None,
+                tensorrt: str | None = None) -> dict[str, Any]:
+    """Writes one ONNX sub-model per plan subgraph, manifest.json and the vendor build files; returns the manifest.
+    `tensorrt` (Jetson plans): the TensorRT major to build for and whose DLA rules the plan must meet; default
+    the plan's own rule set (`tensorrt_rules`), else 10."""
     plan_path = Path(plan_path)
     plan = read_plan(plan_path)
     shown_plan = str(plan_path)
     bad = _nonfinite(plan)
     if bad:
         raise BadInputError(f"field '{bad}' is not a finite number (NaN or infinite)", file=shown_plan)
-    catalog = load_catalog()
+    tensorrt = tensorrt or plan.get("tensorrt_rules") or DEFAULT_TENSORRT
+    if tensorrt not in TENSORRT_VERSIONS:
+        raise BadInputError(f"TensorRT major {str(tensorrt)[:20]!r} is not one of {', '.join(TENSORRT_VERSIONS)} "
+                            "(field 'tensorrt_rules' or --trt)", file=shown_plan)
+    catalog = load_catalog(tensorrt=tensorrt)
     if plan["target"] not in catalog.targets:
         raise BadInputError(f"unknown target '{plan['target']}' in the plan", file=shown_plan)
     target = catalog.target(plan["target"])
@@ -121,6 +130,10 @@ def export_plan(plan_path: str | Path, out_dir: str | Path, model_path: str | No
         raise BadInputError("--out exists and is not a directory", file=str(out))
     out_abs = Path(os.path.abspath(out))
     files: list[tuple[str, FileData]] = []
+    dla = target.accelerator == "dla"
+    typed: list[tuple[str, FileData]] = []
+    if dla and tensorrt == "11":
+        subs, typed = _strongly_typed(model, plan, subs, graph, model_file, out_abs, dla_formats(catalog, target))
     for sub in subs:
         _link_external_data(model_file.parent, out_abs, sub.model)
         files.append((sub.name, sub.model.SerializeToString()))
@@ -129,18 +142,22 @@ def export_plan(plan_path: str | Path, out_dir: str | Path, model_path: str | No
     manifest = {"schema": EXPORT_SCHEMA, "plan": os.path.relpath(plan_path.resolve(), out_abs.resolve()),
                 "model": {"path": str(model_file), "sha256": graph.sha256}, "target": target.id,
                 "engines": engines, "outputs": list(graph.outputs), "inputs": list(graph.inputs)}
-    if target.accelerator == "dla":
+    if dla:
         for layer in plan["layers"]:  # trtexec takes layer names on its command line: argv cannot hold NUL
             if "\0" in layer["node"]:
                 raise BadInputError("a node name with a NUL byte cannot reach trtexec's command line; rename the "
                                     "node", file=str(model_file), node=layer["node"])
-        whole = os.path.relpath(model_file.resolve(), out_abs.resolve())
-        files.append(("build.sh", (build_script(subs, plan, whole), 0o755)))
-        files.append(("build_trt.py", builder_script(subs, plan)))
-        manifest["build"] = ["build.sh", "build_trt.py"]
+        manifest["tensorrt"] = tensorrt
+        keep = frozenset(graph.inputs) | frozenset(graph.outputs) if tensorrt == "11" else frozenset()
+        io = boundary_io(subs, plan, keep, dla_formats(catalog, target))
+        whole = typed[0][0] if typed else os.path.relpath(model_file.resolve(), out_abs.resolve())
+        files.append(("build.sh", (build_script(subs, plan, whole, tensorrt, io), 0o755)))
+        files.append(("build_trt.py", builder_script(subs, plan, tensorrt, io)))
+        files += typed
+        manifest["build"] = ["build.sh", "build_trt.py", *(name for name, _ in typed)]
     else:
         report = check_graph(graph, catalog, target.id)
-        settings = rknn_settings(plan, graph, report.io)
+        settings = rknn_settings(plan, graph, report.io, target.toolkit_platform)
         copy = f"{safe_name(model_file.stem)}.onnx"
         files.append((copy, model.SerializeToString()))
         files.append(("convert.py", convert_script(settings, copy)))
@@ -155,6 +172,49 @@ def export_plan(plan_path: str | Path, out_dir: str | Path, model_path: str | No
                                 file=str(model_file))
     write_file_set(out, dict(files))
     return manifest
+
+
+def dla_formats(catalog: Catalog, target: Target) -> Mapping[str, Any]:
+    """DLA-IO-IN/OUT: which I/O formats each DLA type allows, per side."""
+    standard: Mapping[str, Any] = catalog.family_of(target).formats.get("standard", {})
+    return standard
+
+
+def _strongly_typed(model: onnx.ModelProto, plan: dict[str, Any], subs: list[SubModel], graph: Any,
+                    model_file: Path, out: Path, formats: Mapping[str, Any]
+                    ) -> tuple[list[SubModel], list[tuple[str, FileData]]]:
+    """TensorRT 11: the sub-models with the plan's precisions as tensor types, the whole model typed the same
+    way (the single-engine alternative) and the INT8 scales they hold (qdq_scales.json)."""
+    check_opset(model, any(layer["precision"] == "int8" for layer in plan["layers"]), str(model_file))
+    io = boundary_io(subs, plan, frozenset(graph.inputs) | frozenset(graph.outputs), formats)
+    infos = value_infos(model)
+    typing = plan_typing(model, plan, subs, infos, io)
+    typed = [typed_submodel(sub, typing) for sub in subs]
+    source = onnx.ModelProto()
+    source.CopyFrom(model)
+    for value in source.graph.output:  # inferred shapes, as the sub-models have, so the checker can type it
+        if value.name in infos:
+            value.CopyFrom(infos[value.name])
+    everything = SubModel(index=-1, device="gpu", name=f"{safe_name(model_file.stem)}_typed.onnx",
+                          inputs=tuple(graph.inputs), outputs=tuple(graph.outputs),
+                          nodes=tuple(node_names(model)), precision="mixed", model=source)
+    whole = typed_submodel(everything, typing, whole=True)
+    _link_external_data(model_file.parent, out, whole.model)
+    scales: dict[str, dict[str, Any]] = {}
+    for sub in (*typed, whole):
+        for tensor in sub.model.graph.initializer:
+            base = tensor.name[:-len("__edgeplan_scale")]
+            if tensor.name.endswith("__edgeplan_scale") and base in typing.scales:
+                scales[base] = {"initializer": tensor.name, "value": typing.scales[base],
+                                "from": "weights" if base in typing.weights else "placeholder"}
+    listing = {"schema": "edgeplan.qdq-scales/v1", "note": "INT8 scales in the engine ONNX files; 'placeholder' "
+               "ones (1.0) are for timing only: python calibrate_qdq.py samples.txt sets them (max|x|/127)",
+               "scales": dict(sorted(scales.items()))}
+    placeholders = {t: s["initializer"] for t, s in sorted(scales.items()) if s["from"] == "placeholder"}
+    original = os.path.relpath(model_file.resolve(), out.resolve())
+    script = calibrate_script(original, graph.inputs, placeholders, [sub.name for sub in (*typed, whole)])
+    return typed, [(whole.name, whole.model.SerializeToString()), ("qdq_scales.json", dumps_json(listing)),
+                   ("calibrate_qdq.py", script)]
 
 
 def _first(problems: list[str]) -> str:

@@ -11,7 +11,9 @@ from optimizer.ir import Graph
 CORE_MASKS = {1: "RKNN_NPU_CORE_0", 2: "RKNN_NPU_CORE_0_1", 3: "RKNN_NPU_CORE_0_1_2"}
 
 
-def rknn_settings(plan: Mapping[str, Any], graph: Graph, io: Mapping[str, Any]) -> dict[str, Any]:
+def rknn_settings(plan: Mapping[str, Any], graph: Graph, io: Mapping[str, Any], platform: str) -> dict[str, Any]:
+    """`platform`: the toolkit's own SoC name for the plan's target (its catalog `toolkit_platform`): a variant
+    target id (a board, a power mode) is no name rknn-toolkit2 accepts."""
     layers = [layer for layer in plan["layers"] if layer["role"] != "constant"]
     npu = [layer for layer in layers if layer["device"] == "npu"]
     precisions = {layer["precision"] for layer in npu}
@@ -25,7 +27,7 @@ def rknn_settings(plan: Mapping[str, Any], graph: Graph, io: Mapping[str, Any]) 
     zero_copy = [{"tensor": e["tensor"], "native_layout": e["native_layout"], "zero_copy": e["zero_copy"],
                   "align_bytes": e["align_bytes"]} for e in io.get("inputs", ())]
     return {
-        "target_platform": plan["target"],
+        "target_platform": platform,
         "do_quantization": quantize,
         "quantized_dtype": "w8a8",
         "optimization_level": 3,

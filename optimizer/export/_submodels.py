@@ -31,7 +31,7 @@ class SubModel:
     model: onnx.ModelProto
 
 
-def _value_infos(model: onnx.ModelProto) -> dict[str, onnx.ValueInfoProto]:
+def value_infos(model: onnx.ModelProto) -> dict[str, onnx.ValueInfoProto]:
     inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
     infos: dict[str, onnx.ValueInfoProto] = {}
     for value in (*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output):
@@ -46,7 +46,7 @@ def split_model(model: onnx.ModelProto, plan: Mapping[str, Any], constants: Mapp
     by_name = {name: node for name, node in zip(names, model.graph.node)}
     producer = {o: name for name, node in by_name.items() for o in node.output if o}
     initializers = {t.name: t for t in model.graph.initializer}
-    infos = _value_infos(model)
+    infos = value_infos(model)
     out = []
     for sub in plan["subgraphs"]:
         missing = [n for n in sub["nodes"] if n not in by_name]
@@ -75,7 +75,9 @@ def split_model(model: onnx.ModelProto, plan: Mapping[str, Any], constants: Mapp
         order = {name: i for i, name in enumerate(names)}
         runtime.sort(key=order.__getitem__)
         inputs = [_info(infos, t) for t in sub["inputs"]]
-        outputs = [_info(infos, t) for t in sub["outputs"]]
+        made = {o for n in runtime for o in by_name[n].output} | boundary
+        kept = [t for t in sub["outputs"] if t in made]  # a build-time constant is no run-time boundary
+        outputs = [_info(infos, t) for t in kept]
         graph = helper.make_graph([by_name[n] for n in runtime], f"{model.graph.name or 'model'}_{sub['id']}",
                                   inputs, outputs, list(graph_inits.values()))
         sub_model = helper.make_model(graph, opset_imports=list(model.opset_import),
@@ -83,7 +85,7 @@ def split_model(model: onnx.ModelProto, plan: Mapping[str, Any], constants: Mapp
         sub_model.functions.extend(model.functions)
         name = f"engine_{sub['id']}_{sub['device']}.onnx"
         out.append(SubModel(index=sub["id"], device=sub["device"], name=name, inputs=tuple(sub["inputs"]),
-                            outputs=tuple(sub["outputs"]), nodes=tuple(runtime),
+                            outputs=tuple(kept), nodes=tuple(runtime),
                             precision=sub.get("precision", "mixed"), model=sub_model))
     return out
 

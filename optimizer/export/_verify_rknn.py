@@ -16,6 +16,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from optimizer.catalog import load_catalog
 from optimizer.errors import BadInputError
 
 # A layer-table row: id, op type, data type, target, ..., FullName (OnnxOpType:onnx_node_name).
@@ -94,7 +95,8 @@ def verify_rknn(plan: Mapping[str, Any], model_path: str, rknn_python: str, time
         local = Path(tmp) / "model.onnx"
         shape = _with_weights(Path(model_path), local)
         log_path = Path(tmp) / "build.log"
-        result = subprocess.run([rknn_python, "-c", _CONVERT, str(local), plan["target"], precision,
+        platform = load_catalog().target(str(plan["target"])).toolkit_platform
+        result = subprocess.run([rknn_python, "-c", _CONVERT, str(local), platform, precision,
                                  json.dumps(list(shape)), str(log_path)], capture_output=True, text=True,
                                 timeout=timeout_s, cwd=tmp)  # the toolkit drops check*.onnx in its cwd
         text = re.sub(r"\x1b\[[0-9;]*m", "", log_path.read_text(errors="replace") if log_path.exists() else "")

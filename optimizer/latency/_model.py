@@ -18,6 +18,13 @@ Physics terms beyond the roofline, each with its formula (README "The latency mo
 - NPU/CPU hand-over: `memsync_us + handover_us + (npu_bytes + 4*elements)/BW + 4*elements/convert_rate`
   (seed 001 rknn_mem_sync per direction; the CPU side works in FP32 NCHW, the NPU side in NC1HWC2).
 - Multi-core NPU: a split layer's class-k compute is divided by `cores * split_efficiency[k]`.
+- GPU waves: a tensor-core layer's output is tiled into thread blocks of GPU_TILE_OUTPUTS outputs
+  (CUTLASS's default 128 x 128 threadblock tile) that run in waves over the `gpu_sms` SMs; the last wave
+  leaves SMs idle, so the layer's MACs are divided by `blocks / (ceil(blocks / sms) * sms)` (NVIDIA's
+  "wave quantization"). Small layers at batch 1 fill few SMs; a large batch fills every wave.
+- Shared DRAM (concurrent engines: two DLA streams, a GPU engine beside them): each engine's DRAM bytes
+  (`dram_bytes`) over its own time give the throughput its co-runners see; the slowdown is PCCS's
+  (optimizer/latency/_contention.py, the one contention model; optimizer/calibrate/_situation.py applies it).
 - NPU channel atoms: a convolution's MACs are scaled by `ceil(Cin_g/a_in)*a_in/Cin_g *
   ceil(Cout/a_out)*a_out/Cout` (depthwise: the output factor only), with the atoms `npu_channel_atom_in`/
   `_out` fitted to rknn-toolkit2's per-layer cycle estimates (optimizer/calibrate/_compiler.py).
@@ -38,6 +45,7 @@ from optimizer.ir._graph import Shape
 from optimizer.latency._profile import OP_CLASSES, DeviceConstants, Profile
 
 NS = 1e9
+GPU_TILE_OUTPUTS = 128 * 128  # outputs per thread block of a tensor-core convolution/GEMM kernel
 
 
 @dataclass(frozen=True)
@@ -95,6 +103,24 @@ def work_seconds(work: Work, const: DeviceConstants, bandwidth: float, sram_byte
         overhead += const.multicore_overhead_us * 1e-6
     exposed = (1.0 - const.overlap) * min(compute, memory)
     return max(compute, memory) + exposed + overhead + work.boundary_s
+
+
+def wave_utilization(outputs: int, sms: int, tile: int = GPU_TILE_OUTPUTS) -> float:
+    """Share of the SMs' time a layer of `outputs` output elements keeps busy: its thread blocks run in
+    waves of `sms`, and the last wave is partly empty."""
+    if outputs <= 0 or sms <= 0:
+        return 1.0
+    blocks = math.ceil(outputs / tile)
+    return blocks / (math.ceil(blocks / sms) * sms)
+
+
+def dram_bytes(work: Work, const: DeviceConstants, sram_bytes: int) -> float:
+    """Bytes one Work moves through DRAM: weights and activations, except activations an on-chip SRAM
+    holds (the DLA's managed SRAM, where `sram_speedup` > 1)."""
+    if work.launches:
+        return 0.0
+    on_chip = const.sram_speedup > 1.0 and 0 < work.act_bytes <= sram_bytes
+    return work.weight_bytes + (0.0 if on_chip else work.act_bytes)
 
 
 def op_class(graph: Graph, node: Node) -> str:
@@ -219,6 +245,14 @@ class LatencyModel:
         return channel_padding(self.graph, node, int(fig["npu_channel_atom_in"].value),
                                int(fig["npu_channel_atom_out"].value))
 
+    def _gpu_waves(self, node: Node) -> float:
+        """Wave utilization of a tensor-core layer (1 when the target gives no SM count)."""
+        fig = self.target.figures
+        if "gpu_sms" not in fig or not node.outputs or node.outputs[0] not in self.graph.tensors:
+            return 1.0
+        outputs = (self.graph.tensors[node.outputs[0]].num_elements or 0) * self.batch
+        return wave_utilization(outputs, int(fig["gpu_sms"].value))
+
     @cached_property
     def tf32_peak_ops(self) -> float:
         """TF32 tensor-core peak (0 when the GPU has none or the engine is built with --noTF32)."""
@@ -266,6 +300,8 @@ class LatencyModel:
         cls = op_class(self.graph, node)
         if device == "npu" and node.macs:
             scale *= self._npu_padding(node)
+        if device == "gpu" and node.macs and cls in TF32_CLASSES:
+            scale /= self._gpu_waves(node)
         macs = 2 * node.macs / self._peak_ops(device, precision, cls) * scale if node.macs else 0.0
         other = node.elementwise_ops / self._vector_ops(device) * scale if node.elementwise_ops else 0.0
         return cls, macs, other

@@ -119,7 +119,8 @@ def optimize(model_path: str, target_id: str, request: PlanRequest, *,
 
     phase(0)
     timings: dict[str, float] = {}
-    catalog = catalog or load_catalog()
+    if catalog is None or catalog.tensorrt != request.tensorrt:
+        catalog = load_catalog(tensorrt=request.tensorrt)
     target = catalog.target(target_id)
     check_target(request, target)
     profile = load_profile(target.family, profile_path)
@@ -148,7 +149,7 @@ def optimize(model_path: str, target_id: str, request: PlanRequest, *,
     if request.with_edits:
         add_edit_options(model, report, catalog, str(model_path))
     # A dual-stream plan's loadables are in use once per stream, so its baselines and hints keep to half.
-    limit = loadable_limit(request, int(catalog.rule("DLA-LOADABLES").params["max"]))
+    limit = loadable_limit(request, int(catalog.rule("DLA-LOADABLES").params["max"]))  # per core in TensorRT 11
     base = baselines(model, limit, request.allowed_precisions)
     hint = _hint(model, base, request)
     phase(3)
@@ -368,6 +369,7 @@ def _plan_json(*, graph_path: str, report: CheckReport, groups: GroupGraph, mode
                              round(1e9 / b.total_ns, 3) if b.total_ns else 0.0}
                       for name, (_, b) in base.items()},
         "request": _request_json(request),
+        **({"tensorrt_rules": report.tensorrt_rules} if report.tensorrt_rules else {}),
         "breakdown": _breakdown_json(breakdown),
         "layers": layers,
         "subgraphs": [_subgraph_json(s, graph, groups, model, placements, breakdown) for s in subgraphs],

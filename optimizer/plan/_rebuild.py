@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from optimizer.catalog import Catalog, load_catalog
+from optimizer.catalog import DEFAULT_TENSORRT, Catalog, load_catalog
 from optimizer.check import check_graph
 from optimizer.enums import PRECISIONS
 from optimizer.errors import BadInputError
@@ -33,7 +33,9 @@ def _placement(layer: Layer, loadable: int) -> Placement:
 def planned_from_plan(plan: Plan | Mapping[str, Any], *, input_shapes: Mapping[str, tuple[int, ...]] | None = None,
                       profile_path: str | None = None, catalog: Catalog | None = None) -> Planned:
     plan = plan if isinstance(plan, Plan) else Plan.from_json(plan)
-    catalog = catalog or load_catalog()
+    tensorrt = plan.tensorrt_rules or DEFAULT_TENSORRT  # the rule set the plan was made under
+    if catalog is None or catalog.tensorrt != tensorrt:
+        catalog = load_catalog(tensorrt=tensorrt)
     target = catalog.target(plan.target)
     graph = load_model(plan.model.path, input_shapes)
     report = check_graph(graph, catalog, target.id)

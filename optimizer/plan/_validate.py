@@ -265,10 +265,15 @@ def _check_subgraphs(plan: Plan, graph: Graph, catalog: Catalog, target: Target,
     missing = compute - set(seen)
     if missing:
         problems.append(f"{len(missing)} node(s) in no subgraph, e.g. {sorted(missing)[0]}")
-    at_once = int(catalog.rule("DLA-LOADABLES").params["max"])
+    at_once = catalog.loadables_at_once(target)
     limit = plan.request.max_loadables or at_once
     if len(dla) > limit:
         problems.append(f"DLA-LOADABLES: {len(dla)} DLA subgraphs, limit {limit}")
+    per_core = catalog.loadables_per_core()
+    for core in sorted({sub.device for sub in dla}):
+        on_core = sum(sub.device == core for sub in dla)
+        if per_core is not None and on_core > per_core:
+            problems.append(f"DLA-LOADABLES: {on_core} DLA subgraphs on {core}, limit {per_core} per core")
     if plan.objective == "dual-stream" and DUAL_STREAMS * len(dla) > at_once:
         problems.append(f"DLA-LOADABLES: dual-stream runs the plan's {len(dla)} DLA loadables once per stream, "
                         f"{DUAL_STREAMS * len(dla)} at once; at most {at_once}")

@@ -242,7 +242,7 @@ class PlanModel:
         self.limit = 0
         if not self.jetson or not self.dla_groups:
             return
-        limit = loadable_limit(self.request, int(self.catalog.rule("DLA-LOADABLES").params["max"]))
+        limit = loadable_limit(self.request, self.catalog.loadables_at_once(self.target))
         count = min(len(self.dla_groups), max(limit, 16) if self.explain else limit)
         self.limit = limit
         self.slots = list(range(count))
@@ -256,6 +256,10 @@ class PlanModel:
                 m.add(self.used[s - 1] >= self.used[s])
             if s >= limit:
                 self._enforce(m.add(self.used[s] == 0), "DLA-LOADABLES")
+        per_core = self.catalog.loadables_per_core()  # TensorRT 11's DLA-LOADABLES counts each core's own
+        if per_core is not None and len(self.slots) > per_core:
+            for c in cores:
+                self._enforce(m.add(sum(self.slot_core[s, c] for s in self.slots) <= per_core), "DLA-LOADABLES")
         for g in self.dla_groups:
             name = self.groups[g].anchor
             for s in self.slots:

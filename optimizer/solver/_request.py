@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from optimizer.catalog import Target
+from optimizer.catalog import DEFAULT_TENSORRT, TENSORRT_VERSIONS, Target
 from optimizer.enums import PRECISIONS
 from optimizer.errors import BadInputError
 
@@ -35,6 +35,7 @@ class PlanRequest:
     sparsity: str = "allow"  # "off": dense weights only (the model was not trained sparse)
     with_edits: bool = False  # candidate model edits become decisions (optimize --with-edits)
     explain_infeasible: bool = True  # name the constraints in conflict (a second, assumption-based solve)
+    tensorrt: str = DEFAULT_TENSORRT  # the TensorRT major whose DLA rule set applies (--trt)
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
@@ -61,6 +62,8 @@ class PlanRequest:
             raise BadInputError(f"--sparsity must be allow or off, got '{self.sparsity}'")
         if self.max_loadables is not None and self.max_loadables < 0:
             raise BadInputError(f"--max-loadables must be >= 0, got {self.max_loadables}")
+        if self.tensorrt not in TENSORRT_VERSIONS:
+            raise BadInputError(f"--trt must be one of {', '.join(TENSORRT_VERSIONS)}, got '{self.tensorrt}'")
         if self.latency_cap_ms is not None and self.latency_cap_ms <= 0:
             raise BadInputError(f"--latency-cap must be > 0 ms, got {self.latency_cap_ms}")
         object.__setattr__(self, "pins", MappingProxyType(dict(self.pins)))

@@ -73,6 +73,20 @@ def test_vectorised_scores_equal_the_planner_formula(tmp_path):
     assert predict_all(problem, problem.prior) == pytest.approx([o.observed for o in obs], rel=1e-9)
 
 
+def test_vectorised_scores_equal_the_planner_formula_with_engines_sharing_the_dram(tmp_path):
+    """Two DLA streams, and a GPU engine beside them: the fixed point of the shared DRAM agrees."""
+    prior = load_profile("nvidia-dla", prior=True)
+    path = _model(tmp_path, "wide", 64, 112, layers=3)
+    situations = [Situation("dla", "int8", cores=2, metric="throughput"),
+                  Situation("dla", "int8", batch=2, cores=2, metric="throughput", gpu_batch=8),
+                  Situation("dla", "int8", cores=2), Situation("gpu", "int8", batch=4, metric="throughput")]
+    scenarios = [prepare(path, "orin-agx", s, CATALOG, prior) for s in situations]
+    expected = [score(sc, prior.constants).value(sc.situation.metric) for sc in scenarios]
+    problem = build_problem(scenarios, expected, prior)
+    assert predict_all(problem, problem.prior) == pytest.approx(expected, rel=1e-9)
+    assert list(problem.concurrent) == [True, True, False, False]
+
+
 def test_a_fit_recovers_constants_that_generated_the_figures(tmp_path):
     prior = load_profile("rockchip-rknn", prior=True)
     truth = _truth(prior)

@@ -147,3 +147,19 @@ def test_hostile_measurement_files_end_in_one_line(tmp_path, edits):
         assert len(err.getvalue().strip().splitlines()) == 1
     else:
         assert (tmp_path / "out" / "latency_rockchip_rknn.toml").is_file()
+
+
+def test_a_harness_records_name_the_machine_it_ran_on(tmp_path):
+    """MLPerf's Orin_TRT system (12 CPU cores, 32 GB) is the AGX Orin devkit, not the 1792-core 32GB module;
+    jetson_benchmarks runs nvpmodel mode 0, on Xavier NX the 15W mode."""
+    mlperf = "GitHub mlcommons/inference_results_v3.0 closed/NVIDIA/results/Orin_TRT/resnet50/SingleStream/x"
+    rows = _read(tmp_path, [
+        _row(source=mlperf, device="Jetson AGX Orin 32GB", accelerator="gpu", metric="latency", unit="ms"),
+        _row(source="GitHub other/harness x", device="Jetson AGX Orin 32GB", accelerator="gpu", metric="latency",
+             unit="ms"),
+        _row(source="GitHub NVIDIA-AI-IOT/jetson_benchmarks README.md", device="Jetson Xavier NX",
+             accelerator="gpu"),
+        _row(source="GitHub NVIDIA-AI-IOT/jetson_benchmarks README.md", device="Jetson AGX Xavier",
+             accelerator="gpu"),
+    ])
+    assert [m.target for m in rows] == ["orin-agx", "orin-agx-32gb", "xavier-nx-15w", "xavier-agx"]

@@ -50,7 +50,9 @@ def test_two_dla_cores_double_throughput_unless_they_queue_on_the_gpu(tmp_path):
     pure = _net(tmp_path)
     one = _predict(pure, "orin-agx", accelerator="dla", precision="int8", metric="throughput")
     two = _predict(pure, "orin-agx", accelerator="dla", precision="int8", cores=2, metric="throughput")
-    assert two.figure.throughput == pytest.approx(2 * one.figure.throughput)
+    # each stream reads DRAM while the other does (test_physics: shared DRAM), so not quite twice
+    assert one.figure.throughput < two.figure.throughput < 2 * one.figure.throughput
+    assert two.figure.throughput > 1.5 * one.figure.throughput
     assert two.figure.latency_s == one.figure.latency_s
     assert one.scenario.accelerator_share == 1.0
     mixed = _net(tmp_path, fallback=True)
@@ -68,7 +70,9 @@ def test_a_gpu_engine_beside_the_dla_engines_adds_its_throughput(tmp_path):
     both = _predict(path, "orin-agx", accelerator="dla", precision="int8", cores=2, batch=2, gpu_batch=16,
                     metric="throughput")
     gpu = _predict(path, "orin-agx", accelerator="gpu", precision="int8", batch=16, metric="throughput")
-    assert both.figure.throughput == pytest.approx(dla.figure.throughput + gpu.figure.throughput, rel=1e-6)
+    # the engines share the DRAM: more than either alone, less than the sum of both alone
+    assert max(dla.figure.throughput, gpu.figure.throughput) < both.figure.throughput
+    assert both.figure.throughput < dla.figure.throughput + gpu.figure.throughput
 
 
 def test_npu_cores_split_one_inference_and_io_conversion_is_optional(tmp_path):

@@ -39,8 +39,23 @@ CITED = [
     ("timm_deit_tiny_patch16_224", "rk3566", "fp16", "/patch_embed/proj/Conv", False),  # stride 16 rewritten
     ("timm_deit_tiny_patch16_224", "rk3588", "int8", "/blocks/blocks.0/norm1/LayerNormalization", False),
     ("tv_alexnet", "rk3588", "fp16", "/Flatten", True),  # 256x6x6 pixels folded into the channel axis
+    ("tv_alexnet", "rk3588", "int8", "/Flatten", True),
+    ("tv_alexnet", "rk3576", "int8", "/Flatten", False),
+    ("tv_alexnet", "rk3576", "int8", "/classifier/classifier.1/Gemm", False),  # K = 9216, constant: tiled Conv
+    ("tv_alexnet", "rv1126b", "fp16", "/classifier/classifier.1/Gemm", False),
     ("timm_levit_128s", "rk3566", "int8", "/stages/stages.1/downsample/attn_downsample/q/down/Reshape", False),
     ("timm_deit_tiny_patch16_224", "rk3576", "int8", "/blocks/blocks.0/norm2/LayerNormalization", False),
+    # GroupNorm fused into exNorm, its Reshape no pixel Flatten; InstanceNormalization NPU on rk3566 inside it
+    ("timm_shvit_s1", "rk3588", "int8", "/stages/stages.1/blocks/blocks.0/mixer/m/pre_norm/Reshape", False),
+    ("nn_se_mish_groupnorm", "rk3566", "int8", "/gn/InstanceNormalization", False),
+    ("nn_se_mish_groupnorm", "rk3588", "fp16", "/gn/InstanceNormalization", False),
+    # a float32 -> float32 Cast is removed
+    ("timm_efficientvit_b0", "rk3576", "fp16", "/stages/stages.2/blocks/blocks.1/context_module/main/Cast_1", False),
+    # 1x1/stride-2 AveragePool: INT8 CPU on rk3576/rv1126b only
+    ("timm_levit_conv_128s", "rk3576", "int8", "/stages/stages.1/downsample/attn_downsample/q/down/AveragePool", True),
+    ("timm_levit_conv_128s", "rv1126b", "int8", "/stages/stages.1/downsample/attn_downsample/q/down/AveragePool", True),
+    ("timm_levit_conv_128s", "rk3576", "fp16", "/stages/stages.1/downsample/attn_downsample/q/down/AveragePool", False),
+    ("timm_levit_conv_128s", "rk3588", "int8", "/stages/stages.1/downsample/attn_downsample/q/down/AveragePool", False),
     ("yolo11n_320", "rk3566", "fp16", "/model.10/m/m.0/attn/Split", False),  # RKNN-EXMATMUL-B: N=100 in FP16
     ("yolo11n_320", "rk3566", "int8", "/model.10/m/m.0/attn/Split", True),  # ... is not 8 INT8 elements
     ("timm_mixer_s32_224", "rk3566", "fp16", "/blocks/blocks.0/Transpose", True),  # RKNN-TOKEN-RELAYOUT, N=49

@@ -17,7 +17,8 @@ LAYERS = ["model", "soc", "precision", "layer", "op_type", "data_type", "target"
           "extra"]
 
 
-def _corpus(tmp_path: Path, layers: list[tuple[str, str, str, str]]) -> Path:
+def _corpus(tmp_path: Path, layers: list[tuple[str, str, str, str]],
+            family: str = "torchvision/classification") -> Path:
     """One model: Conv -> Relu -> Min(x, x) -> Conv, run on rk3588 FP16; layers = (op, target, full, node)."""
     corpus = tmp_path / "corpus"
     (corpus / "models").mkdir(parents=True)
@@ -28,10 +29,10 @@ def _corpus(tmp_path: Path, layers: list[tuple[str, str, str, str]]) -> Path:
              helper.make_node("Conv", ["m", "w"], ["y"], name="conv2", kernel_shape=[1, 1])]
     save_model(corpus / "models" / "m.onnx", nodes, [value("x", [1, 8, 4, 4])], [value("y", [1, 8, 4, 4])],
                [weight("w", [8, 8, 1, 1])])
-    (corpus / "MANIFEST.csv").write_text("name,family\nm,torchvision/classification\n")
-    (corpus / "rknn" / "runs.csv").write_text("model,family,soc,precision,status\n"
-                                              "m,torchvision/classification,rk3588,fp16,ok\n"
-                                              "m,torchvision/classification,rk3588,int8,crashed\n")
+    (corpus / "MANIFEST.csv").write_text(f"name,family\nm,{family}\n")
+    (corpus / "rknn" / "runs.csv").write_text("model,family,soc,precision,status,error\n"
+                                              f"m,{family},rk3588,fp16,ok,\n"
+                                              f"m,{family},rk3588,int8,crashed,toolkit process died (signal 6)\n")
     with gzip.open(corpus / "rknn" / "layers.csv.gz", "wt", newline="") as handle:
         writer = csv.DictWriter(handle, LAYERS)
         writer.writeheader()
@@ -41,9 +42,9 @@ def _corpus(tmp_path: Path, layers: list[tuple[str, str, str, str]]) -> Path:
     return corpus
 
 
-def _run(corpus: Path) -> str:
+def _run(corpus: Path, *extra: str) -> str:
     out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "rknn_placement.py"), "--corpus", str(corpus),
-                          "--details"], capture_output=True, text=True, cwd=REPO)
+                          "--details", *extra], capture_output=True, text=True, cwd=REPO)
     assert out.returncode in (0, 1), out.stderr
     return out.stdout
 
@@ -59,6 +60,17 @@ def test_fused_nodes_count_as_npu_and_a_cpu_layer_makes_its_node_cpu(tmp_path):
     # edgeplan says Min is CPU (no NPU kernel), the toolkit too: one true positive, nothing else
     assert "| 1.000 1.000 1.000 | 1 0 0 | 1.000 (4)" in row
     assert "toolkit failures (not scored): 1" in stdout
+    assert "toolkit crashed: m (1 configs: rk3588/int8): toolkit process died (signal 6)" in stdout
+
+
+def test_held_out_disagreements_are_scored_but_listed_only_when_asked(tmp_path):
+    corpus = _corpus(tmp_path, [("Conv", "CPU", "Conv:conv2#2", "")], family="torchvision/segmentation")
+    default = _run(corpus)
+    assert "held-out models: m" in default
+    row = next(line for line in default.splitlines() if line.strip().startswith("rk3588   fp16"))
+    assert "| 0 1 1 |" in row  # scored in the held-out table
+    assert "edgeplan NPU, toolkit CPU" not in default and "Conv NPU->CPU" not in default
+    assert "conv2 (Conv): edgeplan NPU, toolkit CPU" in _run(corpus, "--split", "held-out")
 
 
 def test_a_cpu_layer_of_a_node_edgeplan_puts_on_the_npu_is_a_miss(tmp_path):
@@ -72,3 +84,17 @@ def test_missing_tables_are_one_line_and_exit_2(tmp_path):
     out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "rknn_placement.py"), "--corpus",
                           str(tmp_path)], capture_output=True, text=True, cwd=REPO)
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1 and "no corpus tables" in out.stderr
+
+
+def test_models_missing_from_the_seen_tables_form_the_unseen_split(tmp_path):
+    corpus = _corpus(tmp_path, [("Conv", "CPU", "Conv:conv2#2", "")])
+    seen = tmp_path / "seen_runs.csv"
+    seen.write_text("model,family,soc,precision,status,error\nother,torchvision/classification,rk3588,fp16,ok,\n")
+    stdout = _run(corpus, "--seen", str(seen))
+    assert f"unseen models (not in {seen}): m" in stdout
+    unseen = stdout.split("\nunseen: ")[1].splitlines()
+    assert "| 0 1 1 |" in next(line for line in unseen if line.strip().startswith("rk3588   fp16"))
+    seen.write_text(seen.read_text() + "m,torchvision/classification,rk3588,fp16,ok,\n")
+    stdout = _run(corpus, "--seen", str(seen))
+    assert f"unseen models (not in {seen}): none" in stdout and "\nunseen: " in stdout
+    assert "rk3588   fp16" not in stdout.split("\nunseen: ")[1]

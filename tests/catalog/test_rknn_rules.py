@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from onnx import helper
+from onnx import TensorProto, helper
 
 from optimizer.check import check_graph
 from optimizer.ir import load_model
@@ -42,9 +42,27 @@ def test_sin_cos_on_rk3576_rv1126b_only(catalog, build, target, on_npu):
     assert npu(catalog, build.op("Sin", [1, 8, 4, 4]), target, "fp16") is on_npu
 
 
-@pytest.mark.parametrize(("precision", "fails"), [("fp16", False), ("int8", True)])
-def test_sin_cos_fp16_only(catalog, build, precision, fails):
-    assert ("RKNN-SIN-COS" in violations(catalog, build.op("Cos", [1, 8, 4, 4]), "rk3576", precision)) is fails
+@pytest.mark.parametrize("target", ["rk3576", "rv1126b"])
+@pytest.mark.parametrize("precision", ["fp16", "int8"])
+def test_sin_cos_run_in_int8_too_as_measured(catalog, build, precision, target):
+    """seed002 says float16 only; rknn-toolkit2 2.5.0 builds INT8 Sin/Cos layers on the NPU (probe
+    sin_runtime/cos_runtime): the measurement wins, so neither precision violates RKNN-SIN-COS."""
+    assert "RKNN-SIN-COS" not in violations(catalog, build.op("Cos", [1, 8, 4, 4]), target, precision)
+    assert npu(catalog, build.op("Sin", [1, 8, 4, 4]), target, precision)
+
+
+def test_sin_cos_rule_still_enforces_its_precision_list(catalog, build):
+    """The check itself: a precision outside the rule's list fails (a list narrowed back to the seed's)."""
+    from dataclasses import replace
+
+    from optimizer.catalog._checks import LayerView, precision_only
+
+    rule = replace(catalog.rule("RKNN-SIN-COS"), params={"precisions": ["fp16"]})
+    graph = load_model(build.op("Cos", [1, 8, 4, 4]))
+    target = catalog.target("rk3576")
+    view = lambda p: LayerView(graph, graph.node("n"), catalog.family_of(target), target, p, "trig")  # noqa: E731
+    assert precision_only(rule, view("fp16")) is None
+    assert precision_only(rule, view("int8")) == "Cos runs on the NPU in fp16 only"
 
 
 @pytest.mark.parametrize(("precision", "on_npu"), [("fp16", True), ("int8", False)])
@@ -58,6 +76,73 @@ def test_div_npu_in_fp16_only(catalog, build, precision, on_npu):
 def test_average_pool_count_include_pad(catalog, build, pads, include, on_npu):
     path = build.op("AveragePool", [1, 8, 8, 8], kernel_shape=[3, 3], pads=list(pads), count_include_pad=include)
     assert npu(catalog, path, "rk3588") is on_npu
+
+
+@pytest.mark.parametrize(("kernel", "stride", "on_npu"), [(1, 2, False), (2, 2, True), (3, 2, True), (1, 1, True)])
+@pytest.mark.parametrize("target", ["rk3576", "rv1126b"])
+def test_subsampling_average_pool_is_cpu_in_int8_on_rk3576_rv1126b(catalog, build, target, kernel, stride, on_npu):
+    """Measured (corpus timm_levit_conv_128s q/down: 1x1 stride 2, INT8 CPU on rk3576/rv1126b); kernel >= stride
+    pools every pixel (corpus timm_resnet18d 2x2/2: NPU)."""
+    path = build.op("AveragePool", [1, 16, 14, 14], kernel_shape=[kernel, kernel], strides=[stride, stride])
+    assert npu(catalog, path, target, "int8") is on_npu
+    assert npu(catalog, path, target, "fp16")
+    assert npu(catalog, path, "rk3588", "int8") and npu(catalog, path, "rk3562", "int8")
+
+
+@pytest.mark.parametrize(("to", "on_npu"), [(TensorProto.FLOAT, True), (TensorProto.INT32, False),
+                                            (TensorProto.FLOAT16, False)])
+def test_only_a_float_cast_to_its_own_type_is_removed(catalog, tmp_path, to, on_npu):
+    """Measured (corpus timm_efficientvit_b0: float32 -> float32 Casts have no layer); a converting Cast is CPU."""
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"), helper.make_node("Cast", ["r"], ["c"], name="n", to=to),
+             helper.make_node("Identity", ["c"], ["y"], name="tail")]
+    out = helper.make_tensor_value_info("y", to, None)
+    path = save_model(tmp_path / f"cast{to}.onnx", nodes, [value("x", [1, 8, 4, 4])], [out])
+    for target in ("rk3588", "rk3576", "rk3562", "rv1126b"):
+        assert npu(catalog, path, target, "fp16") is on_npu
+        assert npu(catalog, path, target, "int8") is on_npu
+
+
+@pytest.mark.parametrize(("mode", "ctm", "size", "cpu"), [
+    ("linear", "half_pixel", 16, False), ("linear", "asymmetric", 16, False), ("linear", "pytorch_half_pixel", 16, False),
+    ("linear", "align_corners", 16, True), ("linear", "half_pixel", 13, True), ("linear", "half_pixel", 24, False),
+    ("nearest", "asymmetric", 13, False), ("nearest", "half_pixel", 20, False)])
+def test_linear_resize_needs_a_whole_scale_without_align_corners(catalog, build, mode, ctm, size, cpu):
+    """Measured (tools/probe_rknn_patterns.py resize_*): linear align_corners and linear 8 -> 13 are CPU on
+    rk3588/rk3576/rv1126b and NPU on rk3562; nearest is NPU at any scale."""
+    path = build.op("Resize", [1, 8, 8, 8], inputs=["x", "", "", "sz"],
+                    inits=[const("sz", np.array([1, 8, size, size], np.int64))], mode=mode,
+                    coordinate_transformation_mode=ctm)
+    for target in ("rk3588", "rk3576", "rv1126b"):
+        for precision in ("fp16", "int8"):
+            assert npu(catalog, path, target, precision) is not cpu
+    assert npu(catalog, path, "rk3562", "int8")
+
+
+@pytest.mark.parametrize(("axes", "step", "cpu"), [([2, 3], 2, True), ([1], 2, True), ([3], 2, True), ([2, 3], 1, False),
+                                                ([3], -1, False)])
+def test_strided_slice_of_a_map_is_cpu(catalog, build, axes, step, cpu):
+    """Measured (tools/probe_rknn_patterns.py slice_step2_*): step 2 on C, H or W of a map is CPU on every
+    probed SoC; step 1 (and a reversal, |step| = 1) stays on the NPU."""
+    n = len(axes)
+    path = build.op("Slice", [1, 8, 8, 8], inputs=["x", "st", "en", "ax", "sp"],
+                    inits=[const("st", np.array([0] * n if step > 0 else [-1] * n, np.int64)),
+                           const("en", np.array([8] * n if step > 0 else [-9] * n, np.int64)),
+                           const("ax", np.array(axes, np.int64)), const("sp", np.array([step] * n, np.int64))])
+    for target in ("rk3588", "rk3576", "rk3562", "rv1126b"):
+        assert npu(catalog, path, target, "int8") is not cpu
+
+
+def test_strided_slice_of_tokens_is_an_npu_gather(catalog, tmp_path):
+    """corpus timm_levit_128s q/down: tokens [1,196,128] -> [1,14,14,128] -> Slice step 2 on axes 1, 2: NPU."""
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["t"], name="proj"),
+             helper.make_node("Reshape", ["t", "s"], ["m"], name="grid"),
+             helper.make_node("Slice", ["m", "st", "en", "ax", "sp"], ["y"], name="n")]
+    inits = [weight("w", [16, 16]), const("s", np.array([1, 14, 14, 16], np.int64)),
+             const("st", np.array([0, 0], np.int64)), const("en", np.array([14, 14], np.int64)),
+             const("ax", np.array([1, 2], np.int64)), const("sp", np.array([2, 2], np.int64))]
+    path = save_model(tmp_path / "tok.onnx", nodes, [value("x", [1, 196, 16])], [value("y", None)], inits)
+    for target in ("rk3588", "rk3576", "rk3562", "rv1126b"):
+        assert npu(catalog, path, target, "int8")
 
 
 def test_erf_runs_on_npu_only_inside_gelu(catalog, tmp_path):
@@ -81,9 +166,113 @@ def test_conv_stride(catalog, build, stride, fails):
 
 @pytest.mark.parametrize(("k", "fails"), [(8192, False), (8193, True)])
 def test_matmul_k(catalog, build, k, fails):
-    path = build.op("MatMul", [1, 4, k], inputs=["x", "w"], inits=[weight("w", [k, 2])])
+    """exMatMul (both operands computed at run time): K in (0, 8192] on rk3576/rv1126b."""
+    path = build.op("MatMul", [1, 4, k], inputs=["x", "z"], extra_inputs=[value("z", [1, k, 2])])
     assert ("RKNN-MATMUL-K" in violations(catalog, path, "rk3576", "fp16")) is fails
+    assert ("RKNN-MATMUL-K" in violations(catalog, path, "rv1126b", "int8")) is fails
     assert "RKNN-MATMUL-K" not in violations(catalog, path, "rk3588", "fp16")
+
+
+@pytest.mark.parametrize("op", ["MatMul", "Gemm"])
+@pytest.mark.parametrize("k", [8193, 9216])
+def test_matmul_k_constant_weights_are_a_tiled_convolution(catalog, build, op, k):
+    """Measured (corpus tv_alexnet): a K = 9216 Gemm with constant weights is split into 1x1 Convs, NPU."""
+    shape, w = ([1, 4, k], [k, 2]) if op == "MatMul" else ([1, k], [k, 2])
+    path = build.op(op, shape, inputs=["x", "w"], inits=[weight("w", w)])
+    for target in ("rk3576", "rv1126b"):
+        assert "RKNN-MATMUL-K" not in violations(catalog, path, target, "int8")
+        assert npu(catalog, path, target, "int8")
+
+
+@pytest.mark.parametrize("precision", ["fp16", "int8"])
+@pytest.mark.parametrize(("target", "shape", "on_npu"), [
+    ("rk3588", [1, 256, 6, 6], False), ("rk3588", [1, 256, 1, 1], True), ("rk3588", [1, 16, 2, 1], False),
+    ("rk3576", [1, 256, 6, 6], True), ("rv1126b", [1, 256, 6, 6], True), ("rk3562", [1, 256, 6, 6], True)])
+def test_flatten_of_pixels_into_channels(catalog, build, target, shape, on_npu, precision):
+    """rk3588 (corpus tv_alexnet /Flatten, FP16 and INT8): H*W > 1 pixels folded into the channel are a CPU
+    Reshape; a 1x1 map's Flatten is layout only, and the other SoCs keep both on the NPU."""
+    path = build.op("Flatten", shape, axis=1)
+    assert npu(catalog, path, target, precision) is on_npu
+
+
+def _head(tmp_path, dfl_box):
+    """A detector head joined on axis 1 into the [1, 4 + 16, 80] output: classes are two flattened maps
+    joined on the last axis then Sigmoid; boxes the same maps (map form) or a DFL-like path (batch form)."""
+    nodes, inits = [helper.make_node("MaxPool", ["x"], ["xs"], name="pool", kernel_shape=[2, 2], strides=[2, 2])], []
+    for branch, ch in (("cls", 16), ("box", 64 if dfl_box else 4)):
+        for i, (m, hw) in enumerate((("x", 64), ("xs", 16))):
+            nodes += [helper.make_node("Conv", [m, f"w{branch}{i}"], [f"{branch}{i}"], name=f"{branch}_conv{i}"),
+                      helper.make_node("Reshape", [f"{branch}{i}", f"s{branch}{i}"], [f"{branch}{i}r"],
+                                       name=f"{branch}_flat{i}")]
+            inits += [weight(f"w{branch}{i}", [ch, 8, 1, 1]), const(f"s{branch}{i}", np.array([1, ch, hw], np.int64))]
+        nodes.append(helper.make_node("Concat", [f"{branch}0r", f"{branch}1r"], [f"{branch}_all"],
+                                      name=f"{branch}_concat", axis=2))
+    nodes.append(helper.make_node("Sigmoid", ["cls_all"], ["cls_sig"], name="cls_sigmoid"))
+    box = "box_all"
+    if dfl_box:  # [1,64,80] -> [1,4,16,80] -> softmax over the 16 bins -> weighted sum -> [1,4,80]
+        nodes += [helper.make_node("Reshape", ["box_all", "s4"], ["b4"], name="dfl_reshape"),
+                  helper.make_node("Softmax", ["b4"], ["bs"], name="dfl_softmax", axis=2),
+                  helper.make_node("ReduceSum", ["bs", "ax"], ["box_dfl"], name="dfl_sum", keepdims=0)]
+        inits += [const("s4", np.array([1, 4, 16, 80], np.int64)), const("ax", np.array([2], np.int64))]
+        box = "box_dfl"
+    nodes += [helper.make_node("Mul", [box, "stride"], ["box_dec"], name="box_mul"),
+              helper.make_node("Concat", ["box_dec", "cls_sig"], ["y"], name="head_concat", axis=1)]
+    inits.append(const("stride", np.float32(8)))
+    return save_model(tmp_path / f"head{dfl_box}.onnx", nodes, [value("x", [1, 8, 8, 8])], [value("y", None)], inits)
+
+
+@pytest.mark.parametrize("precision", ["fp16", "int8"])
+@pytest.mark.parametrize(("dfl_box", "target", "cpu"), [(True, "rk3588", True), (False, "rk3588", False),
+                                                         (True, "rk3576", False), (True, "rk3562", False)])
+def test_head_relayout_needs_a_batch_form_input_beside_the_map(catalog, tmp_path, dfl_box, target, cpu, precision):
+    """RKNN-HEAD-RELAYOUT: the class branch (map form) is relaid out on rk3588 only beside a batch-form box
+    branch (corpus yolov8n_320 after its DFL); with both branches in map form the toolkit joins them on the
+    NPU (probe out_head_n80, out_head_n80_c80_s2: Sigmoid and Concat Target NPU)."""
+    path = _head(tmp_path, dfl_box)
+    assert ("RKNN-HEAD-RELAYOUT" in violations(catalog, path, target, precision, node="cls_sigmoid")) is cpu
+    assert "RKNN-HEAD-RELAYOUT" not in violations(catalog, path, target, precision, node="box_mul")
+
+
+def _group_norm(tmp_path, groups, back=(1, 48, 7, 7), norm="InstanceNormalization"):
+    """torch's GroupNorm export: Reshape [1, G, -1] -> InstanceNormalization -> Reshape `back` -> Relu."""
+    nodes = [helper.make_node("Reshape", ["x", "sg"], ["g"], name="gn_in"),
+             helper.make_node(norm, ["g", "sc", "bi"], ["gnorm"], name="gn_norm") if norm == "InstanceNormalization"
+             else helper.make_node(norm, ["g"], ["gnorm"], name="gn_norm"),
+             helper.make_node("Reshape", ["gnorm", "sb"], ["r"], name="gn_out"),
+             helper.make_node("Relu", ["r"], ["y"], name="tail")]
+    inits = [const("sg", np.array([1, groups, -1], np.int64)), const("sb", np.array(back, np.int64)),
+             const("sc", np.ones(groups, np.float32)), const("bi", np.zeros(groups, np.float32))]
+    return save_model(tmp_path / f"gn{groups}{len(back)}{norm}.onnx", nodes, [value("x", [1, 48, 7, 7])],
+                      [value("y", None)], inits)
+
+
+@pytest.mark.parametrize("precision", ["fp16", "int8"])
+@pytest.mark.parametrize("target", ["rk3588", "rk3576", "rk3566", "rk3568", "rk3562", "rv1126b"])
+@pytest.mark.parametrize("groups", [1, 4])
+def test_group_norm_is_one_exnorm_on_every_soc(catalog, tmp_path, target, groups, precision):
+    """Measured (corpus nn_se_mish_groupnorm G=4, timm_shvit_s1 G=1): Reshape -> InstanceNormalization ->
+    Reshape back is one exNorm, NPU everywhere, rk3566 included, and its Reshape into [1, 1, 2352] is no
+    pixel-into-channel Flatten on rk3588."""
+    path = _group_norm(tmp_path, groups)
+    assert npu(catalog, path, target, precision, node="gn_norm")
+    if target != "rk3566" and target != "rk3568":  # rk3566's Reshape verdicts are its own entries
+        assert npu(catalog, path, target, precision, node="gn_in")
+
+
+@pytest.mark.parametrize("target", ["rk3566", "rk3568"])
+def test_instance_norm_outside_a_group_norm_stays_cpu_on_rk356x(catalog, build, tmp_path, target):
+    lone = build.op("InstanceNormalization", [1, 8, 4, 4], inputs=["x", "s", "b"],
+                    inits=[const("s", np.ones(8, np.float32)), const("b", np.zeros(8, np.float32))])
+    assert not npu(catalog, lone, target, "fp16")
+    assert npu(catalog, lone, "rk3588", "fp16")
+    not_back = _group_norm(tmp_path, 4, back=(1, 48, 49))  # reshaped to another shape: not a GroupNorm
+    assert not npu(catalog, not_back, target, "int8", node="gn_norm")
+
+
+def test_a_pixel_flatten_that_is_no_group_norm_stays_cpu_on_rk3588(catalog, tmp_path):
+    path = _group_norm(tmp_path, 1, norm="Relu")  # Reshape [1,48,7,7] -> [1,1,2352] into a plain Relu
+    assert not npu(catalog, path, "rk3588", "fp16", node="gn_in")
+    assert npu(catalog, path, "rk3576", "fp16", node="gn_in")
 
 
 # exNorm axes [1] or [1,2,3]: a 4-D LayerNorm from axis 1 on, or over its last axis alone (channels-last,

@@ -130,6 +130,22 @@ def test_written_out_norm_runs_on_the_npu_in_int8(catalog, tmp_path, target, rms
         assert report.verdict(node).runs_on("npu", "int8"), node
 
 
+@pytest.mark.parametrize("target", ["rk3588", "rk3576", "rk3562", "rv1126b"])
+def test_rsqrt_form_of_rms_norm_is_not_fused(catalog, tmp_path, target):
+    """corpus nn_gelu_tanh_rmsnorm_ffn: x * Reciprocal(Sqrt(mean(x^2) + eps)) keeps a CPU Sqrt in INT8; the
+    division form x / Sqrt(..) is the one the toolkit fuses into exNorm (test above)."""
+    nodes = [helper.make_node("Pow", ["x", "two"], ["q"], name="sq"),
+             helper.make_node("ReduceMean", ["q"], ["var"], name="var", axes=[-1]),
+             helper.make_node("Add", ["var", "eps"], ["ve"], name="addeps"),
+             helper.make_node("Sqrt", ["ve"], ["sd"], name="sqrt"),
+             helper.make_node("Reciprocal", ["sd"], ["r"], name="rsqrt"),
+             helper.make_node("Mul", ["x", "r"], ["y"], name="scale")]
+    path = save_model(tmp_path / "rsqrt.onnx", nodes, [value("x", [1, 16, 32])], [value("y", None)],
+                      [const("two", np.float32(2)), const("eps", np.float32(1e-6))], opset=13)
+    assert not on_npu(catalog, path, target, "int8", "sqrt")
+    assert on_npu(catalog, path, target, "fp16", "sqrt")
+
+
 def test_a_division_by_a_runtime_value_outside_a_norm_is_cpu_in_int8(catalog, tmp_path):
     # Sqrt of a mean of x^3 is not a norm: the INT8 limits of Sqrt and Div hold
     nodes = [helper.make_node("Pow", ["x", "three"], ["q"], name="sq"),
@@ -143,6 +159,50 @@ def test_a_division_by_a_runtime_value_outside_a_norm_is_cpu_in_int8(catalog, tm
     for node in ("sqrt", "div"):
         assert not report.verdict(node).runs_on("npu", "int8")
         assert report.verdict(node).runs_on("npu", "fp16")
+
+
+def _l2norm(tmp_path, guards=("Clip", "Expand"), reduce="ReduceL2", same_tensor=True, axis=1):
+    """F.normalize(x, dim=axis) as torch exports it: Div(x, Expand(Clip(ReduceL2(x), eps), Shape(x)))."""
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"), helper.make_node("Relu", ["x"], ["b"], name="other")]
+    src = "a" if same_tensor else "b"
+    if reduce == "ReduceL2":
+        nodes.append(helper.make_node("ReduceL2", [src], ["n0"], name="reduce", axes=[axis], keepdims=1))
+    else:
+        nodes.append(helper.make_node("ReduceSum", [src, "ax"], ["n0"], name="reduce", keepdims=1))
+    last = "n0"
+    for i, guard in enumerate(guards):
+        out = f"n{i + 1}"
+        if guard == "Clip":
+            nodes.append(helper.make_node("Clip", [last, "eps"], [out], name="clip"))
+        elif guard == "Add":
+            nodes.append(helper.make_node("Add", [last, "eps"], [out], name="addeps"))
+        else:
+            nodes += [helper.make_node("Shape", ["a"], ["sh"], name="shape"),
+                      helper.make_node("Expand", [last, "sh"], [out], name="expand")]
+        last = out
+    nodes += [helper.make_node("Div", ["a", last], ["nrm"], name="div"),
+              helper.make_node("Relu", ["nrm"], ["y"], name="tail")]
+    inits = [const("eps", np.float32(1e-12)), const("ax", np.array([axis], np.int64))]
+    return save_model(tmp_path / f"l2{'_'.join(guards)}{reduce}{same_tensor}.onnx", nodes,
+                      [value("x", [1, 16, 8, 8])], [value("y", None)], inits, opset=17)
+
+
+@pytest.mark.parametrize("target", MEASURED)
+@pytest.mark.parametrize("guards", [("Clip", "Expand"), (), ("Add",)])
+def test_l2_normalisation_is_exnorm_in_int8(catalog, tmp_path, target, guards):
+    """Measured (tools/probe_rknn_patterns.py l2norm_*): x / ReduceL2(x), with or without the eps guard and
+    the Expand torch writes, is one exNorm layer on the NPU in INT8 on every SoC."""
+    assert on_npu(catalog, _l2norm(tmp_path, guards), target, "int8", "div")
+
+
+@pytest.mark.parametrize(("reduce", "same_tensor"), [("ReduceSum", True), ("ReduceL2", False)])
+def test_a_division_by_another_reduction_is_cpu_in_int8(catalog, tmp_path, reduce, same_tensor):
+    """Just outside the pattern: a ReduceSum divisor (probe div_reducesum: Div INT8 Target CPU), or the L2 norm
+    of a different tensor, is a run-time division."""
+    path = _l2norm(tmp_path, ("Add",), reduce=reduce, same_tensor=same_tensor)
+    for target in ("rk3588", "rk3576", "rv1126b"):
+        assert not on_npu(catalog, path, target, "int8", "div")
+        assert on_npu(catalog, path, target, "fp16", "div")
 
 
 @pytest.mark.parametrize(("constant", "npu"), [(True, True), (False, False)])

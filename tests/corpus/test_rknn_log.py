@@ -93,3 +93,12 @@ def test_empty_cells_keep_columns_aligned():
     conv = layers[1]
     assert (conv.rw_kb, conv.full_name, conv.extra) == ("318", "Conv:/conv1/Conv", "SparseRatio=0%")
     assert all(":" in la.full_name for la in layers)
+
+
+def test_abort_lines_of_a_real_toolkit_crash():
+    """The last 20 lines of rknn-toolkit2 2.5.0 dying with SIGABRT on corpus nn_conv3d_block (rk3588 FP16)."""
+    text = (DATA / "rknn_build_nn_conv3d_block_rk3588_fp16_crash_tail.log").read_text()
+    assert rknn_log.abort_lines(text) == [
+        "terminate called after throwing an instance of 'std::out_of_range'",
+        "what():  vector::_M_range_check: __n (which is 2) >= this->size() (which is 3)"]
+    assert rknn_log.abort_lines(SQUEEZENET.read_text()) == []

@@ -9,12 +9,14 @@ import pytest
 from onnx import helper
 
 from optimizer.calibrate import Situation, predict
+from optimizer.calibrate._situation import contention, prepare, score, stage_dram_bytes, stage_times
 from optimizer.catalog import load_catalog
 from optimizer.check import check_graph
 from optimizer.fusion import build_groups
 from optimizer.ir import BYTES_PER_ELEMENT, load_model
 from optimizer.latency import OP_CLASSES, LatencyModel, Option, Placement, evaluate, load_profile, parse_profile
-from optimizer.latency._model import Work, work_seconds
+from optimizer.latency._contention import slowdown
+from optimizer.latency._model import GPU_TILE_OUTPUTS, Work, wave_utilization, work_seconds
 from tests.conftest import save_model, value, weight
 
 CATALOG = load_catalog()
@@ -176,3 +178,65 @@ def test_predict_accelerator_cpu_puts_the_whole_model_on_the_cpu(tmp_path):
     group = lm.groups.groups[0]
     expected = lm.option_ns(group, Option("cpu", "fp32")) + lm.inference_ns()
     assert cpu.figure.latency_s * 1e9 == pytest.approx(expected, abs=2)
+
+
+def test_gpu_waves_divide_tensor_core_work_by_the_filled_share_of_the_sms(tmp_path):
+    """A 28x28x256 output is 13 thread blocks of 128x128: one wave on 16 SMs, 13/16 busy; at batch 4, 49
+    blocks in 4 waves, 49/64 busy; on a target without an SM count nothing changes."""
+    assert wave_utilization(28 * 28 * 256, 16) == pytest.approx(13 / 16)
+    assert wave_utilization(4 * 28 * 28 * 256, 16) == pytest.approx(49 / 64)
+    assert wave_utilization(16 * GPU_TILE_OUTPUTS, 16) == 1.0
+    assert wave_utilization(GPU_TILE_OUTPUTS + 1, 16) == pytest.approx(2 / 16)
+    path = _conv(tmp_path, c=256, hw=28)
+    lm = _lm(path, "orin-agx")
+    node = lm.graph.node("c")
+    _, waved, _ = lm._unit_compute_s(node, "gpu", "int8")
+    ideal = 2 * node.macs / (CATALOG.target("orin-agx").figures["gpu_int8_tops"].value * 1e12)
+    assert waved == pytest.approx(ideal * 16 / 13, rel=1e-9)
+    _, dla, _ = lm._unit_compute_s(node, "dla", "int8")  # the DLA has no SM waves
+    assert dla == pytest.approx(2 * node.macs / (CATALOG.target("orin-agx").figures["dla_int8_tops"].value * 1e12))
+    six = _lm(path, "orin-agx-15w")  # 3 TPCs: 13 blocks in 3 waves of 6 SMs
+    assert six._gpu_waves(six.graph.node("c")) == pytest.approx(13 / 18)
+
+
+def test_each_engine_slows_by_pccs_at_the_dram_throughput_of_its_co_runners():
+    """Two DLA streams at 20 GB/s each and a GPU engine at 40 GB/s on a 200 GB/s DRAM: a stream sees
+    (20 + 40) / 200 = 30% from its co-runners, the GPU engine (20 + 20) / 200 = 20%."""
+    two = Situation("dla", "int8", cores=2, metric="throughput", gpu_batch=8)
+    stream, gpu = contention(two, 20e9, 40e9, 200e9)
+    assert stream == pytest.approx(slowdown("dla", 30.0)) and gpu == pytest.approx(slowdown("gpu", 20.0))
+    assert stream > 1.0 and gpu > 1.0
+    alone = contention(Situation("dla", "int8", cores=2, metric="throughput"), 20e9, 0.0, 200e9)
+    assert alone == (pytest.approx(slowdown("dla", 10.0)), 1.0)
+
+
+def test_two_dla_streams_slow_each_other_by_the_dram_each_occupies(tmp_path):
+    """Throughput of two streams = 2 / (T * slowdown(dla, 100 * bytes / (T * B)))."""
+    path = _conv(tmp_path, c=64, hw=160)  # activation-heavy: DRAM matters
+    profile = load_profile("nvidia-dla")
+    two = prepare(path, "orin-agx", Situation("dla", "int8", cores=2, metric="throughput"), CATALOG, profile)
+    alone, _ = stage_times(two.stage, profile.constants)
+    x = 100 * stage_dram_bytes(two.stage, profile.constants) / alone / two.stage.bandwidth
+    assert 1 < x < 60
+    figure = score(two, profile.constants)
+    assert figure.throughput == pytest.approx(2 / (alone * slowdown("dla", x)), rel=1e-9)
+    assert figure.latency_s == alone  # one inference on its own is still the latency
+
+
+def test_a_gpu_engine_beside_two_dla_streams_shares_the_same_dram(tmp_path):
+    path = _conv(tmp_path, c=64, hw=160)
+    profile = load_profile("nvidia-dla")
+    both = prepare(path, "orin-agx", Situation("dla", "int8", batch=1, cores=2, metric="throughput", gpu_batch=4),
+                   CATALOG, profile)
+    dla = prepare(path, "orin-agx", Situation("dla", "int8", cores=2, metric="throughput"), CATALOG, profile)
+    gpu = prepare(path, "orin-agx", Situation("gpu", "int8", batch=4, metric="throughput"), CATALOG, profile)
+    together = score(both, profile.constants).throughput
+    apart = score(dla, profile.constants).throughput + score(gpu, profile.constants).throughput
+    assert together < apart
+    # a DRAM four times faster takes most of the contention away
+    fast = replace(both, stage=replace(both.stage, bandwidth=4 * both.stage.bandwidth),
+                   gpu_stage=replace(both.gpu_stage, bandwidth=4 * both.gpu_stage.bandwidth))
+    fast_dla = replace(dla, stage=replace(dla.stage, bandwidth=4 * dla.stage.bandwidth))
+    fast_gpu = replace(gpu, stage=replace(gpu.stage, bandwidth=4 * gpu.stage.bandwidth))
+    fast_apart = score(fast_dla, profile.constants).throughput + score(fast_gpu, profile.constants).throughput
+    assert together / apart < score(fast, profile.constants).throughput / fast_apart

@@ -45,6 +45,7 @@ class _Formats:
 
 TensorFormat = _Formats
 BuilderFlag = _Enum("BuilderFlag")
+OnnxParserFlag = _Enum("OnnxParserFlag")
 DeviceType = _Enum("DeviceType")
 MemoryPoolType = _Enum("MemoryPoolType")
 int8, float16, float32 = "int8", "float16", "float32"
@@ -75,7 +76,8 @@ class _Network:
 class OnnxParser:
     num_errors = 0
     def __init__(self, network, logger):
-        self.network = network
+        self.network, self.flags = network, []
+    def set_flag(self, flag): self.flags.append(flag)
     def parse(self, data):
         model = onnx.ModelProto()
         model.ParseFromString(data)
