@@ -223,10 +223,13 @@ def _write(cfg: ParetoConfig, folder: Path, study: optuna.Study, storage: str, c
     if not complete:
         raise EdgeplanError("no trial produced a plan; see trials.csv for the errors", file=str(folder))
     front = []
-    seen: set[str] = set()
-    for t in sorted(study.best_trials, key=lambda t: (t.values, t.number)):  # one point per distinct plan
-        if t.user_attrs["plan_sha256"] not in seen:
-            seen.add(t.user_attrs["plan_sha256"])
+    seen: set[object] = set()
+    # one point per distinct plan and per distinct trade-off: a mirror plan (the same layers on the other,
+    # identical DLA core) scores exactly the same and would only repeat a point
+    for t in sorted(study.best_trials, key=lambda t: (t.values, t.number)):
+        keys = (t.user_attrs["plan_sha256"], tuple(t.values))
+        if not seen.intersection(keys):
+            seen.update(keys)
             front.append(t)
     (folder / "front").mkdir(exist_ok=True)
     points = []

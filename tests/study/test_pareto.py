@@ -36,6 +36,8 @@ def test_front_keeps_distinct_plans_each_valid_and_a_budget_moves_work_to_the_dl
     assert len(front["points"]) >= 2
     shas = [p["plan_sha256"] for p in front["points"]]
     assert len(set(shas)) == len(shas)
+    trade_offs = [tuple(p["values"].values()) for p in front["points"]]
+    assert len(set(trade_offs)) == len(trade_offs), "a mirror plan (other DLA core, same figures) repeats a point"
     catalog = load_catalog()
     for point in front["points"]:
         plan = json.loads((outcome.folder / point["plan"]).read_text())
