@@ -151,29 +151,45 @@ def _check_profile(path: Path, where: str) -> None:
         raise BadInputError(f"study config 'profile' is not a latency profile: {exc.message}", file=where) from None
 
 
-def load_config(path: str | Path) -> StudyConfig:
-    path = Path(path)
+def read_config(path: Path) -> tuple[dict[str, Any], str]:
+    """The TOML table and text of a study config of either kind, bounded in size; one-line errors."""
     where = str(path)
     if not path.is_file():
         raise BadInputError("study config not found", file=where)
     if path.stat().st_size > MAX_CONFIG_BYTES:
         raise BadInputError(f"study config is larger than {MAX_CONFIG_BYTES} bytes", file=where)
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        return tomllib.loads(text), text
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise BadInputError(f"not a TOML study config: {exc}", file=where) from None
+
+
+def config_relative(config: Path, value: str) -> Path:
+    """A path written in a config is relative to the config's folder."""
+    given = Path(value)
+    return given if given.is_absolute() else (config.parent / given).resolve()
+
+
+def config_profile(raw: dict[str, Any], config: Path) -> Path | None:
+    """The config's latency profile, if it names one, checked to be one."""
+    if "profile" not in raw:
+        return None
+    profile = config_relative(config, raw["profile"])
+    _check_profile(profile, str(config))
+    return profile
+
+
+def load_config(path: str | Path) -> StudyConfig:
+    path = Path(path)
+    where = str(path)
+    raw, _ = read_config(path)
     validate_table(raw, SCHEMA, where)
     search = raw.get("search", {})
     validate_table(search, SEARCH_SCHEMA, where, prefix="search.")
-    model = Path(raw["model"])
-    if not model.is_absolute():
-        model = (path.parent / model).resolve()
+    model = config_relative(path, raw["model"])
     shapes = {k: tuple(v) for k, v in raw.get("input_shapes", {}).items()}
-    profile = None
-    if "profile" in raw:
-        profile = Path(raw["profile"])
-        profile = profile if profile.is_absolute() else (path.parent / profile).resolve()
-        _check_profile(profile, where)
+    profile = config_profile(raw, path)
     return StudyConfig(
         name=raw["name"], model=model, target=raw["target"], objective=raw["objective"],
         n_trials=raw["n_trials"], seed=raw["seed"], sampler=raw.get("sampler", "tpe"),

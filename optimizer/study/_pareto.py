@@ -14,7 +14,6 @@ import hashlib
 import io
 import json
 import logging
-import tomllib
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,7 +27,16 @@ from optimizer.errors import BadInputError, EdgeplanError
 from optimizer.fileio import atomic_write_text, dumps_json, write_json
 from optimizer.solver import PlanRequest
 from optimizer.solver._multi import MultiRequest
-from optimizer.study._config import MAX_CONFIG_BYTES, MAX_SEED, MAX_TIME_LIMIT_S, Key, _plain_name, validate_table
+from optimizer.study._config import (
+    MAX_SEED,
+    MAX_TIME_LIMIT_S,
+    Key,
+    _plain_name,
+    config_profile,
+    config_relative,
+    read_config,
+    validate_table,
+)
 
 log = logging.getLogger(__name__)
 PARETO_SCHEMA = "edgeplan.pareto/v1"
@@ -81,24 +89,16 @@ class ParetoOutcome:
 def is_pareto_config(path: str | Path) -> bool:
     """A study config that names several `models` (or `objectives`) is a Pareto study."""
     try:
-        raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
-        return False
+        raw, _ = read_config(Path(path))
+    except (OSError, BadInputError):
+        return False  # load_config says what is wrong with it
     return "models" in raw or "objectives" in raw
 
 
 def load_pareto_config(path: str | Path) -> ParetoConfig:
     path = Path(path)
     where = str(path)
-    if not path.is_file():
-        raise BadInputError("study config not found", file=where)
-    if path.stat().st_size > MAX_CONFIG_BYTES:
-        raise BadInputError(f"study config is larger than {MAX_CONFIG_BYTES} bytes", file=where)
-    text = path.read_text(encoding="utf-8")
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInputError(f"not a TOML study config: {exc}", file=where) from None
+    raw, text = read_config(path)
     validate_table(raw, SCHEMA, where)
     search = raw.get("search", {})
     validate_table(search, SEARCH_SCHEMA, where, prefix="search.")
@@ -117,11 +117,8 @@ def load_pareto_config(path: str | Path) -> ParetoConfig:
     loadables = search.get("max_loadables", [4])
     if not loadables or not all(isinstance(k, int) and 1 <= k <= 4 for k in loadables):
         raise BadInputError("search.max_loadables: integers in [1, 4]", file=where)
-    models = tuple((p if p.is_absolute() else (path.parent / p).resolve()) for p in map(Path, raw["models"]))
-    profile = None
-    if "profile" in raw:
-        profile = Path(raw["profile"])
-        profile = profile if profile.is_absolute() else (path.parent / profile).resolve()
+    models = tuple(config_relative(path, m) for m in raw["models"])
+    profile = config_profile(raw, path)
     return ParetoConfig(name=raw["name"], models=models, target=raw["target"],
                         objectives=tuple(raw["objectives"]), n_trials=raw["n_trials"], seed=raw["seed"],
                         time_limit_s=float(raw.get("time_limit", 10.0)), profile=profile,

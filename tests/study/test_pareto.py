@@ -56,3 +56,18 @@ def test_reproduce_is_byte_identical_and_cli_prints_the_front(tmp_path):
     assert "Pareto front" in run.stdout and "DLA: dla" in run.stdout
     same, diff = reproduce_pareto(str(tmp_path / "s"))
     assert same, diff
+
+
+def test_a_bad_pareto_config_is_one_line_exit_2_like_any_study_config(tmp_path):
+    config = _config(tmp_path)
+    profile_named = config.read_text().replace('seed = 0', 'seed = 0\nprofile = "no_such_profile.toml"')
+    cases = {"latin1": config.read_bytes().replace(b'"pair"', b'"p\xe9"'),
+             "profile": profile_named.encode()}
+    for name, content in cases.items():
+        bad = tmp_path / f"{name}.toml"
+        bad.write_bytes(content)
+        run = subprocess.run([sys.executable, "-m", "optimizer", "study", str(bad), "--out", str(tmp_path / name)],
+                             capture_output=True, text=True)
+        assert run.returncode == 2, (name, run.stderr)
+        assert run.stderr.count("\n") == 1 and str(bad) in run.stderr and "internal error" not in run.stderr
+        assert not (tmp_path / name).exists()
