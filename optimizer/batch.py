@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from optimizer import __version__
+from optimizer.batch_multi import MULTI_FIELDS, GroupJob, MultiOptions, check_options, plan_group_jobs, run_group_job
 from optimizer.batch_summary import summary_html
 from optimizer.enums import Device
 from optimizer.errors import BadInputError, EdgeplanError, InfeasibleError
@@ -40,7 +41,8 @@ if TYPE_CHECKING:  # run_job imports the plan stage where it runs
 log = logging.getLogger(__name__)
 PARENT_POLL_S = 1.0  # how often a worker checks that the batch that started it is still alive
 SUMMARY_FIELDS = ("model", "target", "status", "error", "unknown_sizes", "nodes", "groups", "accelerator_coverage",
-                  "latency_ms", "baseline", "baseline_ms", "speedup", "solver_status", "solve_s", "wall_s", "plan")
+                  "latency_ms", "baseline", "baseline_ms", "speedup", "solver_status", "solve_s", "wall_s", "plan",
+                  *MULTI_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -112,8 +114,11 @@ def plan_jobs(models: Sequence[Path], targets: Sequence[str], out: Path, time_li
     return jobs
 
 
-def run_job(job: Job) -> dict[str, Any]:
-    """One model on one target; never raises, the outcome is the row."""
+def run_job(job: Job | GroupJob) -> dict[str, Any]:
+    """One model (or one group of models, optimizer/batch_multi.py) on one target; never raises, the outcome
+    is the row."""
+    if isinstance(job, GroupJob):
+        return run_group_job(job)
     from optimizer.plan import optimize
     from optimizer.plan._report import plan_files
     from optimizer.solver import PlanRequest
@@ -163,7 +168,7 @@ def _size_status(plan: Plan) -> dict[str, str]:
     return out
 
 
-def _finished(job: Job) -> dict[str, Any] | None:
+def _finished(job: Job | GroupJob) -> dict[str, Any] | None:
     path = Path(job.folder) / "job.json"
     try:
         record = json.loads(path.read_text())
@@ -174,15 +179,26 @@ def _finished(job: Job) -> dict[str, Any] | None:
 
 def run_batch(models: Sequence[str], targets: Sequence[str], out: str, *, workers: int = 1,
               dask_address: str | None = None, time_limit_s: float = 60.0, objective: str = "latency",
-              profiles: Sequence[str] = (), progress: Callable[[int, int, dict[str, Any]], None] | None = None
-              ) -> list[dict[str, Any]]:
+              profiles: Sequence[str] = (), progress: Callable[[int, int, dict[str, Any]], None] | None = None,
+              groups: Sequence[Sequence[Path]] = (), multi: MultiOptions | None = None) -> list[dict[str, Any]]:
     """Plans every model on every target into `out`/<stem>/<target>/ and writes summary.csv and
     summary.html; returns the summary rows in job order. Jobs finished earlier (same content hash) are
-    skipped; a failing job is a row with its error, never an exception; `progress(done, total, row)`."""
+    skipped; a failing job is a row with its error, never an exception; `progress(done, total, row)`.
+    `groups`: sets of models each planned together on every target, under `multi` (optimizer/batch_multi.py)."""
     if workers < 1:
         raise BadInputError(f"--workers must be >= 1, got {workers}")
     out_dir = Path(out)
-    jobs = plan_jobs(expand_models(models), targets, out_dir, time_limit_s, objective, profiles)
+    multi = multi or MultiOptions(objective=objective)
+    singles = expand_models(models)
+    together = [tuple(g) for g in groups]
+    if multi.whole_request():  # a multi-only objective or budget: every model is a group (of one, or more)
+        together = [(m,) for m in singles] + together
+        singles = []
+    check_options(multi, together)
+    jobs: list[Job | GroupJob] = list(plan_jobs(singles, targets, out_dir, time_limit_s, objective, profiles))
+    if together:
+        jobs += plan_group_jobs(together, targets, out_dir, time_limit_s, multi, _profiles_by_family(profiles),
+                                {Path(j.folder).parent.name for j in jobs})
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     todo = []
     for job in jobs:
@@ -214,8 +230,7 @@ def run_batch(models: Sequence[str], targets: Sequence[str], out: str, *, worker
                 record(run_job(job))
         else:
             # biggest models first (longest-processing-time order) keeps every worker busy to the end
-            largest_first = sorted(todo, key=lambda j: -(Path(j.model).stat().st_size if Path(j.model).is_file()
-                                                         else 0))
+            largest_first = sorted(todo, key=lambda j: -_size(j))
             run_pool(largest_first, workers, record)
     except BaseException as exc:  # interrupted or broken: the summary still says what was done and what was not
         reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}"[:200]
@@ -227,6 +242,12 @@ def run_batch(models: Sequence[str], targets: Sequence[str], out: str, *, worker
     ordered = [rows[(job.model, job.target)] for job in jobs]
     write_summaries(out_dir, ordered)
     return ordered
+
+
+def _size(job: Job | GroupJob) -> int:
+    if isinstance(job, GroupJob):
+        return job.size()
+    return Path(job.model).stat().st_size if Path(job.model).is_file() else 0
 
 
 def _watch_parent(parent: int) -> None:
@@ -261,14 +282,14 @@ def _death(process: BaseProcess) -> str:
     return f"exited with code {code}"
 
 
-def run_pool(jobs: Sequence[Job], workers: int, record: Callable[[dict[str, Any]], None]) -> None:
+def run_pool(jobs: Sequence[Job | GroupJob], workers: int, record: Callable[[dict[str, Any]], None]) -> None:
     """Runs the jobs on `workers` local processes; a dead worker's job becomes a failed row and the worker
     is replaced, so every other job still runs."""
     context = get_context("spawn")
     pending = deque(jobs)
-    held: dict[Connection, tuple[BaseProcess, Job]] = {}
+    held: dict[Connection, tuple[BaseProcess, Job | GroupJob]] = {}
 
-    def start(job: Job) -> None:
+    def start(job: Job | GroupJob) -> None:
         parent_end, child_end = context.Pipe()
         process = context.Process(target=_worker, args=(child_end, os.getpid()), daemon=True,
                                   name="edgeplan-batch-worker")

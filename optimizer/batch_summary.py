@@ -14,7 +14,8 @@ COLUMNS = (("model", "model", "text"), ("target", "target", "text"), ("status", 
            ("accelerator_coverage", "on accelerator", "pct"), ("latency_ms", "predicted (ms)", "ms"),
            ("baseline", "best baseline", "text"), ("baseline_ms", "baseline (ms)", "ms"),
            ("speedup", "latency gain", "x"), ("solver_status", "solver", "text"), ("solve_s", "solve (s)", "s"),
-           ("wall_s", "wall (s)", "s"), ("error", "error", "text"))
+           ("wall_s", "wall (s)", "s"), ("objective", "objective", "text"), ("note", "note", "text"),
+           ("error", "error", "text"))
 STATUS_COLOUR = {"ok": "#e8f5e9", "infeasible": "#fff8e1", "needs-shapes": "#e3f2fd"}
 
 SCRIPT = """
@@ -79,7 +80,7 @@ def _table(rows: Sequence[Mapping[str, Any]], out: Path) -> str:
 
 def _speedup_chart(rows: Sequence[Mapping[str, Any]], width: int = 760) -> str:
     """One bar per model x target: the plan's latency gain over the best baseline, with x1 marked."""
-    points = [(f"{Path(str(r['model'])).stem} @ {r['target']}", float(r["speedup"])) for r in rows
+    points = [(f"{r.get('group') or Path(str(r['model'])).stem} @ {r['target']}", float(r["speedup"])) for r in rows
               if r.get("status") in ("ok", "needs-shapes") and r.get("speedup") not in (None, "")]
     if not points:
         return "<p>No finished plan to chart.</p>"

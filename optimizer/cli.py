@@ -386,16 +386,21 @@ def _study(args: argparse.Namespace) -> int:
 
 def _batch(args: argparse.Namespace) -> int:
     from optimizer.batch import run_batch
+    from optimizer.batch_multi import batch_options, parse_groups
 
+    groups = parse_groups(args.group)
+    if not args.models and not groups:
+        raise BadInputError("batch needs MODEL files or a --group")
+    multi = batch_options(args)
     bar = _progress(args, "batch jobs")
 
     def progress(done: int, total: int, row: dict[str, Any]) -> None:
-        bar(done, total, f"{Path(row['model']).name} {row['target']}: {row['status']}")
+        bar(done, total, f"{row.get('group') or Path(row['model']).name} {row['target']}: {row['status']}")
 
     try:
         rows = run_batch(args.models, args.target, args.out, workers=args.workers, dask_address=args.dask,
                          time_limit_s=args.time_limit, objective=args.objective, profiles=args.profile or (),
-                         progress=progress)
+                         progress=progress, groups=groups, multi=multi)
     finally:
         bar.close()
     ok = sum(r["status"] == "ok" for r in rows)
@@ -404,6 +409,9 @@ def _batch(args: argparse.Namespace) -> int:
     print(f"edgeplan batch: {len(rows)} jobs, {ok} ok, {len(rows) - ok - shapes} failed or infeasible, "
           + (f"{shapes} needs-shapes, " if shapes else "")
           + f"{skipped} skipped (already done); wrote {args.out}/summary.csv and summary.html")
+    unproven = [r for r in rows if r.get("note") and r["status"] == "ok"]
+    for row in unproven:  # a group's plan that is the solver's best or a baseline says so
+        print(f"edgeplan: note: {row.get('group') or row['model']} on {row['target']}: {row['note']}", file=sys.stderr)
     for row in rows:
         if row["status"] == "needs-shapes":
             print(f"edgeplan: needs-shapes: {row['model']} on {row['target']}: planned on unknown sizes "
@@ -430,6 +438,19 @@ EXAMPLES = {
     "suggest": "edgeplan suggest examples/yolov8n.onnx --target orin-agx",
     "edit": "edgeplan edit model.onnx --apply ID1,ID2 --out edited.onnx --target orin-agx",
 }
+
+
+def _multi_args(p: argparse.ArgumentParser) -> None:
+    """batch: the per-model requests of groups (optimize takes the same flags with several models)."""
+    p.add_argument("--rate", action="append", metavar="NAME=FPS",
+                   help="--objective throughput: frames/s model NAME (a file stem) of a --group must sustain")
+    p.add_argument("--latency-cap", action="append", metavar="NAME=MS", help="cap on model NAME of a --group")
+    p.add_argument("--weight", action="append", metavar="NAME=W", help="weight of model NAME (--objective weighted)")
+    p.add_argument("--gpu-budget", type=float, metavar="SHARE",
+                   help="the GPU may be busy at most this share of each frame (every job is planned as a group)")
+    p.add_argument("--makespan-cap", type=float, metavar="MS", help="cap on the makespan of one frame of a group")
+    p.add_argument("--no-contention", action="store_true",
+                   help="leave shared-DRAM contention (PCCS) out of the groups' objective")
 
 
 def _common() -> _Parser:
@@ -549,16 +570,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=_study)
 
     p = command("batch", "many models x targets in one job, with a summary")
-    p.add_argument("models", nargs="+", metavar="MODEL", help="ONNX files, globs, or .txt lists of paths")
+    p.add_argument("models", nargs="*", metavar="MODEL", help="ONNX files, globs, or .txt lists of paths")
+    p.add_argument("--group", action="append", metavar="A.onnx,B.onnx",
+                   help="models planned together on each target, sharing its engines (repeatable; see optimize "
+                        "with several models)")
     p.add_argument("--target", action="append", required=True, help="target ID (repeatable)")
     p.add_argument("--out", required=True, metavar="DIR", help="folder for summary.csv, summary.html and the plans")
     p.add_argument("--workers", type=int, default=1, help="local worker processes")
     p.add_argument("--dask", metavar="tcp://HOST:PORT", help="run the jobs on an existing Dask cluster")
     p.add_argument("--time-limit", type=float, default=60.0, metavar="S",
                    help="wall-clock seconds per job (see optimize --time-limit)")
-    p.add_argument("--objective", default="latency", choices=OBJECTIVES, help="see optimize --objective")
+    p.add_argument("--objective", default="latency", choices=OBJECTIVES + MULTI_ONLY,
+                   help="see optimize --objective (a --group under latency is planned for its makespan)")
     p.add_argument("--profile", action="append", metavar="FILE",
                    help="calibrated latency profile (edgeplan calibrate); one per target family, repeatable")
+    _multi_args(p)
     p.set_defaults(run=_batch)
 
     p = command("predict", "the predicted figure of one fixed configuration (no optimisation)")
