@@ -174,13 +174,15 @@ def _optimize_multi(args: argparse.Namespace, shapes: dict[str, tuple[int, ...]]
     from optimizer.fileio import write_file_set
     from optimizer.multi import MERGED_NAME, multi_request, multi_summary, optimize_multi
 
-    for flag in ("sensitivity", "int8_budget", "pin", "precision", "loadable_sram", "explain", "dla_standalone"):
+    for flag in ("sensitivity", "int8_budget", "precision", "explain", "dla_standalone"):
         if getattr(args, flag, None):
             raise BadInputError(f"--{flag.replace('_', '-')} is not offered with several models or the "
                                 f"{args.objective} objective yet")
     request = PlanRequest(objective="latency", time_limit_s=args.time_limit, seed=args.seed, workers=args.workers,
                           deterministic_limit_s=args.deterministic_limit, allowed_precisions=allowed,
-                          sram_bytes=args.sram_bytes, max_loadables=args.max_loadables, sparsity=args.sparsity)
+                          sram_bytes=args.sram_bytes, max_loadables=args.max_loadables, sparsity=args.sparsity,
+                          pins=parse_assignments(args.pin, "--pin"),
+                          sram_per_loadable=_byte_list(args.loadable_sram, "--loadable-sram"))
     multi = multi_request(args)
     out = Path(args.out)
     if out.exists() and not out.is_dir():

@@ -102,10 +102,11 @@ def optimize_multi(model_paths: Sequence[str], target_id: str, request: PlanRequ
     catalog = catalog or load_catalog()
     target = catalog.target(target_id)
     check_target(request, target)
-    if request.with_edits or request.sram_per_loadable or request.dla_standalone or request.latency_cap_ms:
+    if request.with_edits or request.dla_standalone or request.latency_cap_ms or request.precision_pins:
         raise BadInputError("several models (or --objective energy/makespan/weighted, --gpu-budget) do not take "
-                            "--with-edits, --loadable-sram, --dla-standalone or a single --latency-cap MS here; "
+                            "--with-edits, --precision, --dla-standalone or a single --latency-cap MS here; "
                             "use --latency-cap NAME=MS per model or --makespan-cap MS")
+    check_pools(request, catalog, target)
     profile = load_profile(target.family, profile_path)
     merged, parts = merge_models(model_paths)
     names = tuple(p.name or Path(p.path).stem for p in parts)
@@ -118,7 +119,8 @@ def optimize_multi(model_paths: Sequence[str], target_id: str, request: PlanRequ
     groups = build_groups(report)
     group_part = [part_of(g.anchor, parts) for g in groups.groups]
     budget = Budget(request.time_limit_s, started, len(groups.groups), request.deterministic_limit_s)
-    lm = LatencyModel(groups, catalog, target, profile, request.sram_bytes, io=report.io)
+    lm = LatencyModel(groups, catalog, target, profile, request.sram_bytes, io=report.io,
+                      loadable_sram=request.sram_per_loadable)
     power = target_power(target)
     limit = loadable_limit(request, int(catalog.rule("DLA-LOADABLES").params["max"]))
     options = {g: group_options(lm, g, ALL) for g in range(len(groups.groups))}
@@ -133,7 +135,8 @@ def optimize_multi(model_paths: Sequence[str], target_id: str, request: PlanRequ
     if per_engine:
         best = min(per_engine, key=lambda n: (scored[n].objective, n))
         base["one_per_engine"], scored["one_per_engine"] = base[best], scored[best]
-    usable = sorted((s.objective, n) for n, s in scored.items() if meets(s, names, multi))
+    usable = sorted((s.objective, n) for n, s in scored.items()
+                    if meets(s, names, multi) and honours_pins(lm, base[n], request.pins))
     hint = base[usable[0][1]] if usable else None
     notes: list[str] = []
     try:
@@ -186,6 +189,31 @@ def optimize_multi(model_paths: Sequence[str], target_id: str, request: PlanRequ
     planned = Planned(plan=typed, run=run, report=report, groups=groups, model=lm, placements=result.placements,
                       breakdown=breakdown, subgraphs=subgraphs, baselines=base_pairs)
     return MultiPlanned(planned=planned, merged=merged, parts=parts, evaluation=evaluation)
+
+
+def check_pools(request: PlanRequest, catalog: Catalog, target: Any) -> None:
+    """The SRAM pools a request names are buildable ones (DLA-POOL-POW2, DLA-SRAM-ORIN/XAVIER)."""
+    from optimizer.plan._build import check_loadable_sram, check_pool_size
+
+    if request.sram_bytes is not None and target.accelerator == "dla":
+        check_pool_size(request.sram_bytes, "dla_sram_bytes", catalog)
+    if request.sram_per_loadable:
+        if target.accelerator != "dla" or not target.has_accelerator:
+            raise BadInputError(f"per-loadable SRAM pools apply to Jetson targets with a DLA, not {target.id}")
+        check_loadable_sram(request.sram_per_loadable, catalog, target)
+
+
+def honours_pins(lm: LatencyModel, placements: tuple[Placement, ...], pins: Mapping[str, str]) -> bool:
+    """Whether an assignment keeps every --pin (a baseline ignores them: it may only stand in for the plan
+    when it happens to keep them)."""
+    for node, device in pins.items():
+        g = lm.groups.node_group.get(node, -1)
+        if g < 0:
+            continue  # the solver names a bad pin
+        placed = placements[g]
+        if placed.device != device and not (device == "dla" and placed.option.device == "dla"):
+            return False
+    return True
 
 
 def _phase(budget: Budget, share: float) -> Budget:
@@ -253,7 +281,9 @@ def _cheapest_bound(lm: LatencyModel, multi: MultiRequest, group_part: Sequence[
     costliest group. 0 for the other objectives."""
     if multi.objective not in ("makespan", "throughput") or (multi.objective == "throughput" and multi.rates):
         return 0
-    cheapest = [min(lm.option_ns(g, o) for o in group_options(lm, i, ALL)) for i, g in enumerate(lm.groups.groups)]
+    from optimizer.solver._bounds import _option_ns
+
+    cheapest = [min(_option_ns(lm, i, o) for o in group_options(lm, i, ALL)) for i in range(len(lm.groups.groups))]
     engines = 1 + lm.target.cores if lm.target.accelerator == "dla" else len(lm.target.devices)
     shared = -(-sum(cheapest) // max(engines, 1))
     if multi.objective == "throughput":

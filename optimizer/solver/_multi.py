@@ -120,6 +120,35 @@ class MultiPlanModel(PlanModel):
     def interchangeable_cores(self) -> bool:
         return False
 
+    def _slot_sram(self) -> None:
+        """DLA-SRAM-PER-LOADABLE as PlanModel holds it, with each delta's group kept (its model's busy time)."""
+        self.sram_terms: list[tuple[int, cp_model.IntVar, int]] = []  # (delta ns, literal, DLA core)
+        self.sram_group: list[int] = []
+        self.sram_least: dict[int, int] = {}  # group -> its most negative delta (a larger pool is faster)
+        if not self.lm.loadable_sram:
+            return
+        for g in self.dla_groups:
+            group = self.groups[g]
+            for choice, var in zip(self.choices[g], self.x[g]):
+                if choice.option.device != "dla" or choice.option.edit is not None:
+                    continue
+                for s in self.slots:
+                    delta = self.lm.option_ns(group, choice.option, sram_bytes=self.lm.sram_of(s)) - choice.cost_ns
+                    if delta == 0 or (g, s) not in self.inslot:
+                        continue
+                    both = self.model.new_bool_var(f"sram[{group.anchor}|{choice.option.label()}|{s}]")
+                    self.model.add_bool_and([var, self.inslot[g, s]]).only_enforce_if(both)
+                    self.model.add_bool_or([var.Not(), self.inslot[g, s].Not(), both])
+                    self.sram_terms.append((delta, both, choice.core))
+                    self.sram_group.append(g)
+                    self.sram_least[g] = min(self.sram_least.get(g, 0), delta)
+
+    def _sram_part_terms(self) -> dict[tuple[int, str], list[tuple[int, cp_model.IntVar]]]:
+        out: dict[tuple[int, str], list[tuple[int, cp_model.IntVar]]] = {}
+        for (delta, both, core), g in zip(self.sram_terms, self.sram_group):
+            out.setdefault((self.group_part[g], f"dla{core}"), []).append((delta, both))
+        return out
+
     # ---- per-model terms --------------------------------------------------------------------------
     def _part_terms(self) -> dict[tuple[int, str], list[tuple[int, cp_model.IntVar]]]:
         terms: dict[tuple[int, str], list[tuple[int, cp_model.IntVar]]] = {}
@@ -128,6 +157,8 @@ class MultiPlanModel(PlanModel):
             for choice, var in zip(self.choices[g], self.x[g]):
                 device = f"dla{choice.core}" if choice.option.device == "dla" else choice.option.device
                 terms.setdefault((k, device), []).append((choice.cost_ns, var))
+        for key, more in self._sram_part_terms().items():
+            terms.setdefault(key, []).extend(more)
         copier = "gpu" if self.jetson else "cpu"
         reformatter = "gpu" if self.jetson else "npu"
         n = len(self.transfer_terms)
@@ -159,6 +190,8 @@ class MultiPlanModel(PlanModel):
             for choice, var in zip(self.choices[g], self.x[g]):
                 device = f"dla{choice.core}" if choice.option.device == "dla" else choice.option.device
                 out.setdefault((self.group_part[g], device), []).append((choice.cost_ns, var))
+        for key, more in self._sram_part_terms().items():  # a group's time in its loadable's own pool
+            out.setdefault(key, []).extend(more)
         return out
 
     def _bytes(self) -> dict[tuple[int, str], list[tuple[int, cp_model.IntVar]]]:
@@ -183,6 +216,7 @@ class MultiPlanModel(PlanModel):
         engines = sorted({e for _, e in terms})
         self.horizon = 2 * (sum(max(c.cost_ns for c in cs) for cs in self.choices)
                             + sum(c for c, _ in self.transfer_terms + self.change_terms if c > 0)
+                            + sum(d for d, _, _ in self.sram_terms if d > 0)
                             + (self.lm.launch_ns() if self.jetson else 0) * len(self.slots)
                             + self.lm.inference_ns() * len(self.names)) + 1
         busy = {(k, e): _lin(terms.get((k, e), [])) for k in parts for e in engines}
@@ -248,7 +282,8 @@ class MultiPlanModel(PlanModel):
         if rated:
             rate = max(milli_rate(r) for r in self.multi.rates.values())
             return 100 * rate * volume / (self.lm.bandwidth * RATE_SCALE)
-        cheapest = [min(c.cost_ns for c in cs) for cs in self.choices]
+        cheapest = [max(0, min(c.cost_ns for c in cs) + self.sram_least.get(g, 0))
+                    for g, cs in enumerate(self.choices)]
         engines = 1 + len(self.dla_cores) if self.jetson else len(self.target.devices)
         shortest = max(max(cheapest, default=0), sum(cheapest) // max(engines, 1))  # any period is at least this
         return 100 * 1000 * volume / (bandwidth_x10(self.lm) * 100 * max(shortest, 1))
