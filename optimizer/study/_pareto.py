@@ -28,6 +28,7 @@ from optimizer.fileio import atomic_write_text, dumps_json, write_json
 from optimizer.solver import PlanRequest
 from optimizer.solver._multi import MultiRequest
 from optimizer.study._config import (
+    MAX_PARTITIONS,
     MAX_SEED,
     MAX_TIME_LIMIT_S,
     Key,
@@ -37,6 +38,7 @@ from optimizer.study._config import (
     read_config,
     validate_table,
 )
+from optimizer.study._pareto_space import ParetoSpace
 
 log = logging.getLogger(__name__)
 PARETO_SCHEMA = "edgeplan.pareto/v1"
@@ -59,6 +61,8 @@ SEARCH_SCHEMA: dict[str, Key] = {
     "gpu_budgets": Key(list),
     "planner_objectives": Key(list),
     "max_loadables": Key(list),
+    "sram": Key(bool),
+    "max_partitions": Key(int, low=0, high=MAX_PARTITIONS),
 }
 
 
@@ -77,6 +81,8 @@ class ParetoConfig:
     max_loadables: tuple[int, ...]
     source: Path
     text: str
+    search_sram: bool = False  # one SRAM pool per DLA loadable (DLA-SRAM-PER-LOADABLE)
+    max_partitions: int = 0  # cut points per model; each stage auto or pinned to the GPU or the DLA
 
 
 @dataclass(frozen=True)
@@ -123,7 +129,9 @@ def load_pareto_config(path: str | Path) -> ParetoConfig:
                         objectives=tuple(raw["objectives"]), n_trials=raw["n_trials"], seed=raw["seed"],
                         time_limit_s=float(raw.get("time_limit", 10.0)), profile=profile,
                         gpu_budgets=tuple(float(b) for b in budgets), planner_objectives=tuple(planners),
-                        max_loadables=tuple(loadables), source=path, text=text)
+                        max_loadables=tuple(loadables), source=path, text=text,
+                        search_sram=bool(search.get("sram", False)),
+                        max_partitions=int(search.get("max_partitions", 0)))
 
 
 def _values(plan: dict[str, Any], objectives: Sequence[str]) -> list[float]:
@@ -134,15 +142,20 @@ def _values(plan: dict[str, Any], objectives: Sequence[str]) -> list[float]:
     return [float(table[o]) for o in objectives]
 
 
-def _plan_trial(cfg: ParetoConfig, trial: optuna.trial.Trial) -> dict[str, Any]:
+def _plan_trial(cfg: ParetoConfig, space: ParetoSpace, trial: optuna.trial.Trial) -> dict[str, Any]:
     from optimizer.multi import MERGED_NAME, optimize_multi
 
     budget = trial.suggest_categorical("gpu_budget", list(cfg.gpu_budgets))
     planner = trial.suggest_categorical("planner_objective", list(cfg.planner_objectives))
     loadables = trial.suggest_categorical("max_loadables", list(cfg.max_loadables))
+    pools = space.pools(trial)
+    pins = space.pins(trial)
+    trial.set_user_attr("sram_per_loadable", list(pools))
+    trial.set_user_attr("pins", pins)
     request = PlanRequest(objective="latency", time_limit_s=cfg.time_limit_s * 4,
                           deterministic_limit_s=_deterministic(cfg.time_limit_s), seed=cfg.seed,
-                          max_loadables=None if loadables == 4 else loadables, explain_infeasible=False)
+                          max_loadables=None if loadables == 4 else loadables, explain_infeasible=False,
+                          pins=pins, sram_per_loadable=pools)
     multi = MultiRequest(objective=planner, gpu_budget=None if budget >= 1 else budget)
     planned = optimize_multi([str(m) for m in cfg.models], cfg.target, request, multi,
                              profile_path=str(cfg.profile) if cfg.profile else None, merged_path=MERGED_NAME)
@@ -155,7 +168,11 @@ def _deterministic(time_limit_s: float) -> float:
     return deterministic_budget(time_limit_s, 0)
 
 
-def _study(cfg: ParetoConfig, storage: str) -> optuna.Study:
+def _space(cfg: ParetoConfig) -> ParetoSpace:
+    return ParetoSpace(cfg.models, cfg.target, cfg.profile, cfg.search_sram, cfg.max_partitions)
+
+
+def _study(cfg: ParetoConfig, storage: str, space: ParetoSpace) -> optuna.Study:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     sampler = optuna.samplers.NSGAIISampler(seed=cfg.seed, population_size=max(2, min(cfg.n_trials, 8)))
     study = optuna.create_study(study_name=cfg.name, storage=storage, directions=["minimize"] * len(cfg.objectives),
@@ -167,15 +184,16 @@ def _study(cfg: ParetoConfig, storage: str) -> optuna.Study:
         study.set_metric_names(list(cfg.objectives))
     for budget in cfg.gpu_budgets[:cfg.n_trials]:  # the sweep the user asked for comes first
         study.enqueue_trial({"gpu_budget": budget, "planner_objective": cfg.planner_objectives[0],
-                             "max_loadables": max(cfg.max_loadables)})
+                             "max_loadables": max(cfg.max_loadables), **space.default_params()})
     return study
 
 
-def _run_trials(cfg: ParetoConfig, study: optuna.Study, progress: Callable[[int, int], None] | None) -> None:
+def _run_trials(cfg: ParetoConfig, study: optuna.Study, space: ParetoSpace,
+                progress: Callable[[int, int], None] | None) -> None:
     for done in range(cfg.n_trials):
         trial = study.ask()
         try:
-            plan = _plan_trial(cfg, trial)
+            plan = _plan_trial(cfg, space, trial)
         except EdgeplanError as exc:
             trial.set_user_attr("error", exc.one_line()[:300])
             study.tell(trial, state=optuna.trial.TrialState.FAIL)
@@ -207,8 +225,9 @@ def run_pareto_study(config_path: str, out_dir: str | None = None, command: Sequ
     if db.exists():
         db.unlink()  # a Pareto study is rerun whole: its front is a function of the config and seed
     storage = f"sqlite:///{db}"
-    study = _study(cfg, storage)
-    _run_trials(cfg, study, progress)
+    space = _space(cfg)
+    study = _study(cfg, storage, space)
+    _run_trials(cfg, study, space, progress)
     return _write(cfg, folder, study, storage, command)
 
 
@@ -236,21 +255,28 @@ def _write(cfg: ParetoConfig, folder: Path, study: optuna.Study, storage: str, c
         write_json(folder / name, plan)
         dla = sorted({layer["device"] for layer in plan["layers"] if layer["device"].startswith("dla")})
         points.append({"trial": t.number, "values": dict(zip(cfg.objectives, t.values)), "params": t.params,
-                       "plan": name, "plan_sha256": t.user_attrs["plan_sha256"], "dla": dla})
+                       "plan": name, "plan_sha256": t.user_attrs["plan_sha256"], "dla": dla,
+                       "pins": t.user_attrs.get("pins", {}),
+                       "sram_per_loadable": t.user_attrs.get("sram_per_loadable", [])})
     best = min(front, key=lambda t: (t.values[0], t.number))
     write_json(folder / "plan.json", _stored_plan(best))
     write_json(folder / "front.json", {"schema": PARETO_SCHEMA, "objectives": list(cfg.objectives),
                                        "points": points})
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["number", "state", "gpu_budget", "planner_objective", "max_loadables", *cfg.objectives,
-                     "on_front", "plan_sha256", "error"])
+    fixed = ("gpu_budget", "planner_objective", "max_loadables")
+    searched = sorted({k for t in study.trials for k in t.params if k not in fixed})
+    writer.writerow(["number", "state", *fixed, *cfg.objectives, "on_front", "plan_sha256", "error", *searched,
+                     "sram_per_loadable", "pins"])
     on_front = {t.number for t in front}
     for t in sorted(study.trials, key=lambda t: t.number):
-        writer.writerow([t.number, t.state.name, t.params.get("gpu_budget", ""), t.params.get("planner_objective", ""),
-                         t.params.get("max_loadables", ""),
+        pools = t.user_attrs.get("sram_per_loadable") or []
+        pins = t.user_attrs.get("pins") or {}
+        writer.writerow([t.number, t.state.name, *(t.params.get(k, "") for k in fixed),
                          *([round(v, 6) for v in t.values] if t.values else [""] * len(cfg.objectives)),
-                         t.number in on_front, t.user_attrs.get("plan_sha256", ""), t.user_attrs.get("error", "")])
+                         t.number in on_front, t.user_attrs.get("plan_sha256", ""), t.user_attrs.get("error", ""),
+                         *(t.params.get(k, "") for k in searched), " ".join(str(b) for b in pools),
+                         " ".join(f"{n}={d}" for n, d in sorted(pins.items()))])
     atomic_write_text(folder / "trials.csv", buffer.getvalue())
     atomic_write_text(folder / "config.toml", cfg.text)
     write_json(folder / "manifest.json", {
