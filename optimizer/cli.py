@@ -212,6 +212,11 @@ def _export(args: argparse.Namespace) -> int:
     for engine in manifest["engines"]:
         print(f"  {engine['id']}: {engine['device']:<5} {engine['onnx']}  in {','.join(engine['inputs'])[:60]}")
     print(f"build files: {', '.join(manifest['build'])}")
+    if "replication" in manifest:  # the plan chose whole copies: copies.sh builds one engine per copy
+        copies = manifest["replication"]["copies"]
+        print("replicated copies (copies.sh): " + ", ".join(f"{c['copy']} {c['frames_per_cycle']} of every "
+                                                            f"{manifest['replication']['cycle_frames']} frames"
+                                                            for c in copies))
     return 0
 
 

@@ -19,6 +19,7 @@ import onnx
 from optimizer.catalog import DEFAULT_TENSORRT, TENSORRT_VERSIONS, Catalog, Target, load_catalog
 from optimizer.check import check_graph
 from optimizer.errors import BadInputError
+from optimizer.export._replicas import replica_export
 from optimizer.export._rknn import convert_script, hybrid_yaml, rknn_settings
 from optimizer.export._submodels import SubModel, split_model, value_infos
 from optimizer.export._tensorrt import boundary_io, build_script, builder_script
@@ -154,7 +155,12 @@ def export_plan(plan_path: str | Path, out_dir: str | Path, model_path: str | No
         files.append(("build.sh", (build_script(subs, plan, whole, tensorrt, io), 0o755)))
         files.append(("build_trt.py", builder_script(subs, plan, tensorrt, io)))
         files += typed
-        manifest["build"] = ["build.sh", "build_trt.py", *(name for name, _ in typed)]
+        replicas, copies_script = replica_export(plan, whole, tensorrt)
+        copies = ["copies.sh"] if replicas is not None else []
+        manifest["build"] = ["build.sh", "build_trt.py", *(name for name, _ in typed), *copies]
+        if replicas is not None:  # the plan chose whole copies with a frame split: one build per copy
+            manifest["replication"] = replicas
+            files.append(("copies.sh", (copies_script, 0o755)))
     else:
         report = check_graph(graph, catalog, target.id)
         settings = rknn_settings(plan, graph, report.io, target.toolkit_platform)

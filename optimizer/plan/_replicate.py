@@ -69,7 +69,7 @@ def replication_json(rep: Replication | None, pipelined_cycle_ns: int) -> dict[s
     why = (f"whole copies on {', '.join(sorted(used))} with frames split "
            + ", ".join(f"{c} {s:.0%}" for c, s in sorted(used.items()))
            + f" give {rep.fps:.1f} fps against {pipelined:.1f} fps pipelined: "
-           + ("replicate (build each copy as its own engine; export writes the pipelined plan only)"
+           + ("replicate (build each copy as its own engine: edgeplan export writes copies.sh and the split)"
               if chosen == "replication" else "the pipelined plan is faster"))
     return {"split": dict(rep.split), "fps": round(rep.fps, 3), "cycle_ms": round(rep.cycle_ns / 1e6, 6),
             "pipelined_fps": round(pipelined, 3), "chosen": chosen, "why": why,
