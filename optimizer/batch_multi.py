@@ -230,6 +230,10 @@ def group_row(plan: Mapping[str, Any], run: Mapping[str, Any]) -> dict[str, Any]
         row.update(baseline=name, baseline_ms=best["latency_ms"], baseline_objective=best["objective"],
                    speedup=round(best["objective"] / value, 4) if value else "")
     notes = [w for w in plan["warnings"] if w.startswith(("no plan found", "the solver found nothing"))]
+    if run["solver"]["outcome"] == "baseline" and not notes:
+        same = sorted(n for n, b in usable.items() if b["objective"] == value)
+        notes.append("the plan is the best baseline" + (f" ({same[0]})" if same else "") +
+                     ": the solver found nothing better in its budget")
     if solver["status"] != "OPTIMAL":
         notes.append(f"not proven optimal: gap {solver['gap']:.1%} to the bound")
     row["note"] = "; ".join(notes)

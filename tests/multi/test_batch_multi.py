@@ -138,3 +138,19 @@ def test_group_plans_are_identical_with_one_and_two_workers(models, tmp_path):
     for stem in ("a+b", "b"):
         assert (tmp_path / "w1" / stem / "orin-agx" / "plan.json").read_bytes() == \
             (tmp_path / "w2" / stem / "orin-agx" / "plan.json").read_bytes()
+
+
+def test_a_plan_that_is_a_baseline_or_unproven_says_so(models, tmp_path):
+    """The row of a plan the solver did not prove, or that is a baseline handed over, is never a bare ok."""
+    from optimizer.batch_multi import group_row
+
+    a, b, profile = models
+    mp = optimize_multi([str(a), str(b)], "orin-agx", PlanRequest(time_limit_s=10), MultiOptions().request_for(
+        ("a", "b")), profile_path=str(profile))
+    plan, run = json.loads(json.dumps(mp.plan)), json.loads(json.dumps(mp.planned.run))
+    assert group_row(plan, run)["note"] == ""  # proven optimal: nothing to say
+    best = min(plan["baselines"], key=lambda n: plan["baselines"][n]["objective"])
+    plan["solver"].update(status="FEASIBLE", gap=0.25, objective_ms=plan["baselines"][best]["objective"])
+    run["solver"]["outcome"] = "baseline"
+    note = group_row(plan, run)["note"]
+    assert f"the plan is the best baseline ({best})" in note and "not proven optimal: gap 25.0%" in note
