@@ -38,7 +38,7 @@ from optimizer.study._config import (
     read_config,
     validate_table,
 )
-from optimizer.study._pareto_space import ParetoSpace
+from optimizer.study._pareto_space import DEFAULT_STAGE_ENGINES, STAGE_ENGINES, ParetoSpace
 
 log = logging.getLogger(__name__)
 PARETO_SCHEMA = "edgeplan.pareto/v1"
@@ -63,6 +63,7 @@ SEARCH_SCHEMA: dict[str, Key] = {
     "max_loadables": Key(list),
     "sram": Key(bool),
     "max_partitions": Key(int, low=0, high=MAX_PARTITIONS),
+    "stage_engines": Key(list),
 }
 
 
@@ -82,7 +83,8 @@ class ParetoConfig:
     source: Path
     text: str
     search_sram: bool = False  # one SRAM pool per DLA loadable (DLA-SRAM-PER-LOADABLE)
-    max_partitions: int = 0  # cut points per model; each stage auto or pinned to the GPU or the DLA
+    max_partitions: int = 0  # cut points per model; each stage auto or pinned to one of stage_engines
+    stage_engines: tuple[str, ...] = DEFAULT_STAGE_ENGINES
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,10 @@ def load_pareto_config(path: str | Path) -> ParetoConfig:
     loadables = search.get("max_loadables", [4])
     if not loadables or not all(isinstance(k, int) and 1 <= k <= 4 for k in loadables):
         raise BadInputError("search.max_loadables: integers in [1, 4]", file=where)
+    engines = search.get("stage_engines", list(DEFAULT_STAGE_ENGINES))
+    if not engines or "auto" not in engines or any(e not in STAGE_ENGINES for e in engines) \
+            or len(set(engines)) != len(engines):
+        raise BadInputError(f"search.stage_engines: 'auto' and any of gpu, dla (distinct), got {engines}", file=where)
     models = tuple(config_relative(path, m) for m in raw["models"])
     profile = config_profile(raw, path)
     return ParetoConfig(name=raw["name"], models=models, target=raw["target"],
@@ -131,7 +137,7 @@ def load_pareto_config(path: str | Path) -> ParetoConfig:
                         gpu_budgets=tuple(float(b) for b in budgets), planner_objectives=tuple(planners),
                         max_loadables=tuple(loadables), source=path, text=text,
                         search_sram=bool(search.get("sram", False)),
-                        max_partitions=int(search.get("max_partitions", 0)))
+                        max_partitions=int(search.get("max_partitions", 0)), stage_engines=tuple(engines))
 
 
 def _values(plan: dict[str, Any], objectives: Sequence[str]) -> list[float]:
@@ -169,7 +175,7 @@ def _deterministic(time_limit_s: float) -> float:
 
 
 def _space(cfg: ParetoConfig) -> ParetoSpace:
-    return ParetoSpace(cfg.models, cfg.target, cfg.profile, cfg.search_sram, cfg.max_partitions)
+    return ParetoSpace(cfg.models, cfg.target, cfg.profile, cfg.search_sram, cfg.max_partitions, cfg.stage_engines)
 
 
 def _study(cfg: ParetoConfig, storage: str, space: ParetoSpace) -> optuna.Study:

@@ -2,8 +2,10 @@
 DLA loadable, for one model or several planned together.
 
 Partition points: each model's layer groups (in graph order) are cut into stages at up to `max_partitions`
-points; a stage is left to the planner ("auto") or pinned whole to the GPU or the DLA (the "DLA backbone, GPU
-head" split of the scheduling guide, seed 004), pinning only the groups that can run there. SRAM pools: one
+points; a stage is left to the planner ("auto") or pinned whole to the GPU (the head of the "DLA backbone, GPU
+head" split of the scheduling guide, seed 004) or, when `stage_engines` offers it, the DLA, pinning only the
+groups that can run there (a DLA stage with GPU-only layers inside often needs more than 4 loadables, so it is
+not offered by default). SRAM pools: one
 power-of-two pool per loadable slot (DLA-SRAM-PER-LOADABLE), fitted into the shared SRAM on Xavier
 (DLA-SRAM-XAVIER). The planner decides everything else under those pins and pools.
 """
@@ -25,6 +27,7 @@ from optimizer.ir import load_model
 from optimizer.latency import load_profile
 
 STAGE_ENGINES = ("auto", "gpu", "dla")
+DEFAULT_STAGE_ENGINES = ("auto", "gpu")  # a stage pinned to the DLA often needs more than 4 loadables
 
 
 @dataclass(frozen=True)
@@ -38,13 +41,14 @@ class ParetoSpace:
     """Turns a trial into pins and pools (and says what it chose, for trials.csv and front.json)."""
 
     def __init__(self, models: Sequence[Path], target_id: str, profile: Path | None, search_sram: bool,
-                 max_partitions: int) -> None:
+                 max_partitions: int, stage_engines: Sequence[str] = DEFAULT_STAGE_ENGINES) -> None:
         from optimizer.multi._merge import merge_models, part_names, part_of
         from optimizer.study._run import _sram_choices
 
         catalog = load_catalog()
         self.target = catalog.target(target_id)
         self.max_partitions = max_partitions
+        self.stage_engines = tuple(stage_engines)
         jetson = self.target.accelerator == "dla" and self.target.has_accelerator
         self.sram = _sram_choices(catalog, self.target) if search_sram and jetson else []
         self.loadables = int(catalog.rule("DLA-LOADABLES").params["max"]) if self.sram else 0
@@ -101,7 +105,7 @@ class ParetoSpace:
             positions = sorted({trial.suggest_int(f"cut_{i}[{model.name}]", 1, count - 1) for i in range(cuts)})
             bounds = [0, *positions, count]
             for stage in range(len(bounds) - 1):
-                engine = trial.suggest_categorical(f"stage_{stage}[{model.name}]", list(STAGE_ENGINES))
+                engine = trial.suggest_categorical(f"stage_{stage}[{model.name}]", list(self.stage_engines))
                 if engine == "auto":
                     continue
                 for g in range(bounds[stage], bounds[stage + 1]):
@@ -110,4 +114,4 @@ class ParetoSpace:
         return dict(sorted(pins.items()))
 
 
-__all__ = ["STAGE_ENGINES", "ModelStages", "ParetoSpace"]
+__all__ = ["DEFAULT_STAGE_ENGINES", "STAGE_ENGINES", "ModelStages", "ParetoSpace"]

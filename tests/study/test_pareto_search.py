@@ -21,7 +21,8 @@ from tests.multi.test_multi_solver import BALANCED, big_chain
 CATALOG = load_catalog()
 
 
-def _config(tmp_path: Path, trials: int = 8, extra: str = "sram = true\nmax_partitions = 1") -> Path:
+def _config(tmp_path: Path, trials: int = 8,
+            extra: str = 'sram = true\nmax_partitions = 1\nstage_engines = ["auto", "gpu", "dla"]') -> Path:
     big_chain(tmp_path / "a.onnx", "CXCC")
     big_chain(tmp_path / "b.onnx", "CC")
     (tmp_path / "pooled.toml").write_text(_pooled_profile(BALANCED))
@@ -92,4 +93,7 @@ def test_search_keys_are_checked(tmp_path):
         load_pareto_config(config)
     config = _config(tmp_path, extra="max_partitions = -1")
     with pytest.raises(BadInputError, match="max_partitions"):
+        load_pareto_config(config)
+    config = _config(tmp_path, extra='stage_engines = ["gpu"]')
+    with pytest.raises(BadInputError, match="stage_engines"):
         load_pareto_config(config)
