@@ -319,14 +319,16 @@ def _report(cfg: ParetoConfig, points: list[dict[str, Any]], svg: str) -> str:
 
 
 def reproduce_pareto(folder: str, progress: Callable[[int, int], None] | None = None) -> tuple[bool, str]:
-    """Reruns the study from the config it names into a temporary folder; the front and plan.json must be
-    byte-identical."""
+    """Reruns the study from the config it names into a temporary folder; plan.json, front.json, trials.csv and
+    every front point's plan (front/*.json) must be byte-identical."""
     import tempfile
 
     root = Path(folder)
     manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
     with tempfile.TemporaryDirectory(prefix="edgeplan-pareto-") as tmp:
         run_pareto_study(manifest["config"], tmp, manifest.get("command_line", ()), progress)
-        diffs = [name for name in ("plan.json", "front.json", "trials.csv")
-                 if (Path(tmp) / name).read_bytes() != (root / name).read_bytes()]
+        names = ["plan.json", "front.json", "trials.csv"]
+        names += sorted({p.relative_to(d).as_posix() for d in (root, Path(tmp)) for p in (d / "front").glob("*.json")})
+        diffs = [name for name in names if not (Path(tmp) / name).is_file() or not (root / name).is_file()
+                 or (Path(tmp) / name).read_bytes() != (root / name).read_bytes()]
     return not diffs, ", ".join(diffs) + (" differ" if diffs else "")

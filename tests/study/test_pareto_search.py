@@ -14,7 +14,7 @@ import pytest
 from optimizer.catalog import load_catalog
 from optimizer.errors import BadInputError
 from optimizer.plan import validate_plan
-from optimizer.study._pareto import load_pareto_config, run_pareto_study
+from optimizer.study._pareto import load_pareto_config, reproduce_pareto, run_pareto_study
 from tests.multi.test_multi_pins_pools import _pooled_profile
 from tests.multi.test_multi_solver import BALANCED, big_chain
 
@@ -85,6 +85,10 @@ def test_same_seed_gives_byte_identical_study_files(tmp_path):
     names += sorted(p.relative_to(first).as_posix() for p in (first / "front").iterdir())
     for name in names:
         assert (first / name).read_bytes() == (second / name).read_bytes(), name
+    point = next((first / "front").iterdir())
+    point.write_bytes(point.read_bytes().replace(b'"objective"', b'"objective" '))
+    same, diff = reproduce_pareto(str(first))  # `study reproduce` checks every front point's plan too
+    assert not same and f"front/{point.name}" in diff
 
 
 def test_search_keys_are_checked(tmp_path):
