@@ -29,7 +29,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from optimizer import __version__
-from optimizer.batch_multi import MULTI_FIELDS, GroupJob, MultiOptions, check_options, plan_group_jobs, run_group_job
+from optimizer.batch_multi import (
+    MULTI_FIELDS,
+    GroupJob,
+    MultiOptions,
+    check_options,
+    plan_group_jobs,
+    run_group_job,
+    single_notes,
+)
 from optimizer.batch_summary import summary_html
 from optimizer.enums import Device
 from optimizer.errors import BadInputError, EdgeplanError, InfeasibleError
@@ -141,6 +149,7 @@ def run_job(job: Job | GroupJob) -> dict[str, Any]:
                    speedup=base.speedup, solver_status=plan.solver.status,
                    solve_s=round(planned.run["timings"]["solve_s"], 3), plan=str(folder / "plan.json"))
         row.update(_size_status(plan))
+        row.update(single_notes(plan))
     except InfeasibleError as exc:
         row.update(status="infeasible", error=exc.one_line())
     except EdgeplanError as exc:

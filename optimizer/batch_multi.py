@@ -204,6 +204,17 @@ def run_group_job(job: GroupJob) -> dict[str, Any]:
     return row
 
 
+def single_notes(plan: Any) -> dict[str, Any]:
+    """A single-model row's solver_outcome, gap and note (a typed Plan): what the plan is when it is not proven."""
+    solver = plan.solver
+    notes = [w for w in plan.warnings if w.startswith(("no plan found", "the solver found nothing"))]
+    if solver.outcome == "baseline" and not notes:
+        notes.append("the plan is the best baseline: the solver found nothing better in its budget")
+    if solver.status != "OPTIMAL":
+        notes.append(f"not proven optimal: gap {solver.gap:.1%} to the bound")
+    return {"solver_outcome": solver.outcome, "gap": solver.gap, "note": "; ".join(notes)}
+
+
 def group_row(plan: Mapping[str, Any], run: Mapping[str, Any]) -> dict[str, Any]:
     """The summary cells of a group's plan. `baseline` is the best baseline that meets the request, on the
     plan's own objective; `speedup` is that baseline's objective over the plan's (> 1: the plan is better)."""
@@ -243,5 +254,4 @@ def group_row(plan: Mapping[str, Any], run: Mapping[str, Any]) -> dict[str, Any]
 
 
 __all__ = ["GROUP_OBJECTIVES", "MULTI_FIELDS", "GroupJob", "MultiOptions", "batch_options", "check_options",
-           "group_row",
-           "parse_groups", "plan_group_jobs", "run_group_job"]
+           "group_row", "parse_groups", "plan_group_jobs", "run_group_job", "single_notes"]

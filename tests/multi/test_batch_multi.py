@@ -154,3 +154,18 @@ def test_a_plan_that_is_a_baseline_or_unproven_says_so(models, tmp_path):
     run["solver"]["outcome"] = "baseline"
     note = group_row(plan, run)["note"]
     assert f"the plan is the best baseline ({best})" in note and "not proven optimal: gap 25.0%" in note
+
+
+def test_a_single_model_row_says_when_its_plan_is_not_proven(models, tmp_path):
+    from dataclasses import replace
+
+    from optimizer.batch_multi import single_notes
+    from optimizer.plan import optimize
+
+    a, _, profile = models
+    rows = run_batch([str(a)], ["orin-agx"], str(tmp_path / "out"), time_limit_s=10, profiles=[str(profile)])
+    assert rows[0]["solver_outcome"] == "exact" and rows[0]["note"] == "" and rows[0]["gap"] == 0.0
+    plan = optimize(str(a), "orin-agx", PlanRequest(time_limit_s=10), profile_path=str(profile)).plan
+    handed = replace(plan, solver=replace(plan.solver, status="FEASIBLE", outcome="baseline", gap=0.125))
+    note = single_notes(handed)["note"]
+    assert "the plan is the best baseline" in note and "gap 12.5%" in note
