@@ -406,11 +406,12 @@ def _plan_json(*, graph_path: str, report: CheckReport, groups: GroupGraph, mode
     if explain:
         plan["costs"] = _costs_json(groups, model, result)
     if request.objective == "throughput":  # whole copies with a frame split, against this pipelined plan
-        from optimizer.plan._replicate import replication, replication_json
+        from optimizer.plan._replicate import contended_cycle_ns, engine_use, replication, replication_json
 
         limit = loadable_limit(request, int(model.catalog.rule("DLA-LOADABLES").params["max"]))
         rep = replication_json(replication(model, limit, request.allowed_precisions),
-                               objective_cycle_ns(request.objective, breakdown)[0])
+                               objective_cycle_ns(request.objective, breakdown)[0],
+                               contended_cycle_ns(model, [(1.0, engine_use(model, placements))]))
         if rep is not None:
             plan["replication"] = rep
     return plan

@@ -346,6 +346,8 @@ class Replication:
     chosen: str
     why: str
     copies_ms: Mapping[str, Mapping[str, float]]
+    fps_with_contention: float | None = field(default=None, metadata=OPTIONAL)  # PCCS between the copies
+    pipelined_fps_with_contention: float | None = field(default=None, metadata=OPTIONAL)
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
 
 @dataclass(frozen=True, kw_only=True)
