@@ -182,7 +182,7 @@ def _optimize_multi(args: argparse.Namespace, shapes: dict[str, tuple[int, ...]]
                           deterministic_limit_s=args.deterministic_limit, allowed_precisions=allowed,
                           sram_bytes=args.sram_bytes, max_loadables=args.max_loadables, sparsity=args.sparsity,
                           pins=parse_assignments(args.pin, "--pin"),
-                          sram_per_loadable=_byte_list(args.loadable_sram, "--loadable-sram"))
+                          sram_per_loadable=_byte_list(args.loadable_sram, "--loadable-sram"), tensorrt=args.trt)
     multi = multi_request(args)
     out = Path(args.out)
     if out.exists() and not out.is_dir():

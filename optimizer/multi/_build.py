@@ -99,7 +99,8 @@ def optimize_multi(model_paths: Sequence[str], target_id: str, request: PlanRequ
     """Plans several models (or one, under the energy objective or a GPU budget) on one target in one CP-SAT
     model. `merged_path` is where the caller will write models.onnx (recorded as the plan's model path)."""
     started = time.monotonic() if started is None else started
-    catalog = catalog or load_catalog()
+    if catalog is None or catalog.tensorrt != request.tensorrt:  # the DLA rule set of the TensorRT major asked for
+        catalog = load_catalog(tensorrt=request.tensorrt)
     target = catalog.target(target_id)
     check_target(request, target)
     if request.with_edits or request.dla_standalone or request.latency_cap_ms or request.precision_pins:

@@ -122,3 +122,14 @@ def test_cli_takes_pins_and_loadable_pools_with_several_models(pair, tmp_path):
     bad = subprocess.run([sys.executable, "-m", "optimizer", "optimize", *paths, "--target", "orin-agx", "--out",
                           str(tmp_path / "p"), "--loadable-sram", "5000"], capture_output=True, text=True)
     assert bad.returncode == 2 and "DLA-POOL-POW2" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_several_models_plan_under_the_tensorrt_11_rules(pair, tmp_path):
+    """--trt 11 reaches the multi-model planner: its DLA rule set is the one checked and recorded."""
+    import json
+
+    paths, profile = pair
+    run = subprocess.run([sys.executable, "-m", "optimizer", "optimize", *paths, "--target", "orin-agx", "--out",
+                          str(tmp_path / "o"), "--profile", profile, "--trt", "11"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert json.loads((tmp_path / "o" / "plan.json").read_text())["tensorrt_rules"] == "11"
