@@ -157,12 +157,7 @@ def export_plan(plan_path: str | Path, out_dir: str | Path, model_path: str | No
         files.append(("build.sh", (build_script(subs, plan, whole, tensorrt, io), 0o755)))
         files.append(("build_trt.py", builder_script(subs, plan, tensorrt, io)))
         files += typed
-        replicas, copies_script = replica_export(plan, whole, tensorrt)
-        copies = ["copies.sh"] if replicas is not None else []
-        manifest["build"] = ["build.sh", "build_trt.py", *(name for name, _ in typed), *copies]
-        if replicas is not None:  # the plan chose whole copies with a frame split: one build per copy
-            manifest["replication"] = replicas
-            files.append(("copies.sh", (copies_script, 0o755)))
+        manifest["build"] = ["build.sh", "build_trt.py", *(name for name, _ in typed)]
     else:
         report = check_graph(graph, catalog, target.id)
         settings = rknn_settings(plan, graph, report.io, target.toolkit_platform)
@@ -172,6 +167,7 @@ def export_plan(plan_path: str | Path, out_dir: str | Path, model_path: str | No
         files.append(("custom_quantize_layers.yaml", hybrid_yaml(settings)))
         files.append(("runtime.json", dumps_json(settings)))
         manifest["build"] = ["convert.py", "custom_quantize_layers.yaml", "runtime.json"]
+    _add_replicas(plan, manifest, files, model_file, out_abs, tensorrt)
     files.append(("manifest.json", dumps_json(manifest)))
     names = [name for name, _ in files]
     for name in names:
@@ -180,6 +176,20 @@ def export_plan(plan_path: str | Path, out_dir: str | Path, model_path: str | No
                                 file=str(model_file))
     write_file_set(out, dict(files))
     return manifest
+
+
+def _add_replicas(plan: dict[str, Any], manifest: dict[str, Any], files: list[tuple[str, FileData]],
+                  model_file: Path, out: Path, tensorrt: str) -> None:
+    """A plan that chose replication (whole copies with a frame split) also gets copies.sh, one build per copy,
+    from the whole model (under TensorRT 11 the strongly typed one the build files list)."""
+    typed = [name for name in manifest.get("build", []) if str(name).endswith("_typed.onnx")]
+    whole = typed[0] if typed else os.path.relpath(model_file.resolve(), out.resolve())
+    replicas, script = replica_export(plan, whole, tensorrt)
+    if replicas is None:
+        return
+    manifest["replication"] = replicas
+    manifest["build"] = [*manifest.get("build", []), "copies.sh"]
+    files.append(("copies.sh", (script, 0o755)))
 
 
 def dla_formats(catalog: Catalog, target: Target) -> Mapping[str, Any]:
