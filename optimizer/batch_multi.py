@@ -13,7 +13,7 @@ import hashlib
 import json
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +84,7 @@ class GroupJob:
     time_limit_s: float
     options: MultiOptions
     profile: str | None = None
+    tensorrt: str | None = None  # the TensorRT major whose DLA rules apply (None: the default)
 
     @property
     def model(self) -> str:
@@ -142,7 +143,8 @@ def check_options(options: MultiOptions, groups: Sequence[tuple[Path, ...]]) -> 
 
 
 def plan_group_jobs(groups: Sequence[tuple[Path, ...]], targets: Sequence[str], out: Path, time_limit_s: float,
-                    options: MultiOptions, by_family: Mapping[str, str], taken: set[str]) -> list[GroupJob]:
+                    options: MultiOptions, by_family: Mapping[str, str], taken: set[str],
+                    tensorrt: str | None = None) -> list[GroupJob]:
     """One job per group and target; `taken`: folder stems already used by single-model jobs."""
     from optimizer.catalog import load_catalog
     from optimizer.multi._merge import part_names
@@ -160,9 +162,10 @@ def plan_group_jobs(groups: Sequence[tuple[Path, ...]], targets: Sequence[str], 
             profile = by_family.get(catalog.target(target).family)
             profile_hash = sha256_file(Path(profile)) if profile else "shipped"
             key = hashlib.sha256(json.dumps(["group", contents, target, time_limit_s, options.identity(),
-                                             __version__, catalog.sha256, profile_hash]).encode()).hexdigest()
+                                             __version__, catalog.sha256, profile_hash, tensorrt]).encode()
+                                 ).hexdigest()
             jobs.append(GroupJob(tuple(paths), target, str(out / stem / target), key, time_limit_s, options,
-                                 profile))
+                                 profile, tensorrt))
     return jobs
 
 
@@ -180,7 +183,10 @@ def run_group_job(job: GroupJob) -> dict[str, Any]:
     files: dict[str, str | bytes] = {}
     try:
         multi = job.options.request_for(part_names(job.models))
-        planned = optimize_multi(list(job.models), job.target, PlanRequest(time_limit_s=job.time_limit_s), multi,
+        request = PlanRequest(time_limit_s=job.time_limit_s)
+        if job.tensorrt:
+            request = replace(request, tensorrt=job.tensorrt)
+        planned = optimize_multi(list(job.models), job.target, request, multi,
                                  profile_path=job.profile, started=started,
                                  merged_path=MERGED_NAME)  # beside plan.json, whatever the folder
         row.update(group_row(planned.plan, planned.planned.run))
