@@ -45,6 +45,9 @@ def backends() -> MappingProxyType[str, Backend]:
 def backend_of(target: Target) -> Backend:
     """The backend of a target's family, as its family file names it."""
     found = _BACKENDS.get(target.backend)
+    if found is None and not target.backend:
+        raise BadInputError(f"family {target.family} names no backend (backend = \"...\" in its catalog file; "
+                            f"known: {', '.join(sorted(_BACKENDS))})")
     if found is None:
         raise BadInputError(f"family {target.family} names backend '{target.backend}', which is not registered "
                             f"(known: {', '.join(sorted(_BACKENDS))})")

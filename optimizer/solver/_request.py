@@ -83,7 +83,7 @@ def check_target(request: PlanRequest, target: Target) -> None:
     for node, device in sorted(request.pins.items()):
         exists = device in target.devices or (device == target.accelerator and target.cores > 0)
         if device.startswith("dla") and not exists:
-            cores = f"{target.cores} DLA core(s)" if target.accelerator == "dla" else "no DLA"
+            cores = f"{target.cores} DLA core(s)" if backend_of(target).cores_are_engines else "no DLA"
             raise BadInputError(f"--pin {node}={device}: {target.id} has {cores}")
 
 

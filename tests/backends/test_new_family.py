@@ -150,6 +150,8 @@ def test_the_family_file_names_its_backend(acme):
 
 def test_a_new_family_runs_check_optimize_predict_and_export(capsys, tmp_path, acme):
     model = _model(tmp_path / "m.onnx")
+    code, out, err = _run(capsys, "targets")
+    assert code == 0 and any(line.split()[:2] == ["acme-1", "npu,cpu"] for line in out.splitlines())
     code, out, err = _run(capsys, "check", model, "--target", "acme-1", "--json", tmp_path / "check.json")
     assert code == 0, err
     check = json.loads((tmp_path / "check.json").read_text())
