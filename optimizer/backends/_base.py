@@ -50,7 +50,6 @@ class CostView(Protocol):
     """What a backend reads of the latency model (optimizer.latency.LatencyModel) to price a boundary."""
 
     graph: Graph
-    profile: Any  # a latency Profile (ProfileView's fields)
     formats: Mapping[str, Any]
     io: Mapping[str, Any]
     batch: int
@@ -58,6 +57,8 @@ class CostView(Protocol):
     hwc4_stride: int
     pass_through: bool
 
+    @property
+    def profile(self) -> ProfileView: ...
     @property
     def bandwidth(self) -> float: ...
     def _node_compute_s(self, node: Any, device: str, precision: str) -> float: ...
