@@ -30,10 +30,18 @@ def dla_hwc4_ok(graph: Graph, tensor: str, catalog: Catalog, target: Target, pre
     return True, ""
 
 
+def dla_hwc4_stride(catalog: Catalog, target: Target) -> int:
+    """DLA-IO-HWC4-STRIDE for the target's generation (a module of a GPU-only family has none: 64, unused)."""
+    strides = _rule_params(catalog, "DLA-IO-HWC4-STRIDE")
+    if target.generation not in strides and not target.has_accelerator:
+        return 64
+    return int(strides[target.generation])
+
+
 def dla_facts(graph: Graph, catalog: Catalog, target: Target, verdicts: Mapping[str, Any]) -> dict[str, Any]:
     """Per model input: whether each DLA precision can read it as kDLA_HWC4, and the row stride it needs."""
     inputs = []
-    stride = _rule_params(catalog, "DLA-IO-HWC4-STRIDE")[target.generation]
+    stride = dla_hwc4_stride(catalog, target)
     for name in graph.inputs:
         entry: dict[str, Any] = {"tensor": name, "shape": list(graph.shape(name) or [])}
         for precision in target.precisions.get("dla", ()):

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import onnx
 
 from optimizer.backends._base import Backend, BaselineSpec, BuildFiles, CostView, ExportInputs, OptionView
-from optimizer.backends._boundary_facts import dla_facts
+from optimizer.backends._boundary_facts import dla_facts, dla_hwc4_stride
 from optimizer.backends._submodels import SubModel, link_external_data, value_infos
 from optimizer.backends._tensorrt_files import boundary_io, build_script, builder_script
 from optimizer.backends._tensorrt_typed import calibrate_script, check_opset, plan_typing, typed_submodel
@@ -79,7 +79,7 @@ class JetsonBackend(Backend):
         return int(catalog.rule("DLA-LOADABLES").params["max"]) if target.has_accelerator else 0
 
     def hwc4_stride(self, catalog: Catalog, target: Target) -> int:
-        return int(catalog.rule("DLA-IO-HWC4-STRIDE").params[target.generation])
+        return dla_hwc4_stride(catalog, target)
 
     def int8_upgrade_ops(self, catalog: Catalog) -> frozenset[str]:
         return frozenset(catalog.rule("DLA-ACT-INT8-UPGRADE").params["ops"])

@@ -1,6 +1,7 @@
 """A third vendor family is one TOML plus one backend class: a made-up NPU family ("acme-npu") defined in a
 tmp EDGEPLAN_CATALOG_DIR (rules, targets and its latency profile in one file) and a small backend registered
-here runs check, optimize, predict and export as a user runs them, with no solver or latency-model edit."""
+here runs check, optimize, predict and export as a user runs them, with no solver or latency-model edit; and a
+GPU-only family of a known toolchain (Jetson-Thor-like) is that one TOML alone."""
 
 from __future__ import annotations
 
@@ -73,6 +74,35 @@ bandwidth_efficiency = 0.5
 sram_speedup = 1.0
 [latency.transfer]
 memsync_us = 25.0
+"""
+
+THOR = """schema = "edgeplan.catalog/v1"
+family = "nvidia-thor"
+backend = "tensorrt"
+accelerator = "dla"
+fallback = "gpu"
+[sources]
+toy = "a GPU-only Jetson-Thor-like family for the backend test (figures made up)"
+[layer_kinds]
+Conv = "convolution"
+[targets.thor-like]
+name = "Thor-like GPU-only module (made-up figures)"
+generation = "thor"
+devices = ["gpu"]
+precisions = { gpu = ["int8", "fp16", "fp32"] }
+[targets.thor-like.figures]
+gpu_int8_tops = { value = 500.0, unit = "TOPS", source = "toy" }
+gpu_fp16_tops = { value = 250.0, unit = "TFLOPS", source = "toy" }
+gpu_fp32_tops = { value = 8.0, unit = "TFLOPS", source = "toy" }
+dram_gbps = { value = 273.0, unit = "GB/s", source = "toy" }
+[latency]
+name = "thor-prior"
+[latency.devices.gpu]
+efficiency = { conv = 0.5, dwconv = 0.2, gconv = 0.3, deconv = 0.3, matmul = 0.4, vector = 0.1 }
+layer_overhead_us = 5.0
+bandwidth_efficiency = 0.7
+sram_speedup = 1.0
+inference_overhead_us = 30.0
 """
 
 HANDOVER_S = 25e-6  # the toolchain's fixed cost per NPU<->CPU hand-over (its [latency.transfer] memsync_us)
@@ -186,7 +216,7 @@ def test_a_new_family_runs_check_optimize_predict_and_export(capsys, tmp_path, a
     code, out, err = _run(capsys, "predict", model, "--target", "acme-1", "--accelerator", "npu",
                           "--precision", "int8")
     assert code == 0, err
-    assert "ms" in out
+    assert "(profile acme-prior)" in out and "latency" in out
 
 
 def test_a_family_naming_an_unregistered_backend_is_a_one_line_error(capsys, tmp_path, monkeypatch):
@@ -198,3 +228,26 @@ def test_a_family_naming_an_unregistered_backend_is_a_one_line_error(capsys, tmp
     assert code == 2
     assert "family acme-npu names backend 'acme', which is not registered" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_a_gpu_only_family_of_a_known_toolchain_is_one_toml(capsys, tmp_path, monkeypatch):
+    """A Jetson-Thor-like GPU-only family: its file names the existing TensorRT backend, no class to write."""
+    folder = tmp_path / "catalog"
+    folder.mkdir()
+    (folder / "nvidia_thor.toml").write_text(THOR)
+    monkeypatch.setenv(CATALOG_ENV, str(folder))
+    model = _model(tmp_path / "m.onnx")
+    code, out, err = _run(capsys, "check", model, "--target", "thor-like")
+    assert code == 0 and "thor-like has no DLA: every node runs on the GPU" in out, err
+    code, out, err = _run(capsys, "optimize", model, "--target", "thor-like", "--time-limit", "5",
+                          "--out", tmp_path / "plan")
+    assert code == 0, err
+    plan = json.loads((tmp_path / "plan" / "plan.json").read_text())
+    assert {layer["device"] for layer in plan["layers"]} == {"gpu"}
+    assert set(plan["baselines"]) == {"gpu_only", "trt_default"} and plan["tensorrt_rules"] == "10"
+    code, out, err = _run(capsys, "export", tmp_path / "plan" / "plan.json", "--out", tmp_path / "export")
+    assert code == 0, err
+    assert "--useDLACore" not in (tmp_path / "export" / "build.sh").read_text()
+    code, out, err = _run(capsys, "predict", model, "--target", "thor-like", "--accelerator", "gpu",
+                          "--precision", "fp16")
+    assert code == 0 and "profile thor-prior" in out, err
