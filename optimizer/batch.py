@@ -50,7 +50,7 @@ log = logging.getLogger(__name__)
 PARENT_POLL_S = 1.0  # how often a worker checks that the batch that started it is still alive
 SUMMARY_FIELDS = ("model", "target", "status", "error", "unknown_sizes", "nodes", "groups", "accelerator_coverage",
                   "latency_ms", "baseline", "baseline_ms", "speedup", "solver_status", "solve_s", "wall_s", "plan",
-                  *MULTI_FIELDS)
+                  "tensorrt_rules", *MULTI_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,7 @@ class Job:
     time_limit_s: float
     objective: str
     profile: str | None = None  # a calibrated latency profile for this target's family
+    tensorrt: str = "10"  # the TensorRT major whose DLA rules apply (--trt; Jetson targets)
 
 
 def expand_models(specs: Sequence[str]) -> list[Path]:
@@ -98,10 +99,11 @@ def _profiles_by_family(paths: Sequence[str]) -> dict[str, str]:
 
 
 def plan_jobs(models: Sequence[Path], targets: Sequence[str], out: Path, time_limit_s: float,
-              objective: str, profiles: Sequence[str] = ()) -> list[Job]:
+              objective: str, profiles: Sequence[str] = (), tensorrt: str = "10") -> list[Job]:
+    from optimizer.backends import backend_of
     from optimizer.catalog import load_catalog
 
-    catalog = load_catalog()
+    catalog = load_catalog(tensorrt=tensorrt)
     for target in targets:
         catalog.target(target)
     by_family = _profiles_by_family(profiles)
@@ -116,9 +118,12 @@ def plan_jobs(models: Sequence[Path], targets: Sequence[str], out: Path, time_li
         for target in targets:
             profile = by_family.get(catalog.target(target).family)
             profile_hash = sha256_file(Path(profile)) if profile else "shipped"
+            rules = backend_of(catalog.target(target)).tensorrt_rules(catalog)  # "" where TensorRT is not used
             key = hashlib.sha256(json.dumps([content, target, time_limit_s, objective, __version__,
-                                             catalog.sha256, profile_hash]).encode()).hexdigest()
-            jobs.append(Job(str(model), target, str(out / stem / target), key, time_limit_s, objective, profile))
+                                             catalog.sha256, profile_hash, *([rules] if rules else [])]
+                                            ).encode()).hexdigest()
+            jobs.append(Job(str(model), target, str(out / stem / target), key, time_limit_s, objective, profile,
+                            tensorrt))
     return jobs
 
 
@@ -136,7 +141,8 @@ def run_job(job: Job | GroupJob) -> dict[str, Any]:
     row: dict[str, Any] = {"model": job.model, "target": job.target, "status": "ok", "error": ""}
     files: dict[str, str] = {}
     try:
-        planned = optimize(job.model, job.target, PlanRequest(objective=job.objective, time_limit_s=job.time_limit_s),
+        planned = optimize(job.model, job.target, PlanRequest(objective=job.objective, time_limit_s=job.time_limit_s,
+                                                              tensorrt=job.tensorrt),
                            profile_path=job.profile)
         files = plan_files(planned)
         plan = planned.plan
@@ -147,7 +153,8 @@ def run_job(job: Job | GroupJob) -> dict[str, Any]:
                    accelerator_coverage=round(accelerated / len(layers), 4) if layers else 0.0,
                    latency_ms=plan.predicted.latency_ms, baseline=name, baseline_ms=base.latency_ms,
                    speedup=base.speedup, solver_status=plan.solver.status,
-                   solve_s=round(planned.run["timings"]["solve_s"], 3), plan=str(folder / "plan.json"))
+                   solve_s=round(planned.run["timings"]["solve_s"], 3), plan=str(folder / "plan.json"),
+                   tensorrt_rules=plan.tensorrt_rules or "")
         row.update(_size_status(plan))
         row.update(single_notes(plan))
     except InfeasibleError as exc:
@@ -189,7 +196,8 @@ def _finished(job: Job | GroupJob) -> dict[str, Any] | None:
 def run_batch(models: Sequence[str], targets: Sequence[str], out: str, *, workers: int = 1,
               dask_address: str | None = None, time_limit_s: float = 60.0, objective: str = "latency",
               profiles: Sequence[str] = (), progress: Callable[[int, int, dict[str, Any]], None] | None = None,
-              groups: Sequence[Sequence[Path]] = (), multi: MultiOptions | None = None) -> list[dict[str, Any]]:
+              groups: Sequence[Sequence[Path]] = (), multi: MultiOptions | None = None, tensorrt: str = "10"
+              ) -> list[dict[str, Any]]:
     """Plans every model on every target into `out`/<stem>/<target>/ and writes summary.csv and
     summary.html; returns the summary rows in job order. Jobs finished earlier (same content hash) are
     skipped; a failing job is a row with its error, never an exception; `progress(done, total, row)`.
@@ -204,10 +212,11 @@ def run_batch(models: Sequence[str], targets: Sequence[str], out: str, *, worker
         together = [(m,) for m in singles] + together
         singles = []
     check_options(multi, together)
-    jobs: list[Job | GroupJob] = list(plan_jobs(singles, targets, out_dir, time_limit_s, objective, profiles))
+    jobs: list[Job | GroupJob] = list(plan_jobs(singles, targets, out_dir, time_limit_s, objective, profiles,
+                                                tensorrt))
     if together:
         jobs += plan_group_jobs(together, targets, out_dir, time_limit_s, multi, _profiles_by_family(profiles),
-                                {Path(j.folder).parent.name for j in jobs})
+                                {Path(j.folder).parent.name for j in jobs}, tensorrt)
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     todo = []
     for job in jobs:

@@ -240,7 +240,7 @@ def group_row(plan: Mapping[str, Any], run: Mapping[str, Any]) -> dict[str, Any]
         "energy_mj": plan["predicted"].get("energy_mj", ""), "gpu_busy_share": plan["predicted"].get(
             "gpu_busy_share", ""), "solver_status": solver["status"], "solver_outcome": run["solver"]["outcome"],
         "gap": solver["gap"], "solve_s": round(float(run["solver"]["wall_s"]), 3),
-        "unknown_sizes": size_note(plan["unknown_sizes"])}
+        "unknown_sizes": size_note(plan["unknown_sizes"]), "tensorrt_rules": plan.get("tensorrt_rules", "")}
     if usable:
         name = min(usable, key=lambda n: (usable[n]["objective"], n))
         best = usable[name]
