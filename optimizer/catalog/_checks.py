@@ -911,6 +911,61 @@ def _channels_last_input(graph: Graph, tensor: str, depth: int = 6) -> bool:
     return False
 
 
+_MAP_OPS = frozenset({"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
+                      "BatchNormalization", "Resize", "Upsample", "DepthToSpace", "SpaceToDepth", "Pad"})
+_AXIS_KEEPING = frozenset({"Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Erf", "Gelu", "HardSwish",
+                           "HardSigmoid", "Clip", "LeakyRelu", "Pow", "Sqrt", "Identity", "Dropout", "Softplus",
+                           "BatchNormalization", "Softmax", "Slice", "Elu", "Selu", "Mish", "Sin", "Cos", "Exp",
+                           "Log", "Neg", "Abs", "Reciprocal", "Cast"})
+
+
+def _carried_axis(src: Sequence[int], axis: int, dst: Sequence[int]) -> int | None:
+    """The axis of a reshaped tensor that holds the channel `axis` of `src`: the same size with the same number
+    of elements after it, or its innermost piece when the reshape splits it (C -> heads x d: d keeps the
+    channel's innermost elements, so the NC1HWC2 blocks stay whole only along d)."""
+    inner = math.prod(src[axis + 1:])
+    for j in range(len(dst)):
+        if math.prod(dst[j + 1:]) != inner:
+            continue
+        if dst[j] == src[axis] or (dst[j] > 1 and src[axis] % dst[j] == 0):
+            return j
+    return None
+
+
+def channel_axis(graph: Graph, tensor: str, depth: int = 24) -> int | None:
+    """The axis of `tensor` that the rk3566 toolkit holds as the channel of its 4-D form (the innermost C2 block
+    of NC1HWC2), traced from the op that fixes it: axis 1 of a feature map (Conv, pooling, a 4-D graph input),
+    the last axis of a token tensor (a MatMul/Gemm with constant weights, a last-axis LayerNorm), carried through
+    element-wise ops, transposes (the axis moves with the permutation) and reshapes (`_carried_axis`). None when
+    the trace meets an op that fixes no axis or a reshape that scatters the channel."""
+    shape = graph.shape(tensor)
+    if depth <= 0 or not _static(shape) or not shape:
+        return None
+    node = graph.producer(tensor)
+    rank = len(shape)
+    if node is None:
+        return 1 if tensor in graph.inputs and rank == 4 else None
+    if node.op_type in _MAP_OPS:
+        return 1 if rank >= 3 else None
+    if _const_matmul(graph, node):
+        return rank - 1
+    if node.op_type in ("LayerNormalization", "RMSNormalization"):
+        return int(node.attrs.get("axis", -1)) % rank
+    if node.op_type in ("Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze") or node.op_type in _AXIS_KEEPING:
+        source = _activation_input(graph, node)
+        before = graph.shape(source)
+        axis = channel_axis(graph, source, depth - 1) if source else None
+        if axis is None or not _static(before):
+            return None
+        if node.op_type == "Transpose":
+            perm = tuple(node.attrs.get("perm") or reversed(range(len(before))))
+            return perm.index(axis) if axis in perm else None
+        if node.op_type in _AXIS_KEEPING:
+            return axis + rank - len(before) if rank >= len(before) else None
+        return _carried_axis(before, axis, shape)
+    return None
+
+
 def _norm_needing_transpose(graph: Graph, node: Node) -> bool:
     """A norm exNorm can only take after a transpose on rk3566: a LayerNorm over the last axis alone of an NCHW
     map (W, not a channels-last tensor), or a lone InstanceNormalization of a 4-D map (not GroupNorm's form)."""
@@ -919,7 +974,8 @@ def _norm_needing_transpose(graph: Graph, node: Node) -> bool:
         return False
     if node.op_type == "LayerNormalization":
         axis = node.attrs.get("axis", -1)
-        return axis % 4 == 3 and int(shape[3]) > 1 and not _channels_last_input(graph, node.inputs[0])
+        return (axis % 4 == 3 and int(shape[3]) > 1 and not _channels_last_input(graph, node.inputs[0])
+                and channel_axis(graph, node.inputs[0]) not in (None, 3))
     if node.op_type == "InstanceNormalization":
         producer = graph.producer(node.inputs[0])
         return producer is None or _group_norm_groups(graph, producer) is None
@@ -1347,6 +1403,20 @@ def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
     if len(users) == 1 and _moving_transpose(graph, users[0]) and not _token_form(graph, node.inputs[0]):
         return (f"{node.op_type} {list(src)} -> {list(dst)} with the Transpose after it moves data across the "
                 "channel axis")
+    return _form_channel_change(view)
+
+
+def _form_channel_change(view: LayerView) -> str | None:
+    """A Reshape whose 4-D form (NCHW; a 3-D [A, B, C] as (A, B, 1, C)) has another channel than its input's,
+    unless it only regroups the token axis of a [B, C, 1, N] tensor or splits/joins attention heads."""
+    graph, node = view.graph, view.node
+    src, dst = view.in_shape(), view.out_shape()
+    if (not _static(src) or not _static(dst) or not src or not dst
+            or node.op_type not in ("Reshape", "Squeeze", "Unsqueeze", "Flatten")
+            or _group_norm_groups(graph, node) is not None):
+        return None
+    if node.op_type == "Reshape" and _attention_head_reshape(graph, node):
+        return None
     if src[-1] == dst[-1] and len(src) in (3, 4) and _token_form(graph, node.inputs[0]):
         return None  # regroups the token axis of a [B, C, 1, N] tensor (e.g. LeViT's subsample)
     a, b = _as_npu_4d(src), _as_npu_4d(dst)
@@ -1527,6 +1597,94 @@ def _pixels_into_channel(view: LayerView, params: Mapping[str, Any]) -> str | No
 
 Condition = Callable[[LayerView, Mapping[str, Any]], "str | None"]
 
+_CHAIN_OPS = frozenset({"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Gather", "Split"})
+_ALONE: tuple[Condition, ...] = (_moves_across_channel, _batch_major_transpose, _into_batch_transpose)
+
+
+def _chain_member(graph: Graph, node: Node | None) -> bool:
+    """A pure layout op the toolkit merges with its neighbours: reshapes, transposes, and the constant-index
+    Gather/Split that unbind q, k and v."""
+    if node is None or node.op_type not in _CHAIN_OPS:
+        return False
+    return node.op_type != "Gather" or (len(node.inputs) > 1 and graph.is_constant(node.inputs[1]))
+
+
+def _reorders(graph: Graph, node: Node) -> bool:
+    """A Transpose of rank above 4 that changes the order of the non-unit axes: it has no 4-D form of its own,
+    so the toolkit composes it with the layout ops around it."""
+    src = graph.shape(node.inputs[0]) if node.inputs else None
+    if node.op_type != "Transpose" or not _static(src) or len(src) <= 4:
+        return False
+    perm = node.attrs.get("perm") or tuple(reversed(range(len(src))))
+    moved = [axis for axis in perm if src[axis] != 1]
+    return moved != sorted(moved)
+
+
+def _moves_alone(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """The verdict a layout op gets on its own (before the chain it sits in is merged)."""
+    for condition in _ALONE:
+        reason = condition(view, params)
+        if reason is not None:
+            return reason
+    return None
+
+
+def _member_view(view: LayerView, node: Node) -> LayerView:
+    return LayerView(view.graph, node, view.family, view.target, view.precision, view.kind)
+
+
+def _chain_mover_before(view: LayerView, params: Mapping[str, Any], depth: int = 12) -> Node | None:
+    """The first op upstream in the same chain of layout ops that moves data (a reordering Transpose or an op
+    whose own verdict is a move): the toolkit lowers the whole chain from there, in layers named after it."""
+    graph, node = view.graph, view.node
+    mover: Node | None = None
+    for _ in range(depth):
+        producer = graph.producer(_activation_input(graph, node)) if node.inputs else None
+        if not _chain_member(graph, producer):
+            break
+        assert producer is not None
+        if _reorders(graph, producer):
+            mover = producer
+        node = producer
+    return mover
+
+
+def _chain_moves_after(view: LayerView, params: Mapping[str, Any], limit: int = 48) -> str | None:
+    """The own verdict of the first later member of the chain that moves data (walking down the chain)."""
+    graph = view.graph
+    frontier, seen = [view.node], {view.node.name}
+    while frontier and len(seen) <= limit:
+        current = frontier.pop(0)
+        for user in (u for out in current.outputs for u in graph.consumers(out)):
+            if user.name in seen or not _chain_member(graph, user):
+                continue
+            seen.add(user.name)
+            member = _member_view(view, user)
+            reason = _moves_alone(member, params) if user.op_type == "Transpose" else _form_channel_change(member)
+            if reason is not None:
+                return f"{user.op_type} {user.name}: {reason}"
+            frontier.append(user)
+    return None
+
+
+def _layout_chain(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """rk3566 merges a run of layout ops (Reshape/Transpose/Squeeze/Unsqueeze/Flatten and the unbinding
+    Gather/Split) and lowers it once, from its first op that moves data: a later member has no layer of its
+    own (NPU), and the first mover carries the move of the whole chain, so it is CPU when any later member
+    would move data across the channel on its own."""
+    if _chain_mover_before(view, params) is not None:
+        return None
+    own = _moves_alone(view, params)
+    if own is not None:
+        return own
+    if not _reorders(view.graph, view.node):
+        return None
+    later = _chain_moves_after(view, params)
+    if later is None:
+        return None
+    return f"Transpose carries the layout chain it starts; a later member moves data ({later})"
+
+
 CONDITIONS: Mapping[str, Condition] = {
     "avgpool_count_include_pad": _avgpool_count_include_pad,
     "erf_in_gelu": _erf_in_gelu,
@@ -1546,4 +1704,5 @@ CONDITIONS: Mapping[str, Condition] = {
     "strided_slice": _strided_slice,
     "pixels_into_channel": _pixels_into_channel,
     "map_rank3_output": _map_rank3_output,
+    "layout_chain": _layout_chain,
 }

@@ -553,3 +553,94 @@ def test_the_producer_of_a_lone_instance_norm_is_transposed_on_rk3566(catalog, t
     assert not on_npu(catalog, path, "rk3566", "int8", node="producer")
     assert not on_npu(catalog, path, "rk3566", "int8", node="inorm")
     assert on_npu(catalog, path, "rk3566", "int8", node="tail")
+
+
+def _ln_inits(width):
+    return [const("s", np.ones(width, np.float32)), const("bias", np.zeros(width, np.float32))]
+
+
+@pytest.mark.parametrize(("to", "channels_last"), [([1, 2, 8, 8], True), ([1, 8, 2, 8], False)])
+def test_a_last_axis_layernorm_needs_no_transpose_when_that_axis_carries_the_channel(catalog, tmp_path, to,
+                                                                                     channels_last):
+    # corpus timm_nest_tiny: conv map -> (0,2,3,1) -> window Reshapes -> LayerNorm over [1,16,196,96]: exNorm, NPU;
+    # a Reshape that leaves W last (the channel stays on axis 1) keeps the W LayerNorm of nn_channel_layernorm_cnn
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="producer")]
+    if channels_last:
+        nodes.append(helper.make_node("Transpose", ["c"], ["t"], name="to_nhwc", perm=[0, 2, 3, 1]))
+    else:
+        nodes.append(helper.make_node("Identity", ["c"], ["t"], name="keep"))
+    nodes += [helper.make_node("Reshape", ["t", "shape"], ["r"], name="blocks"),
+              helper.make_node("LayerNormalization", ["r", "s", "bias"], ["b"], name="ln", axis=-1),
+              helper.make_node("Relu", ["b"], ["y"], name="tail")]
+    path = save_model(tmp_path / f"lnc{int(channels_last)}.onnx", nodes, [value("x", [1, 8, 4, 4])],
+                      [value("y", None)],
+                      [weight("w", [8, 8, 1, 1]), const("shape", np.array(to, np.int64)), *_ln_inits(to[-1])])
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision, node="ln") is channels_last
+
+
+def test_channel_axis_follows_transposes_and_reshapes(tmp_path):
+    from optimizer.catalog._checks import channel_axis
+
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv"),
+             helper.make_node("Transpose", ["c"], ["t"], name="nhwc", perm=[0, 2, 3, 1]),
+             helper.make_node("Reshape", ["t", "s1"], ["tokens"], name="tokens"),
+             helper.make_node("MatMul", ["tokens", "wm"], ["m"], name="mm"),
+             helper.make_node("Reshape", ["m", "s2"], ["heads"], name="heads"),
+             helper.make_node("Reshape", ["c", "s3"], ["scattered"], name="scatter"),
+             helper.make_node("Relu", ["heads"], ["y"], name="tail"),
+             helper.make_node("Relu", ["scattered"], ["z"], name="tail2")]
+    path = save_model(tmp_path / "axes.onnx", nodes, [value("x", [1, 8, 4, 4])], [value("y", None), value("z", None)],
+                      [weight("w", [8, 8, 1, 1]), weight("wm", [8, 16]), const("s1", np.array([1, 16, 8], np.int64)),
+                       const("s2", np.array([1, 16, 2, 8], np.int64)), const("s3", np.array([1, 4, 32], np.int64))])
+    graph = load_model(path)
+    assert channel_axis(graph, "c") == 1
+    assert channel_axis(graph, "t") == 3  # moves with the permutation
+    assert channel_axis(graph, "tokens") == 2  # [1, 4, 4, 8] -> [1, 16, 8]: same size, same elements after it
+    assert channel_axis(graph, "heads") == 3  # 16 -> 2 heads x 8: the inner piece keeps the C2 blocks
+    assert channel_axis(graph, "scattered") is None  # [1, 8, 4, 4] -> [1, 4, 32] scatters the channel
+
+
+def _unbind_chain(tmp_path, split_heads):
+    """torch nn.MultiheadAttention's in-projection as exported: tokens [64, 1, 128] -> qkv MatMul -> Reshape
+    [64, 1, 3, 128] -> Unsqueeze -> 5-D Transpose (3,1,2,0,4) -> Squeeze -> Gather q; then (split_heads) the head
+    split Reshape [64, 4, 32] and Transpose (1, 0, 2)."""
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name="qkv"),
+             helper.make_node("Reshape", ["m", "s1"], ["r"], name="rs"),
+             helper.make_node("Unsqueeze", ["r", "ax0"], ["u"], name="unsq"),
+             helper.make_node("Transpose", ["u"], ["t"], name="unbind", perm=[3, 1, 2, 0, 4]),
+             helper.make_node("Squeeze", ["t", "ax3"], ["sq"], name="sq"),
+             helper.make_node("Gather", ["sq", "i0"], ["q"], name="pick", axis=0)]
+    if split_heads:
+        nodes += [helper.make_node("Reshape", ["q", "s2"], ["h"], name="heads"),
+                  helper.make_node("Transpose", ["h"], ["o"], name="heads_first", perm=[1, 0, 2])]
+    else:
+        nodes.append(helper.make_node("Identity", ["q"], ["o"], name="keep"))
+    nodes.append(helper.make_node("Relu", ["o"], ["y"], name="tail"))
+    return save_model(tmp_path / f"unbind{int(split_heads)}.onnx", nodes, [value("x", [64, 1, 128])],
+                      [value("y", None)],
+                      [weight("w", [128, 384]), const("s1", np.array([64, 1, 3, 128], np.int64)),
+                       const("ax0", np.array([0], np.int64)), const("ax3", np.array([3], np.int64)),
+                       const("i0", np.array(0, np.int64)), const("s2", np.array([64, 4, 32], np.int64))])
+
+
+@pytest.mark.parametrize("split_heads", [True, False])
+def test_a_rank5_transpose_carries_its_layout_chain_on_rk3566(catalog, tmp_path, split_heads):
+    # corpus nn_mha_d256_h8, nn_encoder_d128_h4_l2: Transpose_1 (3,1,2,0,4) is CPU (layers Transpose_1_output_0-rs_rs
+    # and _tp), the head split Reshape_3 and Transpose_2 after it have no layer of their own; without a later member
+    # that moves data across the channel the chain stays on the NPU (timm_deit_tiny_patch16_224 attn/Transpose)
+    path = _unbind_chain(tmp_path, split_heads)
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision, node="unbind") is not split_heads
+        if split_heads:
+            assert on_npu(catalog, path, "rk3566", precision, node="heads")
+            assert on_npu(catalog, path, "rk3566", precision, node="heads_first")
+    assert on_npu(catalog, path, "rk3588", "fp16", node="unbind")
+
+
+def test_a_4d_transpose_does_not_absorb_the_reshape_after_it_on_rk3566(catalog, tmp_path):
+    # corpus yolo12n_320 attn: the Reshape [1,400,64] -> [1,20,20,64] after a rank-3 Transpose keeps its own CPU layer
+    nodes = [helper.make_node("Transpose", ["a"], ["t"], name="swap", perm=[0, 2, 1, 3]),
+             helper.make_node("Reshape", ["t", "s"], ["b"], name="n")]
+    path = _inner(tmp_path, nodes, [1, 8, 4, 4], [const("s", np.array([1, 32, 2, 2], np.int64))])
+    assert not on_npu(catalog, path, "rk3566", "fp16")
