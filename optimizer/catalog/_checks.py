@@ -927,7 +927,7 @@ def _carried_axis(src: Sequence[int], axis: int, dst: Sequence[int]) -> int | No
     for j in range(len(dst)):
         if math.prod(dst[j + 1:]) != inner:
             continue
-        if dst[j] == src[axis] or (dst[j] > 1 and src[axis] % dst[j] == 0):
+        if dst[j] == src[axis] or (dst[j] > 1 and src[axis] % dst[j] == 0) or dst[j] % src[axis] == 0:
             return j
     return None
 
@@ -947,7 +947,7 @@ def channel_axis(graph: Graph, tensor: str, depth: int = 24) -> int | None:
         return 1 if tensor in graph.inputs and rank == 4 else None
     if node.op_type in _MAP_OPS:
         return 1 if rank >= 3 else None
-    if _const_matmul(graph, node):
+    if _const_matmul(graph, node) or _is_activation_matmul(graph, node):
         return rank - 1
     if node.op_type in ("LayerNormalization", "RMSNormalization"):
         return int(node.attrs.get("axis", -1)) % rank
@@ -998,6 +998,24 @@ def norm_relayout(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
+def channel_scatter(rule: Rule, view: LayerView) -> str | None:
+    """A Reshape that does not carry its input's channel whole into one axis of its output (the channel merges
+    with an axis inside it, or is cut so that its innermost elements no longer sit together) interleaves other
+    data between the C2 blocks of NC1HWC2: a real gather, which rk3566 runs on the CPU. GroupNorm's reshapes are
+    exNorm's own layout, and a Flatten into a vector is pixels_into_channel's."""
+    graph, node = view.graph, view.node
+    if node.op_type != "Reshape" or _group_norm_groups(graph, node) is not None or _in_group_norm(graph, node):
+        return None
+    src, dst = view.in_shape(), view.out_shape()
+    if not _static(src) or not _static(dst) or not src or not dst or len(_unit_stripped(dst)) <= 1:
+        return None
+    axis = channel_axis(graph, _activation_input(graph, node))
+    if axis is None or src[axis] == 1 or _carried_axis(src, axis, dst) is not None:
+        return None
+    return (f"Reshape {list(src)} -> {list(dst)} scatters the channel (axis {axis}, {src[axis]}) of the NPU's "
+            "NC1HWC2 form: the gather runs on the CPU")
+
+
 def sdpa_channels(graph: Graph, node: Node) -> tuple[int, int] | None:
     """(query channel, value channel) when `node` is the P.V MatMul of an attention, softmax(Q.K^T [* s]).V,
     the pattern the toolkit fuses into exSDPAttention; the channel is the last (per-head) dim of Q and V."""
@@ -1040,6 +1058,7 @@ CHECKS: Mapping[str, Check] = {
     "map_output_relayout": map_output_relayout,
     "window_heads": window_heads,
     "norm_relayout": norm_relayout,
+    "channel_scatter": channel_scatter,
 }
 
 
@@ -1597,8 +1616,69 @@ def _pixels_into_channel(view: LayerView, params: Mapping[str, Any]) -> str | No
 
 Condition = Callable[[LayerView, Mapping[str, Any]], "str | None"]
 
+def _source_axes(src: Sequence[int], dst: Sequence[int]) -> list[int] | None:
+    """For a Reshape that only splits axes (each output axis inside one input axis), the input axis each output
+    axis comes from; None when an output axis straddles input axes."""
+    labels: list[int] = []
+    i, left = 0, 1
+    for size in dst:
+        while i < len(src) and left == 1 and src[i] == 1 and size != 1:
+            i += 1
+        if i >= len(src):
+            if size != 1:
+                return None
+            labels.append(len(src) - 1)
+            continue
+        if left == 1:
+            left = src[i]
+        if left % size:
+            return None
+        labels.append(i)
+        left //= size
+        if left == 1:
+            i += 1
+    return labels
+
+
+def _reorders_tokens(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """A rank > 4 Transpose after a Reshape that splits a tensor's axes (an attention's qkv/head split): moving
+    pieces of the channel to the front is a block move the toolkit does with Reshape layers, and interleaving the
+    pieces of two pixel axes is a 2-D window (exWindow), but reordering the pieces of one token axis among
+    themselves is a real transpose, which rk3566 runs on the CPU together with the Reshape before it (Hiera's
+    mask-unit split of [1, 3136, 576] into [1, 64, 49, 3, 2, 96], perm (3,0,4,2,1,5))."""
+    graph, node = view.graph, view.node
+    transpose = node
+    if node.op_type == "Reshape":
+        users = graph.consumers(node.outputs[0]) if node.outputs else ()
+        if len(users) != 1 or users[0].op_type != "Transpose":
+            return None
+        transpose = users[0]
+    if transpose.op_type != "Transpose":
+        return None
+    reshape = graph.producer(transpose.inputs[0]) if transpose.inputs else None
+    mid = graph.shape(transpose.inputs[0]) if transpose.inputs else None
+    if reshape is None or reshape.op_type != "Reshape" or not _static(mid) or len(mid) <= 4:
+        return None
+    before = graph.shape(reshape.inputs[0])
+    channel = channel_axis(graph, reshape.inputs[0])
+    if not _static(before) or channel is None:
+        return None
+    labels = _source_axes(before, mid)
+    if labels is None:
+        return None
+    perm = tuple(transpose.attrs.get("perm") or reversed(range(len(mid))))
+    others = [axis for axis in perm if mid[axis] != 1 and labels[axis] != channel]
+    crossed = {labels[a] for i, a in enumerate(others) for b in others[i + 1:] if a > b}
+    crossed |= {labels[b] for i, a in enumerate(others) for b in others[i + 1:] if a > b}
+    if len(crossed) != 1:
+        return None  # nothing reordered, or pieces of two axes interleaved: a 2-D window (exWindow, NPU)
+    return (f"Transpose perm {list(perm)} of {list(mid)} reorders pieces of one token/pixel axis of "
+            f"{list(before)} among themselves: a real transpose")
+
+
 _CHAIN_OPS = frozenset({"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Gather", "Split"})
-_ALONE: tuple[Condition, ...] = (_moves_across_channel, _batch_major_transpose, _into_batch_transpose)
+_ALONE: tuple[Condition, ...] = (_moves_across_channel, _batch_major_transpose, _into_batch_transpose,
+                                 _reorders_tokens)
 
 
 def _chain_member(graph: Graph, node: Node | None) -> bool:
@@ -1644,7 +1724,8 @@ def _chain_mover_before(view: LayerView, params: Mapping[str, Any], depth: int =
             break
         assert producer is not None
         if _reorders(graph, producer):
-            mover = producer
+            own = _moves_alone(_member_view(view, producer), params)
+            mover = producer if own is None else None  # a mover that transposes alone breaks the chain
         node = producer
     return mover
 

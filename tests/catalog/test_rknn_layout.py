@@ -644,3 +644,49 @@ def test_a_4d_transpose_does_not_absorb_the_reshape_after_it_on_rk3566(catalog, 
              helper.make_node("Reshape", ["t", "s"], ["b"], name="n")]
     path = _inner(tmp_path, nodes, [1, 8, 4, 4], [const("s", np.array([1, 32, 2, 2], np.int64))])
     assert not on_npu(catalog, path, "rk3566", "fp16")
+
+
+@pytest.mark.parametrize(("perm", "cpu"), [([0, 2, 3, 4, 1], True), ([0, 2, 3, 1, 4], False)])
+def test_a_reshape_that_scatters_the_channel_is_cpu_on_rk3566(catalog, tmp_path, perm, cpu):
+    # corpus timm_nest_tiny attn/Reshape_1: P.V [1,3,16,196,32] -> (0,2,3,4,1) -> [1,16,196,32,3] -> [1,16,196,96]
+    # joins the heads d-major (CPU); the heads-major join (0,2,3,1,4) of timm_deit keeps d innermost (NPU)
+    nodes = [helper.make_node("MatMul", ["p", "v"], ["pv"], name="pv"),
+             helper.make_node("Transpose", ["pv"], ["t"], name="swap", perm=perm),
+             helper.make_node("Reshape", ["t", "s"], ["j"], name="join"),
+             helper.make_node("Relu", ["j"], ["y"], name="tail")]
+    path = save_model(tmp_path / f"join{int(cpu)}.onnx", nodes,
+                      [value("p", [1, 3, 4, 16, 16]), value("v", [1, 3, 4, 16, 8])], [value("y", None)],
+                      [const("s", np.array([1, 4, 16, 24], np.int64))])
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision, node="join") is not cpu
+    assert on_npu(catalog, path, "rk3588", "fp16", node="join")
+
+
+@pytest.mark.parametrize(("split", "perm", "cpu"), [
+    ([1, 4, 2, 3, 2, 8], [3, 0, 4, 2, 1, 5], True),  # Hiera mask units: the token axis 8 = 4 x 2 reversed
+    ([1, 4, 2, 3, 2, 8], [3, 0, 4, 1, 2, 5], False),  # qkv/heads to the front, tokens kept in order (NeST, ViT)
+])
+def test_a_rank6_transpose_reordering_one_token_axis_is_cpu_on_rk3566(catalog, tmp_path, split, perm, cpu):
+    # corpus timm_hiera_tiny_224 blocks.1 attn/Reshape [1,3136,576] -> [1,64,49,3,2,96] and attn/Transpose: CPU
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name="qkv"),
+             helper.make_node("Reshape", ["m", "s"], ["r"], name="split"),
+             helper.make_node("Transpose", ["r"], ["t"], name="perm", perm=perm),
+             helper.make_node("Relu", ["t"], ["y"], name="tail")]
+    path = save_model(tmp_path / f"mu{int(cpu)}.onnx", nodes, [value("x", [1, 8, 16])], [value("y", None)],
+                      [weight("w", [16, 48]), const("s", np.array(split, np.int64))])
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision, node="perm") is not cpu
+        assert on_npu(catalog, path, "rk3566", precision, node="split") is not cpu
+
+
+def test_a_2d_window_partition_stays_on_the_npu_on_rk3566(catalog, tmp_path):
+    # corpus timm_nest_tiny levels.0: channels-last map [1,8,8,16] -> [1,2,4,2,4,16] -> (0,1,3,2,4,5): exWindow, NPU
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv"),
+             helper.make_node("Transpose", ["c"], ["h"], name="nhwc", perm=[0, 2, 3, 1]),
+             helper.make_node("Reshape", ["h", "s"], ["r"], name="split"),
+             helper.make_node("Transpose", ["r"], ["t"], name="perm", perm=[0, 1, 3, 2, 4, 5]),
+             helper.make_node("Relu", ["t"], ["y"], name="tail")]
+    path = save_model(tmp_path / "win.onnx", nodes, [value("x", [1, 16, 8, 8])], [value("y", None)],
+                      [weight("w", [16, 16, 1, 1]), const("s", np.array([1, 2, 4, 2, 4, 16], np.int64))])
+    assert on_npu(catalog, path, "rk3566", "int8", node="perm")
+    assert on_npu(catalog, path, "rk3566", "int8", node="split")
