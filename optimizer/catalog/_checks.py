@@ -912,11 +912,12 @@ def _channels_last_input(graph: Graph, tensor: str, depth: int = 6) -> bool:
 
 
 _MAP_OPS = frozenset({"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
-                      "BatchNormalization", "Resize", "Upsample", "DepthToSpace", "SpaceToDepth", "Pad"})
+                      "BatchNormalization", "DepthToSpace", "SpaceToDepth"})
 _AXIS_KEEPING = frozenset({"Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Erf", "Gelu", "HardSwish",
                            "HardSigmoid", "Clip", "LeakyRelu", "Pow", "Sqrt", "Identity", "Dropout", "Softplus",
-                           "BatchNormalization", "Softmax", "Slice", "Elu", "Selu", "Mish", "Sin", "Cos", "Exp",
-                           "Log", "Neg", "Abs", "Reciprocal", "Cast"})
+                           "Softmax", "Slice", "Elu", "Selu", "Mish", "Sin", "Cos", "Exp", "Log", "Neg",
+                           "Abs", "Reciprocal", "Cast", "Split", "Concat", "Expand", "Tile", "Pad", "Resize",
+                           "Upsample"})
 
 
 def _carried_axis(src: Sequence[int], axis: int, dst: Sequence[int]) -> int | None:
@@ -1016,6 +1017,57 @@ def channel_scatter(rule: Rule, view: LayerView) -> str | None:
             "NC1HWC2 form: the gather runs on the CPU")
 
 
+def _reduce_axis(graph: Graph, node: Node) -> int | None:
+    """The one axis a ReduceSum/ReduceMean of a rank >= 4 tensor reduces (None for several, or another op)."""
+    if node.op_type not in ("ReduceSum", "ReduceMean") or not node.inputs:
+        return None
+    src = graph.shape(node.inputs[0])
+    axes = node.attrs.get("axes")
+    if axes is None and len(node.inputs) > 1:
+        value = graph.constants.get(node.inputs[1])
+        axes = None if value is None else [int(a) for a in value.reshape(-1)]
+    if not _static(src) or len(src) < 4 or axes is None or len(axes) != 1:
+        return None
+    return int(axes[0]) % len(src)
+
+
+def _reduce_moves(graph: Graph, node: Node, align: int) -> tuple[bool, str] | None:
+    """(the transpose of the input is CPU too, why) when rk3566 has to bring the reduced axis into the channel:
+    a single-axis reduce over anything but the channel of the toolkit's form."""
+    axis = _reduce_axis(graph, node)
+    src = graph.shape(node.inputs[0]) if node.inputs else None
+    if axis is None or not _static(src):
+        return None
+    channel = channel_axis(graph, node.inputs[0])
+    if channel is None or channel == axis or src[axis] == 1:
+        return None
+    if axis > channel and channel != len(src) - 1:
+        aligned = src[channel] % align == 0 and src[axis] % align == 0
+        return (not aligned, f"reduces axis {axis} ({src[axis]}) of a map whose channel is axis {channel} "
+                             f"({src[channel]}): a transpose into the channel and back")
+    return (True, f"reduces axis {axis} ({src[axis]}), held in the batch of the NPU form (channel axis {channel}): "
+                  "reshapes into a row and back")
+
+
+def reduce_relayout(rule: Rule, view: LayerView) -> str | None:
+    """rk3566 reduces only over the channel (a 1x1 convolution): a ReduceSum/ReduceMean over one other axis of a
+    rank >= 4 tensor gets a relayout in, named after the producer of its input (a transpose of W into the channel,
+    CPU unless both dims are whole 8-byte groups; a reshape out of the batch axis, always CPU), and a relayout of
+    its one-wide result back, named after the reduce, that is always CPU."""
+    graph, node = view.graph, view.node
+    align = int(rule.params.get("align", {}).get(view.precision, 1))
+    found = _reduce_moves(graph, node, align)
+    if found is not None:
+        return f"{node.op_type} {found[1]}; the relayout of its result back runs on the CPU"
+    for output in node.outputs:
+        for user in graph.consumers(output):
+            found = _reduce_moves(graph, user, align)
+            if found is not None and found[0]:
+                return (f"{node.op_type} feeds a {user.op_type} that {found[1]}; the relayout of this output runs "
+                        "on the CPU")
+    return None
+
+
 def sdpa_channels(graph: Graph, node: Node) -> tuple[int, int] | None:
     """(query channel, value channel) when `node` is the P.V MatMul of an attention, softmax(Q.K^T [* s]).V,
     the pattern the toolkit fuses into exSDPAttention; the channel is the last (per-head) dim of Q and V."""
@@ -1059,6 +1111,7 @@ CHECKS: Mapping[str, Check] = {
     "window_heads": window_heads,
     "norm_relayout": norm_relayout,
     "channel_scatter": channel_scatter,
+    "reduce_relayout": reduce_relayout,
 }
 
 

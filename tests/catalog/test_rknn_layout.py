@@ -690,3 +690,47 @@ def test_a_2d_window_partition_stays_on_the_npu_on_rk3566(catalog, tmp_path):
                       [weight("w", [16, 16, 1, 1]), const("s", np.array([1, 2, 4, 2, 4, 16], np.int64))])
     assert on_npu(catalog, path, "rk3566", "int8", node="perm")
     assert on_npu(catalog, path, "rk3566", "int8", node="split")
+
+
+def _reduce_model(tmp_path, width, axis, name):
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv"),
+             helper.make_node("Mul", ["c", "c"], ["m"], name="producer"),
+             helper.make_node("ReduceSum", ["m", "axes"], ["r"], name="reduce", keepdims=1),
+             helper.make_node("Relu", ["r"], ["y"], name="tail")]
+    return save_model(tmp_path / f"{name}.onnx", nodes, [value("x", [1, 8, 4, width])], [value("y", None)],
+                      [weight("w", [8, 8, 1, 1]), const("axes", np.array([axis], np.int64))])
+
+
+@pytest.mark.parametrize(("width", "producer_cpu"), [(16, {"fp16": False, "int8": False}),
+                                                     (12, {"fp16": False, "int8": True}),
+                                                     (10, {"fp16": True, "int8": True})])
+def test_a_reduce_over_w_is_transposed_into_the_channel_on_rk3566(catalog, tmp_path, width, producer_cpu):
+    # corpus timm_mobilevitv2_050 attn/ReduceSum over W of [1,64,4,196]: Mul_output_0_tp NPU in FP16, CPU in INT8
+    # (196 is not a multiple of 8), [1,96,4,49] CPU in both; the one-wide result's transpose back is always CPU
+    path = _reduce_model(tmp_path, width, 3, f"rw{width}")
+    for precision in ("fp16", "int8"):
+        assert not on_npu(catalog, path, "rk3566", precision, node="reduce")
+        assert on_npu(catalog, path, "rk3566", precision, node="producer") is not producer_cpu[precision]
+    assert on_npu(catalog, path, "rk3588", "int8", node="reduce")
+
+
+def test_a_reduce_over_the_channel_is_a_convolution_on_rk3566(catalog, tmp_path):
+    path = _reduce_model(tmp_path, 10, 1, "rc")
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision, node="reduce")
+        assert on_npu(catalog, path, "rk3566", precision, node="producer")
+
+
+def test_a_reduce_over_the_radix_axis_is_relaid_out_on_rk3566(catalog, tmp_path):
+    # corpus timm_resnest14d conv2/Reshape [1,128,56,56] -> [1,2,64,56,56] and ReduceSum over axis 1: both CPU
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv"),
+             helper.make_node("Reshape", ["c", "s"], ["r"], name="radix"),
+             helper.make_node("ReduceSum", ["r", "axes"], ["t"], name="reduce", keepdims=0),
+             helper.make_node("Relu", ["t"], ["y"], name="tail")]
+    path = save_model(tmp_path / "radix.onnx", nodes, [value("x", [1, 16, 4, 4])], [value("y", None)],
+                      [weight("w", [16, 16, 1, 1]), const("s", np.array([1, 2, 8, 4, 4], np.int64)),
+                       const("axes", np.array([1], np.int64))])
+    for precision in ("fp16", "int8"):
+        assert not on_npu(catalog, path, "rk3566", precision, node="reduce")
+        assert not on_npu(catalog, path, "rk3566", precision, node="radix")
+        assert on_npu(catalog, path, "rk3566", precision, node="conv")
