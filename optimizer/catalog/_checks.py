@@ -556,11 +556,18 @@ def _behind_transpose(graph: Graph, tensor: str, depth: int = 4) -> bool:
     return False
 
 
-def _softmax_side(graph: Graph, tensor: str) -> bool:
-    """The tensor is attention's probability matrix: a Softmax output, possibly transposed (V @ P^T)."""
+def _softmax_side(graph: Graph, tensor: str, depth: int = 4) -> bool:
+    """The tensor is attention's probability matrix: a Softmax output, possibly transposed (V @ P^T) or mixed and
+    renormalised by element-wise ops (ConViT's gated sum of two softmaxes divided by its row sum)."""
     node = graph.producer(tensor)
     if node is not None and node.op_type == "Transpose":
         node = graph.producer(node.inputs[0])
+    for _ in range(depth):
+        if node is None or node.op_type == "Softmax":
+            break
+        if node.op_type not in ("Mul", "Add", "Div", "Sub"):
+            return False
+        node = graph.producer(_activation_input(graph, node))
     return node is not None and node.op_type == "Softmax"
 
 
@@ -841,7 +848,30 @@ def _windowed_head_reshape(graph: Graph, node: Node | None) -> bool:
     if tuple(dst[:2]) != tuple(src[:2]) or math.prod(int(d) for d in dst[2:]) != int(src[2]):
         return False
     users = graph.consumers(node.outputs[0])
-    return len(users) == 1 and users[0].op_type == "Transpose" and list(users[0].attrs.get("perm") or ())[:1] != [0]
+    return len(users) == 1 and users[0].op_type == "Transpose" and _windows_in_tokens(graph, node.inputs[0])
+
+
+def _windows_in_tokens(graph: Graph, tensor: str, depth: int = 16) -> bool:
+    """The windows in the batch axis of `tensor` [B, N, C] were cut out without moving data (a Reshape of the
+    token axis or of a map made channels-last by (0, 2, 3, 1), or a 2-D window partition, exWindow), so the
+    toolkit still holds them inside the token axis, (1, C, B, N). Windows brought into the batch by a 4-D
+    Transpose that moves data (MobileViT's unfold, a CPU relayout) are a plain batch instead, and its head split
+    folds."""
+    for _ in range(depth):
+        node = graph.producer(tensor)
+        if node is None:
+            return False
+        if node.op_type == "Reshape":
+            src = graph.shape(node.inputs[0])
+            if _static(src) and src and src[0] == 1:
+                before = graph.producer(node.inputs[0])
+                return not (before is not None and _moving_transpose(graph, before)
+                            and tuple(before.attrs.get("perm") or ()) != _TO_NHWC)
+        elif node.op_type not in _LAYOUT_NEUTRAL and node.op_type not in ("LayerNormalization", "Transpose") \
+                and not _const_matmul(graph, node):
+            return False
+        tensor = _activation_input(graph, node)
+    return False
 
 
 def _from_windowed_heads(graph: Graph, tensor: str, depth: int = 5) -> bool:

@@ -464,11 +464,15 @@ def test_a_scalar_reshape_has_no_layout_on_rk3566(catalog, tmp_path):
         assert on_npu(catalog, path, "rk3566", precision)
 
 
-def _windowed_attention(tmp_path, windows, tokens, heads=2, dim=16):
-    """The probe's windowed attention: tokens [B, N, C] -> qkv MatMul -> Reshape [B, N, 3, heads, d] ->
-    Transpose (2, 0, 3, 1, 4) -> Split/Squeeze -> softmax(Q.K^T).V."""
+def _windowed_attention(tmp_path, windows, tokens, heads=2, dim=16, unfold=False):
+    """The probe's windowed attention: a map [1, C, B, N] made channels-last (or, with `unfold`, brought into
+    the batch by a (0, 3, 2, 1) Transpose of [1, N, B, C] that moves data, MobileViT's unfold) and reshaped into
+    tokens [B, N, C] -> qkv MatMul -> Reshape [B, N, 3, heads, d] -> Transpose (2, 0, 3, 1, 4) -> Split/Squeeze ->
+    softmax(Q.K^T).V."""
     ch = heads * dim
-    nodes = [helper.make_node("MatMul", ["x", "wqkv"], ["qkv"], name="qkv_mm"),
+    nodes = [helper.make_node("Transpose", ["x"], ["xl"], name="to_tokens", perm=[0, 3, 2, 1] if unfold else [0, 2, 3, 1]),
+             helper.make_node("Reshape", ["xl", "s3"], ["t"], name="to_windows"),
+             helper.make_node("MatMul", ["t", "wqkv"], ["qkv"], name="qkv_mm"),
              helper.make_node("Reshape", ["qkv", "s5"], ["qkv5"], name="qkv_reshape"),
              helper.make_node("Transpose", ["qkv5"], ["qkvt"], name="qkv_transpose", perm=[2, 0, 3, 1, 4]),
              helper.make_node("Split", ["qkvt", "ones"], ["q1", "k1", "v1"], name="split", axis=0)]
@@ -479,9 +483,20 @@ def _windowed_attention(tmp_path, windows, tokens, heads=2, dim=16):
               helper.make_node("MatMul", ["p", "v"], ["o"], name="pv"),
               helper.make_node("Relu", ["o"], ["y"], name="tail")]
     inits = [weight("wqkv", [ch, 3 * ch]), const("s5", np.array([windows, tokens, 3, heads, dim], np.int64)),
+             const("s3", np.array([windows, tokens, ch], np.int64)),
              const("ones", np.array([1, 1, 1], np.int64)), const("ax0", np.array([0], np.int64))]
-    return save_model(tmp_path / f"win{windows}_{tokens}.onnx", nodes, [value("x", [windows, tokens, ch])],
+    source = [1, tokens, windows, ch] if unfold else [1, ch, windows, tokens]
+    return save_model(tmp_path / f"win{windows}_{tokens}_{int(unfold)}.onnx", nodes, [value("x", source)],
                       [value("y", None)], inits, opset=13)
+
+
+def test_windows_unfolded_into_the_batch_by_a_moving_transpose_fold_their_head_split_on_rk3566(catalog, tmp_path):
+    # corpus timm_mobilevit_xxs stages.2.1: Transpose_1 (0,3,2,1) of [1,64,256,4] and Reshape_2 into [4,256,64]
+    # (Target CPU) leave a plain batch: transformer attn/Reshape [4,256,3,4,16] and attn/Transpose are NPU
+    report = check_graph(load_model(_windowed_attention(tmp_path, 4, 64, unfold=True)), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        assert report.verdict("qkv_reshape").runs_on("npu", precision)
+        assert report.verdict("qkv_transpose").runs_on("npu", precision)
 
 
 # probe winattn:B:N:H:D and corpus nn_window_attention_pad_roll (B=25, N=49): with windows in the batch the head
