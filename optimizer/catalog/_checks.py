@@ -1524,6 +1524,8 @@ def _form_channel_change(view: LayerView) -> str | None:
     a, b = _as_npu_4d(src), _as_npu_4d(dst)
     if a is None or b is None or a[1] == b[1] or _unit_stripped(src) == _unit_stripped(dst):
         return None
+    if len(_unit_stripped(src)) <= 1:
+        return None  # a vector ([1, C, 1, 1]: one run of channel blocks) regroups without a gather
     return f"{node.op_type} {list(src)} -> {list(dst)} moves data across the channel axis"
 
 
@@ -1760,8 +1762,35 @@ def _reorders_tokens(view: LayerView, params: Mapping[str, Any]) -> str | None:
 
 
 _CHAIN_OPS = frozenset({"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Gather", "Split"})
+_RESHAPES = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze"})
+
+
+def _reshape_pixels_into_channel(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    return _pixels_into_channel(view, params) if view.node.op_type in _RESHAPES else None
+
+
 _ALONE: tuple[Condition, ...] = (_moves_across_channel, _batch_major_transpose, _into_batch_transpose,
-                                 _reorders_tokens)
+                                 _reorders_tokens, _reshape_pixels_into_channel)
+
+
+def _next_reshape(graph: Graph, node: Node) -> Node | None:
+    users = graph.consumers(node.outputs[0]) if node.outputs else ()
+    return users[0] if len(users) == 1 and users[0].op_type in _RESHAPES else None
+
+
+def _reshape_run_moves(view: LayerView, params: Mapping[str, Any], depth: int = 8) -> str | None:
+    """The own verdict of an earlier reshape in the run of reshapes that ends at this node (the toolkit folds a
+    run of reshapes into one layer, named after the last)."""
+    graph, node = view.graph, view.node
+    for _ in range(depth):
+        producer = graph.producer(_activation_input(graph, node)) if node.inputs else None
+        if producer is None or producer.op_type not in _RESHAPES or len(graph.consumers(producer.outputs[0])) != 1:
+            return None
+        reason = _moves_alone(_member_view(view, producer), params)
+        if reason is not None:
+            return f"{producer.op_type} {producer.name}: {reason}"
+        node = producer
+    return None
 
 
 def _chain_member(graph: Graph, node: Node | None) -> bool:
@@ -1838,9 +1867,14 @@ def _layout_chain(view: LayerView, params: Mapping[str, Any]) -> str | None:
     would move data across the channel on its own."""
     if _chain_mover_before(view, params) is not None:
         return None
+    if view.node.op_type in _RESHAPES and _next_reshape(view.graph, view.node) is not None:
+        return None  # folded into the last reshape of the run
     own = _moves_alone(view, params)
     if own is not None:
         return own
+    if view.node.op_type in _RESHAPES:
+        earlier = _reshape_run_moves(view, params)
+        return None if earlier is None else f"{view.node.op_type} ends a run of reshapes that moves data ({earlier})"
     if not _reorders(view.graph, view.node):
         return None
     later = _chain_moves_after(view, params)

@@ -749,3 +749,30 @@ def test_a_reduce_over_the_radix_axis_is_relaid_out_on_rk3566(catalog, tmp_path)
         assert not on_npu(catalog, path, "rk3566", precision, node="reduce")
         assert not on_npu(catalog, path, "rk3566", precision, node="radix")
         assert on_npu(catalog, path, "rk3566", precision, node="conv")
+
+
+def test_a_run_of_reshapes_is_carried_by_its_last_member_on_rk3566(catalog, tmp_path):
+    # corpus timm_resnest14d conv2/rsoftmax: Softmax [1,2,1,64] -> Reshape_1 [1,128] -> [1,128,1,1] -> Reshape_2
+    # [1,2,64,1,1]: one Transpose layer named after Reshape_2 (CPU); the earlier reshapes fold
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"),
+             helper.make_node("Reshape", ["a", "s1"], ["f"], name="first"),
+             helper.make_node("Reshape", ["f", "s2"], ["m"], name="middle"),
+             helper.make_node("Reshape", ["m", "s3"], ["b"], name="last"),
+             helper.make_node("Relu", ["b"], ["y"], name="tail")]
+    path = save_model(tmp_path / "run.onnx", nodes, [value("x", [1, 2, 1, 64])], [value("y", None)],
+                      [const("s1", np.array([1, 128], np.int64)), const("s2", np.array([1, 128, 1, 1], np.int64)),
+                       const("s3", np.array([1, 2, 64, 1, 1], np.int64))])
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision, node="first")
+        assert on_npu(catalog, path, "rk3566", precision, node="middle")
+        assert not on_npu(catalog, path, "rk3566", precision, node="last")
+
+
+@pytest.mark.parametrize(("shape", "cpu"), [([1, 128, 1, 1], False), ([1, 128, 2, 1], True)])
+def test_a_reshape_of_a_vector_stays_on_the_npu_on_rk3566(catalog, tmp_path, shape, cpu):
+    # corpus timm_resnest14d conv2/rsoftmax/Reshape (1,128,1,1) -> (1,2,1,64): a Reshape layer, Target NPU;
+    # with two pixels the channel change is a gather (the probe's 1x16x8x8 -> 1x32x4x8)
+    to = [1, 1, 2, 64] if shape[2] == 1 else [1, 1, 4, 64]
+    path = _inner(tmp_path, [helper.make_node("Reshape", ["a", "s"], ["b"], name="n")], shape,
+                  [const("s", np.array(to, np.int64))], name=f"vec{shape[2]}")
+    assert on_npu(catalog, path, "rk3566", "fp16") is not cpu
