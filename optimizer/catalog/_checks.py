@@ -966,7 +966,7 @@ def _carried_axis(src: Sequence[int], axis: int, dst: Sequence[int]) -> int | No
 def channel_axis(graph: Graph, tensor: str, depth: int = 24) -> int | None:
     """The axis of `tensor` that the rk3566 toolkit holds as the channel of its 4-D form (the innermost C2 block
     of NC1HWC2), traced from the op that fixes it: axis 1 of a feature map (Conv, pooling, a 4-D graph input),
-    the last axis of a token tensor (a MatMul/Gemm with constant weights, a last-axis LayerNorm), carried through
+    the last axis of a token tensor (a MatMul/Gemm, a last-axis LayerNorm), carried through
     element-wise ops, transposes (the axis moves with the permutation) and reshapes (`_carried_axis`). None when
     the trace meets an op that fixes no axis or a reshape that scatters the channel."""
     shape = graph.shape(tensor)
@@ -978,7 +978,7 @@ def channel_axis(graph: Graph, tensor: str, depth: int = 24) -> int | None:
         return 1 if tensor in graph.inputs and rank == 4 else None
     if node.op_type in _MAP_OPS:
         return 1 if rank >= 3 else None
-    if _const_matmul(graph, node) or _is_activation_matmul(graph, node):
+    if node.op_type in ("MatMul", "Gemm"):
         return rank - 1
     if node.op_type in ("LayerNormalization", "RMSNormalization"):
         return int(node.attrs.get("axis", -1)) % rank
@@ -1654,6 +1654,9 @@ def _batch_major_transpose(view: LayerView, params: Mapping[str, Any]) -> str | 
     perm = tuple(view.attr("perm") or (2, 1, 0))
     if perm[0] == 0:
         return None
+    moved = [axis for axis in perm if src[axis] != 1]
+    if moved == sorted(moved) and channel_axis(view.graph, view.node.inputs[0]) == 2:
+        return None  # tokens [N, 1, C] of a token MatMul are held as (1, C, 1, N): moving the unit axis is free
     return f"Transpose perm {list(perm)} of {list(src)} moves the non-unit leading axis out of the batch axis"
 
 

@@ -776,3 +776,19 @@ def test_a_reshape_of_a_vector_stays_on_the_npu_on_rk3566(catalog, tmp_path, sha
     path = _inner(tmp_path, [helper.make_node("Reshape", ["a", "s"], ["b"], name="n")], shape,
                   [const("s", np.array(to, np.int64))], name=f"vec{shape[2]}")
     assert on_npu(catalog, path, "rk3566", "fp16") is not cpu
+
+
+@pytest.mark.parametrize("from_matmul", [True, False])
+def test_a_seq_first_token_transpose_back_is_free_after_a_token_matmul_on_rk3566(catalog, tmp_path, from_matmul):
+    # corpus nn_encoder_d128_h4_l2 / nn_decoder_d128_h4_l2 self_attn/Transpose_7 (1,0,2) of [64,1,128] after the
+    # out-projection Gemm: no layer of its own; an RNN's sequence-first output (nn_lstm_1x128 /rnn/Transpose_1) is CPU
+    nodes = [helper.make_node("Gemm", ["x", "w"], ["g"], name="proj") if from_matmul
+             else helper.make_node("Relu", ["x"], ["g"], name="proj"),
+             helper.make_node("Reshape", ["g", "s"], ["r"], name="unflatten"),
+             helper.make_node("Transpose", ["r"], ["t"], name="n", perm=[1, 0, 2]),
+             helper.make_node("Relu", ["t"], ["y"], name="tail")]
+    inits = [weight("w", [128, 128]), const("s", np.array([16, 1, 128], np.int64))]
+    path = save_model(tmp_path / f"seq{int(from_matmul)}.onnx", nodes, [value("x", [16, 128])], [value("y", None)],
+                      inits)
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision) is from_matmul
