@@ -1493,7 +1493,7 @@ def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
         if (producer is not None and producer.op_type == "MatMul") or \
                 _activation_matmul_operand(graph, node.outputs[0]) is not None:
             return None  # folded into exMatMul's operand or result layout
-        if _channels_last_pair(graph, node):
+        if _channels_last_pair(graph, node) or _to_form_channel(graph, node):
             return None
         if _moving_transpose(graph, node):
             perm = list(view.attr("perm") or ())
@@ -1527,6 +1527,20 @@ def _form_channel_change(view: LayerView) -> str | None:
     if len(_unit_stripped(src)) <= 1:
         return None  # a vector ([1, C, 1, 1]: one run of channel blocks) regroups without a gather
     return f"{node.op_type} {list(src)} -> {list(dst)} moves data across the channel axis"
+
+
+def _to_form_channel(graph: Graph, node: Node) -> bool:
+    """A 4-D Transpose that brings the toolkit's channel (check channel_axis) to axis 1 and keeps the order of
+    the other non-unit axes: the data is already held that way (NCHW with C innermost), so it is a relabel."""
+    src = graph.shape(node.inputs[0]) if node.inputs else None
+    perm = tuple(node.attrs.get("perm") or ())
+    if not _static(src) or len(src) != 4 or len(perm) != 4:
+        return False
+    channel = channel_axis(graph, node.inputs[0])
+    if channel is None or perm[1] != channel:
+        return False
+    rest = [axis for axis in perm if axis != channel and src[axis] != 1]
+    return rest == sorted(rest)
 
 
 def _token_form(graph: Graph, tensor: str, depth: int = 32) -> bool:
@@ -1755,6 +1769,10 @@ def _reorders_tokens(view: LayerView, params: Mapping[str, Any]) -> str | None:
     if labels is None:
         return None
     perm = tuple(transpose.attrs.get("perm") or reversed(range(len(mid))))
+    order = [axis for axis in perm if mid[axis] != 1]
+    if order and labels[max(order)] == channel and labels[order[-1]] != channel:
+        return (f"Transpose perm {list(perm)} of {list(mid)} moves the channel of {list(before)} out of the innermost "
+                "axis (channels as rows, e.g. cross-covariance attention): a real transpose")
     others = [axis for axis in perm if mid[axis] != 1 and labels[axis] != channel]
     crossed = {labels[a] for i, a in enumerate(others) for b in others[i + 1:] if a > b}
     crossed |= {labels[b] for i, a in enumerate(others) for b in others[i + 1:] if a > b}

@@ -792,3 +792,31 @@ def test_a_seq_first_token_transpose_back_is_free_after_a_token_matmul_on_rk3566
                       inits)
     for precision in ("fp16", "int8"):
         assert on_npu(catalog, path, "rk3566", precision) is from_matmul
+
+
+@pytest.mark.parametrize(("perm", "cpu"), [([2, 0, 3, 4, 1], True), ([2, 0, 3, 1, 4], False)])
+def test_a_head_split_putting_the_tokens_last_is_cpu_on_rk3566(catalog, tmp_path, perm, cpu):
+    # corpus timm_edgenext_xx_small xca: [1,1024,144] -> [1,1024,3,4,12] -> (2,0,3,4,1): channels as rows, the
+    # Reshape and the Transpose Target CPU in FP16 and INT8; the usual (2,0,3,1,4) keeps d innermost (NPU)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name="qkv"),
+             helper.make_node("Reshape", ["m", "s"], ["r"], name="split"),
+             helper.make_node("Transpose", ["r"], ["t"], name="perm", perm=perm),
+             helper.make_node("Relu", ["t"], ["y"], name="tail")]
+    path = save_model(tmp_path / f"xca{int(cpu)}.onnx", nodes, [value("x", [1, 64, 16])], [value("y", None)],
+                      [weight("w", [16, 48]), const("s", np.array([1, 64, 3, 2, 8], np.int64))])
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision, node="perm") is not cpu
+        assert on_npu(catalog, path, "rk3566", precision, node="split") is not cpu
+
+
+@pytest.mark.parametrize(("tokens", "cpu"), [(True, False), (False, True)])
+def test_a_transpose_bringing_the_channel_to_axis_1_is_a_relabel_on_rk3566(catalog, tmp_path, tokens, cpu):
+    # corpus timm_edgenext_xx_small Transpose_1 (0,3,1,2) of token-made [1,16,16,88] back to the map: no layer;
+    # the same perm of an NCHW map (channel on axis 1) moves data
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name="mm") if tokens
+             else helper.make_node("Conv", ["x", "w"], ["m"], name="mm"),
+             helper.make_node("Transpose", ["m"], ["b"], name="n", perm=[0, 3, 1, 2]),
+             helper.make_node("Relu", ["b"], ["y"], name="tail")]
+    path = save_model(tmp_path / f"tf{int(tokens)}.onnx", nodes, [value("x", [1, 8, 8, 8])], [value("y", None)],
+                      [weight("w", [8, 8] if tokens else [8, 8, 1, 1])])
+    assert on_npu(catalog, path, "rk3566", "fp16") is not cpu
