@@ -558,14 +558,15 @@ def _behind_transpose(graph: Graph, tensor: str, depth: int = 4) -> bool:
 
 def _softmax_side(graph: Graph, tensor: str, depth: int = 4) -> bool:
     """The tensor is attention's probability matrix: a Softmax output, possibly transposed (V @ P^T) or mixed and
-    renormalised by element-wise ops (ConViT's gated sum of two softmaxes divided by its row sum)."""
+    renormalised by element-wise ops (ConViT's gated sum of two softmaxes divided by its row sum) or mixed across
+    heads by a convolution (EfficientFormerV2's talking heads)."""
     node = graph.producer(tensor)
     if node is not None and node.op_type == "Transpose":
         node = graph.producer(node.inputs[0])
     for _ in range(depth):
         if node is None or node.op_type == "Softmax":
             break
-        if node.op_type not in ("Mul", "Add", "Div", "Sub"):
+        if node.op_type not in ("Mul", "Add", "Div", "Sub", "Conv"):
             return False
         node = graph.producer(_activation_input(graph, node))
     return node is not None and node.op_type == "Softmax"
@@ -1098,6 +1099,42 @@ def reduce_relayout(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
+_SCORE_STEPS = frozenset({"Mul", "Add", "Div", "Sub", "Softmax"})
+
+
+def _reaches(graph: Graph, tensor: str, want: Callable[[Node], bool], depth: int = 4) -> Node | None:
+    """The first consumer satisfying `want` that `tensor` reaches through element-wise ops or a Softmax."""
+    for _ in range(depth):
+        users = graph.consumers(tensor)
+        if len(users) != 1:
+            return None
+        if want(users[0]):
+            return users[0]
+        if users[0].op_type not in _SCORE_STEPS:
+            return None
+        tensor = users[0].outputs[0]
+    return None
+
+
+def exmatmul_conv(rule: Rule, view: LayerView) -> str | None:
+    """exMatMul holds its result and operands as (b, rows, 1, cols), the leading dims (heads) in the batch axis;
+    a convolution over those heads (talking heads on the attention scores) needs them as its channel, so the
+    toolkit relays the scores out of exMatMul's form (a layer named after the MatMul) and back into it (named
+    after the Conv), both on the CPU on rk3566."""
+    graph, node = view.graph, view.node
+    if _is_activation_matmul(graph, node) and node.outputs:
+        conv = _reaches(graph, node.outputs[0], lambda n: n.op_type == "Conv")
+        if conv is not None:
+            return f"MatMul of two activations feeds the convolution {conv.name} over its heads: its result is " \
+                   "relaid out of exMatMul's form on the CPU"
+    if node.op_type == "Conv" and node.outputs:
+        matmul = _reaches(graph, node.outputs[0], lambda n: _is_activation_matmul(graph, n))
+        if matmul is not None:
+            return f"Conv feeds the MatMul of two activations {matmul.name}: its output is relaid into exMatMul's " \
+                   "form on the CPU"
+    return None
+
+
 def sdpa_channels(graph: Graph, node: Node) -> tuple[int, int] | None:
     """(query channel, value channel) when `node` is the P.V MatMul of an attention, softmax(Q.K^T [* s]).V,
     the pattern the toolkit fuses into exSDPAttention; the channel is the last (per-head) dim of Q and V."""
@@ -1142,6 +1179,7 @@ CHECKS: Mapping[str, Check] = {
     "norm_relayout": norm_relayout,
     "channel_scatter": channel_scatter,
     "reduce_relayout": reduce_relayout,
+    "exmatmul_conv": exmatmul_conv,
 }
 
 

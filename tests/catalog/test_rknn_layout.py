@@ -820,3 +820,25 @@ def test_a_transpose_bringing_the_channel_to_axis_1_is_a_relabel_on_rk3566(catal
     path = save_model(tmp_path / f"tf{int(tokens)}.onnx", nodes, [value("x", [1, 8, 8, 8])], [value("y", None)],
                       [weight("w", [8, 8] if tokens else [8, 8, 1, 1])])
     assert on_npu(catalog, path, "rk3566", "fp16") is not cpu
+
+
+@pytest.mark.parametrize("talking_heads", [True, False])
+def test_talking_heads_convolutions_relayout_exmatmul_scores_on_rk3566(catalog, tmp_path, talking_heads):
+    # corpus timm_efficientformerv2_s0 token_mixer: MatMul -> talking_head1/Conv -> Softmax -> talking_head2/Conv ->
+    # MatMul_1: the MatMul and talking_head2 are CPU (relayouts of exMatMul's (heads, N, 1, N) form)
+    mix = [helper.make_node("Conv", ["s", "w1"], ["s1"], name="th1"),
+           helper.make_node("Softmax", ["s1"], ["p0"], name="softmax", axis=-1),
+           helper.make_node("Conv", ["p0", "w2"], ["p"], name="th2")] if talking_heads else \
+          [helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1)]
+    nodes = [helper.make_node("MatMul", ["q", "k"], ["s"], name="qk"), *mix,
+             helper.make_node("MatMul", ["p", "v"], ["o"], name="pv"),
+             helper.make_node("Relu", ["o"], ["y"], name="tail")]
+    path = save_model(tmp_path / f"th{int(talking_heads)}.onnx", nodes,
+                      [value("q", [1, 4, 16, 8]), value("k", [1, 4, 8, 16]), value("v", [1, 4, 16, 8])],
+                      [value("y", None)], [weight("w1", [4, 4, 1, 1]), weight("w2", [4, 4, 1, 1])])
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision, node="qk") is not talking_heads
+        if talking_heads:
+            assert not on_npu(catalog, path, "rk3566", precision, node="th2")
+            assert on_npu(catalog, path, "rk3566", precision, node="th1")
+    assert on_npu(catalog, path, "rk3588", "fp16", node="qk")
