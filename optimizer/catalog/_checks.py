@@ -1793,8 +1793,23 @@ def _reorders_tokens(view: LayerView, params: Mapping[str, Any]) -> str | None:
         if len(users) != 1 or users[0].op_type != "Transpose":
             return None
         transpose = users[0]
-    if transpose.op_type != "Transpose":
+    if transpose.op_type != "Transpose" or _next_reshape(graph, transpose) is not None:
+        return None  # a reshape right after takes the composed move (_reorder_before)
+    return _token_reorder(graph, transpose)
+
+
+def _reorder_before(view: LayerView) -> str | None:
+    """A Reshape right after a token-reordering rank > 4 Transpose: the toolkit composes the split, the transpose
+    and this reshape and names the CPU layers after this one (probe mu:8:8:16:1: qf_rs, qf_rs_tp)."""
+    graph, node = view.graph, view.node
+    producer = graph.producer(node.inputs[0]) if node.op_type in _RESHAPES and node.inputs else None
+    if producer is None or producer.op_type != "Transpose" or len(graph.consumers(producer.outputs[0])) != 1:
         return None
+    reason = _token_reorder(graph, producer)
+    return None if reason is None else f"{node.op_type} takes the composed move of {producer.name}: {reason}"
+
+
+def _token_reorder(graph: Graph, transpose: Node) -> str | None:
     reshape = graph.producer(transpose.inputs[0]) if transpose.inputs else None
     mid = graph.shape(transpose.inputs[0]) if transpose.inputs else None
     if reshape is None or reshape.op_type != "Reshape" or not _static(mid) or len(mid) <= 4:
@@ -1895,7 +1910,7 @@ def _chain_mover_before(view: LayerView, params: Mapping[str, Any], depth: int =
             break
         assert producer is not None
         if _reorders(graph, producer):
-            own = _moves_alone(_member_view(view, producer), params)
+            own = _moves_alone(_member_view(view, producer), params) or _token_reorder(graph, producer)
             mover = producer if own is None else None  # a mover that transposes alone breaks the chain
         node = producer
     return mover
@@ -1928,7 +1943,7 @@ def _layout_chain(view: LayerView, params: Mapping[str, Any]) -> str | None:
         return None
     if view.node.op_type in _RESHAPES and _next_reshape(view.graph, view.node) is not None:
         return None  # folded into the last reshape of the run
-    own = _moves_alone(view, params)
+    own = _moves_alone(view, params) or _reorder_before(view)
     if own is not None:
         return own
     if view.node.op_type in _RESHAPES:

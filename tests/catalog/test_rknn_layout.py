@@ -842,3 +842,20 @@ def test_talking_heads_convolutions_relayout_exmatmul_scores_on_rk3566(catalog, 
             assert not on_npu(catalog, path, "rk3566", precision, node="th2")
             assert on_npu(catalog, path, "rk3566", precision, node="th1")
     assert on_npu(catalog, path, "rk3588", "fp16", node="qk")
+
+
+def test_a_reshape_after_a_token_reordering_transpose_takes_its_move_on_rk3566(catalog, tmp_path):
+    # probe tools/probe_rknn_rk3566.py mu:8:8:16:1: qkv Reshape -> rank-6 Transpose swapping the token pieces ->
+    # Reshape: the layers qf_rs and qf_rs_tp are named after the last Reshape (CPU); the first two have none
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name="qkv"),
+             helper.make_node("Reshape", ["m", "s"], ["r"], name="split"),
+             helper.make_node("Transpose", ["r"], ["t"], name="perm", perm=[3, 0, 4, 2, 1, 5]),
+             helper.make_node("Reshape", ["t", "s2"], ["b"], name="merge"),
+             helper.make_node("Relu", ["b"], ["y"], name="tail")]
+    path = save_model(tmp_path / "mu.onnx", nodes, [value("x", [1, 8, 16])], [value("y", None)],
+                      [weight("w", [16, 48]), const("s", np.array([1, 4, 2, 3, 2, 8], np.int64)),
+                       const("s2", np.array([3, 1, 2, 8, 8], np.int64))])
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision, node="split")
+        assert on_npu(catalog, path, "rk3566", precision, node="perm")
+        assert not on_npu(catalog, path, "rk3566", precision, node="merge")
