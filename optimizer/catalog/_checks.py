@@ -1756,6 +1756,7 @@ def _pixels_into_channel(view: LayerView, params: Mapping[str, Any]) -> str | No
 
 Condition = Callable[[LayerView, Mapping[str, Any]], "str | None"]
 
+
 def _source_axes(src: Sequence[int], dst: Sequence[int]) -> list[int] | None:
     """For a Reshape that only splits axes (each output axis inside one input axis), the input axis each output
     axis comes from; None when an output axis straddles input axes."""
@@ -1810,6 +1811,7 @@ def _reorder_before(view: LayerView) -> str | None:
 
 
 def _token_reorder(graph: Graph, transpose: Node) -> str | None:
+    """Why a rank > 4 Transpose right after an axis-splitting Reshape is a real data move, or None."""
     reshape = graph.producer(transpose.inputs[0]) if transpose.inputs else None
     mid = graph.shape(transpose.inputs[0]) if transpose.inputs else None
     if reshape is None or reshape.op_type != "Reshape" or not _static(mid) or len(mid) <= 4:
