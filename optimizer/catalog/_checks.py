@@ -928,20 +928,6 @@ def window_heads(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
-def _channels_last_input(graph: Graph, tensor: str, depth: int = 6) -> bool:
-    """The 4-D tensor was made channels-last by a (0, 2, 3, 1) Transpose (possibly through element-wise ops)."""
-    for _ in range(depth):
-        node = graph.producer(tensor)
-        if node is None:
-            return False
-        if node.op_type == "Transpose":
-            return tuple(node.attrs.get("perm") or ()) == _TO_NHWC
-        if node.op_type not in _LAYOUT_NEUTRAL:
-            return False
-        tensor = _activation_input(graph, node)
-    return False
-
-
 _MAP_OPS = frozenset({"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
                       "BatchNormalization", "DepthToSpace", "SpaceToDepth"})
 _AXIS_KEEPING = frozenset({"Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Erf", "Gelu", "HardSwish",
@@ -999,15 +985,15 @@ def channel_axis(graph: Graph, tensor: str, depth: int = 24) -> int | None:
 
 
 def _norm_needing_transpose(graph: Graph, node: Node) -> bool:
-    """A norm exNorm can only take after a transpose on rk3566: a LayerNorm over the last axis alone of an NCHW
-    map (W, not a channels-last tensor), or a lone InstanceNormalization of a 4-D map (not GroupNorm's form)."""
+    """A norm exNorm can only take after a transpose on rk3566: a LayerNorm over the last axis alone of a 4-D
+    tensor whose channel (check channel_axis) is another axis (the W of an NCHW map; not a channels-last or
+    windowed token tensor), or a lone InstanceNormalization of a 4-D map (not GroupNorm's form)."""
     shape = graph.shape(node.inputs[0]) if node.inputs else None
     if not _static(shape) or len(shape) != 4:
         return False
     if node.op_type == "LayerNormalization":
         axis = node.attrs.get("axis", -1)
-        return (axis % 4 == 3 and int(shape[3]) > 1 and not _channels_last_input(graph, node.inputs[0])
-                and channel_axis(graph, node.inputs[0]) not in (None, 3))
+        return axis % 4 == 3 and int(shape[3]) > 1 and channel_axis(graph, node.inputs[0]) not in (None, 3)
     if node.op_type == "InstanceNormalization":
         producer = graph.producer(node.inputs[0])
         return producer is None or _group_norm_groups(graph, producer) is None
