@@ -70,7 +70,7 @@ def _value_shape(value: onnx.ValueInfoProto) -> Shape:
     return tuple(dims)
 
 
-def _apply_input_shapes(model: onnx.ModelProto, overrides: Mapping[str, tuple[int, ...]], shown: str) -> None:
+def apply_input_shapes(model: onnx.ModelProto, overrides: Mapping[str, tuple[int, ...]], shown: str) -> None:
     initializers = {t.name for t in model.graph.initializer}
     runtime = {v.name: v for v in model.graph.input if v.name not in initializers}
     for name, dims in overrides.items():
@@ -359,7 +359,7 @@ def load_model(path: str | Path, input_shapes: Mapping[str, tuple[int, ...]] | N
     fixed: tuple[tuple[str, int, str], ...] = ()
     if input_shapes:
         fixed = _symbolic_dims(model, set(input_shapes))
-        _apply_input_shapes(model, input_shapes, shown)
+        apply_input_shapes(model, input_shapes, shown)
     _check_input_dims(model, shown)
     resolved = resolve(model, _infer(model, shown, strict=True), order, names, _inline_initializers(model),
                        lambda working: _reinfer(working, shown))

@@ -217,3 +217,30 @@ def test_verify_rknn_needs_the_interpreter(tmp_path):
     _, plan = _plan(tmp_path, _branchy(tmp_path), "rk3566")
     with pytest.raises(BadInputError, match="interpreter not found"):
         verify_rknn(plan, str(tmp_path / "branchy.onnx"), str(tmp_path / "no-python"))
+
+
+def test_a_plan_made_with_input_shape_exports_at_those_shapes(tmp_path, favour):
+    """A dynamic-batch model planned with --input-shape: the plan records the shapes, so export reads the
+    model as it was planned (DLA-STATIC holds), writes static engines, and the single engine gets --shapes."""
+    rng = np.random.default_rng(2)
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["a"], name="c0", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["a"], ["y"], name="r0")]
+    model = save_model(tmp_path / "dyn.onnx", nodes, [value("x", ["N", 8, 16, 16])], [value("y", None)],
+                       [numpy_helper.from_array(rng.normal(0, 0.2, (8, 8, 3, 3)).astype(np.float32), "w0")])
+    planned = optimize(str(model), "orin-agx", PlanRequest(), input_shapes={"x": (1, 8, 16, 16)},
+                       profile_path=favour)
+    plan = planned.plan.to_json()
+    assert plan["model"]["input_shapes"] == {"x": [1, 8, 16, 16]}
+    assert any(layer["device"].startswith("dla") for layer in plan["layers"])
+    plan_path = tmp_path / "plan.json"
+    write_json(plan_path, plan)
+    manifest = _check_equivalent(tmp_path, model, plan_path, (1, 8, 16, 16))
+    for engine in manifest["engines"]:
+        sub = onnx.load(tmp_path / "export" / engine["onnx"])
+        dims = [d.dim_value for d in sub.graph.input[0].type.tensor_type.shape.dim]
+        assert dims[0] == 1 and 0 not in dims
+    assert "--shapes=x:1x8x16x16" in (tmp_path / "export" / "build.sh").read_text()
+    without = dict(plan, model={k: v for k, v in plan["model"].items() if k != "input_shapes"})
+    write_json(plan_path, without)
+    with pytest.raises(BadInputError, match="DLA-STATIC"):  # the same plan without its shapes does not hold
+        export_plan(plan_path, tmp_path / "again", str(model))
