@@ -207,3 +207,7 @@ def test_nms_adds_one_fp32_read_of_every_output_and_four_launches_on_the_gpu(tmp
         assert busy - stage_times(plain.scenario.stage, profile.constants)[1].get("gpu", 0.0) == pytest.approx(
             expected, rel=1e-6)
     assert nms_seconds(0, bandwidth, 0.5, 4.0) == 0.0
+    cli = run("predict", str(path), "--target", "orin-agx", "--accelerator", "dla", "--precision", "int8", "--nms",
+              "--json")
+    assert cli.returncode == 0, cli.stderr
+    assert json.loads(cli.stdout)["latency_ms"] == pytest.approx(nms.figure.latency_s * 1e3, abs=1e-6)
