@@ -961,6 +961,112 @@ def sdpa_channels(graph: Graph, node: Node) -> tuple[int, int] | None:
     return int(query[-1]), int(value[-1])
 
 
+def _bytes_per_element(precision: str) -> int:
+    return 1 if precision == "int8" else 2
+
+
+def _reduce_axes(graph: Graph, node: Node) -> list[int] | None:
+    """A Reduce* node's axes, from the attribute (opset < 18, ReduceSum < 13) or the constant second input."""
+    axes = node.attrs.get("axes")
+    if axes is None and len(node.inputs) > 1 and node.inputs[1]:
+        value = graph.constants.get(node.inputs[1])
+        axes = None if value is None else [int(a) for a in value.reshape(-1)]
+    return None if axes is None else [int(a) for a in axes]
+
+
+def _radix_reduce(graph: Graph, node: Node | None) -> tuple[int, int, int, int] | None:
+    """(R, C, H, W) when `node` sums a rank-5 [1, R, C, H, W] tensor over R > 1 (split attention's radix sum,
+    ResNeSt/SKNet): the toolkit holds the input as a flat row per radix, (1, R, 1, C*H*W), sums the rows with a
+    1x1 convolution and unflattens the result to the map (1, C, H, W)."""
+    if node is None or node.op_type != "ReduceSum" or not node.inputs:
+        return None
+    src = graph.shape(node.inputs[0])
+    if not _static(src) or len(src) != 5 or src[0] != 1 or src[1] < 2:
+        return None
+    axes = _reduce_axes(graph, node)
+    if axes is None or [a % 5 for a in axes] != [1]:
+        return None
+    return int(src[1]), int(src[2]), int(src[3]), int(src[4])
+
+
+def _flat_vector(shape: tuple[int, ...]) -> bool:
+    return len(_unit_stripped(shape)) <= 1
+
+
+def _folds_into_fc(graph: Graph, node: Node, src: tuple[int, ...], precision: str, params: Mapping[str, Any]) -> bool:
+    """A small map flattened into a constant-weight Gemm/MatMul is folded into one convolution whose kernel is
+    the whole map: no Reshape layer is left."""
+    users = graph.consumers(node.outputs[0]) if node.outputs else ()
+    if len(users) != 1 or users[0].op_type not in ("Gemm", "MatMul") or len(users[0].inputs) < 2:
+        return False
+    if not graph.is_constant(users[0].inputs[1]):
+        return False
+    fold = params.get("fold", {})
+    kernel_ok = max(src[2], src[3]) <= int(fold.get("kernel", 0))
+    return kernel_ok and math.prod(src[1:]) * _bytes_per_element(precision) < int(fold.get("bytes", 0))
+
+
+def pixel_rows(rule: Rule, view: LayerView) -> str | None:
+    """A relayout between a map (1, C, H, W) with H*W > 1 and a flat row (a Flatten into a classifier, a vector
+    unflattened into a map, the row sum of split attention unflattened back) is a Reshape layer that is only
+    an NPU layer when every channel's H*W pixels fill whole 16-byte groups."""
+    graph, node = view.graph, view.node
+    align = int(rule.params["align"][view.precision])
+    radix = _radix_reduce(graph, node)
+    if radix is not None:
+        _, channels, height, width = radix
+        if (height * width) % align:
+            return (f"ReduceSum over the radix axis of {list(graph.shape(node.inputs[0]) or ())}: its row sum is "
+                    f"unflattened into (1, {channels}, {height}, {width}) and {height}x{width} = {height * width} "
+                    f"pixels per channel are not a multiple of {align}")
+        return None
+    if node.op_type not in ("Reshape", "Flatten") or not node.inputs or not node.outputs:
+        return None
+    src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
+    if not _static(src) or not _static(dst) or math.prod(src) != math.prod(dst) or _in_group_norm(graph, node):
+        return None
+    if len(src) == 4 and src[2] * src[3] > 1 and _flat_vector(dst):
+        pixels, what = src[2] * src[3], f"folds {src[2]}x{src[3]} pixels into the channel axis"
+        if _folds_into_fc(graph, node, src, view.precision, rule.params):
+            return None
+    elif len(dst) == 4 and dst[2] * dst[3] > 1 and _flat_vector(src):
+        pixels, what = dst[2] * dst[3], f"unfolds a vector into {dst[2]}x{dst[3]} pixels per channel"
+    else:
+        return None
+    if pixels % align:
+        return (f"{node.op_type} {list(src)} -> {list(dst)} {what}: {pixels} pixels per channel are not a multiple "
+                f"of {align}")
+    return None
+
+
+def radix_row(rule: Rule, view: LayerView) -> str | None:
+    """The tensor split attention sums over its radix axis is relaid out as flat rows (1, R, 1, C*H*W) by a
+    Reshape named after the node making it: on the CPU when a row exceeds the SoC's byte limit or, where the
+    SoC needs it, when H*W is not a whole number of 16-byte groups."""
+    graph, node = view.graph, view.node
+    soc = view.target.rules_id
+    for tensor in node.outputs:
+        for user in graph.consumers(tensor) if tensor else ():
+            radix = _radix_reduce(graph, user)
+            if radix is None or user.inputs[0] != tensor:
+                continue
+            rows, channels, height, width = radix
+            row = channels * height * width
+            row_bytes = row * _bytes_per_element(view.precision)
+            align = rule.params.get("align", {}).get(soc, {}).get(view.precision)
+            max_bytes = rule.params.get("max_row_bytes", {}).get(soc)
+            why = None
+            if align and (height * width) % int(align):
+                why = f"{height}x{width} = {height * width} pixels per channel are not a multiple of {align}"
+            elif max_bytes is not None and row_bytes > int(max_bytes):
+                why = f"a row of {row_bytes} bytes exceeds {max_bytes}"
+            if why:
+                return (f"feeds the radix sum '{user.name}': the toolkit relays out its {rows} radix maps "
+                        f"(1, {channels}, {height}, {width}) as rows (1, {rows}, 1, {row}) and {why}")
+    return None
+
+
+
 CHECKS: Mapping[str, Check] = {
     "static_shapes": static_shapes, "dla_batch": dla_batch, "dla_dims": dla_dims,
     "platform_unsupported": platform_unsupported, "rank4": rank4, "spatial_2d": spatial_2d,
@@ -984,6 +1090,8 @@ CHECKS: Mapping[str, Check] = {
     "map_output_relayout": map_output_relayout,
     "window_heads": window_heads,
     "norm_relayout": norm_relayout,
+    "pixel_rows": pixel_rows,
+    "radix_row": radix_row,
 }
 
 

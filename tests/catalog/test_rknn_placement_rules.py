@@ -1,0 +1,131 @@
+"""RKNN placement rules measured with tools/probe_rknn_placement.py, each just inside and just outside its limit:
+pixel rows (RKNN-PIXEL-ROWS), split attention's radix rows (RKNN-RADIX-ROW), ReduceMax's channel axis."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import helper
+
+from optimizer.check import check_graph
+from optimizer.ir import load_model
+from tests.conftest import const, save_model, value, violations, weight
+
+
+def _verdicts(catalog, path, target, precision):
+    report = check_graph(load_model(path), catalog, target)
+    return lambda node: report.verdict(node).runs_on("npu", precision)
+
+
+def _flatten(tmp_path, shape, into_fc):
+    """x -> Relu -> Flatten -> (Gemm with constant weights | Relu) -> y."""
+    flat = int(np.prod(shape[1:]))
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"),
+             helper.make_node("Flatten", ["a"], ["b"], name="n", axis=1)]
+    inits = []
+    if into_fc:
+        nodes.append(helper.make_node("Gemm", ["b", "gw", "gb"], ["y"], name="fc", transB=1))
+        inits = [weight("gw", [16, flat]), weight("gb", [16])]  # 16 classes: an aligned output
+    else:
+        nodes.append(helper.make_node("Relu", ["b"], ["y"], name="tail"))
+    name = "x".join(map(str, shape)) + ("fc" if into_fc else "")
+    return save_model(tmp_path / f"flat{name}.onnx", nodes, [value("x", shape)], [value("y", None)], inits)
+
+
+@pytest.mark.parametrize(("shape", "cpu_in"), [
+    ([1, 64, 7, 8], {"int8"}),  # 56 pixels: whole 16-byte groups in FP16 only
+    ([1, 64, 12, 2], {"int8"}),  # 24 pixels
+    ([1, 64, 8, 8], set()),  # 64 pixels: whole groups in both
+    ([1, 10, 12, 12], set()),  # corpus nn_stn_gridsample /Flatten
+    ([1, 64, 7, 7], {"fp16", "int8"}),
+    ([1, 64, 5, 20], {"fp16", "int8"}),  # W = 20 is a multiple of 4, the 100 pixels are not of 8
+    ([1, 256, 6, 6], {"fp16", "int8"}),  # corpus tv_alexnet /Flatten
+    ([1, 256, 1, 1], set()),  # a pooled map: layout only
+])
+def test_rk3588_flattens_pixels_on_the_npu_only_in_whole_16_byte_groups(catalog, tmp_path, shape, cpu_in):
+    path = _flatten(tmp_path, shape, into_fc=False)
+    for precision in ("fp16", "int8"):
+        assert ("RKNN-PIXEL-ROWS" in violations(catalog, path, "rk3588", precision)) is (precision in cpu_in)
+        assert _verdicts(catalog, path, "rk3588", precision)("n") is (precision not in cpu_in)
+        for other in ("rk3576", "rk3562", "rv1126b"):
+            assert _verdicts(catalog, path, other, precision)("n")
+
+
+@pytest.mark.parametrize(("shape", "precision", "folded"), [
+    ([1, 32, 6, 6], "fp16", True),  # 2304 bytes, 6x6 kernel: one convolution
+    ([1, 256, 3, 4], "int8", True),  # 3072 bytes
+    ([1, 256, 3, 4], "fp16", False),  # 6144 bytes: a Reshape layer, 12 pixels unaligned
+    ([1, 128, 6, 6], "int8", False),  # 4608 bytes
+    ([1, 16, 7, 7], "fp16", False),  # 1568 bytes but a 7x7 kernel: beyond the measured folds
+])
+def test_rk3588_small_map_into_a_classifier_folds_into_one_convolution(catalog, tmp_path, shape, precision, folded):
+    path = _flatten(tmp_path, shape, into_fc=True)
+    assert _verdicts(catalog, path, "rk3588", precision)("n") is folded
+    assert _verdicts(catalog, path, "rk3588", precision)("fc")
+
+
+@pytest.mark.parametrize(("hw", "cpu_in"), [((6, 6), {"fp16", "int8"}), ((7, 7), {"fp16", "int8"}),
+                                            ((8, 6), set()), ((6, 8), set()), ((8, 8), set()),
+                                            ((4, 6), {"int8"})])
+def test_rk3588_unflattens_a_vector_into_a_map_by_the_same_alignment(catalog, tmp_path, hw, cpu_in):
+    h, w = hw
+    nodes = [helper.make_node("Gemm", ["x", "gw"], ["g"], name="fc", transB=1),
+             helper.make_node("Reshape", ["g", "s"], ["m"], name="n"),
+             helper.make_node("Relu", ["m"], ["y"], name="tail")]
+    path = save_model(tmp_path / f"unflat{h}{w}.onnx", nodes, [value("x", [1, 16])], [value("y", None)],
+                      [weight("gw", [16 * h * w, 16]), const("s", np.array([1, 16, h, w], np.int64))])
+    for precision in ("fp16", "int8"):
+        assert _verdicts(catalog, path, "rk3588", precision)("n") is (precision not in cpu_in)
+        assert _verdicts(catalog, path, "rk3576", precision)("n")
+
+
+def _radix(tmp_path, radix, channels, height, width):
+    """Split attention's radix sum: x [1, R*C, H, W] -> Relu -> Reshape [1, R, C, H, W] -> ReduceSum(axis 1) -> Relu."""
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="act"),
+             helper.make_node("Reshape", ["a", "s"], ["r"], name="split"),
+             helper.make_node("ReduceSum", ["r", "ax"], ["m"], name="radix_sum", keepdims=0),
+             helper.make_node("Relu", ["m"], ["y"], name="tail")]
+    inits = [const("s", np.array([1, radix, channels, height, width], np.int64)), const("ax", np.array([1], np.int64))]
+    return save_model(tmp_path / f"radix{radix}_{channels}_{height}_{width}.onnx", nodes,
+                      [value("x", [1, radix * channels, height, width])], [value("y", None)], inits, opset=13)
+
+
+@pytest.mark.parametrize(("target", "chw", "cpu_in"), [
+    ("rk3588", (64, 32, 32), set()),  # rows of 131072 bytes in FP16: the limit itself
+    ("rk3588", (96, 32, 32), {"fp16"}),  # 196608 bytes in FP16, 98304 in INT8
+    ("rk3588", (32, 7, 7), {"fp16", "int8"}),  # 49 pixels unaligned, small rows
+    ("rk3588", (64, 7, 8), {"int8"}),  # 56 pixels: aligned in FP16 only
+    ("rk3562", (24, 32, 32), set()),  # 49152 bytes in FP16
+    ("rk3562", (32, 32, 32), {"fp16"}),  # 65536 bytes in FP16: over; 32768 in INT8
+    ("rk3562", (64, 32, 32), {"fp16", "int8"}),  # 65536 bytes in INT8
+    ("rk3562", (32, 7, 7), set()),  # rk3562 has no alignment condition
+    ("rk3576", (64, 56, 56), set()),  # measured NPU up to 200704 elements
+])
+def test_radix_rows_of_split_attention_by_soc(catalog, tmp_path, target, chw, cpu_in):
+    path = _radix(tmp_path, 2, *chw)
+    for precision in ("fp16", "int8"):
+        assert _verdicts(catalog, path, target, precision)("split") is (precision not in cpu_in)
+        assert ("RKNN-RADIX-ROW" in violations(catalog, path, target, precision, node="split")) is \
+            (precision in cpu_in)
+        assert _verdicts(catalog, path, target, precision)("act")  # only the node making the summed tensor
+
+
+@pytest.mark.parametrize(("chw", "cpu_in"), [((64, 14, 14), {"fp16", "int8"}), ((64, 28, 28), set()),
+                                             ((64, 7, 8), {"int8"})])
+def test_rk3588_radix_sum_unflattens_its_row_by_the_pixel_alignment(catalog, tmp_path, chw, cpu_in):
+    path = _radix(tmp_path, 2, *chw)
+    for precision in ("fp16", "int8"):
+        assert _verdicts(catalog, path, "rk3588", precision)("radix_sum") is (precision not in cpu_in)
+        assert _verdicts(catalog, path, "rk3562", precision)("radix_sum")
+
+
+def test_a_reduce_over_another_axis_is_no_radix_sum(catalog, tmp_path):
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="act"),
+             helper.make_node("Reshape", ["a", "s"], ["r"], name="split"),
+             helper.make_node("ReduceSum", ["r", "ax"], ["m"], name="radix_sum", keepdims=0),
+             helper.make_node("Relu", ["m"], ["y"], name="tail")]
+    inits = [const("s", np.array([1, 2, 64, 14, 14], np.int64)), const("ax", np.array([2], np.int64))]
+    path = save_model(tmp_path / "other_axis.onnx", nodes, [value("x", [1, 128, 14, 14])], [value("y", None)],
+                      inits, opset=13)
+    assert "RKNN-RADIX-ROW" not in violations(catalog, path, "rk3588", "fp16", node="split")
+    assert "RKNN-PIXEL-ROWS" not in violations(catalog, path, "rk3588", "fp16", node="radix_sum")

@@ -1,0 +1,231 @@
+"""Probe rknn-toolkit2 2.5.0 at the boundaries of the RKNN placement entries (rk3588, rk3576, rk3562, rv1126b).
+
+Each case is a tiny graph with weights (Conv -> pattern -> Conv or a graph output) whose input shape is the
+case's own, so a limit can be walked in sizes. Run with the toolkit's interpreter, under nice:
+    nice -n 10 RKNN_VENV/bin/python tools/probe_rknn_placement.py [--cases flat_256_6_6,...] [--socs rk3588]
+Each case converts in a fresh process (a toolkit crash is recorded as such) and prints one JSON line: per
+SoC/precision the layers (op, data type, target, input -> output shapes, name) other than the probe's
+own first and last Conv.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rknn_log import parse_layer_table
+
+SOCS = "rk3588,rk3576,rk3562,rv1126b"
+rng = np.random.default_rng(0)
+
+
+def const(name: str, a: object) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.asarray(a), name)
+
+
+def weight(name: str, shape: tuple[int, ...]) -> onnx.TensorProto:
+    return const(name, rng.normal(0, 0.1, shape).astype(np.float32))
+
+
+def node(op: str, i: list[str], o: list[str], name: str, **kw: object) -> onnx.NodeProto:
+    return helper.make_node(op, i, o, name=name, **kw)
+
+
+def graph(name: str, shape: tuple[int, ...], nodes: list[onnx.NodeProto], inits: list[onnx.TensorProto],
+          tail: int | None = 8, opset: int = 17) -> onnx.ModelProto:
+    """in[shape] -> Conv 1x1 (same channels) -> x; nodes read x and write y; y -> Conv 1x1 (tail channels)
+    -> out, or y is the output when tail is None (then y must be 4-D for the Conv, any rank otherwise)."""
+    channels = shape[1]
+    head = [node("Conv", ["in", "w0"], ["x"], "pre_conv")]
+    body = list(nodes)
+    inits = [weight("w0", (channels, channels, 1, 1)), *inits]
+    out = "y"
+    if tail is not None:
+        inferred = onnx.shape_inference.infer_shapes(helper.make_model(helper.make_graph(
+            head + body, "s", [helper.make_tensor_value_info("in", TensorProto.FLOAT, list(shape))],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits),
+            opset_imports=[helper.make_opsetid("", opset)]))
+        y = next(v for v in inferred.graph.output if v.name == "y")
+        y_channels = y.type.tensor_type.shape.dim[1].dim_value
+        body.append(node("Conv", ["y", "w1"], ["out"], "post_conv"))
+        inits.append(weight("w1", (tail, y_channels, 1, 1)))
+        out = "out"
+    g = helper.make_graph(head + body, name, [helper.make_tensor_value_info("in", TensorProto.FLOAT, list(shape))],
+                          [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return onnx.shape_inference.infer_shapes(m)
+
+
+def flatten_gemm(c: int, h: int, w: int) -> onnx.ModelProto:
+    """Conv -> Flatten [1,C,H,W] -> [1,CHW] -> Gemm (10 outputs): a classifier on an unpooled map."""
+    return graph("fg", (1, c, h, w), [
+        node("Flatten", ["x"], ["f"], "flatten", axis=1),
+        node("Gemm", ["f", "gw", "gb"], ["y"], "fc", transB=1),
+    ], [weight("gw", (10, c * h * w)), weight("gb", (10,))], tail=None)
+
+
+def flatten_out(c: int, h: int, w: int) -> onnx.ModelProto:
+    """Conv -> Flatten [1,C,H,W] -> [1,CHW] as the graph output."""
+    return graph("fo", (1, c, h, w), [node("Flatten", ["x"], ["y"], "flatten", axis=1)], [], tail=None)
+
+
+def radix_sum(r: int, c: int, h: int, w: int) -> onnx.ModelProto:
+    """ResNeSt/SK split attention: Conv [1,R*C,H,W] -> Reshape [1,R,C,H,W] -> ReduceSum(axis 1) -> Conv."""
+    return graph("rs", (1, r * c, h, w), [
+        node("Reshape", ["x", "s5"], ["r5"], "split_reshape"),
+        node("ReduceSum", ["r5", "ax"], ["y"], "radix_sum", keepdims=0),
+    ], [const("s5", np.array([1, r, c, h, w], np.int64)), const("ax", np.array([1], np.int64))])
+
+
+def chan_to_batch(c: int, h: int, w: int) -> onnx.ModelProto:
+    """Conv [1,C,H,W] -> Reshape [C,1,H,W] ... -> Conv: each channel becomes an image of the batch; the map is
+    joined back by a Reshape so the tail Conv sees [1,C,H,W] (a per-image 1x1 conv between them)."""
+    return graph("cb", (1, c, h, w), [
+        node("Transpose", ["x"], ["t"], "to_batch", perm=[1, 0, 2, 3]),
+        node("Conv", ["t", "wb"], ["tb"], "per_image_conv"),
+        node("Transpose", ["tb"], ["y"], "from_batch", perm=[1, 0, 2, 3]),
+    ], [weight("wb", (1, 1, 1, 1))])
+
+
+def gemm_unflatten(c: int, h: int, w: int) -> onnx.ModelProto:
+    """Conv -> GlobalAveragePool -> Flatten -> Gemm (C*H*W outputs) -> Reshape [1,C,H,W] -> Conv: a vector
+    unfolded into a map (a decoder's first layer)."""
+    return graph("gu", (1, 16, 4, 4), [
+        node("GlobalAveragePool", ["x"], ["p"], "gap"),
+        node("Flatten", ["p"], ["f"], "flatten", axis=1),
+        node("Gemm", ["f", "gw", "gb"], ["g"], "fc", transB=1),
+        node("Reshape", ["g", "s4"], ["y"], "unflatten"),
+    ], [weight("gw", (c * h * w, 16)), weight("gb", (c * h * w,)), const("s4", np.array([1, c, h, w], np.int64))])
+
+
+def reduce_max(shape: tuple[int, ...], axis: int) -> onnx.ModelProto:
+    """Conv [1,C,H,W] -> Reshape to `shape` -> ReduceMax(axis, keepdims) -> Reshape back -> Conv."""
+    out = list(shape)
+    out[axis] = 1
+    total = int(np.prod(out))
+    return graph("rm", (1, shape[1] if len(shape) == 4 else int(np.prod(shape[1:-2])), shape[-2], shape[-1]), [
+        node("Reshape", ["x", "s"], ["r"], "to_shape"),
+        node("ReduceMax", ["r"], ["m"], "reduce_max", axes=[axis], keepdims=1),
+        node("Reshape", ["m", "sb"], ["y"], "back"),
+    ], [const("s", np.array(shape, np.int64)),
+        const("sb", np.array([1, total // (shape[-2] * shape[-1]), shape[-2], shape[-1]], np.int64))], opset=17)
+
+
+CASES: dict[str, Callable[[], onnx.ModelProto]] = {}
+CASE_SOCS: dict[str, str] = {}
+for _c, _h, _w in ((256, 6, 6), (10, 12, 12), (64, 12, 12), (1024, 3, 3), (16, 24, 24), (512, 4, 4),
+                   (520, 4, 4), (256, 4, 4), (128, 6, 6), (32, 6, 6), (256, 2, 2), (64, 2, 2), (8, 32, 32),
+                   (256, 3, 4), (256, 4, 3), (256, 8, 2), (256, 2, 8), (256, 7, 7), (64, 10, 10), (64, 5, 20),
+                   (64, 20, 5), (64, 3, 8), (16, 6, 6), (36, 6, 6), (40, 6, 6), (128, 3, 3), (144, 3, 3),
+                   (128, 32, 32), (256, 16, 16), (64, 7, 8), (64, 7, 7), (24, 8, 8), (64, 12, 2)):
+    CASES[f"flatgemm_{_c}_{_h}_{_w}"] = (lambda c=_c, h=_h, w=_w: flatten_gemm(c, h, w))
+    CASES[f"flatout_{_c}_{_h}_{_w}"] = (lambda c=_c, h=_h, w=_w: flatten_out(c, h, w))
+for _c, _h, _w in ((16, 6, 6), (16, 7, 7), (16, 8, 8), (16, 12, 12), (16, 8, 6), (16, 6, 8)):
+    CASES[f"unflat_{_c}_{_h}_{_w}"] = (lambda c=_c, h=_h, w=_w: gemm_unflatten(c, h, w))
+for _r, _c, _h, _w in ((2, 64, 56, 56), (2, 512, 14, 14), (2, 64, 8, 8), (2, 512, 7, 7), (2, 256, 14, 14),
+                       (4, 32, 8, 8), (2, 16, 8, 8), (2, 128, 8, 8), (2, 256, 8, 8), (2, 64, 16, 16),
+                       (2, 96, 16, 16), (2, 72, 16, 16), (2, 32, 32, 32), (2, 64, 12, 12), (2, 130, 8, 8),
+                       (2, 32, 7, 7), (2, 64, 7, 7), (2, 16, 14, 14), (2, 64, 6, 6), (2, 64, 32, 32), (2, 48, 32, 32),
+                       (4, 64, 16, 16), (2, 40, 32, 32), (2, 96, 32, 32), (2, 128, 32, 32), (2, 80, 40, 40)):
+    CASES[f"radix_{_r}_{_c}_{_h}_{_w}"] = (lambda r=_r, c=_c, h=_h, w=_w: radix_sum(r, c, h, w))
+for _c, _h, _w in ((96, 56, 56), (16, 8, 8), (32, 16, 16), (64, 16, 16), (32, 32, 32), (16, 64, 64),
+                   (96, 28, 28), (8, 56, 56), (64, 32, 32), (72, 32, 32), (128, 32, 32), (36, 32, 64)):
+    CASES[f"chanbatch_{_c}_{_h}_{_w}"] = (lambda c=_c, h=_h, w=_w: chan_to_batch(c, h, w))
+for _label, _shape, _axis in (("r5a1", (1, 2, 16, 8, 8), 1), ("r5a2", (1, 2, 16, 8, 8), 2),
+                              ("r5a4", (1, 2, 16, 8, 8), 4), ("r4a1", (1, 32, 8, 8), 1),
+                              ("r4a2", (1, 32, 8, 8), 2), ("r4a3", (1, 32, 8, 8), 3),
+                              ("r6a3", (1, 2, 4, 4, 8, 8), 3)):
+    CASES[f"reducemax_{_label}"] = (lambda s=_shape, a=_axis: reduce_max(s, a))
+    CASE_SOCS[f"reducemax_{_label}"] = "rk3576,rv1126b"
+
+
+def _convert(path: str, soc: str, quantize: bool, dataset: str) -> tuple[bool, str]:
+    from rknn.api import RKNN
+
+    with tempfile.TemporaryFile(mode="w+") as log:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = os.dup(1), os.dup(2)
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        try:
+            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+                r = RKNN(verbose=True)
+                r.config(target_platform=soc)
+                try:
+                    ok = r.load_onnx(model=path) == 0 and r.build(do_quantization=quantize, dataset=dataset) == 0
+                except Exception:
+                    ok = False
+                r.release()
+        finally:
+            sys.stdout.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+        log.seek(0)
+        return ok, log.read()
+
+
+def convert_case(label: str, socs: list[str]) -> dict[str, object]:
+    model = CASES[label]()
+    shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+    result: dict[str, object] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        data = os.path.join(tmp, "x.npy")
+        np.save(data, np.random.default_rng(0).normal(0, 1, shape).astype(np.float32))
+        dataset = os.path.join(tmp, "ds.txt")
+        with open(dataset, "w") as handle:
+            handle.write(data + "\n")
+        path = os.path.join(tmp, label + ".onnx")
+        onnx.save(model, path)
+        os.chdir(tmp)  # the toolkit writes check*.onnx into the working directory
+        for soc in socs:
+            for quantize in (False, True):
+                ok, text = _convert(path, soc, quantize, dataset)
+                rows = [f"{la.op_type}:{la.data_type}:{la.target} {la.input_shapes}->{la.output_shapes} "
+                        f"{la.derived_name}" for la in parse_layer_table(text)
+                        if la.derived_name not in ("pre_conv", "post_conv", "in")
+                        and la.op_type not in ("InputOperator", "OutputOperator")]
+                result[f"{soc}/{'int8' if quantize else 'fp16'}"] = {"built": ok, "layers": rows}
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cases", default="", help="comma-separated labels or label prefixes")
+    parser.add_argument("--socs", default="", help=f"default: the case's own SoCs, else {SOCS}")
+    parser.add_argument("--list", action="store_true")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.list:
+        print("\n".join(CASES))
+        return 0
+    if args.one:
+        print(json.dumps(convert_case(args.one, (args.socs or CASE_SOCS.get(args.one, SOCS)).split(","))))
+        return 0
+    wanted = args.cases.split(",") if args.cases else [""]
+    labels: Iterator[str] = (label for label in CASES if any(label.startswith(w) for w in wanted))
+    for label in labels:
+        run = subprocess.run([sys.executable, __file__, "--one", label, "--socs", args.socs],
+                             capture_output=True, text=True)
+        lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
+        print(label, lines[-1] if run.returncode == 0 and lines else f"toolkit process died (exit {run.returncode})",
+              flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
