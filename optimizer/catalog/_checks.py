@@ -1633,6 +1633,22 @@ def _pixels_into_channel(view: LayerView, params: Mapping[str, Any]) -> str | No
     return _spatial_into_channel(view, params)
 
 
+def _channel_reduce(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """The NPU's ReduceMax reduces the channel of the toolkit's 4-D form only: axis 1 of a 4-D tensor, or axis 2
+    of a rank-5 [1, A, C, H, W] (held as (A, C, H, W)); H, W, the batch axis and higher ranks run on the CPU."""
+    graph, node = view.graph, view.node
+    src = graph.shape(node.inputs[0]) if node.inputs else None
+    if src is None or len(src) <= 3:
+        return None
+    axes = _reduce_axes(graph, node)
+    rank = len(src)
+    reduced = sorted({a % rank for a in axes}) if axes else list(range(rank))
+    if (rank == 4 and reduced == [1]) or (rank == 5 and src[0] == 1 and reduced == [2]):
+        return None
+    return (f"{node.op_type} over axes {reduced} of a rank-{rank} tensor {list(src)}: the NPU reduces only the "
+            "channel of its 4-D form")
+
+
 Condition = Callable[[LayerView, Mapping[str, Any]], "str | None"]
 
 CONDITIONS: Mapping[str, Condition] = {
@@ -1654,4 +1670,5 @@ CONDITIONS: Mapping[str, Condition] = {
     "strided_slice": _strided_slice,
     "pixels_into_channel": _pixels_into_channel,
     "map_rank3_output": _map_rank3_output,
+    "channel_reduce": _channel_reduce,
 }

@@ -129,3 +129,25 @@ def test_a_reduce_over_another_axis_is_no_radix_sum(catalog, tmp_path):
                       inits, opset=13)
     assert "RKNN-RADIX-ROW" not in violations(catalog, path, "rk3588", "fp16", node="split")
     assert "RKNN-PIXEL-ROWS" not in violations(catalog, path, "rk3588", "fp16", node="radix_sum")
+
+
+@pytest.mark.parametrize(("shape", "axes", "on_npu"), [
+    ([1, 32, 8, 8], [1], True),  # the channel
+    ([1, 32, 8, 8], [2], False),  # H
+    ([1, 32, 8, 8], [3], False),  # W
+    ([1, 32, 8, 8], [2, 3], False),
+    ([1, 2, 16, 8, 8], [2], True),  # held as (2, 16, 8, 8): its channel
+    ([1, 2, 16, 8, 8], [1], False),  # its batch axis
+    ([1, 2, 16, 8, 8], [4], False),
+    ([1, 2, 4, 4, 8, 8], [3], False),  # rank 6
+])
+def test_reducemax_reduces_only_the_channel_on_rk3576_and_rv1126b(catalog, tmp_path, shape, axes, on_npu):
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"),
+             helper.make_node("ReduceMax", ["a"], ["m"], name="n", axes=axes, keepdims=1),
+             helper.make_node("Relu", ["m"], ["y"], name="tail")]
+    path = save_model(tmp_path / f"rmax{len(shape)}{''.join(map(str, axes))}.onnx", nodes, [value("x", shape)],
+                      [value("y", None)])
+    for target in ("rk3576", "rv1126b"):
+        for precision in ("fp16", "int8"):
+            assert _verdicts(catalog, path, target, precision)("n") is on_npu
+    assert not _verdicts(catalog, path, "rk3588", "fp16")("n")  # no NPU ReduceMax there at all
