@@ -123,6 +123,26 @@ def reduce_max(shape: tuple[int, ...], axis: int) -> onnx.ModelProto:
         const("sb", np.array([1, total // (shape[-2] * shape[-1]), shape[-2], shape[-1]], np.int64))], opset=17)
 
 
+def window_partition(c: int, h: int, w: int, block: int) -> onnx.ModelProto:
+    """NesT's blockify and its inverse: Conv map [1,C,H,W] -> Transpose (0,2,3,1) -> Reshape [1,gh,b,gw,b,C] ->
+    Transpose (0,1,3,2,4,5) -> Reshape [1,gh*gw,b*b,C] -> Relu -> the same steps back -> Conv."""
+    gh, gw = h // block, w // block
+    return graph("wp", (1, c, h, w), [
+        node("Transpose", ["x"], ["nhwc"], "to_nhwc", perm=[0, 2, 3, 1]),
+        node("Reshape", ["nhwc", "s6"], ["r6"], "blockify_reshape"),
+        node("Transpose", ["r6"], ["t6"], "blockify_transpose", perm=[0, 1, 3, 2, 4, 5]),
+        node("Reshape", ["t6", "s4"], ["blocks"], "blocks_reshape"),
+        node("Relu", ["blocks"], ["act"], "per_block"),
+        node("Reshape", ["act", "s6b"], ["b6"], "deblock_reshape"),
+        node("Transpose", ["b6"], ["u6"], "deblock_transpose", perm=[0, 1, 3, 2, 4, 5]),
+        node("Reshape", ["u6", "snhwc"], ["back"], "deblock_merge"),
+        node("Transpose", ["back"], ["y"], "to_nchw", perm=[0, 3, 1, 2]),
+    ], [const("s6", np.array([1, gh, block, gw, block, c], np.int64)),
+        const("s4", np.array([1, gh * gw, block * block, c], np.int64)),
+        const("s6b", np.array([1, gh, gw, block, block, c], np.int64)),
+        const("snhwc", np.array([1, h, w, c], np.int64))])
+
+
 CASES: dict[str, Callable[[], onnx.ModelProto]] = {}
 CASE_SOCS: dict[str, str] = {}
 for _c, _h, _w in ((256, 6, 6), (10, 12, 12), (64, 12, 12), (1024, 3, 3), (16, 24, 24), (512, 4, 4),
@@ -143,6 +163,8 @@ for _r, _c, _h, _w in ((2, 64, 56, 56), (2, 512, 14, 14), (2, 64, 8, 8), (2, 512
 for _c, _h, _w in ((96, 56, 56), (16, 8, 8), (32, 16, 16), (64, 16, 16), (32, 32, 32), (16, 64, 64),
                    (96, 28, 28), (8, 56, 56), (64, 32, 32), (72, 32, 32), (128, 32, 32), (36, 32, 64)):
     CASES[f"chanbatch_{_c}_{_h}_{_w}"] = (lambda c=_c, h=_h, w=_w: chan_to_batch(c, h, w))
+for _c, _h, _w, _b in ((32, 16, 16, 8), (96, 28, 28, 14), (64, 32, 32, 8), (72, 32, 32, 8), (96, 56, 56, 14)):
+    CASES[f"winpart_{_c}_{_h}_{_w}_{_b}"] = (lambda c=_c, h=_h, w=_w, b=_b: window_partition(c, h, w, b))
 for _label, _shape, _axis in (("r5a1", (1, 2, 16, 8, 8), 1), ("r5a2", (1, 2, 16, 8, 8), 2),
                               ("r5a4", (1, 2, 16, 8, 8), 4), ("r4a1", (1, 32, 8, 8), 1),
                               ("r4a2", (1, 32, 8, 8), 2), ("r4a3", (1, 32, 8, 8), 3),

@@ -1067,6 +1067,45 @@ def radix_row(rule: Rule, view: LayerView) -> str | None:
 
 
 
+def _window_partition(graph: Graph, tensor: str) -> bool:
+    """The map `tensor` [1, C, H, W] is cut into windows as NesT blockifies: a Transpose (0, 2, 3, 1) straight
+    into a rank-6 Reshape [1, H/b, b, W/b, b, C] with more than one window."""
+    shape = graph.shape(tensor)
+    if not _static(shape) or len(shape) != 4 or shape[0] != 1:
+        return False
+    for user in graph.consumers(tensor):
+        if user.op_type != "Transpose" or tuple(user.attrs.get("perm") or ()) != (0, 2, 3, 1):
+            continue
+        for reshape in graph.consumers(user.outputs[0]):
+            target = graph.shape(reshape.outputs[0]) if reshape.op_type == "Reshape" else None
+            if (_static(target) and len(target) == 6 and target[0] == 1 and target[5] == shape[1]
+                    and target[1] * target[2] == shape[2] and target[3] * target[4] == shape[3]
+                    and target[1] * target[3] > 1):
+                return True
+    return False
+
+
+def channel_batch_relayout(rule: Rule, view: LayerView) -> str | None:
+    """Moving a map's channel into the batch axis, (1, C, H, W) -> (C, 1, H, W) (a Transpose (1, 0, 2, 3), or the
+    one the toolkit puts before exWindow when a map is cut into windows, named after the map's producer), is a
+    Transpose layer that runs on the NPU only up to a size."""
+    graph, node = view.graph, view.node
+    limit = int(rule.params["max_bytes"])
+    bpe = _bytes_per_element(view.precision)
+    if node.op_type == "Transpose" and tuple(node.attrs.get("perm") or ()) == (1, 0, 2, 3) and node.inputs:
+        shape = graph.shape(node.inputs[0])
+        if _static(shape) and len(shape) == 4 and shape[0] == 1 and shape[1] > 1 and math.prod(shape) * bpe > limit:
+            return (f"Transpose {list(shape)} moves {shape[1]} channels into the batch axis: "
+                    f"{math.prod(shape) * bpe} bytes exceed {limit}")
+        return None
+    for tensor in node.outputs:
+        shape = graph.shape(tensor) if tensor else None
+        if _static(shape) and _window_partition(graph, tensor) and math.prod(shape) * bpe > limit:
+            return (f"its map {list(shape)} is cut into windows: the toolkit first moves the {shape[1]} channels into "
+                    f"the batch axis for exWindow, and {math.prod(shape) * bpe} bytes exceed {limit}")
+    return None
+
+
 CHECKS: Mapping[str, Check] = {
     "static_shapes": static_shapes, "dla_batch": dla_batch, "dla_dims": dla_dims,
     "platform_unsupported": platform_unsupported, "rank4": rank4, "spatial_2d": spatial_2d,
@@ -1092,6 +1131,7 @@ CHECKS: Mapping[str, Check] = {
     "norm_relayout": norm_relayout,
     "pixel_rows": pixel_rows,
     "radix_row": radix_row,
+    "channel_batch_relayout": channel_batch_relayout,
 }
 
 

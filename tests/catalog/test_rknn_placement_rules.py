@@ -151,3 +151,47 @@ def test_reducemax_reduces_only_the_channel_on_rk3576_and_rv1126b(catalog, tmp_p
         for precision in ("fp16", "int8"):
             assert _verdicts(catalog, path, target, precision)("n") is on_npu
     assert not _verdicts(catalog, path, "rk3588", "fp16")("n")  # no NPU ReduceMax there at all
+
+
+def _blockify(tmp_path, c, h, w, block):
+    """NesT: map [1,C,H,W] (made by 'src') -> Transpose (0,2,3,1) -> Reshape [1,H/b,b,W/b,b,C] ->
+    Transpose (0,1,3,2,4,5) -> Reshape [1, windows, b*b, C] -> Relu."""
+    gh, gw = h // block, w // block
+    nodes = [helper.make_node("Relu", ["x"], ["m"], name="src"),
+             helper.make_node("Transpose", ["m"], ["t"], name="nhwc", perm=[0, 2, 3, 1]),
+             helper.make_node("Reshape", ["t", "s6"], ["r6"], name="blocks6"),
+             helper.make_node("Transpose", ["r6"], ["t6"], name="blocks_t", perm=[0, 1, 3, 2, 4, 5]),
+             helper.make_node("Reshape", ["t6", "s4"], ["b"], name="blocks"),
+             helper.make_node("Relu", ["b"], ["y"], name="tail")]
+    inits = [const("s6", np.array([1, gh, block, gw, block, c], np.int64)),
+             const("s4", np.array([1, gh * gw, block * block, c], np.int64))]
+    return save_model(tmp_path / f"blockify{c}_{h}_{block}.onnx", nodes, [value("x", [1, c, h, w])],
+                      [value("y", None)], inits)
+
+
+@pytest.mark.parametrize(("chw", "block", "cpu_in"), [
+    ((64, 32, 32), 8, set()),  # 131072 bytes in FP16: the limit itself
+    ((72, 32, 32), 8, {"fp16"}),  # 147456 bytes in FP16, 73728 in INT8
+    ((96, 56, 56), 14, {"fp16", "int8"}),  # corpus timm_nest_tiny patch embedding
+    ((96, 56, 56), 56, set()),  # one window: no partition (NesT level 2)
+])
+def test_rk3588_window_partition_moves_the_channel_into_the_batch_up_to_128_kib(catalog, tmp_path, chw, block, cpu_in):
+    path = _blockify(tmp_path, *chw, block)
+    for precision in ("fp16", "int8"):
+        assert _verdicts(catalog, path, "rk3588", precision)("src") is (precision not in cpu_in)
+        assert ("RKNN-CHANNEL-BATCH" in violations(catalog, path, "rk3588", precision, node="src")) is \
+            (precision in cpu_in)
+        for other in ("rk3576", "rk3562", "rv1126b"):
+            assert _verdicts(catalog, path, other, precision)("src")
+
+
+@pytest.mark.parametrize(("chw", "cpu_in"), [((128, 32, 32), {"fp16"}), ((64, 32, 32), set()),
+                                             ((96, 56, 56), {"fp16", "int8"})])
+def test_rk3588_channel_into_batch_transpose_is_cpu_above_128_kib(catalog, tmp_path, chw, cpu_in):
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"),
+             helper.make_node("Transpose", ["a"], ["b"], name="n", perm=[1, 0, 2, 3]),
+             helper.make_node("Relu", ["b"], ["y"], name="tail")]
+    path = save_model(tmp_path / f"cb{chw[0]}.onnx", nodes, [value("x", [1, *chw])], [value("y", None)])
+    for precision in ("fp16", "int8"):
+        assert _verdicts(catalog, path, "rk3588", precision)("n") is (precision not in cpu_in)
+        assert _verdicts(catalog, path, "rk3576", precision)("n")
