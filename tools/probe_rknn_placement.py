@@ -24,7 +24,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rknn_log import parse_layer_table
+from rknn_log import map_to_onnx, parse_layer_table
 
 SOCS = "rk3588,rk3576,rk3562,rv1126b"
 rng = np.random.default_rng(0)
@@ -165,6 +165,143 @@ for _c, _h, _w in ((96, 56, 56), (16, 8, 8), (32, 16, 16), (64, 16, 16), (32, 32
     CASES[f"chanbatch_{_c}_{_h}_{_w}"] = (lambda c=_c, h=_h, w=_w: chan_to_batch(c, h, w))
 for _c, _h, _w, _b in ((32, 16, 16, 8), (96, 28, 28, 14), (64, 32, 32, 8), (72, 32, 32, 8), (96, 56, 56, 14)):
     CASES[f"winpart_{_c}_{_h}_{_w}_{_b}"] = (lambda c=_c, h=_h, w=_w, b=_b: window_partition(c, h, w, b))
+
+
+def _sweep() -> dict[str, Callable[[], onnx.ModelProto]]:
+    """Common op variants, one per case, between two Convs on [1,16,8,8] (no model family in mind): compared
+    with edgeplan's verdicts by `--out DIR` and benchmarks-free `python tools/compare_probe.py DIR`."""
+    c, h, w = 16, 8, 8
+    x = (1, c, h, w)
+
+    def one(op: str, inits: list[onnx.TensorProto] | None = None, inputs: list[str] | None = None,
+            **kw: object) -> Callable[[], onnx.ModelProto]:
+        return lambda: graph(op.lower(), x, [node(op, inputs or ["x"], ["y"], "n", **kw)], inits or [])
+
+    def chain(nodes: list[onnx.NodeProto], inits: list[onnx.TensorProto], tail: int | None = 8,
+              shape: tuple[int, ...] = x) -> Callable[[], onnx.ModelProto]:
+        return lambda: graph("chain", shape, nodes, inits, tail=tail)
+
+    i64 = np.int64
+    return {
+        "sw_softmax_c": one("Softmax", axis=1),
+        "sw_softmax_w": one("Softmax", axis=3),
+        "sw_logsoftmax_c": one("LogSoftmax", axis=1),
+        "sw_reducemean_hw": one("ReduceMean", axes=[2, 3], keepdims=1),
+        "sw_reducemean_c": chain([node("ReduceMean", ["x"], ["m"], "n", axes=[1], keepdims=1),
+                                  node("Mul", ["x", "m"], ["y"], "scale")], []),
+        "sw_reducemax_c": chain([node("ReduceMax", ["x"], ["m"], "n", axes=[1], keepdims=1),
+                                 node("Mul", ["x", "m"], ["y"], "scale")], []),
+        "sw_maxpool_ceil": one("MaxPool", kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
+        "sw_maxpool_5s1": one("MaxPool", kernel_shape=[5, 5], strides=[1, 1], pads=[2, 2, 2, 2]),
+        "sw_avgpool_3s1": one("AveragePool", kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1],
+                              count_include_pad=1),
+        "sw_avgpool_ceil": one("AveragePool", kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1),
+        "sw_deconv_2s2": one("ConvTranspose", [weight("wt", (c, c, 2, 2))], ["x", "wt"], strides=[2, 2]),
+        "sw_deconv_4s2p1": one("ConvTranspose", [weight("wt", (c, c, 4, 4))], ["x", "wt"], strides=[2, 2],
+                               pads=[1, 1, 1, 1]),
+        "sw_deconv_3s2p1op1": one("ConvTranspose", [weight("wt", (c, c, 3, 3))], ["x", "wt"], strides=[2, 2],
+                                  pads=[1, 1, 1, 1], output_padding=[1, 1]),
+        "sw_deconv_dw": one("ConvTranspose", [weight("wt", (c, 1, 2, 2))], ["x", "wt"], strides=[2, 2], group=c),
+        "sw_conv_group4": one("Conv", [weight("wc", (c, 4, 3, 3))], ["x", "wc"], group=4, pads=[1, 1, 1, 1]),
+        "sw_conv_dil2": one("Conv", [weight("wc", (c, c, 3, 3))], ["x", "wc"], dilations=[2, 2], pads=[2, 2, 2, 2]),
+        "sw_conv_1x7": one("Conv", [weight("wc", (c, c, 1, 7))], ["x", "wc"], pads=[0, 3, 0, 3]),
+        "sw_conv_s2_even": one("Conv", [weight("wc", (c, c, 2, 2))], ["x", "wc"], strides=[2, 2]),
+        "sw_concat_h": chain([node("Concat", ["x", "x"], ["y"], "n", axis=2)], []),
+        "sw_concat_w": chain([node("Concat", ["x", "x"], ["y"], "n", axis=3)], []),
+        "sw_split_h": chain([node("Split", ["x", "sp"], ["a", "b"], "n", axis=2),
+                             node("Add", ["a", "b"], ["y"], "join")], [const("sp", np.array([4, 4], i64))]),
+        "sw_pad_const1": one("Pad", [const("pd", np.array([0, 0, 1, 1, 0, 0, 1, 1], i64)),
+                                     const("pv", np.array(1.0, np.float32))], ["x", "pd", "pv"], mode="constant"),
+        "sw_pad_edge": one("Pad", [const("pd", np.array([0, 0, 1, 1, 0, 0, 1, 1], i64))], ["x", "pd"], mode="edge"),
+        "sw_pad_asym": one("Pad", [const("pd", np.array([0, 0, 0, 0, 0, 0, 1, 1], i64))], ["x", "pd"]),
+        "sw_gather_c": one("Gather", [const("gi", np.array([0, 2, 4, 6, 8, 10, 12, 14], i64))], ["x", "gi"], axis=1),
+        "sw_slice_c": one("Slice", [const("st", np.array([4], i64)), const("en", np.array([12], i64)),
+                                    const("ax", np.array([1], i64))], ["x", "st", "en", "ax"]),
+        "sw_slice_hw": one("Slice", [const("st", np.array([1, 1], i64)), const("en", np.array([7, 7], i64)),
+                                     const("ax", np.array([2, 3], i64))], ["x", "st", "en", "ax"]),
+        "sw_mul_se": chain([node("GlobalAveragePool", ["x"], ["g"], "gap"), node("Sigmoid", ["g"], ["s"], "sig"),
+                            node("Mul", ["x", "s"], ["y"], "n")], []),
+        "sw_add_bcast_hw": chain([node("ReduceMean", ["x"], ["m"], "mean", axes=[1], keepdims=1),
+                                  node("Add", ["x", "m"], ["y"], "n")], []),
+        "sw_expand": chain([node("GlobalAveragePool", ["x"], ["g"], "gap"),
+                            node("Expand", ["g", "es"], ["y"], "n")], [const("es", np.array([1, c, h, w], i64))]),
+        "sw_tile": one("Tile", [const("tr", np.array([1, 1, 2, 2], i64))], ["x", "tr"]),
+        "sw_tile_c2": one("Tile", [const("tr", np.array([1, 2, 1, 1], i64))], ["x", "tr"]),
+        "sw_tile_h2": one("Tile", [const("tr", np.array([1, 1, 2, 1], i64))], ["x", "tr"]),
+        "sw_tile_w2": one("Tile", [const("tr", np.array([1, 1, 1, 2], i64))], ["x", "tr"]),
+        "sw_tile_c2w2": one("Tile", [const("tr", np.array([1, 2, 1, 2], i64))], ["x", "tr"]),
+        "sw_tile_tokens": chain([node("Reshape", ["x", "s3"], ["r"], "flat"),
+                                 node("Tile", ["r", "tr"], ["t"], "n"),
+                                 node("Reshape", ["t", "s4"], ["y"], "back")],
+                                [const("s3", np.array([1, c, h * w], i64)), const("tr", np.array([1, 2, 1], i64)),
+                                 const("s4", np.array([1, 2 * c, h, w], i64))]),
+        "sw_argmax_c": chain([node("ArgMax", ["x"], ["y"], "n", axis=1, keepdims=1)], [], tail=None),
+        "sw_clip6": one("Clip", [const("lo", np.array(0.0, np.float32)), const("hi", np.array(6.0, np.float32))],
+                        ["x", "lo", "hi"]),
+        "sw_exp": one("Exp"),
+        "sw_log": chain([node("Relu", ["x"], ["r"], "relu"), node("Add", ["r", "one"], ["p"], "plus1"),
+                         node("Log", ["p"], ["y"], "n")], [const("one", np.array(1.0, np.float32))]),
+        "sw_pow2": one("Pow", [const("e", np.array(2.0, np.float32))], ["x", "e"]),
+        "sw_reciprocal": chain([node("Sigmoid", ["x"], ["s"], "sig"), node("Add", ["s", "one"], ["p"], "plus1"),
+                                node("Reciprocal", ["p"], ["y"], "n")], [const("one", np.array(1.0, np.float32))]),
+        "sw_resize_bilinear_x4": one("Resize", [const("sc", np.array([1, 1, 4, 4], np.float32))], ["x", "", "sc"],
+                                     mode="linear", coordinate_transformation_mode="half_pixel"),
+        "sw_resize_nearest_x8": one("Resize", [const("sc", np.array([1, 1, 8, 8], np.float32))], ["x", "", "sc"],
+                                    mode="nearest"),
+        "sw_resize_bilinear_down": one("Resize", [const("sc", np.array([1, 1, 0.5, 0.5], np.float32))],
+                                       ["x", "", "sc"], mode="linear"),
+        "sw_resize_bilinear_8to2": one("Resize", [const("sz", np.array([1, c, 2, 2], i64))], ["x", "", "", "sz"],
+                                       mode="linear"),
+        "sw_resize_bilinear_8to3": one("Resize", [const("sz", np.array([1, c, 3, 3], i64))], ["x", "", "", "sz"],
+                                       mode="linear"),
+        "sw_resize_bilinear_8to5": one("Resize", [const("sz", np.array([1, c, 5, 5], i64))], ["x", "", "", "sz"],
+                                       mode="linear"),
+        "sw_resize_bilinear_8to6": one("Resize", [const("sz", np.array([1, c, 6, 6], i64))], ["x", "", "", "sz"],
+                                       mode="linear"),
+        "sw_resize_bilinear_8to12": one("Resize", [const("sz", np.array([1, c, 12, 12], i64))], ["x", "", "", "sz"],
+                                        mode="linear"),
+        "sw_resize_bilinear_8to4x16": one("Resize", [const("sz", np.array([1, c, 4, 16], i64))], ["x", "", "", "sz"],
+                                          mode="linear"),
+        "sw_resize_nearest_down": one("Resize", [const("sc", np.array([1, 1, 0.5, 0.5], np.float32))],
+                                      ["x", "", "sc"], mode="nearest"),
+        "sw_transpose_out3": chain([node("Reshape", ["x", "s3"], ["r"], "flat"),
+                                    node("Transpose", ["r"], ["y"], "n", perm=[0, 2, 1])],
+                                   [const("s3", np.array([1, c, h * w], i64))], tail=None),
+        "sw_softmax_dfl": chain([node("Reshape", ["x", "s4"], ["r"], "rs"),
+                                 node("Transpose", ["r"], ["t"], "tp", perm=[0, 2, 1, 3]),
+                                 node("Softmax", ["t"], ["sm"], "n", axis=1),
+                                 node("Reshape", ["sm", "sb"], ["y"], "back")],
+                                [const("s4", np.array([1, 4, 4, h * w], i64)),
+                                 const("sb", np.array([1, c, h, w], i64))]),
+        "sw_lrn": one("LRN", size=5),
+        "sw_instnorm": one("InstanceNormalization", [const("isc", np.ones(c, np.float32)),
+                                                     const("ibi", np.zeros(c, np.float32))], ["x", "isc", "ibi"]),
+        "sw_sub_rev": one("Sub", [const("k", np.array(1.0, np.float32))], ["k", "x"]),
+        "sw_min": chain([node("Relu", ["x"], ["r"], "relu"), node("Min", ["x", "r"], ["y"], "n")], []),
+        "sw_equal_where": chain([node("Greater", ["x", "z"], ["g"], "gt"),
+                                 node("Where", ["g", "x", "z"], ["y"], "n")], [const("z", np.array(0.0, np.float32))]),
+        "sw_depthtospace": chain([node("DepthToSpace", ["x"], ["y"], "n", blocksize=2)], []),
+        "sw_spacetodepth": chain([node("SpaceToDepth", ["x"], ["y"], "n", blocksize=2)], []),
+        "sw_conv1d": lambda: graph("c1", (1, c, 16), [node("Conv", ["x", "wc"], ["y"], "n", pads=[1, 1])],
+                                   [weight("wc", (c, c, 3))], tail=None),
+        "sw_gemm_rank2_out": chain([node("GlobalAveragePool", ["x"], ["g"], "gap"),
+                                    node("Flatten", ["g"], ["f"], "flat", axis=1),
+                                    node("Gemm", ["f", "gw"], ["y"], "n", transB=1)],
+                                   [weight("gw", (24, c))], tail=None),
+        "sw_matmul_tokens": chain([node("Reshape", ["x", "s3"], ["r"], "flat"),
+                                   node("Transpose", ["r"], ["t"], "tok", perm=[0, 2, 1]),
+                                   node("MatMul", ["t", "mw"], ["y"], "n")],
+                                  [const("s3", np.array([1, c, h * w], i64)), weight("mw", (c, 24))], tail=None),
+        "sw_hardswish": one("HardSwish"),
+        "sw_gelu_erf": chain([node("Div", ["x", "sq2"], ["d"], "div"), node("Erf", ["d"], ["e"], "erf"),
+                              node("Add", ["e", "one"], ["a"], "add"), node("Mul", ["x", "a"], ["m"], "mul"),
+                              node("Mul", ["m", "half"], ["y"], "n")],
+                             [const("sq2", np.array(1.4142135, np.float32)), const("one", np.array(1.0, np.float32)),
+                              const("half", np.array(0.5, np.float32))]),
+    }
+
+
+CASES.update(_sweep())
 for _label, _shape, _axis in (("r5a1", (1, 2, 16, 8, 8), 1), ("r5a2", (1, 2, 16, 8, 8), 2),
                               ("r5a4", (1, 2, 16, 8, 8), 4), ("r4a1", (1, 32, 8, 8), 1),
                               ("r4a2", (1, 32, 8, 8), 2), ("r4a3", (1, 32, 8, 8), 3),
@@ -201,7 +338,23 @@ def _convert(path: str, soc: str, quantize: bool, dataset: str) -> tuple[bool, s
         return ok, log.read()
 
 
-def convert_case(label: str, socs: list[str]) -> dict[str, object]:
+def node_targets(model: onnx.ModelProto, text: str) -> dict[str, str]:
+    """ONNX node -> CPU/NPU from a build log, as benchmarks/rknn_placement.py maps the corpus tables (a node is
+    CPU when any of its layers is)."""
+    nodes = {n.name: n.op_type for n in model.graph.node}
+    outputs = {o: n.name for n in model.graph.node for o in n.output}
+    outputs.update({i.name: "" for i in model.graph.input})
+    targets: dict[str, str] = {}
+    for layer in parse_layer_table(text):
+        if layer.op_type in ("InputOperator", "OutputOperator"):
+            continue
+        name, _ = map_to_onnx(layer.derived_name, nodes, outputs)
+        if name and targets.get(name) != "CPU":
+            targets[name] = layer.target
+    return targets
+
+
+def convert_case(label: str, socs: list[str], out: str | None = None) -> dict[str, object]:
     model = CASES[label]()
     shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
     result: dict[str, object] = {}
@@ -221,7 +374,13 @@ def convert_case(label: str, socs: list[str]) -> dict[str, object]:
                         f"{la.derived_name}" for la in parse_layer_table(text)
                         if la.derived_name not in ("pre_conv", "post_conv", "in")
                         and la.op_type not in ("InputOperator", "OutputOperator")]
-                result[f"{soc}/{'int8' if quantize else 'fp16'}"] = {"built": ok, "layers": rows}
+                result[f"{soc}/{'int8' if quantize else 'fp16'}"] = {"built": ok, "layers": rows,
+                                                                      "nodes": node_targets(model, text)}
+    if out:
+        os.makedirs(out, exist_ok=True)
+        onnx.save(model, os.path.join(out, label + ".onnx"))
+        with open(os.path.join(out, label + ".json"), "w") as handle:
+            json.dump(result, handle, indent=1, sort_keys=True)
     return result
 
 
@@ -230,18 +389,21 @@ def main() -> int:
     parser.add_argument("--cases", default="", help="comma-separated labels or label prefixes")
     parser.add_argument("--socs", default="", help=f"default: the case's own SoCs, else {SOCS}")
     parser.add_argument("--list", action="store_true")
+    parser.add_argument("--out", help="also save each case's ONNX model and its node targets (JSON) here")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.list:
         print("\n".join(CASES))
         return 0
     if args.one:
-        print(json.dumps(convert_case(args.one, (args.socs or CASE_SOCS.get(args.one, SOCS)).split(","))))
+        result = convert_case(args.one, (args.socs or CASE_SOCS.get(args.one, SOCS)).split(","), args.out)
+        print(json.dumps(result))
         return 0
     wanted = args.cases.split(",") if args.cases else [""]
     labels: Iterator[str] = (label for label in CASES if any(label.startswith(w) for w in wanted))
     for label in labels:
-        run = subprocess.run([sys.executable, __file__, "--one", label, "--socs", args.socs],
+        run = subprocess.run([sys.executable, __file__, "--one", label, "--socs", args.socs,
+                              *(["--out", os.path.abspath(args.out)] if args.out else [])],
                              capture_output=True, text=True)
         lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
         print(label, lines[-1] if run.returncode == 0 and lines else f"toolkit process died (exit {run.returncode})",

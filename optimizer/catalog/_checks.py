@@ -1275,7 +1275,7 @@ def _same_type_cast(view: LayerView, params: Mapping[str, Any]) -> str | None:
 
 
 def _linear_resize(view: LayerView, params: Mapping[str, Any]) -> str | None:
-    """A linear Resize runs on the NPU only at whole-number scales without align_corners."""
+    """A linear Resize runs on the NPU only at whole-number scales, up or down per axis, without align_corners."""
     mode = view.attr("mode")
     mode = mode.decode() if isinstance(mode, bytes) else mode
     if mode != "linear":
@@ -1286,8 +1286,8 @@ def _linear_resize(view: LayerView, params: Mapping[str, Any]) -> str | None:
         return "linear Resize with align_corners runs on the CPU"
     src, dst = view.in_shape(), view.out_shape()
     if _static(src) and _static(dst) and len(src) == len(dst) >= 3:
-        ratios = [(d, s) for s, d in zip(src[2:], dst[2:]) if s and d != s]
-        if any(d % s for d, s in ratios):
+        ratios = [(d, s) for s, d in zip(src[2:], dst[2:]) if s and d and d != s]
+        if any(d % s and s % d for d, s in ratios):
             return (f"linear Resize {list(src[2:])} -> {list(dst[2:])} is not a whole-number scale; it runs on "
                     "the CPU")
     return None
@@ -1689,6 +1689,22 @@ def _channel_reduce(view: LayerView, params: Mapping[str, Any]) -> str | None:
             "channel of its 4-D form")
 
 
+def _tile_repeats(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """The NPU's Tile repeats one axis of a 4-D map (channel, H or W); several axes at once, or a tensor of
+    another rank, is a CPU Tile."""
+    graph, node = view.graph, view.node
+    src = graph.shape(node.inputs[0]) if node.inputs else None
+    value = graph.constants.get(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] else None
+    if src is None or value is None:
+        return None
+    repeats = [int(r) for r in value.reshape(-1)]
+    tiled = [axis for axis, r in enumerate(repeats) if r != 1]
+    if len(src) == 4 and len(tiled) <= 1:
+        return None
+    return (f"Tile of a rank-{len(src)} tensor {list(src)} repeating axes {tiled} ({repeats}): the NPU tiles one "
+            "axis of a 4-D map only")
+
+
 Condition = Callable[[LayerView, Mapping[str, Any]], "str | None"]
 
 CONDITIONS: Mapping[str, Condition] = {
@@ -1711,4 +1727,5 @@ CONDITIONS: Mapping[str, Condition] = {
     "pixels_into_channel": _pixels_into_channel,
     "map_rank3_output": _map_rank3_output,
     "channel_reduce": _channel_reduce,
+    "tile_repeats": _tile_repeats,
 }

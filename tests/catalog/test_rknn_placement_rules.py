@@ -195,3 +195,31 @@ def test_rk3588_channel_into_batch_transpose_is_cpu_above_128_kib(catalog, tmp_p
     for precision in ("fp16", "int8"):
         assert _verdicts(catalog, path, "rk3588", precision)("n") is (precision not in cpu_in)
         assert _verdicts(catalog, path, "rk3576", precision)("n")
+
+
+@pytest.mark.parametrize(("shape", "repeats", "on_npu"), [
+    ([1, 16, 8, 8], [1, 2, 1, 1], True), ([1, 16, 8, 8], [1, 1, 2, 1], True), ([1, 16, 8, 8], [1, 1, 1, 2], True),
+    ([1, 16, 8, 8], [1, 1, 2, 2], False), ([1, 16, 8, 8], [1, 2, 1, 2], False), ([1, 16, 64], [1, 2, 1], False)])
+def test_tile_repeats_one_axis_of_a_map_on_the_npu(catalog, tmp_path, shape, repeats, on_npu):
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"),
+             helper.make_node("Tile", ["a", "r"], ["t"], name="n"),
+             helper.make_node("Relu", ["t"], ["y"], name="tail")]
+    path = save_model(tmp_path / f"tile{''.join(map(str, repeats))}.onnx", nodes, [value("x", shape)],
+                      [value("y", None)], [const("r", np.array(repeats, np.int64))])
+    for target in ("rk3588", "rk3576", "rk3562", "rv1126b"):
+        for precision in ("fp16", "int8"):
+            assert _verdicts(catalog, path, target, precision)("n") is on_npu
+
+
+@pytest.mark.parametrize(("size", "on_npu"), [((4, 4), True), ((2, 2), True), ((4, 16), True), ((16, 16), True),
+                                              ((3, 3), False), ((6, 6), False), ((12, 12), False)])
+def test_linear_resize_by_whole_factors_up_or_down(catalog, tmp_path, size, on_npu):
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"),
+             helper.make_node("Resize", ["a", "", "", "sz"], ["r"], name="n", mode="linear"),
+             helper.make_node("Relu", ["r"], ["y"], name="tail")]
+    path = save_model(tmp_path / f"rz{size[0]}_{size[1]}.onnx", nodes, [value("x", [1, 16, 8, 8])],
+                      [value("y", None)], [const("sz", np.array([1, 16, *size], np.int64))])
+    for target in ("rk3588", "rk3576", "rv1126b"):
+        for precision in ("fp16", "int8"):
+            assert _verdicts(catalog, path, target, precision)("n") is on_npu
+    assert _verdicts(catalog, path, "rk3562", "fp16")("n")  # rk3562 resizes any linear ratio on the NPU
