@@ -301,7 +301,113 @@ def _sweep() -> dict[str, Callable[[], onnx.ModelProto]]:
     }
 
 
+def _sweep_b() -> dict[str, Callable[[], onnx.ModelProto]]:
+    """More op variants (layout ops, reductions, pooling, convolution and element-wise forms), as _sweep."""
+    c, h, w = 16, 8, 8
+    x = (1, c, h, w)
+    i64, f32 = np.int64, np.float32
+
+    def one(op: str, inits: list[onnx.TensorProto] | None = None, inputs: list[str] | None = None,
+            shape: tuple[int, ...] = x, tail: int | None = 8, **kw: object) -> Callable[[], onnx.ModelProto]:
+        return lambda: graph(op.lower(), shape, [node(op, inputs or ["x"], ["y"], "n", **kw)], inits or [], tail=tail)
+
+    def chain(nodes: list[onnx.NodeProto], inits: list[onnx.TensorProto], tail: int | None = 8,
+              shape: tuple[int, ...] = x) -> Callable[[], onnx.ModelProto]:
+        return lambda: graph("chain", shape, nodes, inits, tail=tail)
+
+    tokens = [node("Reshape", ["x", "s3"], ["r"], "flat"), node("Transpose", ["r"], ["t"], "tok", perm=[0, 2, 1])]
+    tok_init = [const("s3", np.array([1, c, h * w], i64))]
+    return {
+        "sb_concat_c3": chain([node("Split", ["x", "sp"], ["a", "b"], "split", axis=1),
+                               node("Concat", ["a", "x", "b"], ["y"], "n", axis=1)], [const("sp", np.array([3, 13], i64))]),
+        "sb_concat_tokens_cls": chain([*tokens, node("Concat", ["cls", "t"], ["y"], "n", axis=1)],
+                                      [*tok_init, weight("cls", (1, 1, c))], tail=None),
+        "sb_gather_cls": chain([*tokens, node("Gather", ["t", "zero"], ["y"], "n", axis=1)],
+                               [*tok_init, const("zero", np.array(0, i64))], tail=None),
+        "sb_slice_tokens": chain([*tokens, node("Slice", ["t", "st", "en", "ax"], ["y"], "n")],
+                                 [*tok_init, const("st", np.array([1], i64)), const("en", np.array([h * w], i64)),
+                                  const("ax", np.array([1], i64))], tail=None),
+        "sb_slice_c_odd": one("Slice", [const("st", np.array([3], i64)), const("en", np.array([11], i64)),
+                                        const("ax", np.array([1], i64))], ["x", "st", "en", "ax"]),
+        "sb_softmax_tokens": chain([*tokens, node("Softmax", ["t"], ["y"], "n", axis=1)], tok_init, tail=None),
+        "sb_softmax_out2": chain([node("GlobalAveragePool", ["x"], ["g"], "gap"),
+                                  node("Flatten", ["g"], ["f"], "flat", axis=1),
+                                  node("Softmax", ["f"], ["y"], "n", axis=1)], [], tail=None),
+        "sb_sigmoid_out3": chain([node("Reshape", ["x", "s3"], ["r"], "flat"), node("Sigmoid", ["r"], ["y"], "n")],
+                                 tok_init, tail=None),
+        "sb_transpose_nhwc_out": chain([node("Transpose", ["x"], ["y"], "n", perm=[0, 2, 3, 1])], [], tail=None),
+        "sb_transpose_hw": chain([node("Transpose", ["x"], ["y"], "n", perm=[0, 1, 3, 2])], []),
+        "sb_transpose_nhwc_mid": chain([node("Transpose", ["x"], ["t"], "n", perm=[0, 2, 3, 1]),
+                                        node("Relu", ["t"], ["r"], "act"),
+                                        node("Transpose", ["r"], ["y"], "back", perm=[0, 3, 1, 2])], []),
+        "sb_reshape_c_split": chain([node("Reshape", ["x", "s4"], ["y"], "n")],
+                                    [const("s4", np.array([1, 4, 16, 16], i64))]),
+        "sb_shuffle": chain([node("Reshape", ["x", "s5"], ["r"], "rs5"),
+                             node("Transpose", ["r"], ["t"], "n", perm=[0, 2, 1, 3, 4]),
+                             node("Reshape", ["t", "s4"], ["y"], "back")],
+                            [const("s5", np.array([1, 2, 8, h, w], i64)), const("s4", np.array([1, c, h, w], i64))]),
+        "sb_reducesum_c": chain([node("ReduceSum", ["x", "ax"], ["m"], "n", keepdims=1),
+                                 node("Mul", ["x", "m"], ["y"], "scale")], [const("ax", np.array([1], i64))]),
+        "sb_reducemean_w": chain([node("ReduceMean", ["x"], ["m"], "n", axes=[3], keepdims=1),
+                                  node("Mul", ["x", "m"], ["y"], "scale")], []),
+        "sb_reducel2_c": chain([node("ReduceL2", ["x"], ["m"], "n", axes=[1], keepdims=1),
+                                node("Mul", ["x", "m"], ["y"], "scale")], []),
+        "sb_globalmaxpool": chain([node("GlobalMaxPool", ["x"], ["g"], "n"), node("Mul", ["x", "g"], ["y"], "scale")], []),
+        "sb_avgpool_7s1": one("AveragePool", kernel_shape=[7, 7], strides=[1, 1]),
+        "sb_maxpool_odd": lambda: graph("mp", (1, c, 9, 9), [node("MaxPool", ["x"], ["y"], "n", kernel_shape=[2, 2],
+                                                                  strides=[2, 2])], []),
+        "sb_maxpool_k2s1": one("MaxPool", kernel_shape=[2, 2], strides=[1, 1]),
+        "sb_conv_11s4": lambda: graph("cv", (1, 3, 32, 32), [node("Conv", ["x", "wc"], ["y"], "n", strides=[4, 4],
+                                                                   pads=[2, 2, 2, 2])], [weight("wc", (16, 3, 11, 11))]),
+        "sb_conv_5s2": one("Conv", [weight("wc", (c, c, 5, 5))], ["x", "wc"], strides=[2, 2], pads=[2, 2, 2, 2]),
+        "sb_conv_group_odd": lambda: graph("cg", (1, 12, h, w), [node("Conv", ["x", "wc"], ["y"], "n", group=3,
+                                                                       pads=[1, 1, 1, 1])], [weight("wc", (12, 4, 3, 3))]),
+        "sb_conv_asym_pad": one("Conv", [weight("wc", (c, c, 3, 3))], ["x", "wc"], strides=[2, 2], pads=[0, 0, 1, 1]),
+        "sb_deconv_k3s1": one("ConvTranspose", [weight("wt", (c, c, 3, 3))], ["x", "wt"], pads=[1, 1, 1, 1]),
+        "sb_deconv_group2": one("ConvTranspose", [weight("wt", (c, c // 2, 2, 2))], ["x", "wt"], strides=[2, 2],
+                                group=2),
+        "sb_pad_reflect3": one("Pad", [const("pd", np.array([0, 0, 3, 3, 0, 0, 3, 3], i64))], ["x", "pd"],
+                               mode="reflect"),
+        "sb_pad_channel": one("Pad", [const("pd", np.array([0, 0, 0, 0, 0, 8, 0, 0], i64))], ["x", "pd"]),
+        "sb_resize_nearest_8to3": one("Resize", [const("sz", np.array([1, c, 3, 3], i64))], ["x", "", "", "sz"],
+                                      mode="nearest"),
+        "sb_resize_nearest_8to12": one("Resize", [const("sz", np.array([1, c, 12, 12], i64))], ["x", "", "", "sz"],
+                                       mode="nearest"),
+        "sb_resize_nearest_ac": one("Resize", [const("sc", np.array([1, 1, 2, 2], f32))], ["x", "", "sc"],
+                                    mode="nearest", coordinate_transformation_mode="align_corners"),
+        "sb_resize_linear_half_x2_tf": one("Resize", [const("sc", np.array([1, 1, 2, 2], f32))], ["x", "", "sc"],
+                                           mode="linear", coordinate_transformation_mode="tf_half_pixel_for_nn"),
+        "sb_cast_int": chain([node("Cast", ["x"], ["i"], "n", to=TensorProto.INT32),
+                              node("Cast", ["i"], ["y"], "back", to=TensorProto.FLOAT)], []),
+        "sb_floor": one("Floor"),
+        "sb_round": one("Round"),
+        "sb_neg_abs": chain([node("Neg", ["x"], ["m"], "n"), node("Abs", ["m"], ["y"], "abs")], []),
+        "sb_clip_min": one("Clip", [const("lo", np.array(0.0, f32))], ["x", "lo"]),
+        "sb_clip_pm1": one("Clip", [const("lo", np.array(-1.0, f32)), const("hi", np.array(1.0, f32))],
+                           ["x", "lo", "hi"]),
+        "sb_prelu_c": one("PRelu", [const("sl", np.full((c, 1, 1), 0.1, f32))], ["x", "sl"]),
+        "sb_selu": one("Selu"),
+        "sb_celu": one("Celu"),
+        "sb_softsign": one("Softsign"),
+        "sb_max2": chain([node("Sigmoid", ["x"], ["s"], "sig"), node("Max", ["x", "s"], ["y"], "n")], []),
+        "sb_sum3": chain([node("Sigmoid", ["x"], ["s"], "sig"), node("Sum", ["x", "s", "x"], ["y"], "n")], []),
+        "sb_matmul_lastaxis": chain([node("MatMul", ["x", "mw"], ["y"], "n")], [weight("mw", (w, w))]),
+        "sb_gemm_transb0": chain([node("GlobalAveragePool", ["x"], ["g"], "gap"),
+                                  node("Flatten", ["g"], ["f"], "flat", axis=1),
+                                  node("Gemm", ["f", "gw"], ["y"], "n")], [weight("gw", (c, 24))], tail=None),
+        "sb_mul_const_tokens": chain([*tokens, node("Mul", ["t", "gam"], ["y"], "n")],
+                                     [*tok_init, const("gam", np.full((c,), 0.5, f32))], tail=None),
+        "sb_div_const": one("Div", [const("k", np.array(6.0, f32))], ["x", "k"]),
+        "sb_flatten_axis2": chain([node("Flatten", ["x"], ["y"], "n", axis=2)], [], tail=None),
+        "sb_batchnorm_lone": chain([node("Add", ["x", "x"], ["a"], "add"),
+                                    node("BatchNormalization", ["a", "bs", "bb", "bm", "bv"], ["y"], "n")],
+                                   [const("bs", np.ones(c, f32)), const("bb", np.zeros(c, f32)),
+                                    const("bm", np.zeros(c, f32)), const("bv", np.ones(c, f32))]),
+    }
+
+
 CASES.update(_sweep())
+CASES.update(_sweep_b())
 for _label, _shape, _axis in (("r5a1", (1, 2, 16, 8, 8), 1), ("r5a2", (1, 2, 16, 8, 8), 2),
                               ("r5a4", (1, 2, 16, 8, 8), 4), ("r4a1", (1, 32, 8, 8), 1),
                               ("r4a2", (1, 32, 8, 8), 2), ("r4a3", (1, 32, 8, 8), 3),

@@ -1249,7 +1249,24 @@ def _in_group_norm(graph: Graph, node: Node) -> bool:
     return bool(users) and all(_group_norm_core(graph, u) for u in users)
 
 
+def _l2_reduce_in_norm(graph: Graph, node: Node) -> bool:
+    """The ReduceL2 of an L2 normalisation: its result reaches, through the eps guards only, a Div that divides
+    the ReduceL2's own input by it (the pattern _in_l2norm recognises from the Div's side)."""
+    if node.op_type != "ReduceL2" or not node.outputs:
+        return False
+    frontier = [node.outputs[0]]
+    for _ in range(5):
+        users = [u for t in frontier for u in graph.consumers(t)]
+        if any(u.op_type == "Div" and _in_l2norm(graph, u) for u in users):
+            return True
+        frontier = [o for u in users if u.op_type in _EPS_GUARDS for o in u.outputs]
+        if not frontier:
+            return False
+    return False
+
+
 PATTERNS: Mapping[str, Callable[[Graph, Node], bool]] = {"norm": _in_norm, "l2norm": _in_l2norm,
+                                                         "l2norm_reduce": _l2_reduce_in_norm,
                                                          "group_norm": _in_group_norm}
 
 
@@ -1282,10 +1299,10 @@ def _linear_resize(view: LayerView, params: Mapping[str, Any]) -> str | None:
         return None
     ctm = view.attr("coordinate_transformation_mode")
     ctm = ctm.decode() if isinstance(ctm, bytes) else ctm
-    if ctm == "align_corners":
-        return "linear Resize with align_corners runs on the CPU"
+    if ctm in params.get("cpu_modes", ("align_corners",)):
+        return f"linear Resize with {ctm} runs on the CPU"
     src, dst = view.in_shape(), view.out_shape()
-    if _static(src) and _static(dst) and len(src) == len(dst) >= 3:
+    if params.get("whole_scales", True) and _static(src) and _static(dst) and len(src) == len(dst) >= 3:
         ratios = [(d, s) for s, d in zip(src[2:], dst[2:]) if s and d and d != s]
         if any(d % s and s % d for d, s in ratios):
             return (f"linear Resize {list(src[2:])} -> {list(dst[2:])} is not a whole-number scale; it runs on "

@@ -223,3 +223,50 @@ def test_linear_resize_by_whole_factors_up_or_down(catalog, tmp_path, size, on_n
         for precision in ("fp16", "int8"):
             assert _verdicts(catalog, path, target, precision)("n") is on_npu
     assert _verdicts(catalog, path, "rk3562", "fp16")("n")  # rk3562 resizes any linear ratio on the NPU
+
+
+def test_sum_of_activations_is_npu_adds(catalog, tmp_path):
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"),
+             helper.make_node("Sigmoid", ["a"], ["s"], name="sig"),
+             helper.make_node("Sum", ["a", "s", "a"], ["t"], name="n"),
+             helper.make_node("Relu", ["t"], ["y"], name="tail")]
+    path = save_model(tmp_path / "sum.onnx", nodes, [value("x", [1, 16, 8, 8])], [value("y", None)])
+    for target in ("rk3588", "rk3576", "rk3562", "rv1126b"):
+        assert _verdicts(catalog, path, target, "int8")("n")
+
+
+def _l2(tmp_path, normalise):
+    """ReduceL2 over the channel, then either x / Clip(norm, eps) (F.normalize) or x * norm."""
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"),
+             helper.make_node("ReduceL2", ["a"], ["l"], name="n", axes=[1], keepdims=1)]
+    inits = []
+    if normalise:
+        nodes += [helper.make_node("Clip", ["l", "eps"], ["lc"], name="eps"),
+                  helper.make_node("Div", ["a", "lc"], ["t"], name="div")]
+        inits = [const("eps", np.array(1e-12, np.float32))]
+    else:
+        nodes.append(helper.make_node("Mul", ["a", "l"], ["t"], name="mul"))
+    nodes.append(helper.make_node("Relu", ["t"], ["y"], name="tail"))
+    return save_model(tmp_path / f"l2{normalise}.onnx", nodes, [value("x", [1, 16, 8, 8])], [value("y", None)], inits)
+
+
+@pytest.mark.parametrize(("normalise", "int8_npu"), [(True, True), (False, False)])
+def test_reducel2_runs_in_int8_only_inside_an_l2_normalisation(catalog, tmp_path, normalise, int8_npu):
+    path = _l2(tmp_path, normalise)
+    for target in ("rk3588", "rk3576", "rk3562", "rv1126b"):
+        assert _verdicts(catalog, path, target, "fp16")("n")
+        assert _verdicts(catalog, path, target, "int8")("n") is int8_npu
+
+
+@pytest.mark.parametrize(("mode", "cpu_on"), [("tf_half_pixel_for_nn", {"rk3588", "rk3576", "rk3562", "rv1126b"}),
+                                              ("align_corners", {"rk3588", "rk3576", "rv1126b"}),
+                                              ("half_pixel", set())])
+def test_linear_resize_coordinate_modes(catalog, tmp_path, mode, cpu_on):
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"),
+             helper.make_node("Resize", ["a", "", "sc"], ["r"], name="n", mode="linear",
+                              coordinate_transformation_mode=mode),
+             helper.make_node("Relu", ["r"], ["y"], name="tail")]
+    path = save_model(tmp_path / f"rz{mode}.onnx", nodes, [value("x", [1, 16, 8, 8])], [value("y", None)],
+                      [const("sc", np.array([1, 1, 2, 2], np.float32))])
+    for target in ("rk3588", "rk3576", "rk3562", "rv1126b"):
+        assert _verdicts(catalog, path, target, "fp16")("n") is (target not in cpu_on)
