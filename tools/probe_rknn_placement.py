@@ -406,7 +406,53 @@ def _sweep_b() -> dict[str, Callable[[], onnx.ModelProto]]:
     }
 
 
+def _sweep_c() -> dict[str, Callable[[], onnx.ModelProto]]:
+    """Graph outputs of rank 2 to 4 and rank-3 [1, C, N] tensors (maps flattened to rows) with element-wise,
+    concat, split and softmax steps, at aligned and unaligned sizes."""
+    i64, f32 = np.int64, np.float32
+    cases: dict[str, Callable[[], onnx.ModelProto]] = {}
+
+    def rows(c: int, hw: tuple[int, int], body: Callable[[str], tuple[list[onnx.NodeProto], list[onnx.TensorProto]]],
+             ) -> Callable[[], onnx.ModelProto]:
+        def make() -> onnx.ModelProto:
+            nodes, inits = body("r")
+            return graph("rows", (1, c, *hw), [node("Reshape", ["x", "s3"], ["r"], "flat"), *nodes],
+                         [const("s3", np.array([1, c, hw[0] * hw[1]], i64)), *inits], tail=None)
+        return make
+
+    for c in (3, 8, 17, 64):
+        for hw in ((8, 8), (10, 10), (6, 6), (8, 10)):
+            tag = f"{c}_{hw[0]}x{hw[1]}"
+            cases[f"sc_out3_{tag}"] = rows(c, hw, lambda r: ([node("Sigmoid", [r], ["y"], "n")], []))
+            cases[f"sc_out3t_{tag}"] = rows(c, hw, lambda r: ([node("Transpose", [r], ["y"], "n", perm=[0, 2, 1])], []))
+    cases["sc_rows_mul_bcast"] = rows(16, (10, 10), lambda r: (
+        [node("Mul", [r, "anch"], ["m"], "n"), node("Sigmoid", ["m"], ["y"], "out")],
+        [const("anch", np.full((1, 1, 100), 2.0, f32))]))
+    cases["sc_rows_concat2"] = rows(16, (10, 10), lambda r: (
+        [node("Slice", [r, "st", "en", "ax"], ["a"], "half"), node("Concat", [r, "a"], ["m"], "n", axis=2),
+         node("Sigmoid", ["m"], ["y"], "out")],
+        [const("st", np.array([0], i64)), const("en", np.array([36], i64)), const("ax", np.array([2], i64))]))
+    cases["sc_rows_split1"] = rows(20, (8, 8), lambda r: (
+        [node("Split", [r, "sp"], ["a", "b"], "n", axis=1), node("Sigmoid", ["b"], ["sb"], "sig"),
+         node("Concat", ["a", "sb"], ["y"], "out", axis=1)],
+        [const("sp", np.array([4, 16], i64))]))
+    cases["sc_rows_softmax1"] = rows(16, (10, 10), lambda r: ([node("Softmax", [r], ["y"], "n", axis=1)], []))
+    cases["sc_rows_softmax2"] = rows(16, (10, 10), lambda r: ([node("Softmax", [r], ["y"], "n", axis=2)], []))
+    cases["sc_rows_reshape4"] = rows(64, (10, 10), lambda r: (
+        [node("Reshape", [r, "s4"], ["m"], "n"), node("Softmax", ["m"], ["y"], "out", axis=2)],
+        [const("s4", np.array([1, 4, 16, 100], i64))]))
+    for c in (10, 24, 1000):
+        cases[f"sc_out2_{c}"] = (lambda c=c: graph("o2", (1, 16, 4, 4), [
+            node("GlobalAveragePool", ["x"], ["g"], "gap"), node("Flatten", ["g"], ["f"], "flat", axis=1),
+            node("Gemm", ["f", "gw"], ["y"], "n", transB=1)], [weight("gw", (c, 16))], tail=None))
+    for c in (3, 17, 32):
+        cases[f"sc_out4_{c}"] = (lambda c=c: graph("o4", (1, 16, 8, 8), [
+            node("Conv", ["x", "wc"], ["y"], "n")], [weight("wc", (c, 16, 1, 1))], tail=None))
+    return cases
+
+
 CASES.update(_sweep())
+CASES.update(_sweep_c())
 CASES.update(_sweep_b())
 for _label, _shape, _axis in (("r5a1", (1, 2, 16, 8, 8), 1), ("r5a2", (1, 2, 16, 8, 8), 2),
                               ("r5a4", (1, 2, 16, 8, 8), 4), ("r4a1", (1, 32, 8, 8), 1),

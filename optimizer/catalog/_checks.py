@@ -1623,16 +1623,81 @@ def _token_matmul_transposes(view: LayerView, params: Mapping[str, Any]) -> str 
 
 
 def _output_relayout(view: LayerView, params: Mapping[str, Any]) -> str | None:
-    """A graph output of rank below 4 made from a 4-D NPU layout: the toolkit appends a Reshape layer."""
+    """A graph output of rank below 4 made from a 4-D NPU layout: the toolkit appends a Reshape layer. When the
+    output is a map's rows (Reshape [1,C,H,W] -> [1,C,H*W]) reached only through ops that commute with that
+    reshape, the toolkit moves those ops before it and the output's Reshape is the rows Reshape itself."""
     graph, node = view.graph, view.node
     align = params["align"][view.precision]
+    if _rows_reshape(graph, node):
+        end = _commuted_output(graph, node.outputs[0])
+        shape = graph.shape(end) if end else None
+        if end and _static(shape) and len(shape) in params["ranks"] and shape[-1] % align:
+            return (f"flattens a map into the rows of the rank-{len(shape)} graph output '{end}' {list(shape)}, last "
+                    f"dim not a multiple of {align} ({view.precision} channel group); the ops after it move before "
+                    "it and this Reshape out of the NPU layout runs on the CPU")
+        if end != node.outputs[0]:
+            return None
     for name in node.outputs:
         shape = graph.shape(name)
         if (name in graph.outputs and _static(shape) and len(shape) in params["ranks"]
                 and shape[-1] % align):
+            if _commutes(graph, node) and _rows_reshape(graph, _commuted_source(graph, node)):
+                return None  # the rows Reshape before it carries the relayout
             return (f"produces the rank-{len(shape)} graph output '{name}' {list(shape)}, last dim not a "
                     f"multiple of {align} ({view.precision} channel group); the Reshape out of the NPU layout "
                     "that the toolkit appends runs on the CPU ('Unkown op target: 0')")
+    return None
+
+
+_COMMUTING_UNARY = frozenset({"Relu", "Sigmoid", "Tanh", "HardSwish", "HardSigmoid", "Clip", "LeakyRelu",
+                              "Softplus", "Gelu", "Neg", "Abs", "Identity", "Dropout"})
+
+
+def _rows_reshape(graph: Graph, node: Node | None) -> bool:
+    """A Reshape/Flatten of a map [1, C, H, W] (H*W > 1) into its rows [1, C, H*W]."""
+    if node is None or node.op_type not in ("Reshape", "Flatten") or not node.inputs or not node.outputs:
+        return False
+    src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
+    return (_static(src) and _static(dst) and len(src) == 4 and len(dst) == 3 and src[0] == dst[0] == 1
+            and src[1] == dst[1] and src[2] * src[3] == dst[2] > 1 and src[2] > 1)
+
+
+def _commutes(graph: Graph, node: Node) -> bool:
+    """An op the toolkit can apply to the map before its rows Reshape: a unary activation, an element-wise op
+    whose other operands are constants, or a softmax over the channel of [1, C, N]."""
+    runtime = [i for i in node.inputs if i and not graph.is_constant(i)]
+    if len(runtime) != 1 or len(node.outputs) != 1:
+        return False
+    if node.op_type in _COMMUTING_UNARY or node.op_type in ("Add", "Sub", "Mul", "Div"):
+        return True
+    shape = graph.shape(runtime[0])
+    axis = node.attrs.get("axis")
+    return (node.op_type in ("Softmax", "LogSoftmax") and shape is not None and len(shape) == 3
+            and axis is not None and axis % 3 == 1)
+
+
+def _commuted_source(graph: Graph, node: Node, depth: int = 6) -> Node | None:
+    """Walking back from `node` through commuting ops with a single reader each, the first node that is not one."""
+    for _ in range(depth):
+        runtime = [i for i in node.inputs if i and not graph.is_constant(i)]
+        producer = graph.producer(runtime[0]) if runtime else None
+        if producer is None or len(graph.consumers(runtime[0])) != 1:
+            return producer
+        if not _commutes(graph, producer):
+            return producer
+        node = producer
+    return None
+
+
+def _commuted_output(graph: Graph, tensor: str, depth: int = 6) -> str | None:
+    """The graph output `tensor` reaches through commuting ops with a single reader each, if any."""
+    for _ in range(depth):
+        if tensor in graph.outputs:
+            return tensor
+        users = graph.consumers(tensor)
+        if len(users) != 1 or not _commutes(graph, users[0]):
+            return None
+        tensor = users[0].outputs[0]
     return None
 
 

@@ -270,3 +270,33 @@ def test_linear_resize_coordinate_modes(catalog, tmp_path, mode, cpu_on):
                       [const("sc", np.array([1, 1, 2, 2], np.float32))])
     for target in ("rk3588", "rk3576", "rk3562", "rv1126b"):
         assert _verdicts(catalog, path, target, "fp16")("n") is (target not in cpu_on)
+
+
+def _rows_out(tmp_path, hw, tail_op, **kw):
+    """x [1,8,H,W] -> Relu -> Reshape [1,8,H*W] -> tail_op -> rank-3 graph output."""
+    h, w = hw
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"),
+             helper.make_node("Reshape", ["a", "s"], ["r"], name="rows"),
+             helper.make_node(tail_op, ["r"], ["y"], name="out", **kw)]
+    return save_model(tmp_path / f"rows{h}{w}{tail_op}{kw.get('axis', '')}.onnx", nodes, [value("x", [1, 8, h, w])],
+                      [value("y", None)], [const("s", np.array([1, 8, h * w], np.int64))])
+
+
+@pytest.mark.parametrize(("hw", "cpu_in"), [((10, 10), {"fp16", "int8"}), ((8, 10), set()), ((8, 8), set()),
+                                            ((6, 4), {"int8"})])
+def test_rk3588_rows_output_relayout_falls_on_the_rows_reshape_when_the_ops_after_it_commute(
+        catalog, tmp_path, hw, cpu_in):
+    for tail_op, kw in (("Sigmoid", {}), ("Softmax", {"axis": 1})):
+        path = _rows_out(tmp_path, hw, tail_op, **kw)
+        for precision in ("fp16", "int8"):
+            verdicts = _verdicts(catalog, path, "rk3588", precision)
+            assert verdicts("rows") is (precision not in cpu_in)
+            assert verdicts("out")
+
+
+def test_rk3588_softmax_over_the_rows_keeps_the_relayout_on_the_output_maker(catalog, tmp_path):
+    path = _rows_out(tmp_path, (10, 10), "Softmax", axis=2)
+    for precision in ("fp16", "int8"):
+        verdicts = _verdicts(catalog, path, "rk3588", precision)
+        assert verdicts("rows")
+        assert not verdicts("out")
