@@ -451,7 +451,36 @@ def _sweep_c() -> dict[str, Callable[[], onnx.ModelProto]]:
     return cases
 
 
+def _sweep_d() -> dict[str, Callable[[], onnx.ModelProto]]:
+    """Layout ops on maps whose H*W is not a whole number of 16-byte groups (7x7, 10x10, 5x5)."""
+    i64 = np.int64
+    cases: dict[str, Callable[[], onnx.ModelProto]] = {}
+    for h in (7, 10, 5):
+        x = (1, 16, h, h)
+        cases[f"sd_concat_c_{h}"] = (lambda x=x: graph("cc", x, [node("Sigmoid", ["x"], ["s"], "sig"),
+                                                                 node("Concat", ["x", "s"], ["y"], "n", axis=1)], []))
+        cases[f"sd_split_c_{h}"] = (lambda x=x: graph("sc", x, [
+            node("Split", ["x", "sp"], ["a", "b"], "n", axis=1), node("Sigmoid", ["b"], ["sb"], "sig"),
+            node("Mul", ["a", "sb"], ["y"], "mul")], [const("sp", np.array([8, 8], i64))]))
+        cases[f"sd_slice_c_{h}"] = (lambda x=x: graph("sl", x, [
+            node("Slice", ["x", "st", "en", "ax"], ["y"], "n")],
+            [const("st", np.array([0], i64)), const("en", np.array([6], i64)), const("ax", np.array([1], i64))]))
+        cases[f"sd_resize_up_{h}"] = (lambda x=x: graph("ru", x, [
+            node("Resize", ["x", "", "sc"], ["y"], "n", mode="nearest")], [const("sc", np.array([1, 1, 2, 2], np.float32))]))
+        cases[f"sd_softmax_c_{h}"] = (lambda x=x: graph("sm", x, [node("Softmax", ["x"], ["y"], "n", axis=1)], []))
+        cases[f"sd_transpose_hw_{h}"] = (lambda x=x: graph("th", x, [node("Transpose", ["x"], ["y"], "n",
+                                                                          perm=[0, 1, 3, 2])], []))
+        cases[f"sd_reshape_c_{h}"] = (lambda x=x, h=h: graph("rc", x, [node("Reshape", ["x", "s"], ["y"], "n")],
+                                                             [const("s", np.array([1, 4, 4 * h, h], i64))]))
+        cases[f"sd_maxpool_{h}"] = (lambda x=x: graph("mp", x, [node("MaxPool", ["x"], ["y"], "n", kernel_shape=[3, 3],
+                                                                     pads=[1, 1, 1, 1])], []))
+        cases[f"sd_gap_mul_{h}"] = (lambda x=x: graph("gm", x, [node("GlobalAveragePool", ["x"], ["g"], "gap"),
+                                                                node("Mul", ["x", "g"], ["y"], "n")], []))
+    return cases
+
+
 CASES.update(_sweep())
+CASES.update(_sweep_d())
 CASES.update(_sweep_c())
 CASES.update(_sweep_b())
 for _label, _shape, _axis in (("r5a1", (1, 2, 16, 8, 8), 1), ("r5a2", (1, 2, 16, 8, 8), 2),
