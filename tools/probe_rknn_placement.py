@@ -479,6 +479,19 @@ def _sweep_d() -> dict[str, Callable[[], onnx.ModelProto]]:
     return cases
 
 
+def reduce_last(c: int, h: int, w: int) -> onnx.ModelProto:
+    """MobileViT-v2 linear attention's context sum: Conv [1,C,H,W] -> ReduceSum over W (keepdims) -> Mul -> Conv."""
+    return graph("rl", (1, c, h, w), [node("ReduceSum", ["x", "ax"], ["m"], "n", keepdims=1),
+                                      node("Mul", ["x", "m"], ["y"], "scale")], [const("ax", np.array([3], np.int64))])
+
+
+for _c, _h, _w in ((64, 4, 196), (32, 4, 196), (64, 4, 98), (64, 4, 256), (128, 4, 64), (96, 4, 49), (64, 2, 196),
+                   (16, 4, 196), (128, 4, 196), (64, 4, 128), (64, 4, 160), (64, 4, 144), (64, 8, 80), (64, 1, 784),
+                   (64, 4, 136), (64, 16, 49), (64, 28, 28)):
+    CASES[f"reducew_{_c}_{_h}_{_w}"] = (lambda c=_c, h=_h, w=_w: reduce_last(c, h, w))
+    CASE_SOCS[f"reducew_{_c}_{_h}_{_w}"] = "rk3576,rv1126b,rk3588"
+
+
 CASES.update(_sweep())
 CASES.update(_sweep_d())
 CASES.update(_sweep_c())
