@@ -1106,6 +1106,50 @@ def channel_batch_relayout(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
+def _from_matmul(graph: Graph, tensor: str, depth: int = 6) -> bool:
+    """The tensor is made, through element-wise ops and softmaxes, from a MatMul/Gemm/Einsum: attention scores,
+    which the toolkit holds with the heads in the batch axis, not as an NCHW map."""
+    frontier, seen = [tensor], set()
+    for _ in range(depth):
+        nxt = []
+        for name in frontier:
+            producer = graph.producer(name)
+            if producer is None or producer.name in seen:
+                continue
+            seen.add(producer.name)
+            if producer.op_type in ("MatMul", "Gemm", "Einsum"):
+                return True
+            if producer.op_type in _LAYOUT_NEUTRAL or producer.op_type in ("Softmax", "Neg", "Exp"):
+                nxt += [i for i in producer.inputs if i and not graph.is_constant(i)]
+        frontier = nxt
+    return False
+
+
+def width_sum_transpose(rule: Rule, view: LayerView) -> str | None:
+    """A ReduceSum over the last axis (W) of a map [1, C, H, W] is lowered to a Transpose of W into the channel,
+    (1, W, H, C), and a 1x1 convolution; in the listed precisions that Transpose, named after the node making
+    the summed map, runs on the CPU once the map has more than `max_pixels` pixels, unless H is 1 or a
+    multiple of `h_group`."""
+    if view.precision not in rule.params["precisions"]:
+        return None
+    graph, node = view.graph, view.node
+    limit, group = int(rule.params["max_pixels"]), int(rule.params["h_group"])
+    for tensor in node.outputs:
+        shape = graph.shape(tensor) if tensor else None
+        if not _static(shape) or len(shape) != 4 or shape[0] != 1:
+            continue
+        for user in graph.consumers(tensor):
+            axes = _reduce_axes(graph, user) if user.op_type == "ReduceSum" else None
+            if axes is None or [a % 4 for a in axes] != [3] or user.inputs[0] != tensor:
+                continue
+            height, width = int(shape[2]), int(shape[3])
+            if height > 1 and height * width > limit and height % group and not _from_matmul(graph, tensor):
+                return (f"feeds the sum over W of '{user.name}': the toolkit transposes {list(shape)} W into the "
+                        f"channel and {height}x{width} = {height * width} pixels exceed {limit} with H not a "
+                        f"multiple of {group}")
+    return None
+
+
 CHECKS: Mapping[str, Check] = {
     "static_shapes": static_shapes, "dla_batch": dla_batch, "dla_dims": dla_dims,
     "platform_unsupported": platform_unsupported, "rank4": rank4, "spatial_2d": spatial_2d,
@@ -1132,6 +1176,7 @@ CHECKS: Mapping[str, Check] = {
     "pixel_rows": pixel_rows,
     "radix_row": radix_row,
     "channel_batch_relayout": channel_batch_relayout,
+    "width_sum_transpose": width_sum_transpose,
 }
 
 

@@ -300,3 +300,33 @@ def test_rk3588_softmax_over_the_rows_keeps_the_relayout_on_the_output_maker(cat
         verdicts = _verdicts(catalog, path, "rk3588", precision)
         assert verdicts("rows")
         assert not verdicts("out")
+
+
+def _width_sum(tmp_path, hw, scores=False):
+    """x [1,C,H,W] -> Relu ('src', or a MatMul of two activations for attention scores) -> ReduceSum over W."""
+    h, w = hw
+    if scores:  # [1,4,H,d] @ [1,4,d,W] -> [1,4,H,W]
+        head = [helper.make_node("MatMul", ["x", "k"], ["m"], name="src")]
+        inputs = [value("x", [1, 4, h, 8]), value("k", [1, 4, 8, w])]
+    else:
+        head = [helper.make_node("Relu", ["x"], ["m"], name="src")]
+        inputs = [value("x", [1, 64, h, w])]
+    nodes = [*head, helper.make_node("ReduceSum", ["m", "ax"], ["r"], name="sum", keepdims=1),
+             helper.make_node("Mul", ["m", "r"], ["y"], name="tail")]
+    return save_model(tmp_path / f"wsum{h}_{w}{scores}.onnx", nodes, inputs, [value("y", None)],
+                      [const("ax", np.array([3], np.int64))], opset=13)
+
+
+@pytest.mark.parametrize(("hw", "cpu"), [((4, 196), True), ((8, 80), True), ((4, 128), False), ((1, 784), False),
+                                         ((16, 49), False), ((4, 136), True), ((12, 49), True)])
+def test_rk3576_int8_width_sum_transposes_on_the_cpu_beyond_512_pixels(catalog, tmp_path, hw, cpu):
+    path = _width_sum(tmp_path, hw)
+    for target in ("rk3576", "rv1126b"):
+        assert _verdicts(catalog, path, target, "int8")("src") is not cpu
+        assert _verdicts(catalog, path, target, "fp16")("src")
+    assert _verdicts(catalog, path, "rk3588", "int8")("src")
+
+
+def test_attention_scores_summed_over_w_are_no_map(catalog, tmp_path):
+    path = _width_sum(tmp_path, (196, 196), scores=True)
+    assert "RKNN-WIDTH-SUM" not in violations(catalog, path, "rk3576", "int8", node="src")
