@@ -187,7 +187,7 @@ def _check(situation: Situation, target: Target, where: str) -> None:
         raise BadInputError(f"{target.id} has no {acc.upper()}: use --accelerator {target.fallback}", file=where)
     if acc == "gpu" and "gpu" not in target.precisions:
         raise BadInputError(f"{target.id} has no GPU", file=where)
-    if acc == "cpu" and (target.accelerator != "npu" or "cpu" not in target.precisions):
+    if acc == "cpu" and "cpu" not in target.precisions:
         raise BadInputError(f"--accelerator cpu (the whole model on the SoC's CPU) is modelled for RKNN targets, "
                             f"not {target.id}", file=where)
     device = {"auto": target.accelerator if target.has_accelerator else target.fallback}.get(acc, acc)
