@@ -1140,6 +1140,195 @@ def sdpa_channels(graph: Graph, node: Node) -> tuple[int, int] | None:
     return int(query[-1]), int(value[-1])
 
 
+def _bytes_per_element(precision: str) -> int:
+    return 1 if precision == "int8" else 2
+
+
+def _reduce_axes(graph: Graph, node: Node) -> list[int] | None:
+    """A Reduce* node's axes, from the attribute (opset < 18, ReduceSum < 13) or the constant second input."""
+    axes = node.attrs.get("axes")
+    if axes is None and len(node.inputs) > 1 and node.inputs[1]:
+        value = graph.constants.get(node.inputs[1])
+        axes = None if value is None else [int(a) for a in value.reshape(-1)]
+    return None if axes is None else [int(a) for a in axes]
+
+
+def _radix_reduce(graph: Graph, node: Node | None) -> tuple[int, int, int, int] | None:
+    """(R, C, H, W) when `node` sums a rank-5 [1, R, C, H, W] tensor over R > 1 (split attention's radix sum,
+    ResNeSt/SKNet): the toolkit holds the input as a flat row per radix, (1, R, 1, C*H*W), sums the rows with a
+    1x1 convolution and unflattens the result to the map (1, C, H, W)."""
+    if node is None or node.op_type != "ReduceSum" or not node.inputs:
+        return None
+    src = graph.shape(node.inputs[0])
+    if not _static(src) or len(src) != 5 or src[0] != 1 or src[1] < 2:
+        return None
+    axes = _reduce_axes(graph, node)
+    if axes is None or [a % 5 for a in axes] != [1]:
+        return None
+    return int(src[1]), int(src[2]), int(src[3]), int(src[4])
+
+
+def _flat_vector(shape: tuple[int, ...]) -> bool:
+    return len(_unit_stripped(shape)) <= 1
+
+
+def _folds_into_fc(graph: Graph, node: Node, src: tuple[int, ...], precision: str, params: Mapping[str, Any]) -> bool:
+    """A small map flattened into a constant-weight Gemm/MatMul is folded into one convolution whose kernel is
+    the whole map: no Reshape layer is left."""
+    users = graph.consumers(node.outputs[0]) if node.outputs else ()
+    if len(users) != 1 or users[0].op_type not in ("Gemm", "MatMul") or len(users[0].inputs) < 2:
+        return False
+    if not graph.is_constant(users[0].inputs[1]):
+        return False
+    fold = params.get("fold", {})
+    kernel_ok = max(src[2], src[3]) <= int(fold.get("kernel", 0))
+    return kernel_ok and math.prod(src[1:]) * _bytes_per_element(precision) < int(fold.get("bytes", 0))
+
+
+def pixel_rows(rule: Rule, view: LayerView) -> str | None:
+    """A relayout between a map (1, C, H, W) with H*W > 1 and a flat row (a Flatten into a classifier, a vector
+    unflattened into a map, the row sum of split attention unflattened back) is a Reshape layer that is only
+    an NPU layer when every channel's H*W pixels fill whole 16-byte groups."""
+    graph, node = view.graph, view.node
+    align = int(rule.params["align"][view.precision])
+    radix = _radix_reduce(graph, node)
+    if radix is not None:
+        _, channels, height, width = radix
+        if (height * width) % align:
+            return (f"ReduceSum over the radix axis of {list(graph.shape(node.inputs[0]) or ())}: its row sum is "
+                    f"unflattened into (1, {channels}, {height}, {width}) and {height}x{width} = {height * width} "
+                    f"pixels per channel are not a multiple of {align}")
+        return None
+    if node.op_type not in ("Reshape", "Flatten") or not node.inputs or not node.outputs:
+        return None
+    src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
+    if not _static(src) or not _static(dst) or math.prod(src) != math.prod(dst) or _in_group_norm(graph, node):
+        return None
+    if len(src) == 4 and src[2] * src[3] > 1 and _flat_vector(dst):
+        pixels, what = src[2] * src[3], f"folds {src[2]}x{src[3]} pixels into the channel axis"
+        if _folds_into_fc(graph, node, src, view.precision, rule.params):
+            return None
+    elif len(dst) == 4 and dst[2] * dst[3] > 1 and _flat_vector(src):
+        pixels, what = dst[2] * dst[3], f"unfolds a vector into {dst[2]}x{dst[3]} pixels per channel"
+    else:
+        return None
+    if pixels % align:
+        return (f"{node.op_type} {list(src)} -> {list(dst)} {what}: {pixels} pixels per channel are not a multiple "
+                f"of {align}")
+    return None
+
+
+def radix_row(rule: Rule, view: LayerView) -> str | None:
+    """The tensor split attention sums over its radix axis is relaid out as flat rows (1, R, 1, C*H*W) by a
+    Reshape named after the node making it: on the CPU when a row exceeds the SoC's byte limit or, where the
+    SoC needs it, when H*W is not a whole number of 16-byte groups."""
+    graph, node = view.graph, view.node
+    soc = view.target.rules_id
+    for tensor in node.outputs:
+        for user in graph.consumers(tensor) if tensor else ():
+            radix = _radix_reduce(graph, user)
+            if radix is None or user.inputs[0] != tensor:
+                continue
+            rows, channels, height, width = radix
+            row = channels * height * width
+            row_bytes = row * _bytes_per_element(view.precision)
+            align = rule.params.get("align", {}).get(soc, {}).get(view.precision)
+            max_bytes = rule.params.get("max_row_bytes", {}).get(soc)
+            why = None
+            if align and (height * width) % int(align):
+                why = f"{height}x{width} = {height * width} pixels per channel are not a multiple of {align}"
+            elif max_bytes is not None and row_bytes > int(max_bytes):
+                why = f"a row of {row_bytes} bytes exceeds {max_bytes}"
+            if why:
+                return (f"feeds the radix sum '{user.name}': the toolkit relays out its {rows} radix maps "
+                        f"(1, {channels}, {height}, {width}) as rows (1, {rows}, 1, {row}) and {why}")
+    return None
+
+
+
+def _window_partition(graph: Graph, tensor: str) -> bool:
+    """The map `tensor` [1, C, H, W] is cut into windows as NesT blockifies: a Transpose (0, 2, 3, 1) straight
+    into a rank-6 Reshape [1, H/b, b, W/b, b, C] with more than one window."""
+    shape = graph.shape(tensor)
+    if not _static(shape) or len(shape) != 4 or shape[0] != 1:
+        return False
+    for user in graph.consumers(tensor):
+        if user.op_type != "Transpose" or tuple(user.attrs.get("perm") or ()) != (0, 2, 3, 1):
+            continue
+        for reshape in graph.consumers(user.outputs[0]):
+            target = graph.shape(reshape.outputs[0]) if reshape.op_type == "Reshape" else None
+            if (_static(target) and len(target) == 6 and target[0] == 1 and target[5] == shape[1]
+                    and target[1] * target[2] == shape[2] and target[3] * target[4] == shape[3]
+                    and target[1] * target[3] > 1):
+                return True
+    return False
+
+
+def channel_batch_relayout(rule: Rule, view: LayerView) -> str | None:
+    """Moving a map's channel into the batch axis, (1, C, H, W) -> (C, 1, H, W) (a Transpose (1, 0, 2, 3), or the
+    one the toolkit puts before exWindow when a map is cut into windows, named after the map's producer), is a
+    Transpose layer that runs on the NPU only up to a size."""
+    graph, node = view.graph, view.node
+    limit = int(rule.params["max_bytes"])
+    bpe = _bytes_per_element(view.precision)
+    if node.op_type == "Transpose" and tuple(node.attrs.get("perm") or ()) == (1, 0, 2, 3) and node.inputs:
+        shape = graph.shape(node.inputs[0])
+        if _static(shape) and len(shape) == 4 and shape[0] == 1 and shape[1] > 1 and math.prod(shape) * bpe > limit:
+            return (f"Transpose {list(shape)} moves {shape[1]} channels into the batch axis: "
+                    f"{math.prod(shape) * bpe} bytes exceed {limit}")
+        return None
+    for tensor in node.outputs:
+        shape = graph.shape(tensor) if tensor else None
+        if _static(shape) and _window_partition(graph, tensor) and math.prod(shape) * bpe > limit:
+            return (f"its map {list(shape)} is cut into windows: the toolkit first moves the {shape[1]} channels into "
+                    f"the batch axis for exWindow, and {math.prod(shape) * bpe} bytes exceed {limit}")
+    return None
+
+
+def _from_matmul(graph: Graph, tensor: str, depth: int = 6) -> bool:
+    """The tensor is made, through element-wise ops and softmaxes, from a MatMul/Gemm/Einsum: attention scores,
+    which the toolkit holds with the heads in the batch axis, not as an NCHW map."""
+    frontier, seen = [tensor], set()
+    for _ in range(depth):
+        nxt = []
+        for name in frontier:
+            producer = graph.producer(name)
+            if producer is None or producer.name in seen:
+                continue
+            seen.add(producer.name)
+            if producer.op_type in ("MatMul", "Gemm", "Einsum"):
+                return True
+            if producer.op_type in _LAYOUT_NEUTRAL or producer.op_type in ("Softmax", "Neg", "Exp"):
+                nxt += [i for i in producer.inputs if i and not graph.is_constant(i)]
+        frontier = nxt
+    return False
+
+
+def width_sum_transpose(rule: Rule, view: LayerView) -> str | None:
+    """A ReduceSum over the last axis (W) of a map [1, C, H, W] is lowered to a Transpose of W into the channel,
+    (1, W, H, C), and a 1x1 convolution; in the listed precisions that Transpose, named after the node making
+    the summed map, runs on the CPU once the map has more than `max_pixels` pixels, unless H is 1 or a
+    multiple of `h_group`."""
+    if view.precision not in rule.params["precisions"]:
+        return None
+    graph, node = view.graph, view.node
+    limit, group = int(rule.params["max_pixels"]), int(rule.params["h_group"])
+    for tensor in node.outputs:
+        shape = graph.shape(tensor) if tensor else None
+        if not _static(shape) or len(shape) != 4 or shape[0] != 1:
+            continue
+        for user in graph.consumers(tensor):
+            axes = _reduce_axes(graph, user) if user.op_type == "ReduceSum" else None
+            if axes is None or [a % 4 for a in axes] != [3] or user.inputs[0] != tensor:
+                continue
+            height, width = int(shape[2]), int(shape[3])
+            if height > 1 and height * width > limit and height % group and not _from_matmul(graph, tensor):
+                return (f"feeds the sum over W of '{user.name}': the toolkit transposes {list(shape)} W into the "
+                        f"channel and {height}x{width} = {height * width} pixels exceed {limit} with H not a "
+                        f"multiple of {group}")
+    return None
+
+
 CHECKS: Mapping[str, Check] = {
     "static_shapes": static_shapes, "dla_batch": dla_batch, "dla_dims": dla_dims,
     "platform_unsupported": platform_unsupported, "rank4": rank4, "spatial_2d": spatial_2d,
@@ -1163,6 +1352,10 @@ CHECKS: Mapping[str, Check] = {
     "map_output_relayout": map_output_relayout,
     "window_heads": window_heads,
     "norm_relayout": norm_relayout,
+    "pixel_rows": pixel_rows,
+    "radix_row": radix_row,
+    "channel_batch_relayout": channel_batch_relayout,
+    "width_sum_transpose": width_sum_transpose,
     "channel_scatter": channel_scatter,
     "reduce_relayout": reduce_relayout,
     "exmatmul_conv": exmatmul_conv,
@@ -1283,7 +1476,24 @@ def _in_group_norm(graph: Graph, node: Node) -> bool:
     return bool(users) and all(_group_norm_core(graph, u) for u in users)
 
 
+def _l2_reduce_in_norm(graph: Graph, node: Node) -> bool:
+    """The ReduceL2 of an L2 normalisation: its result reaches, through the eps guards only, a Div that divides
+    the ReduceL2's own input by it (the pattern _in_l2norm recognises from the Div's side)."""
+    if node.op_type != "ReduceL2" or not node.outputs:
+        return False
+    frontier = [node.outputs[0]]
+    for _ in range(5):
+        users = [u for t in frontier for u in graph.consumers(t)]
+        if any(u.op_type == "Div" and _in_l2norm(graph, u) for u in users):
+            return True
+        frontier = [o for u in users if u.op_type in _EPS_GUARDS for o in u.outputs]
+        if not frontier:
+            return False
+    return False
+
+
 PATTERNS: Mapping[str, Callable[[Graph, Node], bool]] = {"norm": _in_norm, "l2norm": _in_l2norm,
+                                                         "l2norm_reduce": _l2_reduce_in_norm,
                                                          "group_norm": _in_group_norm}
 
 
@@ -1309,19 +1519,19 @@ def _same_type_cast(view: LayerView, params: Mapping[str, Any]) -> str | None:
 
 
 def _linear_resize(view: LayerView, params: Mapping[str, Any]) -> str | None:
-    """A linear Resize runs on the NPU only at whole-number scales without align_corners."""
+    """A linear Resize runs on the NPU only at whole-number scales, up or down per axis, without align_corners."""
     mode = view.attr("mode")
     mode = mode.decode() if isinstance(mode, bytes) else mode
     if mode != "linear":
         return None
     ctm = view.attr("coordinate_transformation_mode")
     ctm = ctm.decode() if isinstance(ctm, bytes) else ctm
-    if ctm == "align_corners":
-        return "linear Resize with align_corners runs on the CPU"
+    if ctm in params.get("cpu_modes", ("align_corners",)):
+        return f"linear Resize with {ctm} runs on the CPU"
     src, dst = view.in_shape(), view.out_shape()
-    if _static(src) and _static(dst) and len(src) == len(dst) >= 3:
-        ratios = [(d, s) for s, d in zip(src[2:], dst[2:]) if s and d != s]
-        if any(d % s for d, s in ratios):
+    if params.get("whole_scales", True) and _static(src) and _static(dst) and len(src) == len(dst) >= 3:
+        ratios = [(d, s) for s, d in zip(src[2:], dst[2:]) if s and d and d != s]
+        if any(d % s and s % d for d, s in ratios):
             return (f"linear Resize {list(src[2:])} -> {list(dst[2:])} is not a whole-number scale; it runs on "
                     "the CPU")
     return None
@@ -1670,16 +1880,81 @@ def _token_matmul_transposes(view: LayerView, params: Mapping[str, Any]) -> str 
 
 
 def _output_relayout(view: LayerView, params: Mapping[str, Any]) -> str | None:
-    """A graph output of rank below 4 made from a 4-D NPU layout: the toolkit appends a Reshape layer."""
+    """A graph output of rank below 4 made from a 4-D NPU layout: the toolkit appends a Reshape layer. When the
+    output is a map's rows (Reshape [1,C,H,W] -> [1,C,H*W]) reached only through ops that commute with that
+    reshape, the toolkit moves those ops before it and the output's Reshape is the rows Reshape itself."""
     graph, node = view.graph, view.node
     align = params["align"][view.precision]
+    if _rows_reshape(graph, node):
+        end = _commuted_output(graph, node.outputs[0])
+        shape = graph.shape(end) if end else None
+        if end and _static(shape) and len(shape) in params["ranks"] and shape[-1] % align:
+            return (f"flattens a map into the rows of the rank-{len(shape)} graph output '{end}' {list(shape)}, last "
+                    f"dim not a multiple of {align} ({view.precision} channel group); the ops after it move before "
+                    "it and this Reshape out of the NPU layout runs on the CPU")
+        if end != node.outputs[0]:
+            return None
     for name in node.outputs:
         shape = graph.shape(name)
         if (name in graph.outputs and _static(shape) and len(shape) in params["ranks"]
                 and shape[-1] % align):
+            if _commutes(graph, node) and _rows_reshape(graph, _commuted_source(graph, node)):
+                return None  # the rows Reshape before it carries the relayout
             return (f"produces the rank-{len(shape)} graph output '{name}' {list(shape)}, last dim not a "
                     f"multiple of {align} ({view.precision} channel group); the Reshape out of the NPU layout "
                     "that the toolkit appends runs on the CPU ('Unkown op target: 0')")
+    return None
+
+
+_COMMUTING_UNARY = frozenset({"Relu", "Sigmoid", "Tanh", "HardSwish", "HardSigmoid", "Clip", "LeakyRelu",
+                              "Softplus", "Gelu", "Neg", "Abs", "Identity", "Dropout"})
+
+
+def _rows_reshape(graph: Graph, node: Node | None) -> bool:
+    """A Reshape/Flatten of a map [1, C, H, W] (H*W > 1) into its rows [1, C, H*W]."""
+    if node is None or node.op_type not in ("Reshape", "Flatten") or not node.inputs or not node.outputs:
+        return False
+    src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
+    return (_static(src) and _static(dst) and len(src) == 4 and len(dst) == 3 and src[0] == dst[0] == 1
+            and src[1] == dst[1] and src[2] * src[3] == dst[2] > 1 and src[2] > 1)
+
+
+def _commutes(graph: Graph, node: Node) -> bool:
+    """An op the toolkit can apply to the map before its rows Reshape: a unary activation, an element-wise op
+    whose other operands are constants, or a softmax over the channel of [1, C, N]."""
+    runtime = [i for i in node.inputs if i and not graph.is_constant(i)]
+    if len(runtime) != 1 or len(node.outputs) != 1:
+        return False
+    if node.op_type in _COMMUTING_UNARY or node.op_type in ("Add", "Sub", "Mul", "Div"):
+        return True
+    shape = graph.shape(runtime[0])
+    axis = node.attrs.get("axis")
+    return (node.op_type in ("Softmax", "LogSoftmax") and shape is not None and len(shape) == 3
+            and axis is not None and axis % 3 == 1)
+
+
+def _commuted_source(graph: Graph, node: Node, depth: int = 6) -> Node | None:
+    """Walking back from `node` through commuting ops with a single reader each, the first node that is not one."""
+    for _ in range(depth):
+        runtime = [i for i in node.inputs if i and not graph.is_constant(i)]
+        producer = graph.producer(runtime[0]) if runtime else None
+        if producer is None or len(graph.consumers(runtime[0])) != 1:
+            return producer
+        if not _commutes(graph, producer):
+            return producer
+        node = producer
+    return None
+
+
+def _commuted_output(graph: Graph, tensor: str, depth: int = 6) -> str | None:
+    """The graph output `tensor` reaches through commuting ops with a single reader each, if any."""
+    for _ in range(depth):
+        if tensor in graph.outputs:
+            return tensor
+        users = graph.consumers(tensor)
+        if len(users) != 1 or not _commutes(graph, users[0]):
+            return None
+        tensor = users[0].outputs[0]
     return None
 
 
@@ -1738,6 +2013,38 @@ def _pixels_into_channel(view: LayerView, params: Mapping[str, Any]) -> str | No
     if _group_norm_groups(view.graph, view.node) is not None:
         return None
     return _spatial_into_channel(view, params)
+
+
+def _channel_reduce(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """The NPU's ReduceMax reduces the channel of the toolkit's 4-D form only: axis 1 of a 4-D tensor, or axis 2
+    of a rank-5 [1, A, C, H, W] (held as (A, C, H, W)); H, W, the batch axis and higher ranks run on the CPU."""
+    graph, node = view.graph, view.node
+    src = graph.shape(node.inputs[0]) if node.inputs else None
+    if src is None or len(src) <= 3:
+        return None
+    axes = _reduce_axes(graph, node)
+    rank = len(src)
+    reduced = sorted({a % rank for a in axes}) if axes else list(range(rank))
+    if (rank == 4 and reduced == [1]) or (rank == 5 and src[0] == 1 and reduced == [2]):
+        return None
+    return (f"{node.op_type} over axes {reduced} of a rank-{rank} tensor {list(src)}: the NPU reduces only the "
+            "channel of its 4-D form")
+
+
+def _tile_repeats(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """The NPU's Tile repeats one axis of a 4-D map (channel, H or W); several axes at once, or a tensor of
+    another rank, is a CPU Tile."""
+    graph, node = view.graph, view.node
+    src = graph.shape(node.inputs[0]) if node.inputs else None
+    value = graph.constants.get(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] else None
+    if src is None or value is None:
+        return None
+    repeats = [int(r) for r in value.reshape(-1)]
+    tiled = [axis for axis, r in enumerate(repeats) if r != 1]
+    if len(src) == 4 and len(tiled) <= 1:
+        return None
+    return (f"Tile of a rank-{len(src)} tensor {list(src)} repeating axes {tiled} ({repeats}): the NPU tiles one "
+            "axis of a 4-D map only")
 
 
 Condition = Callable[[LayerView, Mapping[str, Any]], "str | None"]
@@ -1964,5 +2271,7 @@ CONDITIONS: Mapping[str, Condition] = {
     "strided_slice": _strided_slice,
     "pixels_into_channel": _pixels_into_channel,
     "map_rank3_output": _map_rank3_output,
+    "channel_reduce": _channel_reduce,
+    "tile_repeats": _tile_repeats,
     "layout_chain": _layout_chain,
 }
