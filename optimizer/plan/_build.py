@@ -33,6 +33,7 @@ from optimizer.plan._subgraphs import Subgraph, build_subgraphs
 from optimizer.plan._types import PLAN_SCHEMA, Plan
 from optimizer.rewrite import add_edit_options
 from optimizer.solver import (
+    WALL_FACTOR,
     Budget,
     Outcome,
     PlanModel,
@@ -167,10 +168,9 @@ def optimize(model_path: str, target_id: str, request: PlanRequest, *,
     plan = _plan_json(graph_path=model_path, report=report, groups=groups, model=model, request=request,
                       result=result, breakdown=breakdown, subgraphs=subgraphs, base=base, explain=explain,
                       deterministic_s=deterministic_s)
+    plan["solver"]["stopped_by"] = budget.stop(result.stop).value
     if budget.wall_fired:
-        notes.append(f"the wall-clock limit (--time-limit {request.time_limit_s:g} s) stopped the solver before its "
-                     f"deterministic budget ({budget.deterministic_s:g}): this plan may differ between runs; "
-                     "raise --time-limit for a reproducible one")
+        notes.append(wall_note(request.time_limit_s, budget))
     plan["warnings"] = notes + plan["warnings"]
     timings["total_s"] = time.monotonic() - started
     phase(5)
@@ -193,6 +193,14 @@ def optimize(model_path: str, target_id: str, request: PlanRequest, *,
     typed = Plan.from_json(json_values(plan))
     return Planned(plan=typed, run=run, report=report, groups=groups, model=model, placements=result.placements,
                    breakdown=breakdown, subgraphs=subgraphs, baselines=base)
+
+
+def wall_note(time_limit_s: float, budget: Budget) -> str:
+    """The warning of a run the wall clock cut: its plan depends on the machine's load."""
+    return (f"the wall-clock safety net ({WALL_FACTOR:g} x --time-limit {time_limit_s:g} s and allowance) stopped "
+            f"the solver before its deterministic budget ({budget.deterministic_s:g} s): the machine ran far "
+            "slower than the limit assumes and this plan may differ between runs; rerun on a less loaded machine "
+            "or raise --time-limit for a reproducible one")
 
 
 def _solve(model: LatencyModel, report: CheckReport, catalog: Catalog, request: PlanRequest,

@@ -3,7 +3,7 @@
 from optimizer.solver._bounds import cheapest_bound_ns, lower_bound_ns, lp_bound_ns
 from optimizer.solver._cpsat import Choice, PlanModel, SolveResult, loadable_limit
 from optimizer.solver._hints import balanced_hint
-from optimizer.solver._outcome import DETERMINISTIC_PER_SECOND, Budget, Outcome, Stop
+from optimizer.solver._outcome import DETERMINISTIC_PER_SECOND, WALL_FACTOR, Budget, Outcome, Stop, wall_cap_s
 from optimizer.solver._request import (
     DUAL_STREAMS,
     OBJECTIVES,
@@ -18,6 +18,7 @@ __all__ = [
     "DUAL_STREAMS",
     "OBJECTIVES",
     "PIN_DEVICES",
+    "WALL_FACTOR",
     "Budget",
     "Choice",
     "Outcome",
@@ -32,4 +33,5 @@ __all__ = [
     "lower_bound_ns",
     "lp_bound_ns",
     "parse_assignments",
+    "wall_cap_s",
 ]
