@@ -208,8 +208,8 @@ def _solve(model: LatencyModel, report: CheckReport, catalog: Catalog, request: 
     """The exact plan, or the best found in time, or, for a request the baselines satisfy, the best baseline
     when the exact model is too large or finds nothing in time; the notes say which."""
     groups = len(model.groups.groups)
-    bound = lower_bound_ns(model, request)
     baseline = objective_ns(request.objective, evaluate(model, hint))
+    bound = lower_bound_ns(model, request, proves=baseline if _unconstrained(request) else None)
     if _unconstrained(request) and baseline <= bound:
         return replace(_baseline_result(model, hint, request.objective, bound), status="OPTIMAL",
                        outcome=Outcome.EXACT, stop=Stop.PROVEN), []

@@ -217,11 +217,15 @@ def lp_bound_ns(lm: LatencyModel, request: PlanRequest) -> int | None:
     return max(ns, 0) + extra
 
 
-def lower_bound_ns(lm: LatencyModel, request: PlanRequest, lp: bool = True) -> int:
+def lower_bound_ns(lm: LatencyModel, request: PlanRequest, lp: bool = True, proves: int | None = None) -> int:
     """The best bound known before the exact model: the cheapest-option bound, raised by the LP relaxation
     up to LP_MAX_GROUPS groups (GLOP and building its model took 10 s for 17,500 groups on the 2-core
-    machine, past what a plan of that size may spend)."""
+    machine, past what a plan of that size may spend). `proves` is a valid plan's objective: when the
+    cheapest-option bound already reaches it, that plan is optimal and the LP (0.08 of 0.1 s at 400 groups)
+    is skipped; the two bounds then agree with the plan, so the result is the same either way."""
     bound = cheapest_bound_ns(lm, request)
+    if proves is not None and bound >= proves:
+        return bound
     if lp and len(lm.groups.groups) <= LP_MAX_GROUPS:
         bound = max(bound, lp_bound_ns(lm, request) or 0)
     return bound
