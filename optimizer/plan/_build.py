@@ -28,7 +28,7 @@ from optimizer.fusion import GroupGraph, build_groups
 from optimizer.ir import BYTES_PER_ELEMENT, Graph, load_model
 from optimizer.latency import Breakdown, LatencyModel, Placement, evaluate, load_profile, tensor_routes
 from optimizer.latency._profile import band_json
-from optimizer.plan._baselines import Baselines, baselines
+from optimizer.plan._baselines import Baselines, baselines, gpu_only
 from optimizer.plan._subgraphs import Subgraph, build_subgraphs
 from optimizer.plan._types import PLAN_SCHEMA, Plan
 from optimizer.rewrite import add_edit_options
@@ -42,6 +42,7 @@ from optimizer.solver import (
     Stop,
     balanced_hint,
     check_target,
+    decomposed_solve,
     loadable_limit,
     lower_bound_ns,
 )
@@ -213,6 +214,9 @@ def _solve(model: LatencyModel, report: CheckReport, catalog: Catalog, request: 
     if _unconstrained(request) and baseline <= bound:
         return replace(_baseline_result(model, hint, request.objective, bound), status="OPTIMAL",
                        outcome=Outcome.EXACT, stop=Stop.PROVEN), []
+    if groups > MAX_EXACT_GROUPS and _unconstrained(request) and request.objective == "latency" \
+            and not request.with_edits:
+        return _by_regions(model, report, catalog, request, hint, bound, budget)
     if groups > MAX_EXACT_GROUPS and _unconstrained(request):
         gap = (baseline - bound) / baseline if baseline else 0.0
         return _baseline_result(model, hint, request.objective, bound), [
@@ -242,6 +246,27 @@ def _solve(model: LatencyModel, report: CheckReport, catalog: Catalog, request: 
     return (replace(fallback, stop=result.stop, deterministic_s=result.deterministic_s),
             [f"no plan found within --time-limit {request.time_limit_s:g} s: the plan is the best baseline for "
              f"{request.objective}, within {gap:.1%} of the lower bound (cheapest options, LP relaxation)"])
+
+
+def _by_regions(model: LatencyModel, report: CheckReport, catalog: Catalog, request: PlanRequest,
+                hint: tuple[Placement, ...], bound: int, budget: Budget) -> tuple[SolveResult, list[str]]:
+    """Past the exact model's size, latency by regions between cut groups (optimizer.solver._decompose),
+    or the best baseline if it is better; either way with the better of both bounds."""
+    limit = loadable_limit(request, int(catalog.rule("DLA-LOADABLES").params["max"]))
+    result, parts = decomposed_solve(model, report, catalog, request, gpu_only(model, request.allowed_precisions),
+                                     limit, budget, prefer=hint)
+    bound = max(bound, result.bound_ns)
+    if objective_ns("latency", evaluate(model, hint)) < result.objective_ns:
+        result = replace(_baseline_result(model, hint, "latency", bound), stop=result.stop,
+                         deterministic_s=result.deterministic_s)
+    exact = result.objective_ns <= bound
+    result = replace(result, bound_ns=min(bound, result.objective_ns), status="OPTIMAL" if exact else "FEASIBLE",
+                     outcome=Outcome.EXACT if exact else result.outcome)
+    gap = (result.objective_ns - bound) / result.objective_ns if result.objective_ns else 0.0
+    how = "the best baseline" if result.outcome is Outcome.BASELINE else f"solved in {parts} regions between cut groups"
+    return result, [] if exact else [
+        f"{len(model.groups.groups)} layer groups exceed the exact solver's {MAX_EXACT_GROUPS}: the plan is {how}, "
+        f"within {gap:.1%} of the lower bound (cheapest options, LP relaxation by region)"]
 
 
 def _hint(model: LatencyModel, base: Baselines, request: PlanRequest) -> tuple[Placement, ...]:

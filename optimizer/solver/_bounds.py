@@ -137,7 +137,7 @@ class _Relaxation:
         return math.fsum(parts)
 
 
-def lp_bound_ns(lm: LatencyModel, request: PlanRequest) -> int | None:
+def lp_bound_ns(lm: LatencyModel, request: PlanRequest, uncounted: frozenset[int] = frozenset()) -> int | None:
     """The LP relaxation of the plan's costs, solved by GLOP before any CP-SAT model exists.
 
     Variables: each group's options (per DLA core for throughput) as fractions summing to one. A tensor pays
@@ -145,7 +145,9 @@ def lp_bound_ns(lm: LatencyModel, request: PlanRequest) -> int | None:
     not (y >= x[v, d] - x[src, d]), and a precision change likewise; loadable launches and the DLA-LOADABLES
     structure are left out, and pins, caps and budgets only remove plans, so the value bounds every plan the
     exact model could return. The value is certified from GLOP's duals (_Relaxation.certified_bound), so it
-    is a bound even where GLOP's tolerances leave its own optimum slightly off. None without an optimum."""
+    is a bound even where GLOP's tolerances leave its own optimum slightly off. None without an optimum.
+    `uncounted` groups keep their variables (their transfers count) but not their own option costs: a
+    region's share when its first group's cost belongs to the region before (optimizer.solver._decompose)."""
     if not lm.groups.groups:
         return None
     lp = _Relaxation()
@@ -163,7 +165,8 @@ def lp_bound_ns(lm: LatencyModel, request: PlanRequest) -> int | None:
                 xs.append(x)
                 devices.setdefault(option.device, []).append(x)
                 precisions.setdefault(option.precision, []).append(x)
-                busy.setdefault(engine, []).append((ns, x))
+                if g not in uncounted:
+                    busy.setdefault(engine, []).append((ns, x))
         if not xs:
             return None
         lp.row([(1.0, x) for x in xs], 1.0, 1.0)
