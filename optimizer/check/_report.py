@@ -43,7 +43,13 @@ def check_graph(graph: Graph, catalog: Catalog, target_id: str) -> CheckReport:
 
 
 def model_block(graph: Graph) -> dict[str, Any]:
-    return {"path": graph.path, "sha256": graph.sha256, "num_nodes": len(graph.nodes)}
+    """The model a report or plan is of; `input_shapes` (when --input-shape fixed symbolic dims) lets a later
+    export or rebuild read the model exactly as it was planned."""
+    block: dict[str, Any] = {"path": graph.path, "sha256": graph.sha256, "num_nodes": len(graph.nodes)}
+    fixed = sorted({tensor for tensor, _, _ in graph.fixed_dims})
+    if fixed:
+        block["input_shapes"] = {name: list(graph.tensors[name].shape or ()) for name in fixed}
+    return block
 
 
 def opset_conversion(graph: Graph) -> dict[str, Any] | None:

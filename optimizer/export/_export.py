@@ -24,7 +24,7 @@ from optimizer.export._submodels import SubModel, split_model, value_infos
 from optimizer.export._tensorrt import boundary_io, build_script, builder_script
 from optimizer.export._typed import calibrate_script, check_opset, plan_typing, typed_submodel
 from optimizer.fileio import FileData, dumps_json, safe_name, write_file_set
-from optimizer.ir import load_model, node_names
+from optimizer.ir import apply_input_shapes, load_model, node_names
 from optimizer.ir._safety import MAX_FILE_BYTES, parse_model, read_model_bytes
 from optimizer.plan import PLAN_SCHEMA
 from optimizer.plan._validate import structure_problems, validate_plan
@@ -111,7 +111,7 @@ def export_plan(plan_path: str | Path, out_dir: str | Path, model_path: str | No
     model_file = Path(model_path or plan["model"]["path"])
     if not model_file.is_absolute() and not model_file.exists():
         model_file = plan_path.parent / model_file
-    shapes = {k: tuple(v) for k, v in plan.get("input_shapes", {}).items()} or None
+    shapes = {k: tuple(v) for k, v in (plan["model"].get("input_shapes") or {}).items()} or None
     graph = load_model(model_file, shapes)
     if graph.sha256 != plan["model"]["sha256"]:
         raise BadInputError("the model's sha256 differs from the plan's (re-plan or pass --model)",
@@ -123,6 +123,8 @@ def export_plan(plan_path: str | Path, out_dir: str | Path, model_path: str | No
     if problems:
         raise BadInputError(f"the plan does not hold for this model: {_first(problems)}", file=shown_plan)
     model = parse_model(read_model_bytes(model_file), str(model_file))
+    if shapes:  # the engines are built at the shapes the plan was made for (DLA and RKNN need them static)
+        apply_input_shapes(model, shapes, str(model_file))
     folded = {n.name for n in graph.nodes if n.folded}
     subs = split_model(model, plan, graph.constants, folded)
     out = Path(out_dir)

@@ -151,6 +151,10 @@ def single_engine_command(model_file: str, plan: Mapping[str, Any], tensorrt: st
     cores = sorted({layer["device"] for layer in layers if layer["device"].startswith("dla")})
     precisions = {layer["precision"] for layer in layers}
     cmd = ["trtexec", f"--onnx={model_file}", "--saveEngine=model_single.engine"]
+    fixed = plan["model"].get("input_shapes") or {}
+    if fixed:  # the source file keeps its symbolic dims; the plan holds for these shapes only
+        cmd.append("--shapes=" + ",".join(f"{name}:{'x'.join(str(int(d)) for d in dims)}"
+                                          for name, dims in sorted(fixed.items())))
     if tensorrt == "10":
         cmd += _precision_flags(precisions)
     if cores:

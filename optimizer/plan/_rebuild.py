@@ -37,7 +37,7 @@ def planned_from_plan(plan: Plan | Mapping[str, Any], *, input_shapes: Mapping[s
     if catalog is None or catalog.tensorrt != tensorrt:
         catalog = load_catalog(tensorrt=tensorrt)
     target = catalog.target(plan.target)
-    graph = load_model(plan.model.path, input_shapes)
+    graph = load_model(plan.model.path, input_shapes or plan.model.input_shapes)
     report = check_graph(graph, catalog, target.id)
     groups = build_groups(report)
     request = plan.request

@@ -43,6 +43,7 @@ class ModelRef:
     sha256: str
     num_nodes: int
     models: tuple[ModelFile, ...] | None = field(default=None, metadata=OPTIONAL)  # multi: the merged files
+    input_shapes: Mapping[str, tuple[int, ...]] | None = field(default=None, metadata=OPTIONAL)  # --input-shape
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
 
 

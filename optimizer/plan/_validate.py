@@ -165,7 +165,7 @@ def validate_plan(plan: Plan | Mapping[str, Any], catalog: Catalog, model_path: 
         typed = plan if isinstance(plan, Plan) else Plan.from_json(document)
     except BadInputError as exc:
         return [exc.message]
-    graph = graph or load_model(model_path or typed.model.path, input_shapes)
+    graph = graph or load_model(model_path or typed.model.path, input_shapes or typed.model.input_shapes)
     if graph.sha256 != typed.model.sha256:
         problems.append("model sha256 differs from the plan's")
     report = check_graph(graph, catalog, target.id)
