@@ -30,6 +30,7 @@ from optimizer.solver._cpsat import PlanModel, SolveResult
 from optimizer.solver._outcome import Budget, Outcome, Stop
 from optimizer.solver._request import PlanRequest
 
+MIN_SHARE_S = 0.05  # deterministic seconds a region solve needs to be worth building (a 100-group one: 0.1 s)
 REGION_GROUPS = 100  # groups per region: the exact model proves one in about 0.1 s (400: nothing found in 0.5 det s)
 
 
@@ -296,6 +297,15 @@ def decomposed_solve(lm: LatencyModel, report: CheckReport, catalog: Catalog, re
                   if limit and len(region.members) <= 4 * size
                   and any(o.device == "dla" for g in range(len(region.members))
                           for o in group_options(region.model, g, request.allowed_precisions))]
+    # As many solves as the budget gives MIN_SHARE_S each (building a model for less finds nothing), the
+    # regions whose fall-back plans lie furthest above their floors first: a function of the graph only.
+    affordable = max(int(budget.deterministic_left() / MIN_SHARE_S) - min(limit, len(candidates)), 0)
+    if len(candidates) > affordable:
+        def room(r: int) -> tuple[int, int]:
+            floor = parts[r].lp_ns + parts[r].left_ns + parts[r].model.inference_ns()
+            return (floor - min(o.cost_ns for o in options[r]), r)
+
+        candidates = sorted(sorted(candidates, key=room)[:affordable])
     solves = len(candidates) + min(limit, len(candidates))
     for r in candidates:  # one loadable more than the DLA cuts need
         share = budget.deterministic_left() / max(solves, 1)

@@ -128,3 +128,20 @@ def test_a_plan_by_regions_with_loadables_across_cuts_validates(tmp_path, favour
     best = min(entry.latency_ms for entry in planned.plan.baselines.values())
     assert planned.plan.solver.objective_ms <= best
     assert any(p.loadable >= 0 for p in planned.placements)
+
+
+def test_a_small_budget_solves_only_the_regions_it_affords(tmp_path, favour_dla, monkeypatch):
+    """With deterministic time for one region solve, one region is solved (the others keep their fall-back
+    plans): the plan is valid, no better than the optimum, and the same on every run."""
+    import optimizer.solver._decompose as decompose
+
+    lm, report = _model(chain(tmp_path / "m.onnx", "CCCXCCCXCCCXCCC"), "orin-agx", favour_dla)
+    request = PlanRequest()
+    calls = []
+    solve = decompose._solve_region
+    monkeypatch.setattr(decompose, "_solve_region", lambda region, *a: calls.append(a[3]) or solve(region, *a))
+    runs = [decomposed_solve(lm, report, CATALOG, request, all_on_gpu(lm), 4,
+                             Budget(600, deterministic_s=decompose.MIN_SHARE_S * 5), size=4)[0] for _ in range(2)]
+    assert len(calls) <= 2 * 5
+    assert runs[0].placements == runs[1].placements
+    assert _exact(lm, report, request) <= runs[0].objective_ns == evaluate(lm, runs[0].placements).total_ns
