@@ -40,7 +40,8 @@ if TYPE_CHECKING:  # run_job imports the plan stage where it runs
 log = logging.getLogger(__name__)
 PARENT_POLL_S = 1.0  # how often a worker checks that the batch that started it is still alive
 SUMMARY_FIELDS = ("model", "target", "status", "error", "unknown_sizes", "nodes", "groups", "accelerator_coverage",
-                  "latency_ms", "baseline", "baseline_ms", "speedup", "solver_status", "solve_s", "wall_s", "plan")
+                  "latency_ms", "baseline", "baseline_ms", "speedup", "solver_status", "solve_s", "wall_s", "plan",
+                  "tensorrt_rules")
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ class Job:
     time_limit_s: float
     objective: str
     profile: str | None = None  # a calibrated latency profile for this target's family
+    tensorrt: str = "10"  # the TensorRT major whose DLA rules apply (--trt; Jetson targets)
 
 
 def expand_models(specs: Sequence[str]) -> list[Path]:
@@ -88,10 +90,11 @@ def _profiles_by_family(paths: Sequence[str]) -> dict[str, str]:
 
 
 def plan_jobs(models: Sequence[Path], targets: Sequence[str], out: Path, time_limit_s: float,
-              objective: str, profiles: Sequence[str] = ()) -> list[Job]:
+              objective: str, profiles: Sequence[str] = (), tensorrt: str = "10") -> list[Job]:
+    from optimizer.backends import backend_of
     from optimizer.catalog import load_catalog
 
-    catalog = load_catalog()
+    catalog = load_catalog(tensorrt=tensorrt)
     for target in targets:
         catalog.target(target)
     by_family = _profiles_by_family(profiles)
@@ -106,9 +109,12 @@ def plan_jobs(models: Sequence[Path], targets: Sequence[str], out: Path, time_li
         for target in targets:
             profile = by_family.get(catalog.target(target).family)
             profile_hash = sha256_file(Path(profile)) if profile else "shipped"
+            rules = backend_of(catalog.target(target)).tensorrt_rules(catalog)  # "" where TensorRT is not used
             key = hashlib.sha256(json.dumps([content, target, time_limit_s, objective, __version__,
-                                             catalog.sha256, profile_hash]).encode()).hexdigest()
-            jobs.append(Job(str(model), target, str(out / stem / target), key, time_limit_s, objective, profile))
+                                             catalog.sha256, profile_hash, *([rules] if rules else [])]
+                                            ).encode()).hexdigest()
+            jobs.append(Job(str(model), target, str(out / stem / target), key, time_limit_s, objective, profile,
+                            tensorrt))
     return jobs
 
 
@@ -123,7 +129,8 @@ def run_job(job: Job) -> dict[str, Any]:
     row: dict[str, Any] = {"model": job.model, "target": job.target, "status": "ok", "error": ""}
     files: dict[str, str] = {}
     try:
-        planned = optimize(job.model, job.target, PlanRequest(objective=job.objective, time_limit_s=job.time_limit_s),
+        planned = optimize(job.model, job.target, PlanRequest(objective=job.objective, time_limit_s=job.time_limit_s,
+                                                              tensorrt=job.tensorrt),
                            profile_path=job.profile)
         files = plan_files(planned)
         plan = planned.plan
@@ -134,7 +141,8 @@ def run_job(job: Job) -> dict[str, Any]:
                    accelerator_coverage=round(accelerated / len(layers), 4) if layers else 0.0,
                    latency_ms=plan.predicted.latency_ms, baseline=name, baseline_ms=base.latency_ms,
                    speedup=base.speedup, solver_status=plan.solver.status,
-                   solve_s=round(planned.run["timings"]["solve_s"], 3), plan=str(folder / "plan.json"))
+                   solve_s=round(planned.run["timings"]["solve_s"], 3), plan=str(folder / "plan.json"),
+                   tensorrt_rules=plan.tensorrt_rules or "")
         row.update(_size_status(plan))
     except InfeasibleError as exc:
         row.update(status="infeasible", error=exc.one_line())
@@ -174,15 +182,15 @@ def _finished(job: Job) -> dict[str, Any] | None:
 
 def run_batch(models: Sequence[str], targets: Sequence[str], out: str, *, workers: int = 1,
               dask_address: str | None = None, time_limit_s: float = 60.0, objective: str = "latency",
-              profiles: Sequence[str] = (), progress: Callable[[int, int, dict[str, Any]], None] | None = None
-              ) -> list[dict[str, Any]]:
+              profiles: Sequence[str] = (), progress: Callable[[int, int, dict[str, Any]], None] | None = None,
+              tensorrt: str = "10") -> list[dict[str, Any]]:
     """Plans every model on every target into `out`/<stem>/<target>/ and writes summary.csv and
     summary.html; returns the summary rows in job order. Jobs finished earlier (same content hash) are
     skipped; a failing job is a row with its error, never an exception; `progress(done, total, row)`."""
     if workers < 1:
         raise BadInputError(f"--workers must be >= 1, got {workers}")
     out_dir = Path(out)
-    jobs = plan_jobs(expand_models(models), targets, out_dir, time_limit_s, objective, profiles)
+    jobs = plan_jobs(expand_models(models), targets, out_dir, time_limit_s, objective, profiles, tensorrt)
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     todo = []
     for job in jobs:

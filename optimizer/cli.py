@@ -214,13 +214,14 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _verify_rknn(args: argparse.Namespace) -> int:
+    from optimizer.backends import backend_of
     from optimizer.export import read_plan
     from optimizer.export._verify_rknn import verify_rknn
     from optimizer.plan import Plan
 
     document = read_plan(Path(args.plan))
     plan = Plan.from_json(document, file=args.plan)
-    if load_catalog().target(plan.target).accelerator != "npu":
+    if backend_of(load_catalog().target(plan.target)).name != "rknn":
         raise BadInputError(f"verify-rknn needs an RKNN plan; this one is for {plan.target}", file=args.plan)
     comparison = verify_rknn(document, args.model or plan.model.path, args.rknn_python)
     print("\n".join(comparison.lines()))
@@ -232,7 +233,7 @@ def _predict(args: argparse.Namespace) -> int:
 
     situation = Situation(accelerator=args.accelerator, precision=args.precision, batch=args.batch,
                           cores=args.cores, metric=args.metric, sparse=args.sparse, gpu_batch=args.gpu_batch,
-                          io_included=not args.no_io, tf32=not args.no_tf32)
+                          io_included=not args.no_io, tf32=not args.no_tf32, nms=args.nms)
     prediction = predict(args.model, args.target, situation, profile_path=args.profile,
                          input_shapes=parse_input_shapes(args.input_shape or []))
     if args.json:
@@ -326,6 +327,9 @@ def _study(args: argparse.Namespace) -> int:
     def trials(done: int, total: int) -> None:
         progress(done, total)
 
+    if args.trt is not None and args.action in ("reproduce", "resume"):
+        raise BadInputError(f"--trt applies when a study starts; {args.action} uses the study folder's config.toml "
+                            "(which keeps the TensorRT major it ran with)")
     pareto_folder = args.action == "reproduce" and args.folder and (Path(args.folder) / "front.json").exists()
     if pareto_folder:
         try:
@@ -336,6 +340,9 @@ def _study(args: argparse.Namespace) -> int:
               f"{args.folder}: the rerun {diff}", file=sys.stdout if same else sys.stderr)
         return 0 if same else 1
     if args.action not in ("reproduce", "resume") and is_pareto_config(args.action):
+        if args.trt is not None:
+            raise BadInputError("--trt is not supported for a Pareto (several-model) study config yet",
+                                file=args.action)
         try:
             pareto = run_pareto_study(args.action, args.out, command=["edgeplan", *sys.argv[1:]], progress=trials)
         finally:
@@ -374,7 +381,7 @@ def _study(args: argparse.Namespace) -> int:
             raise BadInputError("usage: edgeplan study CONFIG.toml [--out DIR] [--storage URL]")
         try:
             outcome = run_study(args.action, args.out, args.storage, command=["edgeplan", *sys.argv[1:]],
-                                new_study=args.new_study, progress=trials)
+                                new_study=args.new_study, progress=trials, tensorrt=args.trt)
         finally:
             progress.close()
     gain = (outcome.baseline_value - outcome.best_value) / outcome.baseline_value if outcome.baseline_value else 0.0
@@ -395,7 +402,7 @@ def _batch(args: argparse.Namespace) -> int:
     try:
         rows = run_batch(args.models, args.target, args.out, workers=args.workers, dask_address=args.dask,
                          time_limit_s=args.time_limit, objective=args.objective, profiles=args.profile or (),
-                         progress=progress)
+                         progress=progress, tensorrt=args.trt)
     finally:
         bar.close()
     ok = sum(r["status"] == "ok" for r in rows)
@@ -547,6 +554,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--storage", metavar="URL", help="shared storage, e.g. postgresql+psycopg://user@host/db")
     p.add_argument("--new-study", action="store_true",
                    help="replace a stored study of the same name that ran with another config (else refused)")
+    trt_arg(p, default=None, more="; default: the config's `tensorrt`, else 10; kept in the folder's config.toml "
+                                  "and manifest.json")
     p.set_defaults(run=_study)
 
     p = command("batch", "many models x targets in one job, with a summary")
@@ -560,6 +569,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--objective", default="latency", choices=OBJECTIVES, help="see optimize --objective")
     p.add_argument("--profile", action="append", metavar="FILE",
                    help="calibrated latency profile (edgeplan calibrate); one per target family, repeatable")
+    trt_arg(p, more="; in summary.csv as tensorrt_rules")
     p.set_defaults(run=_batch)
 
     p = command("predict", "the predicted figure of one fixed configuration (no optimisation)")
@@ -580,6 +590,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="leave model input/output layout conversion out (rknn eval_perf, NPU-only figures)")
     p.add_argument("--noTF32", "--no-tf32", dest="no_tf32", action="store_true",
                    help="the TensorRT engine is built with --noTF32: FP32 layers on CUDA cores (Ampere GPUs)")
+    p.add_argument("--nms", action="store_true",
+                   help="the timed region also runs box decoding + NMS on the GPU over the model's outputs")
     p.add_argument("--profile", metavar="FILE", help="latency profile TOML (edgeplan calibrate)")
     p.add_argument("--json", action="store_true", help="print edgeplan.predict/v1 JSON")
     _input_shape_arg(p)

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from optimizer.backends import backend_of
 from optimizer.check import CheckReport
 from optimizer.ir import Graph, Node
 
@@ -184,7 +185,7 @@ def build_groups(report: CheckReport) -> GroupGraph:
             support[i] = support[u]
             uf.merge(u, i)
 
-    if report.target.accelerator == "dla":
+    if backend_of(report.target).residual_sum_fusion:
         _fuse_residual_sums(graph, runtime, support, uf, fused_with)
 
     only_fallback = [all(acc == fallback for acc, _ in s) for s in support]

@@ -69,7 +69,7 @@ def _rule(raw: Mapping[str, Any], family: str, path: str) -> Rule:
 
 
 def _target(target_id: str, raw: Mapping[str, Any], family: str, accelerator: str, fallback: str,
-            path: str, platforms: tuple[str, ...] = ()) -> Target:
+            path: str, platforms: tuple[str, ...] = (), backend: str = "") -> Target:
     figures = {}
     for name, fig in raw.get("figures", {}).items():
         if not isinstance(fig, dict) or "value" not in fig or not fig.get("source"):
@@ -94,6 +94,7 @@ def _target(target_id: str, raw: Mapping[str, Any], family: str, accelerator: st
         precisions=MappingProxyType(precisions), figures=MappingProxyType(figures),
         features=_freeze(dict(raw.get("features", {}))), base=base,
         calibration=raw.get("calibration", base or target_id), cores=cores, toolkit_platform=platform,
+        backend=backend,
     )
 
 
@@ -200,6 +201,9 @@ def load_family(text: str, path: str, extra: tuple[tuple[Mapping[str, Any], str]
     rules are those of TensorRT major `tensorrt` (rules without a `tensorrt` list hold for every one)."""
     raw = _parse(text, path)
     name, accelerator, fallback = raw["family"], raw["accelerator"], raw["fallback"]
+    backend = raw.get("backend", "")  # the toolchain class (optimizer/backends); planning needs it, a check of
+    if not isinstance(backend, str):  # rules alone does not
+        raise _fail(path, f"family {name}: backend must be a string naming a registered backend class")
     raw_targets = dict(raw["targets"])
     origin = dict.fromkeys(raw_targets, path)
     for extra_raw, extra_path in extra:
@@ -210,7 +214,7 @@ def load_family(text: str, path: str, extra: tuple[tuple[Mapping[str, Any], str]
             origin[tid] = extra_path
     resolved = _resolve_variants(raw_targets, path)
     platforms = tuple(raw.get("toolkit_platforms", ()))
-    targets = {tid: _target(tid, t, name, accelerator, fallback, origin[tid], platforms)
+    targets = {tid: _target(tid, t, name, accelerator, fallback, origin[tid], platforms, backend)
                for tid, t in resolved.items()}
     every = tuple(_rule(r, name, path) for r in raw.get("rules", ()))
     versions: dict[str, set[str]] = {}
@@ -230,12 +234,31 @@ def load_family(text: str, path: str, extra: tuple[tuple[Mapping[str, Any], str]
         formats=_freeze(raw.get("formats", {})),
         op_support=MappingProxyType(_op_support(raw.get("ops", {}), tuple(t for t in targets if not targets[t].base),
                                                 path)),
-        sources=MappingProxyType(sources), path=path,
+        sources=MappingProxyType(sources), path=path, backend=backend,
     )
     return family, targets
 
 
 EXTRA_KEYS = frozenset(("schema", "family", "sources", "targets"))
+
+
+def _is_family_file(raw: Mapping[str, Any]) -> bool:
+    """A catalog file that defines a family (schema, family, accelerator, fallback, backend, rules...), as
+    opposed to an extra file that adds targets to one."""
+    return raw.get("schema") == CATALOG_SCHEMA and "accelerator" in raw
+
+
+def extra_family(family: str, extra_dir: str | Path | None = None) -> tuple[str, Mapping[str, Any]] | None:
+    """(path, TOML) of the extra folder's file that defines `family` (None when no extra file does): a new
+    family is one file there, holding its rules, targets and (as [latency]) its latency profile."""
+    folder = extra_dir if extra_dir is not None else os.environ.get(CATALOG_ENV) or None
+    if not folder:
+        return None
+    for path, text in _extra_files(folder):
+        raw = _parse(text, path)
+        if _is_family_file(raw) and raw["family"] == family:
+            return path, raw
+    return None
 
 
 def _extra_files(directory: str | Path) -> list[tuple[str, str]]:
@@ -295,15 +318,23 @@ def load_catalog(directory: str | Path | None = None, extra_dir: str | Path | No
     texts = [(name, (base / name).read_text(encoding="utf-8")) for name in family_files(directory).values()]
     extra_texts = _extra_files(extra_dir) if extra_dir else []
     extras: dict[str, list[tuple[Mapping[str, Any], str]]] = {}
+    known = {_parse(text, name)["family"] for name, text in texts}
     for path, text in extra_texts:
         raw = _parse(text, path)
+        if _is_family_file(raw):  # a whole new family: its own rules, formats and backend
+            if raw["family"] in known:
+                raise _fail(path, f"family '{raw['family']}' is already defined; an extra file of a known family "
+                                  "adds [targets.*] only")
+            known.add(raw["family"])
+            texts.append((path, text))
+            continue
         stray = sorted(set(raw) - EXTRA_KEYS)
         if stray or "family" not in raw:
             raise _fail(path, f"an extra catalog file names its family and adds [targets.*] only (found {stray})"
                         if stray else "an extra catalog file must name its family")
         extras.setdefault(raw["family"], []).append((raw, path))
     for name, text in texts:
-        digest.update(name.encode() + b"\0" + text.encode())
+        digest.update(Path(name).name.encode() + b"\0" + text.encode())
         family_name = _parse(text, name)["family"]
         family, family_targets = load_family(text, name, tuple(extras.pop(family_name, ())), tensorrt)
         families[family.name] = family
@@ -314,6 +345,7 @@ def load_catalog(directory: str | Path | None = None, extra_dir: str | Path | No
     for family_name, files in extras.items():
         raise _fail(files[0][1], f"family '{family_name}' is not one of {sorted(families)}")
     for path, text in extra_texts:
-        digest.update(Path(path).name.encode() + b"\0" + text.encode())
+        if (path, text) not in texts:
+            digest.update(Path(path).name.encode() + b"\0" + text.encode())
     return Catalog(families=MappingProxyType(families), targets=MappingProxyType(targets),
                    sha256=digest.hexdigest(), tensorrt=tensorrt)

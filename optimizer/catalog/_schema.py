@@ -96,6 +96,7 @@ class Target:
     calibration: str = ""  # the key of this target's fitted constants in a latency profile
     cores: int = 0  # accelerator cores this target has (0: none, e.g. an Orin Nano has no DLA)
     toolkit_platform: str = ""  # the vendor toolkit's own SoC name (rknn-toolkit2 target_platform)
+    backend: str = ""  # the family's toolchain, as its file names it (optimizer.backends)
 
     @property
     def rules_id(self) -> str:
@@ -132,6 +133,7 @@ class Family:
     op_support: Mapping[str, OpSupport]
     sources: Mapping[str, str]
     path: str
+    backend: str = ""  # the toolchain class that builds for this family (optimizer.backends)
 
 
 @dataclass(frozen=True)

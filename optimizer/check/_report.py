@@ -6,8 +6,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from optimizer.backends import backend_of
 from optimizer.catalog import Catalog, Rule, Target
-from optimizer.check._io import io_facts
 from optimizer.check._sizes import size_warnings, unknown_sizes
 from optimizer.check._verdicts import NodeVerdict, build_time_nodes, node_verdict
 from optimizer.enums import PRECISIONS
@@ -33,13 +33,13 @@ def check_graph(graph: Graph, catalog: Catalog, target_id: str) -> CheckReport:
     """Every node's verdict on every accelerator and precision of the target, with the rules behind each no."""
     target = catalog.target(target_id)
     rules: dict[tuple[str, str], tuple[Rule, ...]] = {}
-    family = catalog.family_of(target)
-    folded = build_time_nodes(graph) if family.accelerator == "npu" else frozenset()
+    backend = backend_of(target)
+    folded = build_time_nodes(graph) if backend.build_time_folding else frozenset()
     verdicts = tuple(node_verdict(graph, node, catalog, target, rules, folded) for node in graph.nodes)
     by_name = {v.name: v for v in verdicts}
     return CheckReport(graph=graph, target=target, catalog_sha256=catalog.sha256, verdicts=verdicts,
-                       io=io_facts(graph, catalog, target, by_name),
-                       tensorrt_rules=catalog.tensorrt if family.accelerator == "dla" else "")
+                       io=backend.boundary_facts(graph, catalog, target, by_name),
+                       tensorrt_rules=backend.tensorrt_rules(catalog))
 
 
 def model_block(graph: Graph) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from optimizer.backends import backend_of
 from optimizer.catalog import Catalog, Family, LayerView, Rule, Target
 from optimizer.catalog._checks import CHECKS, sdpa_channels
 from optimizer.ir import Graph, Node
@@ -107,7 +108,7 @@ def node_verdict(graph: Graph, node: Node, catalog: Catalog, target: Target,
 def _extras(graph: Graph, node: Node, family: Family, target: Target, kind: str) -> dict[str, Any]:
     """Facts the planner needs beyond yes/no: sparsity modes and multi-core eligibility on RKNN."""
     out: dict[str, Any] = {}
-    if family.accelerator != "npu" or kind == "constant":
+    if not backend_of(target).layer_extras or kind == "constant":
         return out
     support = family.op_support.get(node.op_type)
     cores = int(target.features.get("npu_cores", 1))

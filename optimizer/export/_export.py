@@ -10,21 +10,16 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import onnx
-
-from optimizer.catalog import DEFAULT_TENSORRT, TENSORRT_VERSIONS, Catalog, Target, load_catalog
+from optimizer.backends import ExportInputs, backend_of
+from optimizer.backends._submodels import link_external_data, split_model
+from optimizer.catalog import DEFAULT_TENSORRT, TENSORRT_VERSIONS, load_catalog
 from optimizer.check import check_graph
 from optimizer.errors import BadInputError
-from optimizer.export._rknn import convert_script, hybrid_yaml, rknn_settings
-from optimizer.export._submodels import SubModel, split_model, value_infos
-from optimizer.export._tensorrt import boundary_io, build_script, builder_script
-from optimizer.export._typed import calibrate_script, check_opset, plan_typing, typed_submodel
-from optimizer.fileio import FileData, dumps_json, safe_name, write_file_set
-from optimizer.ir import apply_input_shapes, load_model, node_names
+from optimizer.fileio import FileData, dumps_json, write_file_set
+from optimizer.ir import apply_input_shapes, load_model
 from optimizer.ir._safety import MAX_FILE_BYTES, parse_model, read_model_bytes
 from optimizer.plan import PLAN_SCHEMA
 from optimizer.plan._validate import structure_problems, validate_plan
@@ -132,40 +127,19 @@ def export_plan(plan_path: str | Path, out_dir: str | Path, model_path: str | No
         raise BadInputError("--out exists and is not a directory", file=str(out))
     out_abs = Path(os.path.abspath(out))
     files: list[tuple[str, FileData]] = []
-    dla = target.accelerator == "dla"
-    typed: list[tuple[str, FileData]] = []
-    if dla and tensorrt == "11":
-        subs, typed = _strongly_typed(model, plan, subs, graph, model_file, out_abs, dla_formats(catalog, target))
+    build = backend_of(target).export(ExportInputs(
+        model=model, plan=plan, subs=subs, graph=graph, model_file=model_file, out=out_abs, catalog=catalog,
+        target=target, tensorrt=tensorrt, boundary_facts=lambda: check_graph(graph, catalog, target.id).io))
+    subs = build.subs
     for sub in subs:
-        _link_external_data(model_file.parent, out_abs, sub.model)
+        link_external_data(model_file.parent, out_abs, sub.model)
         files.append((sub.name, sub.model.SerializeToString()))
     engines = [{"id": sub.index, "device": sub.device, "onnx": sub.name, "inputs": list(sub.inputs),
                 "outputs": list(sub.outputs), "precision": sub.precision, "nodes": len(sub.nodes)} for sub in subs]
     manifest = {"schema": EXPORT_SCHEMA, "plan": os.path.relpath(plan_path.resolve(), out_abs.resolve()),
                 "model": {"path": str(model_file), "sha256": graph.sha256}, "target": target.id,
-                "engines": engines, "outputs": list(graph.outputs), "inputs": list(graph.inputs)}
-    if dla:
-        for layer in plan["layers"]:  # trtexec takes layer names on its command line: argv cannot hold NUL
-            if "\0" in layer["node"]:
-                raise BadInputError("a node name with a NUL byte cannot reach trtexec's command line; rename the "
-                                    "node", file=str(model_file), node=layer["node"])
-        manifest["tensorrt"] = tensorrt
-        keep = frozenset(graph.inputs) | frozenset(graph.outputs) if tensorrt == "11" else frozenset()
-        io = boundary_io(subs, plan, keep, dla_formats(catalog, target))
-        whole = typed[0][0] if typed else os.path.relpath(model_file.resolve(), out_abs.resolve())
-        files.append(("build.sh", (build_script(subs, plan, whole, tensorrt, io), 0o755)))
-        files.append(("build_trt.py", builder_script(subs, plan, tensorrt, io)))
-        files += typed
-        manifest["build"] = ["build.sh", "build_trt.py", *(name for name, _ in typed)]
-    else:
-        report = check_graph(graph, catalog, target.id)
-        settings = rknn_settings(plan, graph, report.io, target.toolkit_platform)
-        copy = f"{safe_name(model_file.stem)}.onnx"
-        files.append((copy, model.SerializeToString()))
-        files.append(("convert.py", convert_script(settings, copy)))
-        files.append(("custom_quantize_layers.yaml", hybrid_yaml(settings)))
-        files.append(("runtime.json", dumps_json(settings)))
-        manifest["build"] = ["convert.py", "custom_quantize_layers.yaml", "runtime.json"]
+                "engines": engines, "outputs": list(graph.outputs), "inputs": list(graph.inputs), **build.manifest}
+    files += build.files
     files.append(("manifest.json", dumps_json(manifest)))
     names = [name for name, _ in files]
     for name in names:
@@ -176,60 +150,6 @@ def export_plan(plan_path: str | Path, out_dir: str | Path, model_path: str | No
     return manifest
 
 
-def dla_formats(catalog: Catalog, target: Target) -> Mapping[str, Any]:
-    """DLA-IO-IN/OUT: which I/O formats each DLA type allows, per side."""
-    standard: Mapping[str, Any] = catalog.family_of(target).formats.get("standard", {})
-    return standard
-
-
-def _strongly_typed(model: onnx.ModelProto, plan: dict[str, Any], subs: list[SubModel], graph: Any,
-                    model_file: Path, out: Path, formats: Mapping[str, Any]
-                    ) -> tuple[list[SubModel], list[tuple[str, FileData]]]:
-    """TensorRT 11: the sub-models with the plan's precisions as tensor types, the whole model typed the same
-    way (the single-engine alternative) and the INT8 scales they hold (qdq_scales.json)."""
-    check_opset(model, any(layer["precision"] == "int8" for layer in plan["layers"]), str(model_file))
-    io = boundary_io(subs, plan, frozenset(graph.inputs) | frozenset(graph.outputs), formats)
-    infos = value_infos(model)
-    typing = plan_typing(model, plan, subs, infos, io)
-    typed = [typed_submodel(sub, typing) for sub in subs]
-    source = onnx.ModelProto()
-    source.CopyFrom(model)
-    for value in source.graph.output:  # inferred shapes, as the sub-models have, so the checker can type it
-        if value.name in infos:
-            value.CopyFrom(infos[value.name])
-    everything = SubModel(index=-1, device="gpu", name=f"{safe_name(model_file.stem)}_typed.onnx",
-                          inputs=tuple(graph.inputs), outputs=tuple(graph.outputs),
-                          nodes=tuple(node_names(model)), precision="mixed", model=source)
-    whole = typed_submodel(everything, typing, whole=True)
-    _link_external_data(model_file.parent, out, whole.model)
-    scales: dict[str, dict[str, Any]] = {}
-    for sub in (*typed, whole):
-        for tensor in sub.model.graph.initializer:
-            base = tensor.name[:-len("__edgeplan_scale")]
-            if tensor.name.endswith("__edgeplan_scale") and base in typing.scales:
-                scales[base] = {"initializer": tensor.name, "value": typing.scales[base],
-                                "from": "weights" if base in typing.weights else "placeholder"}
-    listing = {"schema": "edgeplan.qdq-scales/v1", "note": "INT8 scales in the engine ONNX files; 'placeholder' "
-               "ones (1.0) are for timing only: python calibrate_qdq.py samples.txt sets them (max|x|/127)",
-               "scales": dict(sorted(scales.items()))}
-    placeholders = {t: s["initializer"] for t, s in sorted(scales.items()) if s["from"] == "placeholder"}
-    original = os.path.relpath(model_file.resolve(), out.resolve())
-    script = calibrate_script(original, graph.inputs, placeholders, [sub.name for sub in (*typed, whole)])
-    return typed, [(whole.name, whole.model.SerializeToString()), ("qdq_scales.json", dumps_json(listing)),
-                   ("calibrate_qdq.py", script)]
-
-
 def _first(problems: list[str]) -> str:
     more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
     return problems[0] + more
-
-
-def _link_external_data(src_dir: Path, out: Path, model: onnx.ModelProto) -> None:
-    """External weights stay where they are: the sub-model points at them through a relative path."""
-    for tensor in model.graph.initializer:
-        if tensor.data_location != onnx.TensorProto.EXTERNAL:
-            continue
-        for entry in tensor.external_data:
-            if entry.key == "location":
-                source = (src_dir / entry.value).resolve()
-                entry.value = os.path.relpath(source, out.resolve()) if source.exists() else entry.value

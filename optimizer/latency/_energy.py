@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from optimizer.backends import backend_of
 from optimizer.catalog import Target
 from optimizer.errors import BadInputError
 
@@ -56,7 +57,7 @@ def _budget_w(target: Target, table: Mapping[str, Any]) -> tuple[float, str] | N
 
 def target_power(target: Target) -> Power | None:
     """The target's engine power, or None when the target has no power figures (RKNN, unknown modules)."""
-    if target.accelerator != "dla":
+    if not backend_of(target).power_figures:
         return None
     table = _table()
     if table.get("schema") != "edgeplan.power/v1":

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from optimizer.backends import backend_of
 from optimizer.catalog import Target
 from optimizer.latency._model import LatencyModel, Option
 
@@ -61,11 +62,11 @@ class Breakdown:
 
 
 def transfer_engine(target: Target) -> str:
-    return "gpu" if target.accelerator == "dla" else "cpu"
+    return backend_of(target).transfer_engine
 
 
 def reformat_engine(target: Target) -> str:
-    return "gpu" if target.accelerator == "dla" else "npu"
+    return backend_of(target).reformat_engine
 
 
 def tensor_routes(model: LatencyModel) -> list[tuple[str, int, tuple[int, ...]]]:
@@ -108,7 +109,7 @@ def evaluate(model: LatencyModel, placements: tuple[Placement, ...], default_for
                 changes.append((tensor, dst, ns))
                 busy[reformatter] = busy.get(reformatter, 0) + ns
     loadables = tuple(sorted({p.loadable for p in placements if p.loadable >= 0}))
-    launch = model.launch_ns() if model.target.accelerator == "dla" else 0
+    launch = model.launch_ns() if model.backend.loadables else 0
     for slot in loadables:
         core = next(p.device for p in placements if p.loadable == slot)
         busy[core] = busy.get(core, 0) + launch

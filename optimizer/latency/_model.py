@@ -38,14 +38,16 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from optimizer.backends import backend_of
 from optimizer.catalog import Catalog, Target
 from optimizer.fusion import GroupGraph, LayerGroup
 from optimizer.ir import BYTES_PER_ELEMENT, Graph, Node
-from optimizer.ir._graph import Shape
+from optimizer.latency._gpu import GPU_TILE_OUTPUTS, split_k, split_k_extra_bytes, wave_utilization
 from optimizer.latency._profile import OP_CLASSES, DeviceConstants, Profile
 
+__all__ = ["GPU_TILE_OUTPUTS", "wave_utilization"]  # re-exported: the wave term lives in _gpu.py
+
 NS = 1e9
-GPU_TILE_OUTPUTS = 128 * 128  # outputs per thread block of a tensor-core convolution/GEMM kernel
 
 
 @dataclass(frozen=True)
@@ -105,15 +107,6 @@ def work_seconds(work: Work, const: DeviceConstants, bandwidth: float, sram_byte
     return max(compute, memory) + exposed + overhead + work.boundary_s
 
 
-def wave_utilization(outputs: int, sms: int, tile: int = GPU_TILE_OUTPUTS) -> float:
-    """Share of the SMs' time a layer of `outputs` output elements keeps busy: its thread blocks run in
-    waves of `sms`, and the last wave is partly empty."""
-    if outputs <= 0 or sms <= 0:
-        return 1.0
-    blocks = math.ceil(outputs / tile)
-    return blocks / (math.ceil(blocks / sms) * sms)
-
-
 def dram_bytes(work: Work, const: DeviceConstants, sram_bytes: int) -> float:
     """Bytes one Work moves through DRAM: weights and activations, except activations an on-chip SRAM
     holds (the DLA's managed SRAM, where `sram_speedup` > 1)."""
@@ -157,34 +150,6 @@ def channel_padding(graph: Graph, node: Node, atom_in: int, atom_out: int) -> fl
     return math.ceil(per_group / atom_in) * atom_in / per_group * out
 
 
-def _padded_bytes(shape: Shape, elements: int, fmt: str, precision: str, hwc4_stride: int) -> int:
-    """Bytes of a tensor in a DLA format (DLA-IO-CPAD, DLA-IO-LINEAR-W, DLA-IO-HWC4-STRIDE)."""
-    bpe = BYTES_PER_ELEMENT[precision]
-    if shape is None or len(shape) != 4 or not all(isinstance(d, int) for d in shape):
-        return elements * bpe
-    n, c, h, w = (int(d) for d in shape)
-    if fmt in ("chw16", "chw32"):
-        vec = 16 if fmt == "chw16" else 32
-        return n * math.ceil(c / vec) * vec * h * w * bpe
-    if fmt == "chw4":
-        return n * math.ceil(c / 4) * 4 * h * w * bpe
-    if fmt == "linear":
-        return n * c * h * w * bpe
-    if fmt == "dla_linear":
-        step = 64 // bpe
-        return n * c * h * math.ceil(w / step) * step * bpe
-    if fmt == "dla_hwc4":
-        cp = 1 if c == 1 else 4
-        row = math.ceil(w * cp * bpe / hwc4_stride) * hwc4_stride
-        return n * h * row
-    return n * c * h * w * bpe
-
-
-def precision_npu(precision: str) -> str:
-    """The NPU-side precision of a tensor a CPU layer hands back (the NPU has no FP32)."""
-    return precision if precision in ("int8", "fp16") else "fp16"
-
-
 class LatencyModel:
     """Costs of options, transfers and launches for one model on one target."""
 
@@ -213,10 +178,8 @@ class LatencyModel:
         self._elements: dict[int, int] = {}  # memo: a group's DRAM activation elements
         self._works: dict[tuple[int, Option, bool], Work] = {}  # memo: the model is fixed once built
         self.capability = "standalone" if standalone else "standard"  # DLA-STANDALONE-IO or DLA-IO-IN/OUT
-        if target.accelerator == "dla":
-            self.hwc4_stride = int(catalog.rule("DLA-IO-HWC4-STRIDE").params[target.generation])
-        else:
-            self.hwc4_stride = 64
+        self.backend = backend_of(target)
+        self.hwc4_stride = self.backend.hwc4_stride(catalog, target)
 
     # ---- figures -------------------------------------------------------------------------------
     def _peak_ops(self, device: str, precision: str, cls: str = "vector") -> float:
@@ -245,13 +208,32 @@ class LatencyModel:
         return channel_padding(self.graph, node, int(fig["npu_channel_atom_in"].value),
                                int(fig["npu_channel_atom_out"].value))
 
-    def _gpu_waves(self, node: Node) -> float:
-        """Wave utilization of a tensor-core layer (1 when the target gives no SM count)."""
+    def _gpu_split(self, node: Node, precision: str = "int8") -> tuple[int, float]:
+        """(split-K slices, SM utilization) of a tensor-core layer (optimizer/latency/_gpu.py; (1, 1) when
+        the target gives no SM count)."""
         fig = self.target.figures
         if "gpu_sms" not in fig or not node.outputs or node.outputs[0] not in self.graph.tensors:
-            return 1.0
-        outputs = (self.graph.tensors[node.outputs[0]].num_elements or 0) * self.batch
-        return wave_utilization(outputs, int(fig["gpu_sms"].value))
+            return 1, 1.0
+        elements = self.graph.tensors[node.outputs[0]].num_elements or 0
+        depth = node.macs // elements if elements else 0
+        mac_seconds = 2 * node.macs * self.batch / self._peak_ops("gpu", precision, op_class(self.graph, node))
+        return split_k(elements * self.batch, depth, int(fig["gpu_sms"].value), mac_seconds, 1 / self.bandwidth)
+
+    def _gpu_waves(self, node: Node, precision: str = "int8") -> float:
+        """SM utilization of a tensor-core layer: waves of thread blocks, the reduction split to fill them."""
+        return self._gpu_split(node, precision)[1]
+
+    def _split_k_bytes(self, group: LayerGroup, precision: str) -> float:
+        """DRAM bytes of the split-K partial sums of a group's tensor-core layers on the GPU."""
+        total = 0
+        for m in group.members:
+            node = self.graph.node(m)
+            if node.macs and op_class(self.graph, node) in TF32_CLASSES:
+                slices = self._gpu_split(node, precision)[0]
+                if slices > 1:
+                    elements = self.graph.tensors[node.outputs[0]].num_elements or 0
+                    total += split_k_extra_bytes(elements * self.batch, slices)
+        return float(total)
 
     @cached_property
     def tf32_peak_ops(self) -> float:
@@ -282,7 +264,7 @@ class LatencyModel:
     def host_device(self) -> str:
         """The device kind that carries the per-inference overhead: every TensorRT engine (DLA ones too) is
         enqueued on a CUDA stream; every RKNN inference is one rknn_run."""
-        return "gpu" if self.target.accelerator == "dla" else "npu"
+        return self.backend.host_device
 
     def inference_ns(self) -> int:
         return round(self.constants(self.host_device).inference_overhead_us * 1e3)
@@ -301,7 +283,7 @@ class LatencyModel:
         if device == "npu" and node.macs:
             scale *= self._npu_padding(node)
         if device == "gpu" and node.macs and cls in TF32_CLASSES:
-            scale /= self._gpu_waves(node)
+            scale /= self._gpu_waves(node, precision)
         macs = 2 * node.macs / self._peak_ops(device, precision, cls) * scale if node.macs else 0.0
         other = node.elementwise_ops / self._vector_ops(device) * scale if node.elementwise_ops else 0.0
         return cls, macs, other
@@ -313,20 +295,15 @@ class LatencyModel:
 
     @cached_property
     def _int8_upgrade_ops(self) -> frozenset[str]:
-        if self.target.accelerator != "dla":
-            return frozenset()
-        return frozenset(self.catalog.rule("DLA-ACT-INT8-UPGRADE").params["ops"])
+        return self.backend.int8_upgrade_ops(self.catalog)
 
     @cached_property
     def _xavier_sub_ops(self) -> frozenset[str]:
-        rule = self.catalog.rule("DLA-ELTWISE-XAVIER-SUB") if self.target.accelerator == "dla" else None
-        if rule is None or self.target.generation not in rule.generations:
-            return frozenset()
-        return frozenset(rule.params["ops"])
+        return self.backend.sub_layer_ops(self.catalog, self.target)[0]
 
     @cached_property
     def _xavier_sub_layers(self) -> int:
-        return int(self.catalog.rule("DLA-ELTWISE-XAVIER-SUB").params["layers"]) if self._xavier_sub_ops else 1
+        return self.backend.sub_layer_ops(self.catalog, self.target)[1]
 
     def _group_elements(self, group: LayerGroup) -> int:
         """Activation elements moved through DRAM: a fused group keeps its internal tensors on chip."""
@@ -381,7 +358,8 @@ class LatencyModel:
             keep = SPARSE_KEEP[option.sparsity] if m == group.anchor else 1.0
             weight_bytes += self.graph.weight_bytes(node, precision) * keep
         return Work(unit_compute_s=tuple(unit[k] for k in OP_CLASSES), weight_bytes=weight_bytes,
-                    act_bytes=float(self._group_elements(group) * BYTES_PER_ELEMENT[precision]),
+                    act_bytes=float(self._group_elements(group) * BYTES_PER_ELEMENT[precision])
+                    + (self._split_k_bytes(group, precision) if device == "gpu" else 0.0),
                     kernels=self._kernels(group) * (self.images if device == "dla" else 1),
                     cores=option.cores if device == "npu" else 1,
                     boundary_s=self._boundary_io_s(group, option, default_formats))
@@ -402,7 +380,7 @@ class LatencyModel:
     # ---- model inputs and outputs in accelerator formats ------------------------------------------
     def _boundary_io_s(self, group: LayerGroup, option: Option, default_formats: bool = False) -> float:
         """Extra cost of reading model inputs / writing model outputs in the accelerator's formats."""
-        if option.device not in ("dla", "npu") or not self.io_costs:
+        if option.device != self.target.accelerator or not self.io_costs:
             return 0.0
         graph = self.graph
         seconds = 0.0
@@ -417,72 +395,11 @@ class LatencyModel:
         return seconds
 
     def input_format(self, tensor: str, option: Option, default_formats: bool = False) -> tuple[str, float]:
-        """The cheapest DLA input format (DLA-IO-IN, DLA-IO-HWC4-C) or the RKNN zero-copy cost."""
-        info = self.graph.tensors[tensor]
-        dense = (info.num_elements or 0) * self.batch * BYTES_PER_ELEMENT[option.precision]
-        if option.device == "npu":
-            entry = next((e for e in self.io.get("inputs", ()) if e["tensor"] == tensor), None)
-            if entry is not None and not entry.get("zero_copy", False):
-                return "cpu_convert", dense / (self.profile.layout_convert_gbps * 1e9)
-            if entry is not None and entry.get("native_layout") == "NC1HWC2" and not self.pass_through:
-                # seed 003 §3.1.6: with pass_through=0 the runtime converts NHWC -> NC1HWC2 on the CPU
-                return "nhwc->nc1hwc2", dense / (self.profile.layout_convert_gbps * 1e9)
-            return entry["native_layout"] if entry else "native", 0.0
-        if default_formats:  # trtexec without --inputIOFormats: a linear FP32 tensor reformatted on the GPU
-            return "dla_linear", (self._reformat_s(tensor, "dla_linear", option.precision)
-                                  + self._thin_input_s(tensor, option, "dla_linear"))
-        allowed = list(self.formats[self.capability]["input"][option.precision])
-        entry = next((e for e in self.io.get("inputs", ()) if e["tensor"] == tensor), None)
-        if entry is None or not entry.get(f"dla_hwc4_{option.precision}", False):
-            allowed = [f for f in allowed if f != "dla_hwc4"]
-        costs = {f: max((_padded_bytes(info.shape, info.num_elements or 0, f, option.precision, self.hwc4_stride)
-                         * self.batch - dense) / self.bandwidth, 0.0) + self._thin_input_s(tensor, option, f)
-                 for f in allowed}
-        best = min(allowed, key=lambda f: (costs[f], allowed.index(f)))
-        return best, costs[best]
-
-    def _thin_input_s(self, tensor: str, option: Option, fmt: str) -> float:
-        """DLA convolutions take input channels in 32-byte atoms: a thin planar input (C=3) wastes most of
-        the first convolution, which kDLA_HWC4's image mode packs into C'=4 (DLA-IO-HWC4-C; assumed cost)."""
-        shape = self.graph.shape(tensor)
-        if option.device != "dla" or shape is None or len(shape) != 4 or not isinstance(shape[1], int):
-            return 0.0
-        channels = shape[1]
-        atom = 32 // BYTES_PER_ELEMENT[option.precision]
-        packed = (1 if channels == 1 else 4) if fmt == "dla_hwc4" else math.ceil(channels / atom) * atom
-        if packed <= channels:
-            return 0.0
-        waste = packed / channels - 1.0
-        convs = [c for c in self.graph.consumers(tensor) if c.op_type == "Conv"]
-        return waste * sum(self._node_compute_s(c, "dla", option.precision) for c in convs)
-
-    def _reformat_s(self, tensor: str, fmt: str, precision: str) -> float:
-        info = self.graph.tensors[tensor]
-        elements = info.num_elements or 0
-        padded = _padded_bytes(info.shape, elements, fmt, precision, self.hwc4_stride) * self.batch
-        elements *= self.batch
-        return self.profile.reformat_us * 1e-6 + (padded + elements * 4) / self.bandwidth
+        """The accelerator-side format of a model input and its extra cost (the family's backend)."""
+        return self.backend.input_format(self, tensor, option, default_formats)
 
     def output_format(self, tensor: str, option: Option, default_formats: bool = False) -> tuple[str, float]:
-        info = self.graph.tensors[tensor]
-        dense = (info.num_elements or 0) * self.batch * BYTES_PER_ELEMENT[option.precision]
-        if option.device == "npu":
-            shape = info.shape or ()
-            # RKNN-ZC-LAYOUT: native NC1HWC2 output; the caller's NCHW FP32 output (rknn_outputs_get with
-            # want_float, seed 003 §3.1.6: "the interface calls the CPU for the type conversion") is written
-            # by the CPU at 4 bytes an element, whatever the NPU precision
-            fp32 = (info.num_elements or 0) * self.batch * BYTES_PER_ELEMENT["fp32"]
-            if len(shape) == 4:
-                return "nc1hwc2->nchw", fp32 / (self.profile.layout_convert_gbps * 1e9)
-            return "undefined", (fp32 / (self.profile.layout_convert_gbps * 1e9) if option.precision != "fp32"
-                                 else 0.0)
-        if default_formats:
-            return "dla_linear", self._reformat_s(tensor, "dla_linear", option.precision)
-        allowed = list(self.formats[self.capability]["output"][option.precision])
-        costs = {f: (_padded_bytes(info.shape, info.num_elements or 0, f, option.precision, self.hwc4_stride)
-                     * self.batch - dense) / self.bandwidth for f in allowed}
-        best = min(allowed, key=lambda f: (costs[f], allowed.index(f)))
-        return best, max(costs[best], 0.0)
+        return self.backend.output_format(self, tensor, option, default_formats)
 
     # ---- transfers -----------------------------------------------------------------------------
     def transfer(self, tensor: str, src: str, dst: str, precision: str, default_formats: bool = False
@@ -490,31 +407,8 @@ class LatencyModel:
         """(format, ns) of moving a tensor produced on device kind src (at precision) to device kind dst.
 
         With default_formats, TensorRT's default kDLA_LINEAR is used instead of the cheapest format."""
-        info = self.graph.tensors[tensor]
-        elements = info.num_elements or 0
-        dense = elements * self.batch * BYTES_PER_ELEMENT[precision]
-        profile = self.profile
-        if {src, dst} <= {"npu", "cpu"}:  # RKNN-MEMSYNC + RKNN-ZC-LAYOUT: the CPU side is FP32 NCHW
-            cpu_bytes = elements * self.batch * BYTES_PER_ELEMENT["fp32"]
-            npu_bytes = dense if src == "npu" else elements * self.batch * BYTES_PER_ELEMENT[precision_npu(precision)]
-            seconds = ((profile.memsync_us + profile.handover_us) * 1e-6 + (npu_bytes + cpu_bytes) / self.bandwidth
-                       + cpu_bytes / (profile.layout_convert_gbps * 1e9))
-            return "nchw", round(seconds * NS)
-        sync = profile.sync_us.get(f"{src}->{dst}", 0.0) * 1e-6
-        dla_side_precision = precision if precision in ("int8", "fp16") else "fp16"
-        direction = "output" if src == "dla" else "input"
-        allowed = [f for f in self.formats[self.capability][direction][dla_side_precision] if f != "dla_hwc4"]
-        if default_formats:
-            allowed = ["dla_linear"]
-        best_fmt, best = "", math.inf
-        for fmt in allowed:
-            padded = _padded_bytes(info.shape, elements, fmt, dla_side_precision, self.hwc4_stride) * self.batch
-            seconds = sync + padded / self.bandwidth
-            if fmt in ("dla_linear", "chw4") and "gpu" in (src, dst):  # DLA-IO-REFORMAT: GPU kernels cannot read it
-                seconds += profile.reformat_us * 1e-6 + 2 * dense / self.bandwidth
-            if seconds < best:
-                best_fmt, best = fmt, seconds
-        return best_fmt, round(best * NS)
+        fmt, seconds = self.backend.transfer(self, tensor, src, dst, precision, default_formats)
+        return fmt, round(seconds * NS)
 
     def precision_change_ns(self, tensor: str) -> int:
         """A reformat between two precisions: read and write the tensor at about 2 bytes an element."""

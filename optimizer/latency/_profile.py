@@ -10,7 +10,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from optimizer.catalog import family_files
+import tomli_w
+
+from optimizer.catalog import extra_family, family_files
 from optimizer.errors import BadInputError
 
 OP_CLASSES = ("conv", "dwconv", "gconv", "deconv", "matmul", "vector")
@@ -195,6 +197,8 @@ def profile_file(family: str, *, prior: bool = False) -> str:
 def load_profile(family: str, path: str | Path | None = None, *, prior: bool = False) -> Profile:
     """The shipped profile of a family (calibrated on the public measurements; `prior`: the hand-set
     constants calibration starts from), or a user's calibrated one."""
+    if path is None and family not in family_files():
+        return _extra_profile(family)
     if path is None:
         name = profile_file(family, prior=prior)
         return parse_profile((resources.files("optimizer.constraints") / name).read_text(encoding="utf-8"), name)
@@ -216,3 +220,15 @@ def profile_family(path: str | Path) -> str:
         return str(tomllib.loads(path.read_text(encoding="utf-8"))["family"])
     except (tomllib.TOMLDecodeError, KeyError, UnicodeDecodeError) as exc:
         raise BadInputError(f"not a latency profile: {type(exc).__name__}", file=str(path)) from None
+
+
+def _extra_profile(family: str) -> Profile:
+    """The [latency] table of a family defined in the extra catalog folder ($EDGEPLAN_CATALOG_DIR): a new
+    family brings its profile in its one file (the same keys as a latency_*.toml)."""
+    found = extra_family(family)
+    if found is None:
+        raise BadInputError(f"unknown family {family} (known: {', '.join(family_files())})")
+    path, raw = found
+    if not isinstance(raw.get("latency"), dict):
+        raise BadInputError(f"family {family} has no [latency] table (its latency profile)", file=path)
+    return parse_profile(tomli_w.dumps({"family": family, **raw["latency"]}), f"{path} [latency]")

@@ -77,7 +77,7 @@ def _baselines(lm: LatencyModel, limit: int, allowed: frozenset[str], group_part
     trt = trt_default(lm, limit, allowed)
     out: dict[str, tuple[Placement, ...]] = {"gpu_only": gpu, "trt_default": trt}
     engines = ["gpu"] + [f"dla{c}" for c in range(lm.target.cores)]
-    if lm.target.accelerator != "dla" or not lm.target.cores:
+    if not lm.backend.cores_are_engines or not lm.target.cores:
         return out
     for assignment in itertools.product(engines, repeat=parts):
         placements = []
@@ -210,7 +210,7 @@ def _solve(lm: LatencyModel, report: CheckReport, catalog: Catalog, request: Pla
         return MultiPlanModel(lm, report, catalog, request, multi, group_part, names, power, bytes_of, **kw)
 
     groups = len(lm.groups.groups)
-    if not multi.concurrent(len(names)) or groups <= EXACT_CONTENTION_GROUPS or lm.target.accelerator != "dla":
+    if not multi.concurrent(len(names)) or groups <= EXACT_CONTENTION_GROUPS or not lm.backend.cores_are_engines:
         return build().solve(hint, budget), True
     phase = _phase(budget, 0.4)
     best = build(contention=False).solve(hint, phase)
@@ -254,7 +254,7 @@ def _cheapest_bound(lm: LatencyModel, multi: MultiRequest, group_part: Sequence[
     if multi.objective not in ("makespan", "throughput") or (multi.objective == "throughput" and multi.rates):
         return 0
     cheapest = [min(lm.option_ns(g, o) for o in group_options(lm, i, ALL)) for i, g in enumerate(lm.groups.groups)]
-    engines = 1 + lm.target.cores if lm.target.accelerator == "dla" else len(lm.target.devices)
+    engines = 1 + lm.target.cores if lm.backend.cores_are_engines else len(lm.target.devices)
     shared = -(-sum(cheapest) // max(engines, 1))
     if multi.objective == "throughput":
         return max(shared, max(cheapest, default=0))

@@ -60,12 +60,12 @@ def multi_evaluate(lm: LatencyModel, placements: tuple[Placement, ...], group_pa
 
     for g, (p, ns) in enumerate(zip(placements, b.group_ns)):
         add(group_part[g], p.device, ns)
-    jetson = lm.target.accelerator == "dla"
+    backend = lm.backend
     for t in b.transfers:
-        add(group_part[t.src_group], "gpu" if jetson else "cpu", t.ns)
+        add(group_part[t.src_group], backend.transfer_engine, t.ns)
     for _tensor, dst, ns in b.precision_changes:
-        add(group_part[dst], "gpu" if jetson else "npu", ns)
-    launch = lm.launch_ns() if jetson else 0
+        add(group_part[dst], backend.reformat_engine, ns)
+    launch = lm.launch_ns() if backend.loadables else 0
     for slot in b.loadables:
         g = next(g for g, p in enumerate(placements) if p.loadable == slot)
         add(group_part[g], placements[g].device, launch)
@@ -94,7 +94,7 @@ def multi_evaluate(lm: LatencyModel, placements: tuple[Placement, ...], group_pa
     concurrent = multi.concurrent(len(names))
     for e in engines:
         others = [f for f in engines if f != e]
-        table = steps(engine_kind(e) if jetson else None)
+        table = steps(engine_kind(e) if backend.cores_are_engines else None)
         if rated:
             flow = sum(rate[k] * volume.get((k, f), 0) for k in parts for f in others)
             reached = [m for a, m in table if 100 * flow >= a * round(lm.bandwidth) * RATE_SCALE]

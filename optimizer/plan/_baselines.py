@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 
 from optimizer.enums import PRECISIONS
 from optimizer.latency import Breakdown, LatencyModel, Option, Placement, evaluate, group_options
@@ -22,7 +23,8 @@ def _fastest(model: LatencyModel, g: int, device: str, allowed: frozenset[str]) 
 
 def _on_gpu(model: LatencyModel, g: int, allowed: frozenset[str]) -> Placement:
     """The fastest allowed GPU precision; the GPU runs everything, so with none allowed, any."""
-    option = _fastest(model, g, "gpu", allowed) or _fastest(model, g, "gpu", ALL)
+    fallback = model.target.fallback  # the GPU of a Jetson
+    option = _fastest(model, g, fallback, allowed) or _fastest(model, g, fallback, ALL)
     assert option is not None  # every layer has a GPU option
     return Placement(option)
 
@@ -59,24 +61,39 @@ def assign_loadables(model: LatencyModel, placements: tuple[Placement, ...], lim
 
 def npu_default(model: LatencyModel, allowed: frozenset[str] = ALL) -> tuple[Placement, ...]:
     """rknn-toolkit2's default: one NPU core, one global precision (INT8 when quantizing), CPU for the rest."""
-    precision = "int8" if "int8" in allowed and "int8" in model.target.precisions["npu"] else "fp16"
+    return accelerator_one_precision(model, 0, allowed)
+
+
+def accelerator_one_precision(model: LatencyModel, limit: int, allowed: frozenset[str] = ALL
+                              ) -> tuple[Placement, ...]:
+    """One accelerator core, one global precision (INT8 when allowed, else FP16), FP32 fallback for the rest."""
+    accelerator, fallback = model.target.accelerator, model.target.fallback
+    precision = "int8" if "int8" in allowed and "int8" in model.target.precisions[accelerator] else "fp16"
     placements = []
     for group in model.groups.groups:
-        if ("npu", precision) in group.support:
-            placements.append(Placement(Option("npu", precision, cores=1)))
+        if (accelerator, precision) in group.support:
+            placements.append(Placement(Option(accelerator, precision, cores=1)))
         else:
-            placements.append(Placement(Option("cpu", "fp32")))
+            placements.append(Placement(Option(fallback, "fp32")))
     return tuple(placements)
 
 
 Baselines = Mapping[str, tuple[tuple[Placement, ...], Breakdown]]  # name -> (placements, breakdown)
 
 
+Strategy = Callable[[LatencyModel, int, frozenset[str]], tuple[Placement, ...]]
+STRATEGIES: Mapping[str, Strategy] = MappingProxyType({  # what a backend's BaselineSpec.strategy names
+    "fallback_fastest": lambda model, limit, allowed: gpu_only(model, allowed),
+    "accelerator_core0_loadables": trt_default,
+    "accelerator_one_precision": accelerator_one_precision,
+})
+
+
 def baselines(model: LatencyModel, limit: int, allowed: frozenset[str] = ALL) -> Baselines:
-    """What the vendor tools would do by default, each as (placements, breakdown) under the same latency model."""
-    if model.target.accelerator == "dla":
-        gpu = gpu_only(model, allowed)
-        trt = trt_default(model, limit, allowed)
-        return {"gpu_only": (gpu, evaluate(model, gpu)), "trt_default": (trt, evaluate(model, trt, True))}
-    npu = npu_default(model, allowed)
-    return {"npu_default": (npu, evaluate(model, npu))}
+    """What the vendor tools would do by default (the backend's list), each as (placements, breakdown) under
+    the same latency model."""
+    out = {}
+    for spec in model.backend.baselines:
+        placements = STRATEGIES[spec.strategy](model, limit, allowed)
+        out[spec.name] = (placements, evaluate(model, placements, spec.default_formats))
+    return out

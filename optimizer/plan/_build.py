@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from optimizer import __version__
+from optimizer.backends import backend_of
 from optimizer.catalog import Catalog, Target, load_catalog
 from optimizer.check import (
     CheckReport,
@@ -126,10 +127,10 @@ def optimize(model_path: str, target_id: str, request: PlanRequest, *,
     target = catalog.target(target_id)
     check_target(request, target)
     profile = load_profile(target.family, profile_path)
-    if request.sram_bytes is not None and target.accelerator == "dla":
+    if request.sram_bytes is not None and backend_of(target).managed_sram:
         check_pool_size(request.sram_bytes, "dla_sram_bytes", catalog)
     if request.sram_per_loadable:
-        if target.accelerator != "dla" or not target.has_accelerator:
+        if not backend_of(target).managed_sram or not target.has_accelerator:
             raise BadInputError(f"per-loadable SRAM pools apply to Jetson targets with a DLA, not {target_id}")
         check_loadable_sram(request.sram_per_loadable, catalog, target)
     graph = load_model(model_path, input_shapes)
@@ -457,7 +458,7 @@ def _energy_fields(model: LatencyModel, request: PlanRequest, breakdown: Breakdo
     cycle, frames = objective_cycle_ns(request.objective, breakdown)
     energy = energy_mj(target_power(model.target), breakdown.busy_ns, cycle)
     fields = {"energy_mj": round(energy / frames, 6) if energy is not None else None,
-              "gpu_busy_share": gpu_share(breakdown.busy_ns, cycle) if model.target.accelerator == "dla" else None}
+              "gpu_busy_share": gpu_share(breakdown.busy_ns, cycle) if "gpu" in model.target.devices else None}
     return {k: v for k, v in fields.items() if v is not None}  # absent where the target has no such figure
 
 

@@ -37,7 +37,7 @@ def _copy_on(trt: tuple[Placement, ...], core: int) -> tuple[Placement, ...]:
 
 def replication(lm: LatencyModel, limit: int, allowed: frozenset[str] = ALL) -> Replication | None:
     """The best frame split over whole copies, or None on targets without a DLA."""
-    if lm.target.accelerator != "dla" or not lm.target.cores:
+    if not lm.backend.cores_are_engines or not lm.target.cores:
         return None
     from scipy.optimize import linprog
 

@@ -11,6 +11,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from optimizer.backends import backend_of
 from optimizer.catalog import Catalog, Target
 from optimizer.check import check_graph
 from optimizer.enums import PRECISIONS, Precision
@@ -300,7 +301,7 @@ def _connected(graph: Graph, members: set[str]) -> bool:
 
 def _check_figures(plan: Plan, target: Target) -> list[str]:
     problems = []
-    expected = {"gpu_only", "trt_default"} if target.accelerator == "dla" else {"npu_default"}
+    expected = {spec.name for spec in backend_of(target).baselines}
     if not expected <= set(plan.baselines):
         problems.append(f"baselines {sorted(plan.baselines)} lack {sorted(expected - set(plan.baselines))}")
     solver = plan.solver

@@ -16,6 +16,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from optimizer.backends import backend_of
 from optimizer.check import CheckReport
 from optimizer.errors import BadInputError
 from optimizer.ir import Graph, node_names
@@ -57,7 +58,7 @@ def candidate_edits(report: CheckReport, input_shapes: Mapping[str, tuple[int, .
     graph = report.graph
     target = report.target
     edits: list[Edit] = []
-    static_rule = "DLA-STATIC" if target.accelerator == "dla" else "RKNN-STATIC"
+    static_rule = backend_of(target).static_rule
     # inputs still dynamic, and those --input-shape fixed for this run only (the file keeps them dynamic)
     declared: dict[str, dict[int, str]] = {}
     for tensor, axis, symbol in (*graph.dynamic_dims, *graph.fixed_dims):
@@ -73,7 +74,7 @@ def candidate_edits(report: CheckReport, input_shapes: Mapping[str, tuple[int, .
                        "accelerator build it" if known else f"input {tensor} has dynamic dims {shape}; give the "
                        "sizes with --input-shape to make this a rewrite"),
             params=MappingProxyType({"dims": dims})))
-    if target.accelerator == "dla":
+    if backend_of(target).layer_edits:
         edits += _dla_edits(report)
         edits += _channel_edits(report, boundary_tensors)
     return edits

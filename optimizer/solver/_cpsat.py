@@ -86,7 +86,7 @@ def dominant_precisions(lm: LatencyModel, request: PlanRequest) -> list[dict[str
     INT8. Replacing every group's precision by its device's fastest one therefore never raises the
     latency or any engine's busy time, unless the request constrains precisions (pins, INT8 budget) or
     an op lacks the faster precision. On RKNN some NPU ops run in FP16 only, so nothing is fixed there."""
-    if lm.target.accelerator != "dla" or request.precision_pins or request.int8_budget is not None:
+    if not lm.backend.monotone_precisions or request.precision_pins or request.int8_budget is not None:
         return None
     top = next(p for p in PRECISIONS if p in request.allowed_precisions)
     out = []
@@ -121,7 +121,7 @@ class PlanModel:
         self.explain = explain
         self.target = lm.target
         self.groups = lm.groups.groups
-        self.jetson = self.target.accelerator == "dla"
+        self.jetson = lm.backend.cores_are_engines
         self.dla_cores = tuple(range(self.target.cores)) if self.jetson else ()  # from the target, 0 to 2
         self.model = cp_model.CpModel()
         self.assumptions: dict[str, cp_model.IntVar] = {}
@@ -240,7 +240,7 @@ class PlanModel:
         self.used: list[cp_model.IntVar] = []
         self.slot_core: dict[tuple[int, int], cp_model.IntVar] = {}
         self.limit = 0
-        if not self.jetson or not self.dla_groups:
+        if not self.lm.backend.loadables or not self.dla_groups:
             return
         limit = loadable_limit(self.request, self.catalog.loadables_at_once(self.target))
         count = min(len(self.dla_groups), max(limit, 16) if self.explain else limit)
@@ -556,7 +556,7 @@ class PlanModel:
             busy.setdefault(f"dla{core}", []).append((delta, both))
         busy.setdefault(transfer_engine(self.target), []).extend(self.transfer_terms)
         busy.setdefault(reformat_engine(self.target), []).extend(self.change_terms)
-        launch = self.lm.launch_ns() if self.jetson else 0
+        launch = self.lm.launch_ns() if self.lm.backend.loadables else 0
         for s in self.slots:
             for c in self.dla_cores:
                 busy.setdefault(f"dla{c}", []).append((launch, self.slot_core[s, c]))
@@ -564,7 +564,7 @@ class PlanModel:
 
     def _objective(self) -> None:
         m = self.model
-        launch = self.lm.launch_ns() if self.jetson else 0
+        launch = self.lm.launch_ns() if self.lm.backend.loadables else 0
         total_terms = [(c.cost_ns, v) for g in range(len(self.groups)) for c, v in zip(self.choices[g], self.x[g])]
         total_terms += self.transfer_terms + self.change_terms + [(launch, u) for u in self.used]
         total_terms += [(delta, both) for delta, both, _ in self.sram_terms]

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from optimizer.backends import backend_of
 from optimizer.catalog import DEFAULT_TENSORRT, TENSORRT_VERSIONS, Target
 from optimizer.enums import PRECISIONS
 from optimizer.errors import BadInputError
@@ -73,16 +74,16 @@ class PlanRequest:
 
 def check_target(request: PlanRequest, target: Target) -> None:
     """What a request needs of the target's engines, checked before any model is read (exit 2)."""
-    if request.objective == "dual-stream" and (target.accelerator != "dla" or target.cores < DUAL_STREAMS):
-        has = f"{target.cores} DLA core(s)" if target.accelerator == "dla" and target.cores else "no DLA"
+    if request.objective == "dual-stream" and (not backend_of(target).cores_are_engines or target.cores < DUAL_STREAMS):
+        has = f"{target.cores} DLA core(s)" if backend_of(target).cores_are_engines and target.cores else "no DLA"
         raise BadInputError(f"--objective dual-stream runs one stream per DLA core and needs {DUAL_STREAMS}; "
                             f"{target.id} has {has} (use --objective latency or throughput)")
-    if request.dla_standalone and not (target.accelerator == "dla" and target.has_accelerator):
+    if request.dla_standalone and not any(d.startswith("dla") for d in target.devices):
         raise BadInputError(f"--dla-standalone needs a DLA; {target.id} has none")
     for node, device in sorted(request.pins.items()):
-        exists = target.accelerator == "dla" and (device in target.devices or (device == "dla" and target.cores))
+        exists = device in target.devices or (device == target.accelerator and target.cores > 0)
         if device.startswith("dla") and not exists:
-            cores = f"{target.cores} DLA core(s)" if target.accelerator == "dla" else "no DLA"
+            cores = f"{target.cores} DLA core(s)" if backend_of(target).cores_are_engines else "no DLA"
             raise BadInputError(f"--pin {node}={device}: {target.id} has {cores}")
 
 

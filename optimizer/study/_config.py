@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from optimizer.catalog import DEFAULT_TENSORRT, TENSORRT_VERSIONS
 from optimizer.errors import BadInputError
 from optimizer.solver import OBJECTIVES
 
@@ -66,6 +67,7 @@ SCHEMA: dict[str, Key] = {
     "profile": Key(str),
     "input_shapes": Key(dict, check=_shapes),
     "search": Key(dict),
+    "tensorrt": Key(str, choices=TENSORRT_VERSIONS),  # the DLA rule set (Jetson targets), as --trt
 }
 SEARCH_SCHEMA: dict[str, Key] = {
     "sram": Key(bool),
@@ -88,6 +90,7 @@ class StudyConfig:
     max_partitions: int = 2  # pipeline cut points Optuna may place (0 disables partition search)
     input_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
     profile: Path | None = None  # a calibrated latency profile (edgeplan calibrate); None: the shipped one
+    tensorrt: str = DEFAULT_TENSORRT  # the TensorRT major whose DLA rules apply (config `tensorrt` or --trt)
     source: Path | None = None
     raw: dict[str, Any] = field(default_factory=dict)
 
@@ -195,5 +198,5 @@ def load_config(path: str | Path) -> StudyConfig:
         n_trials=raw["n_trials"], seed=raw["seed"], sampler=raw.get("sampler", "tpe"),
         pruner=raw.get("pruner", "none"), time_limit_s=float(raw.get("time_limit", 30.0)),
         search_sram=search.get("sram", True), max_partitions=search.get("max_partitions", 2),
-        input_shapes=shapes, profile=profile, source=path, raw=raw,
+        input_shapes=shapes, profile=profile, tensorrt=raw.get("tensorrt", DEFAULT_TENSORRT), source=path, raw=raw,
     )

@@ -27,7 +27,7 @@ import time
 import warnings
 import zlib
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,8 @@ import optuna
 import tomli_w
 
 from optimizer import __version__
-from optimizer.catalog import Catalog, Target, load_catalog
+from optimizer.backends import backend_of
+from optimizer.catalog import TENSORRT_VERSIONS, Catalog, Target, load_catalog
 from optimizer.check import check_graph
 from optimizer.errors import BadInputError, EdgeplanError
 from optimizer.fileio import atomic_write_text, dumps_json, redact_url, sha256_file, write_json
@@ -74,9 +75,10 @@ class StudyOutcome:
 
 
 def _sram_choices(catalog: Catalog, target: Target) -> list[int]:
-    if target.accelerator == "dla" and not target.has_accelerator:
+    managed = backend_of(target).managed_sram
+    if managed and not target.has_accelerator:
         return [0]  # a GPU-only module: no DLA SRAM to search
-    if target.accelerator == "dla":
+    if managed:
         top = int(target.figure("dla_sram_bytes"))
         minimum = int(catalog.rule("DLA-POOL-POW2").params["min_bytes"])
         sizes, size = [], minimum
@@ -112,22 +114,22 @@ class _Space:
 
     def __init__(self, config: StudyConfig) -> None:
         self.config = config
-        self.catalog = load_catalog()
+        self.catalog = load_catalog(tensorrt=config.tensorrt)
         self.target = self.catalog.target(config.target)
-        check_target(PlanRequest(objective=config.objective), self.target)  # exit 2 before any trial runs
+        # exit 2 before any trial runs
+        check_target(PlanRequest(objective=config.objective, tensorrt=config.tensorrt), self.target)
         graph = load_model(config.model, config.input_shapes or None)
         report = check_graph(graph, self.catalog, config.target)
         self.groups = build_groups(report)
         self.sram = _sram_choices(self.catalog, self.target)
         self.engines = _engines(self.target)
         self.default_sram = self._default_sram()
-        self.loadables = int(self.catalog.rule("DLA-LOADABLES").params["max"]) if self.target.accelerator == "dla" \
-            and self.target.has_accelerator else 0
+        self.loadables = backend_of(self.target).loadable_limit(self.catalog, self.target)
 
     def _default_sram(self) -> int:
         target = self.target
         profile = load_profile(target.family, self.config.profile)
-        pools = profile.memory_pools.get("dla_sram_bytes", {}) if target.accelerator == "dla" else {}
+        pools = profile.memory_pools.get("dla_sram_bytes", {}) if backend_of(target).managed_sram else {}
         value = int(pools.get(target.generation, 0)) if pools else int(target.features.get("sram_bytes", 0))
         return value if value in self.sram else self.sram[-1]
 
@@ -170,7 +172,8 @@ class _Space:
         return PlanRequest(objective=cfg.objective, time_limit_s=cfg.time_limit_s * TRIAL_WALL_FACTOR,
                            deterministic_limit_s=deterministic_budget(cfg.time_limit_s, len(self.groups.groups)),
                            seed=cfg.seed, pins=pins,
-                           sram_bytes=sram, sram_per_loadable=per_loadable, explain_infeasible=False)
+                           sram_bytes=sram, sram_per_loadable=per_loadable, explain_infeasible=False,
+                           tensorrt=cfg.tensorrt)
 
 
 def _score(plan: Plan, objective: str) -> float:
@@ -184,7 +187,7 @@ def _objective(space: _Space) -> Callable[[optuna.trial.Trial], float]:
         request = space.request(trial)
         try:
             planned = optimize(str(cfg.model), cfg.target, request, input_shapes=cfg.input_shapes or None,
-                               profile_path=str(cfg.profile) if cfg.profile else None)
+                               profile_path=str(cfg.profile) if cfg.profile else None, catalog=space.catalog)
         except EdgeplanError as exc:
             trial.set_user_attr("error", exc.one_line()[:300])
             raise optuna.TrialPruned(exc.one_line()[:200]) from None
@@ -435,7 +438,8 @@ def _write_artifacts(space: _Space, folder: Path, study: optuna.Study, storage_u
         "catalog_sha256": catalog.sha256,
         "profile_sha256": hashlib.sha256(load_profile(target.family, cfg.profile).text.encode()).hexdigest(),
         "model": {"path": str(cfg.model), "sha256": sha256_file(cfg.model)},
-        "target": cfg.target, "objective": cfg.objective, "seed": cfg.seed, "sampler": cfg.sampler,
+        "target": cfg.target, **_tensorrt_rules(space), "objective": cfg.objective, "seed": cfg.seed,
+        "sampler": cfg.sampler,
         "n_trials": cfg.n_trials, "storage": redact_url(storage_url),
         "metric": METRICS[cfg.objective],
         "wall_limited_trials": sorted(t.number for t in completed if t.user_attrs.get("wall_limit_fired")),
@@ -451,6 +455,21 @@ def _write_artifacts(space: _Space, folder: Path, study: optuna.Study, storage_u
     assert best.value is not None and baseline is not None  # complete trials have values
     return StudyOutcome(folder=folder, best_value=best.value, best_trial=best.number,
                         trials=_done(study), baseline_value=baseline)
+
+
+def with_tensorrt(cfg: StudyConfig, tensorrt: str | None) -> StudyConfig:
+    """The config with --trt applied (as if the config said `tensorrt = "..."`)."""
+    if tensorrt is None or tensorrt == cfg.raw.get("tensorrt"):
+        return cfg
+    if tensorrt not in TENSORRT_VERSIONS:
+        raise BadInputError(f"--trt must be one of {', '.join(TENSORRT_VERSIONS)}, got '{tensorrt}'")
+    return replace(cfg, tensorrt=tensorrt, raw={**cfg.raw, "tensorrt": tensorrt})
+
+
+def _tensorrt_rules(space: _Space) -> dict[str, str]:
+    """The DLA rule set the study ran under, where the target's toolchain is TensorRT (as in its plans)."""
+    rules = backend_of(space.target).tensorrt_rules(space.catalog)
+    return {"tensorrt_rules": rules} if rules else {}
 
 
 def best_plan(trial: optuna.trial.FrozenTrial, folder: Path) -> Plan:
@@ -473,11 +492,12 @@ def _latency(trial: optuna.trial.FrozenTrial) -> float | str:
 
 def run_study(config_path: str, out_dir: str | None = None, storage: str | None = None,
               command: Sequence[str] = (), new_study: bool = False,
-              progress: Callable[[int, int], None] | None = None) -> StudyOutcome:
+              progress: Callable[[int, int], None] | None = None, tensorrt: str | None = None) -> StudyOutcome:
     """Runs (or continues) the study a config describes; returns its best trial. A study stored under the
     same name with another config is refused unless `new_study` replaces it. `progress(done, total)` is
-    called as trials finish."""
-    cfg = load_config(config_path)
+    called as trials finish. `tensorrt` (--trt) overrides the config's `tensorrt`; the study folder's
+    config.toml keeps the one used, so resume and reproduce use it too."""
+    cfg = with_tensorrt(load_config(config_path), tensorrt)
     check_pruner(cfg)
     folder = Path(out_dir) if out_dir else Path(config_path).resolve().parent / cfg.name
     storage_url = storage or f"sqlite:///{(folder / 'study.db').resolve()}"

@@ -11,9 +11,9 @@ import onnx
 import pytest
 from onnx import helper, numpy_helper
 
+from optimizer.backends._tensorrt_files import trtexec_spec
 from optimizer.errors import BadInputError
 from optimizer.export import export_plan, run_chain
-from optimizer.export._tensorrt import trtexec_spec
 from optimizer.fileio import write_json
 from optimizer.plan import optimize
 from optimizer.solver import PlanRequest

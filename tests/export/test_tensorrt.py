@@ -17,11 +17,11 @@ import onnx
 import pytest
 from onnx import TensorProto
 
+from optimizer.backends._tensorrt_files import trtexec_spec
+from optimizer.backends._tensorrt_typed import _KEEP, _WEIGHT
 from optimizer.catalog._load import CATALOG_ENV
 from optimizer.errors import BadInputError
 from optimizer.export import export_plan, run_chain
-from optimizer.export._tensorrt import trtexec_spec
-from optimizer.export._typed import _KEEP, _WEIGHT
 from optimizer.fileio import write_json
 from optimizer.plan import optimize
 from optimizer.solver import PlanRequest

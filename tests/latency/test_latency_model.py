@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 from onnx import helper
 
+from optimizer.backends._jetson import padded_bytes as _padded_bytes
 from optimizer.catalog import load_catalog
 from optimizer.check import check_graph
 from optimizer.errors import BadInputError
 from optimizer.fusion import build_groups
 from optimizer.ir import load_model
 from optimizer.latency import LatencyModel, Option, load_profile, op_class, parse_profile
-from optimizer.latency._model import _padded_bytes
 from tests.conftest import save_model, value, weight
 
 CATALOG = load_catalog()

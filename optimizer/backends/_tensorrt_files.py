@@ -13,7 +13,7 @@ from typing import Any
 
 import onnx
 
-from optimizer.export._submodels import SubModel
+from optimizer.backends._submodels import SubModel
 from optimizer.fileio import one_line
 
 _FORMAT = {"dla_linear": "dla_linear", "dla_hwc4": "dla_hwc4", "chw16": "chw16", "chw32": "chw32",

@@ -22,9 +22,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from optimizer.backends._submodels import SubModel
+from optimizer.backends._tensorrt_files import Boundary
 from optimizer.errors import BadInputError
-from optimizer.export._submodels import SubModel
-from optimizer.export._tensorrt import Boundary
 
 FLOAT, FLOAT16, INT8 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT8
 QDQ = -1  # a representation, not a type: the tensor quantized and dequantized, what an INT8 layer reads

@@ -7,6 +7,7 @@ becomes its folded value, so no sub-model needs another's shapes at run time.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,3 +113,14 @@ def run_chain(submodels: Sequence[tuple[str, Path]], feeds: Mapping[str, Any], o
         results = session.run(wanted, {i.name: values[i.name] for i in session.get_inputs()})
         values.update(zip(wanted, results))
     return {o: values[o] for o in outputs}
+
+
+def link_external_data(src_dir: Path, out: Path, model: onnx.ModelProto) -> None:
+    """External weights stay where they are: the sub-model points at them through a relative path."""
+    for tensor in model.graph.initializer:
+        if tensor.data_location != onnx.TensorProto.EXTERNAL:
+            continue
+        for entry in tensor.external_data:
+            if entry.key == "location":
+                source = (src_dir / entry.value).resolve()
+                entry.value = os.path.relpath(source, out.resolve()) if source.exists() else entry.value

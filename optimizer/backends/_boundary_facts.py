@@ -3,6 +3,7 @@ CPU conversions the runtime does at the boundary (which the latency model prices
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from optimizer.catalog import Catalog, Target
@@ -15,7 +16,7 @@ def _rule_params(catalog: Catalog, rule_id: str) -> Any:
 
 
 def dla_hwc4_ok(graph: Graph, tensor: str, catalog: Catalog, target: Target, precision: str,
-                verdicts: dict[str, Any]) -> tuple[bool, str]:
+                verdicts: Mapping[str, Any]) -> tuple[bool, str]:
     """DLA-IO-HWC4-C: C in {1,3,4}, every consumer a convolution that meets the DLA conv limits."""
     shape = graph.shape(tensor)
     channels = _rule_params(catalog, "DLA-IO-HWC4-C")["channels"]
@@ -29,21 +30,28 @@ def dla_hwc4_ok(graph: Graph, tensor: str, catalog: Catalog, target: Target, pre
     return True, ""
 
 
-def io_facts(graph: Graph, catalog: Catalog, target: Target, verdicts: dict[str, Any]) -> dict[str, Any]:
+def dla_hwc4_stride(catalog: Catalog, target: Target) -> int:
+    """DLA-IO-HWC4-STRIDE for the target's generation (a module of a GPU-only family has none: 64, unused)."""
+    strides = _rule_params(catalog, "DLA-IO-HWC4-STRIDE")
+    if target.generation not in strides and not target.has_accelerator:
+        return 64
+    return int(strides[target.generation])
+
+
+def dla_facts(graph: Graph, catalog: Catalog, target: Target, verdicts: Mapping[str, Any]) -> dict[str, Any]:
+    """Per model input: whether each DLA precision can read it as kDLA_HWC4, and the row stride it needs."""
     inputs = []
-    if target.accelerator == "dla":
-        stride = _rule_params(catalog, "DLA-IO-HWC4-STRIDE")[target.generation]
-        for name in graph.inputs:
-            entry: dict[str, Any] = {"tensor": name, "shape": list(graph.shape(name) or [])}
-            for precision in target.precisions.get("dla", ()):
-                ok, why = dla_hwc4_ok(graph, name, catalog, target, precision, verdicts)
-                entry[f"dla_hwc4_{precision}"] = ok
-                if not ok:
-                    entry[f"dla_hwc4_{precision}_why"] = why
-            entry["hwc4_w_stride_bytes"] = stride
-            inputs.append(entry)
-        return {"inputs": inputs}
-    return rknn_io(graph, catalog, target)
+    stride = dla_hwc4_stride(catalog, target)
+    for name in graph.inputs:
+        entry: dict[str, Any] = {"tensor": name, "shape": list(graph.shape(name) or [])}
+        for precision in target.precisions.get("dla", ()):
+            ok, why = dla_hwc4_ok(graph, name, catalog, target, precision, verdicts)
+            entry[f"dla_hwc4_{precision}"] = ok
+            if not ok:
+                entry[f"dla_hwc4_{precision}_why"] = why
+        entry["hwc4_w_stride_bytes"] = stride
+        inputs.append(entry)
+    return {"inputs": inputs}
 
 
 BYTES = {"int8": 1, "fp16": 2}
