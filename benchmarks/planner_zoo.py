@@ -54,7 +54,8 @@ def _case(model: Path, target: str, args: argparse.Namespace, out: Path, extra: 
         run = json.loads((out / "run.json").read_text())
         row.update(status=plan["solver"]["status"], gap=plan["solver"].get("gap"),
                    objective_ms=plan["solver"].get("objective_ms"), bound_ms=plan["solver"].get("bound_ms"),
-                   wall_limit_fired=run["solver"]["wall_limit_fired"],
+                   wall_limit_fired=run["solver"]["wall_limit_fired"], stopped_by=plan["solver"].get("stopped_by"),
+                   deterministic_budget_s=run["solver"]["deterministic_budget_s"],
                    deterministic_s=run["solver"]["deterministic_s"], nodes=plan["model"]["num_nodes"],
                    groups=plan["solver"]["groups"], solve_s=round(run["timings"]["solve_s"], 3),
                    latency_ms=plan["predicted"]["latency_ms"],

@@ -527,8 +527,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-contention", action="store_true",
                    help="leave shared-DRAM contention (PCCS) out of the multi-model objective")
     p.add_argument("--time-limit", type=float, default=60.0, metavar="S",
-                   help="wall-clock seconds for the whole command; past it the best plan found (or the best "
-                        "baseline) is written")
+                   help="seconds for the whole command, as a deterministic solver budget (the same plan under "
+                        "any load); past it the best plan found (or the best baseline) is written; the wall clock "
+                        "cuts the solver only at 4x, and the plan then says so")
     p.add_argument("--deterministic-limit", type=float, metavar="D",
                    help="CP-SAT deterministic seconds (work, not time: the same plan under any load); default: "
                         "derived from --time-limit")

@@ -29,11 +29,12 @@ from optimizer.fusion import GroupGraph, build_groups
 from optimizer.ir import BYTES_PER_ELEMENT, Graph, load_model
 from optimizer.latency import Breakdown, LatencyModel, Placement, evaluate, load_profile, tensor_routes
 from optimizer.latency._profile import band_json
-from optimizer.plan._baselines import Baselines, baselines
+from optimizer.plan._baselines import Baselines, baselines, gpu_only
 from optimizer.plan._subgraphs import Subgraph, build_subgraphs
 from optimizer.plan._types import PLAN_SCHEMA, Plan
 from optimizer.rewrite import add_edit_options
 from optimizer.solver import (
+    WALL_FACTOR,
     Budget,
     Outcome,
     PlanModel,
@@ -42,6 +43,7 @@ from optimizer.solver import (
     Stop,
     balanced_hint,
     check_target,
+    decomposed_solve,
     loadable_limit,
     lower_bound_ns,
 )
@@ -168,10 +170,9 @@ def optimize(model_path: str, target_id: str, request: PlanRequest, *,
     plan = _plan_json(graph_path=model_path, report=report, groups=groups, model=model, request=request,
                       result=result, breakdown=breakdown, subgraphs=subgraphs, base=base, explain=explain,
                       deterministic_s=deterministic_s)
+    plan["solver"]["stopped_by"] = budget.stop(result.stop).value
     if budget.wall_fired:
-        notes.append(f"the wall-clock limit (--time-limit {request.time_limit_s:g} s) stopped the solver before its "
-                     f"deterministic budget ({budget.deterministic_s:g}): this plan may differ between runs; "
-                     "raise --time-limit for a reproducible one")
+        notes.append(wall_note(request.time_limit_s, budget))
     plan["warnings"] = notes + plan["warnings"]
     timings["total_s"] = time.monotonic() - started
     phase(5)
@@ -196,16 +197,27 @@ def optimize(model_path: str, target_id: str, request: PlanRequest, *,
                    breakdown=breakdown, subgraphs=subgraphs, baselines=base)
 
 
+def wall_note(time_limit_s: float, budget: Budget) -> str:
+    """The warning of a run the wall clock cut: its plan depends on the machine's load."""
+    return (f"the wall-clock safety net ({WALL_FACTOR:g} x --time-limit {time_limit_s:g} s and allowance) stopped "
+            f"the solver before its deterministic budget ({budget.deterministic_s:g} s): the machine ran far "
+            "slower than the limit assumes and this plan may differ between runs; rerun on a less loaded machine "
+            "or raise --time-limit for a reproducible one")
+
+
 def _solve(model: LatencyModel, report: CheckReport, catalog: Catalog, request: PlanRequest,
            hint: tuple[Placement, ...], budget: Budget) -> tuple[SolveResult, list[str]]:
     """The exact plan, or the best found in time, or, for a request the baselines satisfy, the best baseline
     when the exact model is too large or finds nothing in time; the notes say which."""
     groups = len(model.groups.groups)
-    bound = lower_bound_ns(model, request)
     baseline = objective_ns(request.objective, evaluate(model, hint))
+    bound = lower_bound_ns(model, request, proves=baseline if _unconstrained(request) else None)
     if _unconstrained(request) and baseline <= bound:
         return replace(_baseline_result(model, hint, request.objective, bound), status="OPTIMAL",
                        outcome=Outcome.EXACT, stop=Stop.PROVEN), []
+    if groups > MAX_EXACT_GROUPS and _unconstrained(request) and request.objective == "latency" \
+            and not request.with_edits:
+        return _by_regions(model, report, catalog, request, hint, bound, budget)
     if groups > MAX_EXACT_GROUPS and _unconstrained(request):
         gap = (baseline - bound) / baseline if baseline else 0.0
         return _baseline_result(model, hint, request.objective, bound), [
@@ -235,6 +247,27 @@ def _solve(model: LatencyModel, report: CheckReport, catalog: Catalog, request: 
     return (replace(fallback, stop=result.stop, deterministic_s=result.deterministic_s),
             [f"no plan found within --time-limit {request.time_limit_s:g} s: the plan is the best baseline for "
              f"{request.objective}, within {gap:.1%} of the lower bound (cheapest options, LP relaxation)"])
+
+
+def _by_regions(model: LatencyModel, report: CheckReport, catalog: Catalog, request: PlanRequest,
+                hint: tuple[Placement, ...], bound: int, budget: Budget) -> tuple[SolveResult, list[str]]:
+    """Past the exact model's size, latency by regions between cut groups (optimizer.solver._decompose),
+    or the best baseline if it is better; either way with the better of both bounds."""
+    limit = loadable_limit(request, int(catalog.rule("DLA-LOADABLES").params["max"]))
+    result, parts = decomposed_solve(model, report, catalog, request, gpu_only(model, request.allowed_precisions),
+                                     limit, budget, prefer=hint)
+    bound = max(bound, result.bound_ns)
+    if objective_ns("latency", evaluate(model, hint)) < result.objective_ns:
+        result = replace(_baseline_result(model, hint, "latency", bound), stop=result.stop,
+                         deterministic_s=result.deterministic_s)
+    exact = result.objective_ns <= bound
+    result = replace(result, bound_ns=min(bound, result.objective_ns), status="OPTIMAL" if exact else "FEASIBLE",
+                     outcome=Outcome.EXACT if exact else result.outcome)
+    gap = (result.objective_ns - bound) / result.objective_ns if result.objective_ns else 0.0
+    how = "the best baseline" if result.outcome is Outcome.BASELINE else f"solved in {parts} regions between cut groups"
+    return result, [] if exact else [
+        f"{len(model.groups.groups)} layer groups exceed the exact solver's {MAX_EXACT_GROUPS}: the plan is {how}, "
+        f"within {gap:.1%} of the lower bound (cheapest options, LP relaxation by region)"]
 
 
 def _hint(model: LatencyModel, base: Baselines, request: PlanRequest) -> tuple[Placement, ...]:

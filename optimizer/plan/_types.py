@@ -59,6 +59,7 @@ class SolverSummary:
     deterministic_budget_s: float
     groups: int
     objective_unit: str | None = field(default=None, metadata=OPTIONAL)  # multi-model plans: ms, mJ, ...
+    stopped_by: str | None = field(default=None, metadata=OPTIONAL)  # solver.Stop value; wall-limit: load-dependent
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False, metadata=EXTRA)
 
 

@@ -2,8 +2,9 @@
 
 from optimizer.solver._bounds import cheapest_bound_ns, lower_bound_ns, lp_bound_ns
 from optimizer.solver._cpsat import Choice, PlanModel, SolveResult, loadable_limit
+from optimizer.solver._decompose import decomposed_solve
 from optimizer.solver._hints import balanced_hint
-from optimizer.solver._outcome import DETERMINISTIC_PER_SECOND, Budget, Outcome, Stop
+from optimizer.solver._outcome import DETERMINISTIC_PER_SECOND, WALL_FACTOR, Budget, Outcome, Stop, wall_cap_s
 from optimizer.solver._request import (
     DUAL_STREAMS,
     OBJECTIVES,
@@ -18,6 +19,7 @@ __all__ = [
     "DUAL_STREAMS",
     "OBJECTIVES",
     "PIN_DEVICES",
+    "WALL_FACTOR",
     "Budget",
     "Choice",
     "Outcome",
@@ -28,8 +30,10 @@ __all__ = [
     "balanced_hint",
     "cheapest_bound_ns",
     "check_target",
+    "decomposed_solve",
     "loadable_limit",
     "lower_bound_ns",
     "lp_bound_ns",
     "parse_assignments",
+    "wall_cap_s",
 ]

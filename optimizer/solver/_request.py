@@ -19,7 +19,7 @@ PIN_DEVICES = ("gpu", "dla", "dla0", "dla1", "npu", "cpu")
 @dataclass(frozen=True)
 class PlanRequest:
     objective: str = "latency"
-    time_limit_s: float = 60.0  # wall-clock seconds for the whole optimize call
+    time_limit_s: float = 60.0  # seconds for the whole optimize call: sizes the deterministic budget
     deterministic_limit_s: float | None = None  # CP-SAT deterministic seconds; None: derived from time_limit_s
     seed: int = 0
     workers: int = 1

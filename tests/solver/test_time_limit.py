@@ -1,4 +1,4 @@
-"""--time-limit is wall-clock seconds for the whole command; the plan depends on deterministic work only."""
+"""--time-limit sizes a deterministic budget; the plan depends on deterministic work only, the wall clock marks it."""
 
 from __future__ import annotations
 
@@ -6,13 +6,15 @@ import json
 import multiprocessing
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 from onnx import helper
 
+from optimizer.fileio import dumps_json
 from optimizer.plan import optimize
-from optimizer.solver import Budget, Outcome, PlanRequest, Stop
+from optimizer.solver import WALL_FACTOR, Budget, Outcome, PlanRequest, Stop, wall_cap_s
 from optimizer.solver._outcome import DETERMINISTIC_PER_SECOND, deterministic_budget
 from tests.conftest import EXAMPLES, save_model, value, weight
 from tests.test_cli import EDGEPLAN
@@ -99,22 +101,51 @@ def test_the_printed_objective_is_the_written_plans(tmp_path):
 
 
 def test_the_wall_clock_safety_net_reports_itself(tmp_path):
-    """A deterministic budget far beyond the wall limit: the wall clock stops the solver, and the plan says
-    it may then differ from run to run."""
+    """A deterministic budget far beyond the wall cap: the wall clock stops the solver mid-search, and the plan
+    says so in a field and a warning (it may then differ from run to run). `started` leaves about 3 s of it."""
     planned = optimize(str(YOLO), "xavier-agx", PlanRequest(objective="throughput", time_limit_s=1.5,
-                                                            deterministic_limit_s=1000.0))
+                                                            deterministic_limit_s=1000.0),
+                       started=time.monotonic() - wall_cap_s(1.5, 0) + 3)
     assert planned.run["solver"]["wall_limit_fired"] and planned.run["solver"]["stopped_by"] == "wall-limit"
-    assert any("wall-clock limit" in w for w in planned.plan.warnings)
+    assert planned.plan.solver.stopped_by == "wall-limit" and planned.plan.solver.outcome == "best-found"
+    assert any("wall-clock safety net" in w for w in planned.plan.warnings)
 
 
-def test_the_whole_call_counts_against_the_limit(tmp_path, favour_dla):
-    """Time already spent before optimize() (the CLI's start) leaves the solver nothing: baseline, not a hang."""
-    import time
+def test_the_whole_call_counts_against_the_wall_cap(tmp_path, favour_dla):
+    """A command already past its wall cap before optimize() (the CLI's start) leaves the solver nothing:
+    baseline, marked as cut by the clock, not a hang."""
     planned = optimize(str(_long_chain(tmp_path)), "orin-agx",  # DLA favoured: the bounds prove nothing
                        PlanRequest(objective="throughput", time_limit_s=5, deterministic_limit_s=50),
-                       started=time.monotonic() - 5, profile_path=favour_dla)
-    assert planned.plan.solver.outcome == "baseline"
+                       started=time.monotonic() - wall_cap_s(5, 1000), profile_path=favour_dla)
+    assert planned.plan.solver.outcome == "baseline" and planned.plan.solver.stopped_by == "wall-limit"
     assert planned.run["solver"]["wall_limit_fired"]
+
+
+def test_a_slow_machine_writes_the_same_plan_and_a_far_slower_one_says_it_was_cut():
+    """The clock stands in for machine load: `started` in the past is a run that spent that long before the
+    solver. The limit gone three times over (a machine at a third of the speed the budget assumes, a
+    twelfth of full speed) leaves plan.json byte-identical to the undisturbed run's; a run past the wall cap
+    writes a plan marked as cut (solver.stopped_by and a warning), never a silently different one."""
+    request = PlanRequest(objective="throughput", time_limit_s=3)
+    normal = optimize(str(YOLO), "xavier-agx", request)
+    assert normal.plan.solver.stopped_by == "deterministic-limit"  # the budget binds: the search is cut by work
+    slow = optimize(str(YOLO), "xavier-agx", request, started=time.monotonic() - 3 * request.time_limit_s)
+    assert dumps_json(slow.plan.to_json()) == dumps_json(normal.plan.to_json())
+    assert not slow.run["solver"]["wall_limit_fired"]
+    cut = optimize(str(YOLO), "xavier-agx", request,
+                   started=time.monotonic() - wall_cap_s(request.time_limit_s, normal.plan.solver.groups))
+    assert cut.plan.solver.stopped_by == "wall-limit" and cut.run["solver"]["wall_limit_fired"]
+    assert any("wall-clock safety net" in w for w in cut.plan.warnings)
+
+
+def test_the_wall_cap_is_far_past_the_budget():
+    """At the calibrated fifth of full speed a run ends within its limit; the cap is four times further."""
+    assert wall_cap_s(60, 100) == pytest.approx(WALL_FACTOR * (60 + 0.5 + 1.0))
+    assert wall_cap_s(0.01, 0) > 2.0  # a tiny limit's fixed allowance dominates
+    budget = Budget(10, started=time.monotonic() - wall_cap_s(10, 0) - 1)
+    assert not budget.wall_fired and budget.exhausted() and budget.wall_fired  # a clock-exhausted run is marked
+    assert budget.stop(Stop.DETERMINISTIC_LIMIT) is Stop.WALL_LIMIT
+    assert Budget(10).stop(Stop.DETERMINISTIC_LIMIT) is Stop.DETERMINISTIC_LIMIT
 
 
 def test_budget_arithmetic():
