@@ -17,7 +17,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from optimizer.errors import BadInputError
-from optimizer.ir import node_names
+from optimizer.ir import CONTROL_FLOW, node_names, outer_refs
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,9 @@ def split_model(model: onnx.ModelProto, plan: Mapping[str, Any], constants: Mapp
         while pending:  # weight-only producers (e.g. DequantizeLinear of a weight) come along where needed
             n = pending.pop()
             produced = {o for m in runtime for o in by_name[m].output if o}
-            for t in by_name[n].input:
+            node = by_name[n]
+            reads = (*node.input, *sorted(outer_refs(node))) if node.op_type in CONTROL_FLOW else node.input
+            for t in reads:
                 if not t or t in produced or t in boundary or t in graph_inits:
                     continue
                 if t in initializers:

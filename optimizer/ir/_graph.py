@@ -51,6 +51,7 @@ class Node:
     outputs: tuple[str, ...]
     attrs: Mapping[str, Any]
     opaque: bool = False  # control flow: its body is not looked into, never DLA/NPU
+    outer_inputs: tuple[str, ...] = ()  # control flow: tensors of this graph its bodies read (real inputs too)
     folded: bool = False  # computes only build-time constants (shape arithmetic, Constant)
     macs: int = 0  # multiply-accumulates (conv, gemm, matmul) at the model's batch
     elementwise_ops: int = 0  # other arithmetic: one per output element times the window
@@ -90,7 +91,7 @@ class Graph:
         producer = {out: n.index for n in nodes for out in n.outputs if out}
         consumers: dict[str, list[int]] = {}
         for n in nodes:
-            for name in dict.fromkeys(n.inputs):
+            for name in dict.fromkeys((*n.inputs, *n.outer_inputs)):
                 if name:
                     consumers.setdefault(name, []).append(n.index)
         return Graph(
@@ -134,7 +135,7 @@ class Graph:
 
     def runtime_inputs(self, node: Node) -> tuple[str, ...]:
         """Inputs that carry activations, not weights or folded constants."""
-        return tuple(t for t in node.inputs if t and not self.is_constant(t))
+        return tuple(t for t in (*node.inputs, *node.outer_inputs) if t and not self.is_constant(t))
 
     def activation_elements(self, node: Node) -> int:
         """Elements read and written at run time; unknown shapes count as zero."""

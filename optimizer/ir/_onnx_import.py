@@ -151,7 +151,7 @@ def _check_input_dims(model: onnx.ModelProto, shown: str) -> None:
             raise BadInputError(f"input '{value.name}' has {total} elements (limit 2^34)", file=shown)
 
 
-def _outer_refs(node: onnx.NodeProto) -> set[str]:
+def outer_refs(node: onnx.NodeProto) -> set[str]:
     """Names a control-flow body reads from the enclosing scope: real dependencies of the node."""
     refs: set[str] = set()
     for attr in node.attribute:
@@ -241,7 +241,7 @@ def _validate_structure(model: onnx.ModelProto, names: list[str], opset: int, sh
             producer[out] = index
     deps: list[set[int]] = []
     for index, node in enumerate(graph.node):
-        needed = {i for i in node.input if i} | (_outer_refs(node) if node.op_type in CONTROL_FLOW else set())
+        needed = {i for i in node.input if i} | (outer_refs(node) if node.op_type in CONTROL_FLOW else set())
         mine = set()
         for tensor in sorted(needed):
             if tensor in producer:
@@ -396,6 +396,7 @@ def load_model(path: str | Path, input_shapes: Mapping[str, tuple[int, ...]] | N
             index=position, name=name, op_type=proto.op_type, domain=proto.domain,
             inputs=tuple(proto.input), outputs=tuple(proto.output),
             attrs=MappingProxyType(attrs), opaque=proto.op_type in CONTROL_FLOW, folded=is_folded,
+            outer_inputs=tuple(sorted(outer_refs(proto) - set(proto.input))) if proto.op_type in CONTROL_FLOW else (),
             macs=0 if is_folded else macs, elementwise_ops=0 if is_folded else ops,
             weight_elements=0 if is_folded else weights,
         ))

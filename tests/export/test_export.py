@@ -244,3 +244,41 @@ def test_a_plan_made_with_input_shape_exports_at_those_shapes(tmp_path, favour):
     write_json(plan_path, without)
     with pytest.raises(BadInputError, match="DLA-STATIC"):  # the same plan without its shapes does not hold
         export_plan(plan_path, tmp_path / "again", str(model))
+
+
+def _if_reads_outer(tmp_path):
+    """Conv -> If whose branches read the Conv's output and a weight from the outer graph by name."""
+    rng = np.random.default_rng(3)
+    then = helper.make_graph([helper.make_node("Add", ["t", "bias"], ["o1"], name="then_add")], "then", [],
+                             [helper.make_tensor_value_info("o1", onnx.TensorProto.FLOAT, [1, 8, 16, 16])])
+    other = helper.make_graph([helper.make_node("Mul", ["t", "t"], ["o2"], name="else_mul")], "else", [],
+                              [helper.make_tensor_value_info("o2", onnx.TensorProto.FLOAT, [1, 8, 16, 16])])
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["t"], name="c0", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("ReduceSum", ["x"], ["s"], name="sum", keepdims=0),
+             helper.make_node("Greater", ["s", "zero"], ["c"], name="greater"),
+             helper.make_node("If", ["c"], ["y"], name="branch", then_branch=then, else_branch=other)]
+    inits = [numpy_helper.from_array(rng.normal(0, 0.2, (8, 8, 3, 3)).astype(np.float32), "w0"),
+             numpy_helper.from_array(rng.normal(0, 1, (1, 8, 1, 1)).astype(np.float32), "bias"),
+             numpy_helper.from_array(np.array(0.0, np.float32), "zero")]
+    return save_model(tmp_path / "outer.onnx", nodes, [value("x", [1, 8, 16, 16])], [value("y", None)], inits)
+
+
+def test_a_tensor_only_a_control_flow_body_reads_crosses_the_engine_boundary(tmp_path, favour):
+    """The Conv runs on the DLA, the If on the GPU: the body's outer read `t` is the GPU engine's input, the
+    body's weight comes along, and the chain of engines reproduces both branches."""
+    model = _if_reads_outer(tmp_path)
+    plan_path, plan = _plan(tmp_path, model, "orin-agx", favour)
+    device = {layer["node"]: layer["device"] for layer in plan["layers"]}
+    assert device["c0"].startswith("dla") and device["branch"] == "gpu"
+    holder = next(s for s in plan["subgraphs"] if "branch" in s["nodes"])
+    assert "t" in holder["inputs"]
+    producer = next(s for s in plan["subgraphs"] if "c0" in s["nodes"])
+    assert "t" in producer["outputs"]
+    for sign in (1.0, -1.0):
+        out = tmp_path / f"export{sign:+.0f}"
+        manifest = export_plan(plan_path, out, str(model))
+        feeds = {"x": sign * np.abs(np.random.default_rng(0).normal(0, 1, (1, 8, 16, 16))).astype(np.float32)}
+        for engine in manifest["engines"]:
+            onnx.checker.check_model(onnx.load(out / engine["onnx"]), full_check=True)
+        got = run_chain([(e["onnx"], out / e["onnx"]) for e in manifest["engines"]], feeds, manifest["outputs"])
+        assert np.max(np.abs(got["y"] - _reference(model, feeds)["y"])) <= 1e-4

@@ -414,8 +414,7 @@ def _with_if(tmp_path):
 
 def test_trt11_control_flow_bodies_read_the_types_they_declare(tmp_path, favour):
     """An FP16 layer whose output an If body reads by name: the outer tensor stays FLOAT for the body. Checked on
-    the typed whole model: a plan does not list a tensor that only a body reads among a subgraph's inputs, so the
-    engine split of such a model is short of it (see the README)."""
+    the typed whole model (the engine split of such a model is tested in test_export.py)."""
     model = _with_if(tmp_path)
     plan_path, plan = _plan(tmp_path, model, favour, precision_pins={"relu": "fp16"}, pins={"relu": "gpu"})
     assert {layer["node"]: layer["precision"] for layer in plan["layers"]}["relu"] == "fp16"
