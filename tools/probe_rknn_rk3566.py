@@ -13,6 +13,9 @@ Case grammar (all graphs: input [1,3,H,W] -> Conv -> pattern -> Conv):
     unfoldattn:A:B:H:D  MobileViT-style attention: 2x2 patch pixels of a [1, C, 2A, 2B] map in the batch axis
     tokmix:N:C       MLP-Mixer token mixing: tokens from a MatMul transposed, a MatMul over N, transposed back
     tokmean:N:C      a token MatMul on [1, N, C] averaged over the token axis (ReduceMean axes [1])
+    mu:A:B:D:SWAP    Hiera mask units: qkv Reshape [1, A, B, 3, 2, D] + rank-6 Transpose with the token pieces swapped
+    reducew:C:H:W    a ReduceSum over W of a conv map, keepdims (RKNN-REDUCE-RELAYOUT)
+    headjoin:HEADS:D:N:DMAJOR  P.V joined back into tokens heads-major (0) or d-major (1) (RKNN-CHANNEL-SCATTER)
 Each case converts in a fresh process, FP16 and INT8, and prints the layers of the pattern (op, target,
 shapes, name); the Conv stem and tail are left out.
 """
@@ -247,7 +250,76 @@ def unfoldattn(a, b, heads, d):
     return wrap("unfoldattn", nodes, inits, ch, 2 * a, 2 * b, ch)
 
 
-BUILDERS = {"vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
+def reducew(ch, h, w_):
+    """A ReduceSum over W of a conv map [1, C, H, W] (keepdims), its producer an element-wise Mul (MobileViTv2's
+    context scores): the toolkit transposes W into the channel for a 1x1 conv and the one-wide result back."""
+    nodes = [
+        N("Mul", ["x", "x"], ["m"], "producer"),
+        N("ReduceSum", ["m", "axes"], ["r"], "reduce", keepdims=1),
+        N("Expand", ["r", "shape"], ["e"], "expand"),
+        N("Mul", ["e", "x"], ["y"], "gate"),
+    ]
+    inits = [c("axes", np.array([3], np.int64)), c("shape", np.array([1, ch, h, w_], np.int64))]
+    return wrap("reducew", nodes, inits, ch, h, w_, ch)
+
+
+def headjoin(heads, d, n, dmajor):
+    """P.V [1, heads, N, d] joined back into tokens [1, N, heads*d]: heads-major ((0,2,1,3), d innermost) or
+    d-major ((0,2,3,1), NeST's join: heads innermost), then a token MatMul."""
+    h, w_ = hw_for(n)
+    ch = heads * d
+    nodes = [
+        N("Reshape", ["x", "s_heads"], ["xh"], "to_heads"),
+        N("Transpose", ["xh"], ["v"], "v_tokens", perm=[0, 1, 3, 2]),
+        N("MatMul", ["v", "xh"], ["a"], "scores"),
+        N("Softmax", ["a"], ["p"], "softmax", axis=-1),
+        N("MatMul", ["p", "v"], ["o"], "pv"),
+        N("Transpose", ["o"], ["ot"], "join_transpose", perm=[0, 2, 3, 1] if dmajor else [0, 2, 1, 3]),
+        N("Reshape", ["ot", "s_tok"], ["tok"], "join_reshape"),
+        N("MatMul", ["tok", "wp"], ["pr"], "proj"),
+        N("Transpose", ["pr"], ["pt"], "back_transpose", perm=[0, 2, 1]),
+        N("Reshape", ["pt", "s_map"], ["y"], "back_reshape"),
+    ]
+    inits = [c("s_heads", np.array([1, heads, d, n], np.int64)), c("s_tok", np.array([1, n, ch], np.int64)),
+             c("s_map", np.array([1, ch, h, w_], np.int64)), w("wp", (ch, ch))]
+    return wrap("headjoin", nodes, inits, ch, h, w_, ch)
+
+
+def mu(a, b, d, swap):
+    """Hiera-style mask units: tokens [1, a*b, C] from a token MatMul -> qkv Reshape [1, a, b, 3, 2, d] ->
+    Transpose moving q/k/v and the heads to the front, with the token pieces a, b swapped (1) or kept (0) ->
+    q/k/v attention -> back to the map."""
+    n, ch = a * b, 2 * d
+    h, w_ = hw_for(n)
+    perm = [3, 0, 4, 2, 1, 5] if swap else [3, 0, 4, 1, 2, 5]
+    inner = [b, a] if swap else [a, b]
+    nodes = [
+        N("Reshape", ["x", "s3"], ["r"], "to_tokens_reshape"),
+        N("Transpose", ["r"], ["t"], "to_tokens_transpose", perm=[0, 2, 1]),
+        N("MatMul", ["t", "wqkv"], ["qkv"], "qkv_matmul"),
+        N("Reshape", ["qkv", "s6"], ["q6"], "qkv_reshape"),
+        N("Transpose", ["q6"], ["qt"], "qkv_transpose", perm=perm),
+        N("Reshape", ["qt", "s_flat"], ["qf"], "merge_units"),
+        N("Split", ["qf", "ones"], ["q1", "k1", "v1"], "qkv_split", axis=0),
+        N("Squeeze", ["q1", "ax0"], ["q"], "q_squeeze"),
+        N("Squeeze", ["k1", "ax0"], ["k"], "k_squeeze"),
+        N("Squeeze", ["v1", "ax0"], ["v"], "v_squeeze"),
+        N("Transpose", ["k"], ["kt"], "k_transpose", perm=[0, 1, 3, 2]),
+        N("MatMul", ["q", "kt"], ["s"], "qk"),
+        N("Softmax", ["s"], ["p"], "softmax", axis=-1),
+        N("MatMul", ["p", "v"], ["o"], "pv"),
+        N("Transpose", ["o"], ["ot"], "o_transpose", perm=[0, 3, 1, 2]),
+        N("Reshape", ["ot", "s4"], ["y"], "o_map"),
+    ]
+    inits = [w("wqkv", (ch, 3 * ch)), c("s3", np.array([1, ch, n], np.int64)),
+             c("s6", np.array([1, a, b, 3, 2, d], np.int64)), c("s_flat", np.array([3, 1, 2, n, d], np.int64)),
+             c("ones", np.array([1, 1, 1], np.int64)), c("ax0", np.array([0], np.int64)),
+             c("s4", np.array([1, ch, h, w_], np.int64))]
+    del inner
+    return wrap("mu", nodes, inits, ch, h, w_, ch)
+
+
+BUILDERS = {"mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
 
 
 def build(label):

@@ -39,6 +39,8 @@ SYSTEMS = (
 )
 PARTIAL = ("value covers only", "value is the added latency", "value is for this single node",
            "value is for this single")
+# a harness that times box decoding + NMS beside the graph (MLPerf detection: optimizer/latency/_postprocess.py)
+NMS_TIMED = "also runs box decoding/NMS"
 PRECISIONS = {"int8": "int8", "fp16": "fp16", "fp32": "fp32", "int8 2:4-sparse": "int8"}
 
 
@@ -154,8 +156,9 @@ def _parse(n: int, raw: dict[str, str], models: Path) -> Measurement:
         return fail(f"metric '{raw['metric']}' in '{raw['unit']}' is not a latency or a throughput")
     metric, figure = observed
     io = "I/O handling" in notes + match_notes or "IO handling" in notes + match_notes
+    nms = NMS_TIMED in match_notes and situation.accelerator in ("gpu", "dla")
     situation = Situation(**{**situation.__dict__, "metric": metric,
-                             "io_included": io if situation.accelerator == "npu" else True})
+                             "io_included": io if situation.accelerator == "npu" else True, "nms": nms})
     return Measurement(row=n, source=raw["source"], device=device, model=raw["model"], onnx=str(models / onnx_name),
                        family=model_family(onnx_name), origin=origin_of(raw["source"]), metric=metric,
                        observed=figure, target=target, situation=situation, reason="")

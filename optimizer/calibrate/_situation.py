@@ -28,6 +28,7 @@ from optimizer.latency import (
 )
 from optimizer.latency._contention import slowdown
 from optimizer.latency._model import Work, dram_bytes, inference_work, work_seconds
+from optimizer.latency._postprocess import nms_seconds
 from optimizer.plan._baselines import gpu_only, trt_default
 
 ACCELERATORS = ("gpu", "dla", "npu", "cpu", "auto")
@@ -46,6 +47,7 @@ class Situation:
     gpu_batch: int = 0  # > 0: a GPU engine at this batch runs beside the DLA engines (MLPerf Offline)
     io_included: bool = True  # False: model I/O layout conversion is outside the timed region (rknn eval)
     tf32: bool = True  # False: TensorRT built with --noTF32 (FP32 layers on CUDA cores, not tensor cores)
+    nms: bool = False  # the timed region also runs box decoding + NMS on the GPU (MLPerf detection harnesses)
 
     def command(self, model: str, target: str) -> str:
         """The `edgeplan predict` command line that reproduces this situation's figure."""
@@ -59,6 +61,8 @@ class Situation:
             parts.append("--no-io")
         if not self.tf32:
             parts.append("--noTF32")
+        if self.nms:
+            parts.append("--nms")
         return " ".join(parts)
 
     def describe(self) -> str:
@@ -69,6 +73,8 @@ class Situation:
             text += f" + GPU engine at batch {self.gpu_batch}"
         if not self.tf32 and self.precision == "fp32":
             text += ", no TF32"
+        if self.nms:
+            text += ", GPU NMS"
         return text + (", sparse weights" if self.sparse else "")
 
 
@@ -204,6 +210,8 @@ def _check(situation: Situation, target: Target, where: str) -> None:
                             f"{target.id}", file=where)
     if situation.gpu_batch and acc != "dla":
         raise BadInputError("a concurrent GPU engine (gpu_batch) goes with --accelerator dla", file=where)
+    if situation.nms and "gpu" not in target.precisions:
+        raise BadInputError(f"--nms runs NMS on the GPU; {target.id} has none", file=where)
 
 
 def _npu(model: LatencyModel, situation: Situation) -> tuple[Placement, ...]:
@@ -238,7 +246,16 @@ def _placements(model: LatencyModel, situation: Situation, catalog: Catalog,
     return _npu(model, situation)
 
 
-def _stage(model: LatencyModel, placements: tuple[Placement, ...]) -> Stage:
+def _nms_s(model: LatencyModel) -> float:
+    """GPU seconds of decoding + NMS over every model output, per inference of the whole batch
+    (optimizer/latency/_postprocess.py)."""
+    graph = model.graph
+    elements = sum(graph.tensors[t].num_elements or 0 for t in graph.outputs if t in graph.tensors) * model.batch
+    gpu = model.constants("gpu")
+    return nms_seconds(elements, model.bandwidth, gpu.bandwidth_efficiency, gpu.layer_overhead_us)
+
+
+def _stage(model: LatencyModel, placements: tuple[Placement, ...], nms: bool = False) -> Stage:
     """The evaluator's breakdown, split into what constants change (each group's Work) and what they do not
     (transfers, precision changes, launches: whatever each engine is busy with beyond its groups)."""
     breakdown = evaluate(model, placements)
@@ -253,7 +270,11 @@ def _stage(model: LatencyModel, placements: tuple[Placement, ...]) -> Stage:
             fixed_busy[kind] = fixed_busy.get(kind, 0.0) + extra / 1e9
     works = tuple((p.option.device, model.work(g, p.option)) for g, p in zip(model.groups.groups, placements))
     works += ((model.host_device, inference_work()),)  # fitted with the host device's constants
-    fixed_ns = breakdown.total_ns - sum(breakdown.group_ns) - breakdown.inference_ns
+    fixed_ns: float = breakdown.total_ns - sum(breakdown.group_ns) - breakdown.inference_ns
+    if nms:  # host-visible GPU work of every inference, wherever the network ran
+        post = _nms_s(model)
+        fixed_ns += post * 1e9
+        fixed_busy["gpu"] = fixed_busy.get("gpu", 0.0) + post
     return Stage(works=works, fixed_s=fixed_ns / 1e9,
                  fixed_busy_s=MappingProxyType(fixed_busy), key=model.target.calibration,
                  bandwidth=model.bandwidth, sram_bytes=model.sram_bytes)
@@ -307,6 +328,7 @@ def prepare(model_path: str | Path, target_id: str, situation: Situation, catalo
     gpu_stage = None
     if situation.gpu_batch:
         gpu_model = latency_model(situation.gpu_batch)
-        gpu_stage = _stage(gpu_model, gpu_only(gpu_model, frozenset({situation.precision})))
-    return Scenario(situation=situation, target=target_id, stage=_stage(model, placements), gpu_stage=gpu_stage,
+        gpu_stage = _stage(gpu_model, gpu_only(gpu_model, frozenset({situation.precision})), situation.nms)
+    return Scenario(situation=situation, target=target_id, stage=_stage(model, placements, situation.nms),
+                    gpu_stage=gpu_stage,
                     accelerator_share=_accelerator_share(model, placements))

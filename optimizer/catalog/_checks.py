@@ -556,11 +556,19 @@ def _behind_transpose(graph: Graph, tensor: str, depth: int = 4) -> bool:
     return False
 
 
-def _softmax_side(graph: Graph, tensor: str) -> bool:
-    """The tensor is attention's probability matrix: a Softmax output, possibly transposed (V @ P^T)."""
+def _softmax_side(graph: Graph, tensor: str, depth: int = 4) -> bool:
+    """The tensor is attention's probability matrix: a Softmax output, possibly transposed (V @ P^T) or mixed and
+    renormalised by element-wise ops (ConViT's gated sum of two softmaxes divided by its row sum) or mixed across
+    heads by a convolution (EfficientFormerV2's talking heads)."""
     node = graph.producer(tensor)
     if node is not None and node.op_type == "Transpose":
         node = graph.producer(node.inputs[0])
+    for _ in range(depth):
+        if node is None or node.op_type == "Softmax":
+            break
+        if node.op_type not in ("Mul", "Add", "Div", "Sub", "Conv"):
+            return False
+        node = graph.producer(_activation_input(graph, node))
     return node is not None and node.op_type == "Softmax"
 
 
@@ -841,7 +849,30 @@ def _windowed_head_reshape(graph: Graph, node: Node | None) -> bool:
     if tuple(dst[:2]) != tuple(src[:2]) or math.prod(int(d) for d in dst[2:]) != int(src[2]):
         return False
     users = graph.consumers(node.outputs[0])
-    return len(users) == 1 and users[0].op_type == "Transpose" and list(users[0].attrs.get("perm") or ())[:1] != [0]
+    return len(users) == 1 and users[0].op_type == "Transpose" and _windows_in_tokens(graph, node.inputs[0])
+
+
+def _windows_in_tokens(graph: Graph, tensor: str, depth: int = 16) -> bool:
+    """The windows in the batch axis of `tensor` [B, N, C] were cut out without moving data (a Reshape of the
+    token axis or of a map made channels-last by (0, 2, 3, 1), or a 2-D window partition, exWindow), so the
+    toolkit still holds them inside the token axis, (1, C, B, N). Windows brought into the batch by a 4-D
+    Transpose that moves data (MobileViT's unfold, a CPU relayout) are a plain batch instead, and its head split
+    folds."""
+    for _ in range(depth):
+        node = graph.producer(tensor)
+        if node is None:
+            return False
+        if node.op_type == "Reshape":
+            src = graph.shape(node.inputs[0])
+            if _static(src) and src and src[0] == 1:
+                before = graph.producer(node.inputs[0])
+                return not (before is not None and _moving_transpose(graph, before)
+                            and tuple(before.attrs.get("perm") or ()) != _TO_NHWC)
+        elif node.op_type not in _LAYOUT_NEUTRAL and node.op_type not in ("LayerNormalization", "Transpose") \
+                and not _const_matmul(graph, node):
+            return False
+        tensor = _activation_input(graph, node)
+    return False
 
 
 def _from_windowed_heads(graph: Graph, tensor: str, depth: int = 5) -> bool:
@@ -897,29 +928,72 @@ def window_heads(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
-def _channels_last_input(graph: Graph, tensor: str, depth: int = 6) -> bool:
-    """The 4-D tensor was made channels-last by a (0, 2, 3, 1) Transpose (possibly through element-wise ops)."""
-    for _ in range(depth):
-        node = graph.producer(tensor)
-        if node is None:
-            return False
+_MAP_OPS = frozenset({"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
+                      "BatchNormalization", "DepthToSpace", "SpaceToDepth"})
+_AXIS_KEEPING = frozenset({"Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Erf", "Gelu", "HardSwish",
+                           "HardSigmoid", "Clip", "LeakyRelu", "Pow", "Sqrt", "Identity", "Dropout", "Softplus",
+                           "Softmax", "Slice", "Elu", "Selu", "Mish", "Sin", "Cos", "Exp", "Log", "Neg",
+                           "Abs", "Reciprocal", "Cast", "Split", "Concat", "Expand", "Tile", "Pad", "Resize",
+                           "Upsample"})
+
+
+def _carried_axis(src: Sequence[int], axis: int, dst: Sequence[int]) -> int | None:
+    """The axis of a reshaped tensor that holds the channel `axis` of `src`: the same size with the same number
+    of elements after it, or its innermost piece when the reshape splits it (C -> heads x d: d keeps the
+    channel's innermost elements, so the NC1HWC2 blocks stay whole only along d)."""
+    inner = math.prod(src[axis + 1:])
+    for j in range(len(dst)):
+        if math.prod(dst[j + 1:]) != inner:
+            continue
+        if dst[j] == src[axis] or (dst[j] > 1 and src[axis] % dst[j] == 0) or dst[j] % src[axis] == 0:
+            return j
+    return None
+
+
+def channel_axis(graph: Graph, tensor: str, depth: int = 24) -> int | None:
+    """The axis of `tensor` that the rk3566 toolkit holds as the channel of its 4-D form (the innermost C2 block
+    of NC1HWC2), traced from the op that fixes it: axis 1 of a feature map (Conv, pooling, a 4-D graph input),
+    the last axis of a token tensor (a MatMul/Gemm, a last-axis LayerNorm), carried through
+    element-wise ops, transposes (the axis moves with the permutation) and reshapes (`_carried_axis`). None when
+    the trace meets an op that fixes no axis or a reshape that scatters the channel."""
+    shape = graph.shape(tensor)
+    if depth <= 0 or not _static(shape) or not shape:
+        return None
+    node = graph.producer(tensor)
+    rank = len(shape)
+    if node is None:
+        return 1 if tensor in graph.inputs and rank == 4 else None
+    if node.op_type in _MAP_OPS:
+        return 1 if rank >= 3 else None
+    if node.op_type in ("MatMul", "Gemm"):
+        return rank - 1
+    if node.op_type in ("LayerNormalization", "RMSNormalization"):
+        return int(node.attrs.get("axis", -1)) % rank
+    if node.op_type in ("Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze") or node.op_type in _AXIS_KEEPING:
+        source = _activation_input(graph, node)
+        before = graph.shape(source)
+        axis = channel_axis(graph, source, depth - 1) if source else None
+        if axis is None or not _static(before):
+            return None
         if node.op_type == "Transpose":
-            return tuple(node.attrs.get("perm") or ()) == _TO_NHWC
-        if node.op_type not in _LAYOUT_NEUTRAL:
-            return False
-        tensor = _activation_input(graph, node)
-    return False
+            perm = tuple(node.attrs.get("perm") or reversed(range(len(before))))
+            return perm.index(axis) if axis in perm else None
+        if node.op_type in _AXIS_KEEPING:
+            return axis + rank - len(before) if rank >= len(before) else None
+        return _carried_axis(before, axis, shape)
+    return None
 
 
 def _norm_needing_transpose(graph: Graph, node: Node) -> bool:
-    """A norm exNorm can only take after a transpose on rk3566: a LayerNorm over the last axis alone of an NCHW
-    map (W, not a channels-last tensor), or a lone InstanceNormalization of a 4-D map (not GroupNorm's form)."""
+    """A norm exNorm can only take after a transpose on rk3566: a LayerNorm over the last axis alone of a 4-D
+    tensor whose channel (check channel_axis) is another axis (the W of an NCHW map; not a channels-last or
+    windowed token tensor), or a lone InstanceNormalization of a 4-D map (not GroupNorm's form)."""
     shape = graph.shape(node.inputs[0]) if node.inputs else None
     if not _static(shape) or len(shape) != 4:
         return False
     if node.op_type == "LayerNormalization":
         axis = node.attrs.get("axis", -1)
-        return axis % 4 == 3 and int(shape[3]) > 1 and not _channels_last_input(graph, node.inputs[0])
+        return axis % 4 == 3 and int(shape[3]) > 1 and channel_axis(graph, node.inputs[0]) not in (None, 3)
     if node.op_type == "InstanceNormalization":
         producer = graph.producer(node.inputs[0])
         return producer is None or _group_norm_groups(graph, producer) is None
@@ -942,6 +1016,111 @@ def norm_relayout(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
+def channel_scatter(rule: Rule, view: LayerView) -> str | None:
+    """A Reshape that does not carry its input's channel whole into one axis of its output (the channel merges
+    with an axis inside it, or is cut so that its innermost elements no longer sit together) interleaves other
+    data between the C2 blocks of NC1HWC2: a real gather, which rk3566 runs on the CPU. GroupNorm's reshapes are
+    exNorm's own layout, and a Flatten into a vector is pixels_into_channel's."""
+    graph, node = view.graph, view.node
+    if node.op_type != "Reshape" or _group_norm_groups(graph, node) is not None or _in_group_norm(graph, node):
+        return None
+    src, dst = view.in_shape(), view.out_shape()
+    if not _static(src) or not _static(dst) or not src or not dst or len(_unit_stripped(dst)) <= 1:
+        return None
+    axis = channel_axis(graph, _activation_input(graph, node))
+    if axis is None or src[axis] == 1 or _carried_axis(src, axis, dst) is not None:
+        return None
+    return (f"Reshape {list(src)} -> {list(dst)} scatters the channel (axis {axis}, {src[axis]}) of the NPU's "
+            "NC1HWC2 form: the gather runs on the CPU")
+
+
+def _reduce_axis(graph: Graph, node: Node) -> int | None:
+    """The one axis a ReduceSum/ReduceMean of a rank >= 4 tensor reduces (None for several, or another op)."""
+    if node.op_type not in ("ReduceSum", "ReduceMean") or not node.inputs:
+        return None
+    src = graph.shape(node.inputs[0])
+    axes = node.attrs.get("axes")
+    if axes is None and len(node.inputs) > 1:
+        value = graph.constants.get(node.inputs[1])
+        axes = None if value is None else [int(a) for a in value.reshape(-1)]
+    if not _static(src) or len(src) < 4 or axes is None or len(axes) != 1:
+        return None
+    return int(axes[0]) % len(src)
+
+
+def _reduce_moves(graph: Graph, node: Node, align: int) -> tuple[bool, str] | None:
+    """(the transpose of the input is CPU too, why) when rk3566 has to bring the reduced axis into the channel:
+    a single-axis reduce over anything but the channel of the toolkit's form."""
+    axis = _reduce_axis(graph, node)
+    src = graph.shape(node.inputs[0]) if node.inputs else None
+    if axis is None or not _static(src):
+        return None
+    channel = channel_axis(graph, node.inputs[0])
+    if channel is None or channel == axis or src[axis] == 1:
+        return None
+    if axis > channel and channel != len(src) - 1:
+        aligned = src[channel] % align == 0 and src[axis] % align == 0
+        return (not aligned, f"reduces axis {axis} ({src[axis]}) of a map whose channel is axis {channel} "
+                             f"({src[channel]}): a transpose into the channel and back")
+    return (True, f"reduces axis {axis} ({src[axis]}), held in the batch of the NPU form (channel axis {channel}): "
+                  "reshapes into a row and back")
+
+
+def reduce_relayout(rule: Rule, view: LayerView) -> str | None:
+    """rk3566 reduces only over the channel (a 1x1 convolution): a ReduceSum/ReduceMean over one other axis of a
+    rank >= 4 tensor gets a relayout in, named after the producer of its input (a transpose of W into the channel,
+    CPU unless both dims are whole 8-byte groups; a reshape out of the batch axis, always CPU), and a relayout of
+    its one-wide result back, named after the reduce, that is always CPU."""
+    graph, node = view.graph, view.node
+    align = int(rule.params.get("align", {}).get(view.precision, 1))
+    found = _reduce_moves(graph, node, align)
+    if found is not None:
+        return f"{node.op_type} {found[1]}; the relayout of its result back runs on the CPU"
+    for output in node.outputs:
+        for user in graph.consumers(output):
+            found = _reduce_moves(graph, user, align)
+            if found is not None and found[0]:
+                return (f"{node.op_type} feeds a {user.op_type} that {found[1]}; the relayout of this output runs "
+                        "on the CPU")
+    return None
+
+
+_SCORE_STEPS = frozenset({"Mul", "Add", "Div", "Sub", "Softmax"})
+
+
+def _reaches(graph: Graph, tensor: str, want: Callable[[Node], bool], depth: int = 4) -> Node | None:
+    """The first consumer satisfying `want` that `tensor` reaches through element-wise ops or a Softmax."""
+    for _ in range(depth):
+        users = graph.consumers(tensor)
+        if len(users) != 1:
+            return None
+        if want(users[0]):
+            return users[0]
+        if users[0].op_type not in _SCORE_STEPS:
+            return None
+        tensor = users[0].outputs[0]
+    return None
+
+
+def exmatmul_conv(rule: Rule, view: LayerView) -> str | None:
+    """exMatMul holds its result and operands as (b, rows, 1, cols), the leading dims (heads) in the batch axis;
+    a convolution over those heads (talking heads on the attention scores) needs them as its channel, so the
+    toolkit relays the scores out of exMatMul's form (a layer named after the MatMul) and back into it (named
+    after the Conv), both on the CPU on rk3566."""
+    graph, node = view.graph, view.node
+    if _is_activation_matmul(graph, node) and node.outputs:
+        conv = _reaches(graph, node.outputs[0], lambda n: n.op_type == "Conv")
+        if conv is not None:
+            return f"MatMul of two activations feeds the convolution {conv.name} over its heads: its result is " \
+                   "relaid out of exMatMul's form on the CPU"
+    if node.op_type == "Conv" and node.outputs:
+        matmul = _reaches(graph, node.outputs[0], lambda n: _is_activation_matmul(graph, n))
+        if matmul is not None:
+            return f"Conv feeds the MatMul of two activations {matmul.name}: its output is relaid into exMatMul's " \
+                   "form on the CPU"
+    return None
+
+
 def sdpa_channels(graph: Graph, node: Node) -> tuple[int, int] | None:
     """(query channel, value channel) when `node` is the P.V MatMul of an attention, softmax(Q.K^T [* s]).V,
     the pattern the toolkit fuses into exSDPAttention; the channel is the last (per-head) dim of Q and V."""
@@ -959,6 +1138,195 @@ def sdpa_channels(graph: Graph, node: Node) -> tuple[int, int] | None:
     if not _static(query) or not _static(value) or not query or not value:
         return None
     return int(query[-1]), int(value[-1])
+
+
+def _bytes_per_element(precision: str) -> int:
+    return 1 if precision == "int8" else 2
+
+
+def _reduce_axes(graph: Graph, node: Node) -> list[int] | None:
+    """A Reduce* node's axes, from the attribute (opset < 18, ReduceSum < 13) or the constant second input."""
+    axes = node.attrs.get("axes")
+    if axes is None and len(node.inputs) > 1 and node.inputs[1]:
+        value = graph.constants.get(node.inputs[1])
+        axes = None if value is None else [int(a) for a in value.reshape(-1)]
+    return None if axes is None else [int(a) for a in axes]
+
+
+def _radix_reduce(graph: Graph, node: Node | None) -> tuple[int, int, int, int] | None:
+    """(R, C, H, W) when `node` sums a rank-5 [1, R, C, H, W] tensor over R > 1 (split attention's radix sum,
+    ResNeSt/SKNet): the toolkit holds the input as a flat row per radix, (1, R, 1, C*H*W), sums the rows with a
+    1x1 convolution and unflattens the result to the map (1, C, H, W)."""
+    if node is None or node.op_type != "ReduceSum" or not node.inputs:
+        return None
+    src = graph.shape(node.inputs[0])
+    if not _static(src) or len(src) != 5 or src[0] != 1 or src[1] < 2:
+        return None
+    axes = _reduce_axes(graph, node)
+    if axes is None or [a % 5 for a in axes] != [1]:
+        return None
+    return int(src[1]), int(src[2]), int(src[3]), int(src[4])
+
+
+def _flat_vector(shape: tuple[int, ...]) -> bool:
+    return len(_unit_stripped(shape)) <= 1
+
+
+def _folds_into_fc(graph: Graph, node: Node, src: tuple[int, ...], precision: str, params: Mapping[str, Any]) -> bool:
+    """A small map flattened into a constant-weight Gemm/MatMul is folded into one convolution whose kernel is
+    the whole map: no Reshape layer is left."""
+    users = graph.consumers(node.outputs[0]) if node.outputs else ()
+    if len(users) != 1 or users[0].op_type not in ("Gemm", "MatMul") or len(users[0].inputs) < 2:
+        return False
+    if not graph.is_constant(users[0].inputs[1]):
+        return False
+    fold = params.get("fold", {})
+    kernel_ok = max(src[2], src[3]) <= int(fold.get("kernel", 0))
+    return kernel_ok and math.prod(src[1:]) * _bytes_per_element(precision) < int(fold.get("bytes", 0))
+
+
+def pixel_rows(rule: Rule, view: LayerView) -> str | None:
+    """A relayout between a map (1, C, H, W) with H*W > 1 and a flat row (a Flatten into a classifier, a vector
+    unflattened into a map, the row sum of split attention unflattened back) is a Reshape layer that is only
+    an NPU layer when every channel's H*W pixels fill whole 16-byte groups."""
+    graph, node = view.graph, view.node
+    align = int(rule.params["align"][view.precision])
+    radix = _radix_reduce(graph, node)
+    if radix is not None:
+        _, channels, height, width = radix
+        if (height * width) % align:
+            return (f"ReduceSum over the radix axis of {list(graph.shape(node.inputs[0]) or ())}: its row sum is "
+                    f"unflattened into (1, {channels}, {height}, {width}) and {height}x{width} = {height * width} "
+                    f"pixels per channel are not a multiple of {align}")
+        return None
+    if node.op_type not in ("Reshape", "Flatten") or not node.inputs or not node.outputs:
+        return None
+    src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
+    if not _static(src) or not _static(dst) or math.prod(src) != math.prod(dst) or _in_group_norm(graph, node):
+        return None
+    if len(src) == 4 and src[2] * src[3] > 1 and _flat_vector(dst):
+        pixels, what = src[2] * src[3], f"folds {src[2]}x{src[3]} pixels into the channel axis"
+        if _folds_into_fc(graph, node, src, view.precision, rule.params):
+            return None
+    elif len(dst) == 4 and dst[2] * dst[3] > 1 and _flat_vector(src):
+        pixels, what = dst[2] * dst[3], f"unfolds a vector into {dst[2]}x{dst[3]} pixels per channel"
+    else:
+        return None
+    if pixels % align:
+        return (f"{node.op_type} {list(src)} -> {list(dst)} {what}: {pixels} pixels per channel are not a multiple "
+                f"of {align}")
+    return None
+
+
+def radix_row(rule: Rule, view: LayerView) -> str | None:
+    """The tensor split attention sums over its radix axis is relaid out as flat rows (1, R, 1, C*H*W) by a
+    Reshape named after the node making it: on the CPU when a row exceeds the SoC's byte limit or, where the
+    SoC needs it, when H*W is not a whole number of 16-byte groups."""
+    graph, node = view.graph, view.node
+    soc = view.target.rules_id
+    for tensor in node.outputs:
+        for user in graph.consumers(tensor) if tensor else ():
+            radix = _radix_reduce(graph, user)
+            if radix is None or user.inputs[0] != tensor:
+                continue
+            rows, channels, height, width = radix
+            row = channels * height * width
+            row_bytes = row * _bytes_per_element(view.precision)
+            align = rule.params.get("align", {}).get(soc, {}).get(view.precision)
+            max_bytes = rule.params.get("max_row_bytes", {}).get(soc)
+            why = None
+            if align and (height * width) % int(align):
+                why = f"{height}x{width} = {height * width} pixels per channel are not a multiple of {align}"
+            elif max_bytes is not None and row_bytes > int(max_bytes):
+                why = f"a row of {row_bytes} bytes exceeds {max_bytes}"
+            if why:
+                return (f"feeds the radix sum '{user.name}': the toolkit relays out its {rows} radix maps "
+                        f"(1, {channels}, {height}, {width}) as rows (1, {rows}, 1, {row}) and {why}")
+    return None
+
+
+
+def _window_partition(graph: Graph, tensor: str) -> bool:
+    """The map `tensor` [1, C, H, W] is cut into windows as NesT blockifies: a Transpose (0, 2, 3, 1) straight
+    into a rank-6 Reshape [1, H/b, b, W/b, b, C] with more than one window."""
+    shape = graph.shape(tensor)
+    if not _static(shape) or len(shape) != 4 or shape[0] != 1:
+        return False
+    for user in graph.consumers(tensor):
+        if user.op_type != "Transpose" or tuple(user.attrs.get("perm") or ()) != (0, 2, 3, 1):
+            continue
+        for reshape in graph.consumers(user.outputs[0]):
+            target = graph.shape(reshape.outputs[0]) if reshape.op_type == "Reshape" else None
+            if (_static(target) and len(target) == 6 and target[0] == 1 and target[5] == shape[1]
+                    and target[1] * target[2] == shape[2] and target[3] * target[4] == shape[3]
+                    and target[1] * target[3] > 1):
+                return True
+    return False
+
+
+def channel_batch_relayout(rule: Rule, view: LayerView) -> str | None:
+    """Moving a map's channel into the batch axis, (1, C, H, W) -> (C, 1, H, W) (a Transpose (1, 0, 2, 3), or the
+    one the toolkit puts before exWindow when a map is cut into windows, named after the map's producer), is a
+    Transpose layer that runs on the NPU only up to a size."""
+    graph, node = view.graph, view.node
+    limit = int(rule.params["max_bytes"])
+    bpe = _bytes_per_element(view.precision)
+    if node.op_type == "Transpose" and tuple(node.attrs.get("perm") or ()) == (1, 0, 2, 3) and node.inputs:
+        shape = graph.shape(node.inputs[0])
+        if _static(shape) and len(shape) == 4 and shape[0] == 1 and shape[1] > 1 and math.prod(shape) * bpe > limit:
+            return (f"Transpose {list(shape)} moves {shape[1]} channels into the batch axis: "
+                    f"{math.prod(shape) * bpe} bytes exceed {limit}")
+        return None
+    for tensor in node.outputs:
+        shape = graph.shape(tensor) if tensor else None
+        if _static(shape) and _window_partition(graph, tensor) and math.prod(shape) * bpe > limit:
+            return (f"its map {list(shape)} is cut into windows: the toolkit first moves the {shape[1]} channels into "
+                    f"the batch axis for exWindow, and {math.prod(shape) * bpe} bytes exceed {limit}")
+    return None
+
+
+def _from_matmul(graph: Graph, tensor: str, depth: int = 6) -> bool:
+    """The tensor is made, through element-wise ops and softmaxes, from a MatMul/Gemm/Einsum: attention scores,
+    which the toolkit holds with the heads in the batch axis, not as an NCHW map."""
+    frontier, seen = [tensor], set()
+    for _ in range(depth):
+        nxt = []
+        for name in frontier:
+            producer = graph.producer(name)
+            if producer is None or producer.name in seen:
+                continue
+            seen.add(producer.name)
+            if producer.op_type in ("MatMul", "Gemm", "Einsum"):
+                return True
+            if producer.op_type in _LAYOUT_NEUTRAL or producer.op_type in ("Softmax", "Neg", "Exp"):
+                nxt += [i for i in producer.inputs if i and not graph.is_constant(i)]
+        frontier = nxt
+    return False
+
+
+def width_sum_transpose(rule: Rule, view: LayerView) -> str | None:
+    """A ReduceSum over the last axis (W) of a map [1, C, H, W] is lowered to a Transpose of W into the channel,
+    (1, W, H, C), and a 1x1 convolution; in the listed precisions that Transpose, named after the node making
+    the summed map, runs on the CPU once the map has more than `max_pixels` pixels, unless H is 1 or a
+    multiple of `h_group`."""
+    if view.precision not in rule.params["precisions"]:
+        return None
+    graph, node = view.graph, view.node
+    limit, group = int(rule.params["max_pixels"]), int(rule.params["h_group"])
+    for tensor in node.outputs:
+        shape = graph.shape(tensor) if tensor else None
+        if not _static(shape) or len(shape) != 4 or shape[0] != 1:
+            continue
+        for user in graph.consumers(tensor):
+            axes = _reduce_axes(graph, user) if user.op_type == "ReduceSum" else None
+            if axes is None or [a % 4 for a in axes] != [3] or user.inputs[0] != tensor:
+                continue
+            height, width = int(shape[2]), int(shape[3])
+            if height > 1 and height * width > limit and height % group and not _from_matmul(graph, tensor):
+                return (f"feeds the sum over W of '{user.name}': the toolkit transposes {list(shape)} W into the "
+                        f"channel and {height}x{width} = {height * width} pixels exceed {limit} with H not a "
+                        f"multiple of {group}")
+    return None
 
 
 CHECKS: Mapping[str, Check] = {
@@ -984,6 +1352,13 @@ CHECKS: Mapping[str, Check] = {
     "map_output_relayout": map_output_relayout,
     "window_heads": window_heads,
     "norm_relayout": norm_relayout,
+    "pixel_rows": pixel_rows,
+    "radix_row": radix_row,
+    "channel_batch_relayout": channel_batch_relayout,
+    "width_sum_transpose": width_sum_transpose,
+    "channel_scatter": channel_scatter,
+    "reduce_relayout": reduce_relayout,
+    "exmatmul_conv": exmatmul_conv,
 }
 
 
@@ -1101,7 +1476,24 @@ def _in_group_norm(graph: Graph, node: Node) -> bool:
     return bool(users) and all(_group_norm_core(graph, u) for u in users)
 
 
+def _l2_reduce_in_norm(graph: Graph, node: Node) -> bool:
+    """The ReduceL2 of an L2 normalisation: its result reaches, through the eps guards only, a Div that divides
+    the ReduceL2's own input by it (the pattern _in_l2norm recognises from the Div's side)."""
+    if node.op_type != "ReduceL2" or not node.outputs:
+        return False
+    frontier = [node.outputs[0]]
+    for _ in range(5):
+        users = [u for t in frontier for u in graph.consumers(t)]
+        if any(u.op_type == "Div" and _in_l2norm(graph, u) for u in users):
+            return True
+        frontier = [o for u in users if u.op_type in _EPS_GUARDS for o in u.outputs]
+        if not frontier:
+            return False
+    return False
+
+
 PATTERNS: Mapping[str, Callable[[Graph, Node], bool]] = {"norm": _in_norm, "l2norm": _in_l2norm,
+                                                         "l2norm_reduce": _l2_reduce_in_norm,
                                                          "group_norm": _in_group_norm}
 
 
@@ -1127,19 +1519,19 @@ def _same_type_cast(view: LayerView, params: Mapping[str, Any]) -> str | None:
 
 
 def _linear_resize(view: LayerView, params: Mapping[str, Any]) -> str | None:
-    """A linear Resize runs on the NPU only at whole-number scales without align_corners."""
+    """A linear Resize runs on the NPU only at whole-number scales, up or down per axis, without align_corners."""
     mode = view.attr("mode")
     mode = mode.decode() if isinstance(mode, bytes) else mode
     if mode != "linear":
         return None
     ctm = view.attr("coordinate_transformation_mode")
     ctm = ctm.decode() if isinstance(ctm, bytes) else ctm
-    if ctm == "align_corners":
-        return "linear Resize with align_corners runs on the CPU"
+    if ctm in params.get("cpu_modes", ("align_corners",)):
+        return f"linear Resize with {ctm} runs on the CPU"
     src, dst = view.in_shape(), view.out_shape()
-    if _static(src) and _static(dst) and len(src) == len(dst) >= 3:
-        ratios = [(d, s) for s, d in zip(src[2:], dst[2:]) if s and d != s]
-        if any(d % s for d, s in ratios):
+    if params.get("whole_scales", True) and _static(src) and _static(dst) and len(src) == len(dst) >= 3:
+        ratios = [(d, s) for s, d in zip(src[2:], dst[2:]) if s and d and d != s]
+        if any(d % s and s % d for d, s in ratios):
             return (f"linear Resize {list(src[2:])} -> {list(dst[2:])} is not a whole-number scale; it runs on "
                     "the CPU")
     return None
@@ -1335,7 +1727,7 @@ def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
         if (producer is not None and producer.op_type == "MatMul") or \
                 _activation_matmul_operand(graph, node.outputs[0]) is not None:
             return None  # folded into exMatMul's operand or result layout
-        if _channels_last_pair(graph, node):
+        if _channels_last_pair(graph, node) or _to_form_channel(graph, node):
             return None
         if _moving_transpose(graph, node):
             perm = list(view.attr("perm") or ())
@@ -1347,12 +1739,42 @@ def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
     if len(users) == 1 and _moving_transpose(graph, users[0]) and not _token_form(graph, node.inputs[0]):
         return (f"{node.op_type} {list(src)} -> {list(dst)} with the Transpose after it moves data across the "
                 "channel axis")
+    return _form_channel_change(view)
+
+
+def _form_channel_change(view: LayerView) -> str | None:
+    """A Reshape whose 4-D form (NCHW; a 3-D [A, B, C] as (A, B, 1, C)) has another channel than its input's,
+    unless it only regroups the token axis of a [B, C, 1, N] tensor or splits/joins attention heads."""
+    graph, node = view.graph, view.node
+    src, dst = view.in_shape(), view.out_shape()
+    if (not _static(src) or not _static(dst) or not src or not dst
+            or node.op_type not in ("Reshape", "Squeeze", "Unsqueeze", "Flatten")
+            or _group_norm_groups(graph, node) is not None):
+        return None
+    if node.op_type == "Reshape" and _attention_head_reshape(graph, node):
+        return None
     if src[-1] == dst[-1] and len(src) in (3, 4) and _token_form(graph, node.inputs[0]):
         return None  # regroups the token axis of a [B, C, 1, N] tensor (e.g. LeViT's subsample)
     a, b = _as_npu_4d(src), _as_npu_4d(dst)
     if a is None or b is None or a[1] == b[1] or _unit_stripped(src) == _unit_stripped(dst):
         return None
+    if len(_unit_stripped(src)) <= 1:
+        return None  # a vector ([1, C, 1, 1]: one run of channel blocks) regroups without a gather
     return f"{node.op_type} {list(src)} -> {list(dst)} moves data across the channel axis"
+
+
+def _to_form_channel(graph: Graph, node: Node) -> bool:
+    """A 4-D Transpose that brings the toolkit's channel (check channel_axis) to axis 1 and keeps the order of
+    the other non-unit axes: the data is already held that way (NCHW with C innermost), so it is a relabel."""
+    src = graph.shape(node.inputs[0]) if node.inputs else None
+    perm = tuple(node.attrs.get("perm") or ())
+    if not _static(src) or len(src) != 4 or len(perm) != 4:
+        return False
+    channel = channel_axis(graph, node.inputs[0])
+    if channel is None or perm[1] != channel:
+        return False
+    rest = [axis for axis in perm if axis != channel and src[axis] != 1]
+    return rest == sorted(rest)
 
 
 def _token_form(graph: Graph, tensor: str, depth: int = 32) -> bool:
@@ -1458,16 +1880,81 @@ def _token_matmul_transposes(view: LayerView, params: Mapping[str, Any]) -> str 
 
 
 def _output_relayout(view: LayerView, params: Mapping[str, Any]) -> str | None:
-    """A graph output of rank below 4 made from a 4-D NPU layout: the toolkit appends a Reshape layer."""
+    """A graph output of rank below 4 made from a 4-D NPU layout: the toolkit appends a Reshape layer. When the
+    output is a map's rows (Reshape [1,C,H,W] -> [1,C,H*W]) reached only through ops that commute with that
+    reshape, the toolkit moves those ops before it and the output's Reshape is the rows Reshape itself."""
     graph, node = view.graph, view.node
     align = params["align"][view.precision]
+    if _rows_reshape(graph, node):
+        end = _commuted_output(graph, node.outputs[0])
+        shape = graph.shape(end) if end else None
+        if end and _static(shape) and len(shape) in params["ranks"] and shape[-1] % align:
+            return (f"flattens a map into the rows of the rank-{len(shape)} graph output '{end}' {list(shape)}, last "
+                    f"dim not a multiple of {align} ({view.precision} channel group); the ops after it move before "
+                    "it and this Reshape out of the NPU layout runs on the CPU")
+        if end != node.outputs[0]:
+            return None
     for name in node.outputs:
         shape = graph.shape(name)
         if (name in graph.outputs and _static(shape) and len(shape) in params["ranks"]
                 and shape[-1] % align):
+            if _commutes(graph, node) and _rows_reshape(graph, _commuted_source(graph, node)):
+                return None  # the rows Reshape before it carries the relayout
             return (f"produces the rank-{len(shape)} graph output '{name}' {list(shape)}, last dim not a "
                     f"multiple of {align} ({view.precision} channel group); the Reshape out of the NPU layout "
                     "that the toolkit appends runs on the CPU ('Unkown op target: 0')")
+    return None
+
+
+_COMMUTING_UNARY = frozenset({"Relu", "Sigmoid", "Tanh", "HardSwish", "HardSigmoid", "Clip", "LeakyRelu",
+                              "Softplus", "Gelu", "Neg", "Abs", "Identity", "Dropout"})
+
+
+def _rows_reshape(graph: Graph, node: Node | None) -> bool:
+    """A Reshape/Flatten of a map [1, C, H, W] (H*W > 1) into its rows [1, C, H*W]."""
+    if node is None or node.op_type not in ("Reshape", "Flatten") or not node.inputs or not node.outputs:
+        return False
+    src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
+    return (_static(src) and _static(dst) and len(src) == 4 and len(dst) == 3 and src[0] == dst[0] == 1
+            and src[1] == dst[1] and src[2] * src[3] == dst[2] > 1 and src[2] > 1)
+
+
+def _commutes(graph: Graph, node: Node) -> bool:
+    """An op the toolkit can apply to the map before its rows Reshape: a unary activation, an element-wise op
+    whose other operands are constants, or a softmax over the channel of [1, C, N]."""
+    runtime = [i for i in node.inputs if i and not graph.is_constant(i)]
+    if len(runtime) != 1 or len(node.outputs) != 1:
+        return False
+    if node.op_type in _COMMUTING_UNARY or node.op_type in ("Add", "Sub", "Mul", "Div"):
+        return True
+    shape = graph.shape(runtime[0])
+    axis = node.attrs.get("axis")
+    return (node.op_type in ("Softmax", "LogSoftmax") and shape is not None and len(shape) == 3
+            and axis is not None and axis % 3 == 1)
+
+
+def _commuted_source(graph: Graph, node: Node, depth: int = 6) -> Node | None:
+    """Walking back from `node` through commuting ops with a single reader each, the first node that is not one."""
+    for _ in range(depth):
+        runtime = [i for i in node.inputs if i and not graph.is_constant(i)]
+        producer = graph.producer(runtime[0]) if runtime else None
+        if producer is None or len(graph.consumers(runtime[0])) != 1:
+            return producer
+        if not _commutes(graph, producer):
+            return producer
+        node = producer
+    return None
+
+
+def _commuted_output(graph: Graph, tensor: str, depth: int = 6) -> str | None:
+    """The graph output `tensor` reaches through commuting ops with a single reader each, if any."""
+    for _ in range(depth):
+        if tensor in graph.outputs:
+            return tensor
+        users = graph.consumers(tensor)
+        if len(users) != 1 or not _commutes(graph, users[0]):
+            return None
+        tensor = users[0].outputs[0]
     return None
 
 
@@ -1480,6 +1967,9 @@ def _batch_major_transpose(view: LayerView, params: Mapping[str, Any]) -> str | 
     perm = tuple(view.attr("perm") or (2, 1, 0))
     if perm[0] == 0:
         return None
+    moved = [axis for axis in perm if src[axis] != 1]
+    if moved == sorted(moved) and channel_axis(view.graph, view.node.inputs[0]) == 2:
+        return None  # tokens [N, 1, C] of a token MatMul are held as (1, C, 1, N): moving the unit axis is free
     return f"Transpose perm {list(perm)} of {list(src)} moves the non-unit leading axis out of the batch axis"
 
 
@@ -1525,7 +2015,242 @@ def _pixels_into_channel(view: LayerView, params: Mapping[str, Any]) -> str | No
     return _spatial_into_channel(view, params)
 
 
+def _channel_reduce(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """The NPU's ReduceMax reduces the channel of the toolkit's 4-D form only: axis 1 of a 4-D tensor, or axis 2
+    of a rank-5 [1, A, C, H, W] (held as (A, C, H, W)); H, W, the batch axis and higher ranks run on the CPU."""
+    graph, node = view.graph, view.node
+    src = graph.shape(node.inputs[0]) if node.inputs else None
+    if src is None or len(src) <= 3:
+        return None
+    axes = _reduce_axes(graph, node)
+    rank = len(src)
+    reduced = sorted({a % rank for a in axes}) if axes else list(range(rank))
+    if (rank == 4 and reduced == [1]) or (rank == 5 and src[0] == 1 and reduced == [2]):
+        return None
+    return (f"{node.op_type} over axes {reduced} of a rank-{rank} tensor {list(src)}: the NPU reduces only the "
+            "channel of its 4-D form")
+
+
+def _tile_repeats(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """The NPU's Tile repeats one axis of a 4-D map (channel, H or W); several axes at once, or a tensor of
+    another rank, is a CPU Tile."""
+    graph, node = view.graph, view.node
+    src = graph.shape(node.inputs[0]) if node.inputs else None
+    value = graph.constants.get(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] else None
+    if src is None or value is None:
+        return None
+    repeats = [int(r) for r in value.reshape(-1)]
+    tiled = [axis for axis, r in enumerate(repeats) if r != 1]
+    if len(src) == 4 and len(tiled) <= 1:
+        return None
+    return (f"Tile of a rank-{len(src)} tensor {list(src)} repeating axes {tiled} ({repeats}): the NPU tiles one "
+            "axis of a 4-D map only")
+
+
 Condition = Callable[[LayerView, Mapping[str, Any]], "str | None"]
+
+
+def _source_axes(src: Sequence[int], dst: Sequence[int]) -> list[int] | None:
+    """For a Reshape that only splits axes (each output axis inside one input axis), the input axis each output
+    axis comes from; None when an output axis straddles input axes."""
+    labels: list[int] = []
+    i, left = 0, 1
+    for size in dst:
+        while i < len(src) and left == 1 and src[i] == 1 and size != 1:
+            i += 1
+        if i >= len(src):
+            if size != 1:
+                return None
+            labels.append(len(src) - 1)
+            continue
+        if left == 1:
+            left = src[i]
+        if left % size:
+            return None
+        labels.append(i)
+        left //= size
+        if left == 1:
+            i += 1
+    return labels
+
+
+def _reorders_tokens(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """A rank > 4 Transpose after a Reshape that splits a tensor's axes (an attention's qkv/head split): moving
+    pieces of the channel to the front is a block move the toolkit does with Reshape layers, and interleaving the
+    pieces of two pixel axes is a 2-D window (exWindow), but reordering the pieces of one token axis among
+    themselves is a real transpose, which rk3566 runs on the CPU together with the Reshape before it (Hiera's
+    mask-unit split of [1, 3136, 576] into [1, 64, 49, 3, 2, 96], perm (3,0,4,2,1,5))."""
+    graph, node = view.graph, view.node
+    transpose = node
+    if node.op_type == "Reshape":
+        users = graph.consumers(node.outputs[0]) if node.outputs else ()
+        if len(users) != 1 or users[0].op_type != "Transpose":
+            return None
+        transpose = users[0]
+    if transpose.op_type != "Transpose" or _next_reshape(graph, transpose) is not None:
+        return None  # a reshape right after takes the composed move (_reorder_before)
+    return _token_reorder(graph, transpose)
+
+
+def _reorder_before(view: LayerView) -> str | None:
+    """A Reshape right after a token-reordering rank > 4 Transpose: the toolkit composes the split, the transpose
+    and this reshape and names the CPU layers after this one (probe mu:8:8:16:1: qf_rs, qf_rs_tp)."""
+    graph, node = view.graph, view.node
+    producer = graph.producer(node.inputs[0]) if node.op_type in _RESHAPES and node.inputs else None
+    if producer is None or producer.op_type != "Transpose" or len(graph.consumers(producer.outputs[0])) != 1:
+        return None
+    reason = _token_reorder(graph, producer)
+    return None if reason is None else f"{node.op_type} takes the composed move of {producer.name}: {reason}"
+
+
+def _token_reorder(graph: Graph, transpose: Node) -> str | None:
+    """Why a rank > 4 Transpose right after an axis-splitting Reshape is a real data move, or None."""
+    reshape = graph.producer(transpose.inputs[0]) if transpose.inputs else None
+    mid = graph.shape(transpose.inputs[0]) if transpose.inputs else None
+    if reshape is None or reshape.op_type != "Reshape" or not _static(mid) or len(mid) <= 4:
+        return None
+    before = graph.shape(reshape.inputs[0])
+    channel = channel_axis(graph, reshape.inputs[0])
+    if not _static(before) or channel is None:
+        return None
+    labels = _source_axes(before, mid)
+    if labels is None:
+        return None
+    perm = tuple(transpose.attrs.get("perm") or reversed(range(len(mid))))
+    order = [axis for axis in perm if mid[axis] != 1]
+    if order and labels[max(order)] == channel and labels[order[-1]] != channel:
+        return (f"Transpose perm {list(perm)} of {list(mid)} moves the channel of {list(before)} out of the innermost "
+                "axis (channels as rows, e.g. cross-covariance attention): a real transpose")
+    others = [axis for axis in perm if mid[axis] != 1 and labels[axis] != channel]
+    crossed = {labels[a] for i, a in enumerate(others) for b in others[i + 1:] if a > b}
+    crossed |= {labels[b] for i, a in enumerate(others) for b in others[i + 1:] if a > b}
+    if len(crossed) != 1:
+        return None  # nothing reordered, or pieces of two axes interleaved: a 2-D window (exWindow, NPU)
+    return (f"Transpose perm {list(perm)} of {list(mid)} reorders pieces of one token/pixel axis of "
+            f"{list(before)} among themselves: a real transpose")
+
+
+_CHAIN_OPS = frozenset({"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Gather", "Split"})
+_RESHAPES = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze"})
+
+
+def _reshape_pixels_into_channel(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    return _pixels_into_channel(view, params) if view.node.op_type in _RESHAPES else None
+
+
+_ALONE: tuple[Condition, ...] = (_moves_across_channel, _batch_major_transpose, _into_batch_transpose,
+                                 _reorders_tokens, _reshape_pixels_into_channel)
+
+
+def _next_reshape(graph: Graph, node: Node) -> Node | None:
+    users = graph.consumers(node.outputs[0]) if node.outputs else ()
+    return users[0] if len(users) == 1 and users[0].op_type in _RESHAPES else None
+
+
+def _reshape_run_moves(view: LayerView, params: Mapping[str, Any], depth: int = 8) -> str | None:
+    """The own verdict of an earlier reshape in the run of reshapes that ends at this node (the toolkit folds a
+    run of reshapes into one layer, named after the last)."""
+    graph, node = view.graph, view.node
+    for _ in range(depth):
+        producer = graph.producer(_activation_input(graph, node)) if node.inputs else None
+        if producer is None or producer.op_type not in _RESHAPES or len(graph.consumers(producer.outputs[0])) != 1:
+            return None
+        reason = _moves_alone(_member_view(view, producer), params)
+        if reason is not None:
+            return f"{producer.op_type} {producer.name}: {reason}"
+        node = producer
+    return None
+
+
+def _chain_member(graph: Graph, node: Node | None) -> bool:
+    """A pure layout op the toolkit merges with its neighbours: reshapes, transposes, and the constant-index
+    Gather/Split that unbind q, k and v."""
+    if node is None or node.op_type not in _CHAIN_OPS:
+        return False
+    return node.op_type != "Gather" or (len(node.inputs) > 1 and graph.is_constant(node.inputs[1]))
+
+
+def _reorders(graph: Graph, node: Node) -> bool:
+    """A Transpose of rank above 4 that changes the order of the non-unit axes: it has no 4-D form of its own,
+    so the toolkit composes it with the layout ops around it."""
+    src = graph.shape(node.inputs[0]) if node.inputs else None
+    if node.op_type != "Transpose" or not _static(src) or len(src) <= 4:
+        return False
+    perm = node.attrs.get("perm") or tuple(reversed(range(len(src))))
+    moved = [axis for axis in perm if src[axis] != 1]
+    return moved != sorted(moved)
+
+
+def _moves_alone(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """The verdict a layout op gets on its own (before the chain it sits in is merged)."""
+    for condition in _ALONE:
+        reason = condition(view, params)
+        if reason is not None:
+            return reason
+    return None
+
+
+def _member_view(view: LayerView, node: Node) -> LayerView:
+    return LayerView(view.graph, node, view.family, view.target, view.precision, view.kind)
+
+
+def _chain_mover_before(view: LayerView, params: Mapping[str, Any], depth: int = 12) -> Node | None:
+    """The first op upstream in the same chain of layout ops that moves data (a reordering Transpose or an op
+    whose own verdict is a move): the toolkit lowers the whole chain from there, in layers named after it."""
+    graph, node = view.graph, view.node
+    mover: Node | None = None
+    for _ in range(depth):
+        producer = graph.producer(_activation_input(graph, node)) if node.inputs else None
+        if not _chain_member(graph, producer):
+            break
+        assert producer is not None
+        if _reorders(graph, producer):
+            own = _moves_alone(_member_view(view, producer), params) or _token_reorder(graph, producer)
+            mover = producer if own is None else None  # a mover that transposes alone breaks the chain
+        node = producer
+    return mover
+
+
+def _chain_moves_after(view: LayerView, params: Mapping[str, Any], limit: int = 48) -> str | None:
+    """The own verdict of the first later member of the chain that moves data (walking down the chain)."""
+    graph = view.graph
+    frontier, seen = [view.node], {view.node.name}
+    while frontier and len(seen) <= limit:
+        current = frontier.pop(0)
+        for user in (u for out in current.outputs for u in graph.consumers(out)):
+            if user.name in seen or not _chain_member(graph, user):
+                continue
+            seen.add(user.name)
+            member = _member_view(view, user)
+            reason = _moves_alone(member, params) if user.op_type == "Transpose" else _form_channel_change(member)
+            if reason is not None:
+                return f"{user.op_type} {user.name}: {reason}"
+            frontier.append(user)
+    return None
+
+
+def _layout_chain(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """rk3566 merges a run of layout ops (Reshape/Transpose/Squeeze/Unsqueeze/Flatten and the unbinding
+    Gather/Split) and lowers it once, from its first op that moves data: a later member has no layer of its
+    own (NPU), and the first mover carries the move of the whole chain, so it is CPU when any later member
+    would move data across the channel on its own."""
+    if _chain_mover_before(view, params) is not None:
+        return None
+    if view.node.op_type in _RESHAPES and _next_reshape(view.graph, view.node) is not None:
+        return None  # folded into the last reshape of the run
+    own = _moves_alone(view, params) or _reorder_before(view)
+    if own is not None:
+        return own
+    if view.node.op_type in _RESHAPES:
+        earlier = _reshape_run_moves(view, params)
+        return None if earlier is None else f"{view.node.op_type} ends a run of reshapes that moves data ({earlier})"
+    if not _reorders(view.graph, view.node):
+        return None
+    later = _chain_moves_after(view, params)
+    if later is None:
+        return None
+    return f"Transpose carries the layout chain it starts; a later member moves data ({later})"
+
 
 CONDITIONS: Mapping[str, Condition] = {
     "avgpool_count_include_pad": _avgpool_count_include_pad,
@@ -1546,4 +2271,7 @@ CONDITIONS: Mapping[str, Condition] = {
     "strided_slice": _strided_slice,
     "pixels_into_channel": _pixels_into_channel,
     "map_rank3_output": _map_rank3_output,
+    "channel_reduce": _channel_reduce,
+    "tile_repeats": _tile_repeats,
+    "layout_chain": _layout_chain,
 }

@@ -42,10 +42,12 @@ from optimizer.backends import backend_of
 from optimizer.catalog import Catalog, Target
 from optimizer.fusion import GroupGraph, LayerGroup
 from optimizer.ir import BYTES_PER_ELEMENT, Graph, Node
+from optimizer.latency._gpu import GPU_TILE_OUTPUTS, split_k, split_k_extra_bytes, wave_utilization
 from optimizer.latency._profile import OP_CLASSES, DeviceConstants, Profile
 
+__all__ = ["GPU_TILE_OUTPUTS", "wave_utilization"]  # re-exported: the wave term lives in _gpu.py
+
 NS = 1e9
-GPU_TILE_OUTPUTS = 128 * 128  # outputs per thread block of a tensor-core convolution/GEMM kernel
 
 
 @dataclass(frozen=True)
@@ -103,15 +105,6 @@ def work_seconds(work: Work, const: DeviceConstants, bandwidth: float, sram_byte
         overhead += const.multicore_overhead_us * 1e-6
     exposed = (1.0 - const.overlap) * min(compute, memory)
     return max(compute, memory) + exposed + overhead + work.boundary_s
-
-
-def wave_utilization(outputs: int, sms: int, tile: int = GPU_TILE_OUTPUTS) -> float:
-    """Share of the SMs' time a layer of `outputs` output elements keeps busy: its thread blocks run in
-    waves of `sms`, and the last wave is partly empty."""
-    if outputs <= 0 or sms <= 0:
-        return 1.0
-    blocks = math.ceil(outputs / tile)
-    return blocks / (math.ceil(blocks / sms) * sms)
 
 
 def dram_bytes(work: Work, const: DeviceConstants, sram_bytes: int) -> float:
@@ -215,13 +208,32 @@ class LatencyModel:
         return channel_padding(self.graph, node, int(fig["npu_channel_atom_in"].value),
                                int(fig["npu_channel_atom_out"].value))
 
-    def _gpu_waves(self, node: Node) -> float:
-        """Wave utilization of a tensor-core layer (1 when the target gives no SM count)."""
+    def _gpu_split(self, node: Node, precision: str = "int8") -> tuple[int, float]:
+        """(split-K slices, SM utilization) of a tensor-core layer (optimizer/latency/_gpu.py; (1, 1) when
+        the target gives no SM count)."""
         fig = self.target.figures
         if "gpu_sms" not in fig or not node.outputs or node.outputs[0] not in self.graph.tensors:
-            return 1.0
-        outputs = (self.graph.tensors[node.outputs[0]].num_elements or 0) * self.batch
-        return wave_utilization(outputs, int(fig["gpu_sms"].value))
+            return 1, 1.0
+        elements = self.graph.tensors[node.outputs[0]].num_elements or 0
+        depth = node.macs // elements if elements else 0
+        mac_seconds = 2 * node.macs * self.batch / self._peak_ops("gpu", precision, op_class(self.graph, node))
+        return split_k(elements * self.batch, depth, int(fig["gpu_sms"].value), mac_seconds, 1 / self.bandwidth)
+
+    def _gpu_waves(self, node: Node, precision: str = "int8") -> float:
+        """SM utilization of a tensor-core layer: waves of thread blocks, the reduction split to fill them."""
+        return self._gpu_split(node, precision)[1]
+
+    def _split_k_bytes(self, group: LayerGroup, precision: str) -> float:
+        """DRAM bytes of the split-K partial sums of a group's tensor-core layers on the GPU."""
+        total = 0
+        for m in group.members:
+            node = self.graph.node(m)
+            if node.macs and op_class(self.graph, node) in TF32_CLASSES:
+                slices = self._gpu_split(node, precision)[0]
+                if slices > 1:
+                    elements = self.graph.tensors[node.outputs[0]].num_elements or 0
+                    total += split_k_extra_bytes(elements * self.batch, slices)
+        return float(total)
 
     @cached_property
     def tf32_peak_ops(self) -> float:
@@ -271,7 +283,7 @@ class LatencyModel:
         if device == "npu" and node.macs:
             scale *= self._npu_padding(node)
         if device == "gpu" and node.macs and cls in TF32_CLASSES:
-            scale /= self._gpu_waves(node)
+            scale /= self._gpu_waves(node, precision)
         macs = 2 * node.macs / self._peak_ops(device, precision, cls) * scale if node.macs else 0.0
         other = node.elementwise_ops / self._vector_ops(device) * scale if node.elementwise_ops else 0.0
         return cls, macs, other
@@ -346,7 +358,8 @@ class LatencyModel:
             keep = SPARSE_KEEP[option.sparsity] if m == group.anchor else 1.0
             weight_bytes += self.graph.weight_bytes(node, precision) * keep
         return Work(unit_compute_s=tuple(unit[k] for k in OP_CLASSES), weight_bytes=weight_bytes,
-                    act_bytes=float(self._group_elements(group) * BYTES_PER_ELEMENT[precision]),
+                    act_bytes=float(self._group_elements(group) * BYTES_PER_ELEMENT[precision])
+                    + (self._split_k_bytes(group, precision) if device == "gpu" else 0.0),
                     kernels=self._kernels(group) * (self.images if device == "dla" else 1),
                     cores=option.cores if device == "npu" else 1,
                     boundary_s=self._boundary_io_s(group, option, default_formats))

@@ -163,3 +163,19 @@ def test_a_harness_records_name_the_machine_it_ran_on(tmp_path):
              accelerator="gpu"),
     ])
     assert [m.target for m in rows] == ["orin-agx", "orin-agx-32gb", "xavier-nx-15w", "xavier-agx"]
+
+
+def test_a_harness_that_times_nms_beside_the_graph_is_read_as_such(tmp_path):
+    """MLPerf detection rows say the pipeline also runs decoding/NMS: their situation carries nms; an NPU row
+    or a row without the note does not; 13 usable rows of the public CSV (of 16 with the note) are such, all on Jetson."""
+    note = "measured pipeline also runs box decoding/NMS (not in this graph)"
+    gpu, npu, plain = _read(tmp_path, [
+        _row(device="Jetson AGX Orin 64GB", accelerator="gpu", metric="latency", unit="ms", value="2",
+             match_notes=note),
+        _row(match_notes=note), _row(device="Jetson AGX Orin 64GB", accelerator="gpu", metric="latency", unit="ms")])
+    assert gpu.situation is not None and gpu.situation.nms and gpu.situation.command("m", "t").endswith("--nms")
+    assert npu.situation is not None and not npu.situation.nms
+    assert plain.situation is not None and not plain.situation.nms
+    public = [m for m in read_measurements(DATA / "published_latency_calibration.csv", DATA / "latency-models")
+              if m.situation is not None and m.situation.nms]
+    assert len(public) == 13 and all(m.target.startswith(("orin", "xavier")) for m in public)

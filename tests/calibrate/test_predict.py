@@ -133,6 +133,7 @@ def test_predict_cli_prints_the_spec_json(tmp_path):
      "profile file not found"),
     (("--target", "orin-agx", "--accelerator", "cpu", "--precision", "fp32"), "modelled for RKNN targets"),
     (("--target", "rk3588", "--accelerator", "cpu", "--precision", "int8"), "cpu on rk3588 offers fp32"),
+    (("--target", "rk3588", "--accelerator", "npu", "--precision", "int8", "--nms"), "rk3588 has none"),
 ])
 def test_impossible_situations_are_one_line_errors(tmp_path, args, message):
     path = _net(tmp_path)
@@ -183,3 +184,30 @@ def test_predict_cpu_answers_for_every_rknn_target(tmp_path):
         npu = json.loads(run("predict", str(path), "--target", target, "--accelerator", "npu", "--precision",
                              "int8", "--json").stdout)
         assert cpu["accelerator_share_of_macs"] == 0.0 and cpu["latency_ms"] > npu["latency_ms"], target
+
+
+def test_nms_adds_one_fp32_read_of_every_output_and_four_launches_on_the_gpu(tmp_path):
+    """nms_seconds = 4 B x outputs / (bandwidth x GPU bandwidth efficiency) + 4 x layer overhead; the output
+    here is 128 x 56 x 56 = 401,408 elements (1.6 MB: 12 us on AGX Orin). A DLA engine's images need the same
+    GPU pass, which the GPU's busy time carries."""
+    from optimizer.latency._postprocess import NMS_KERNELS, nms_seconds
+
+    path = _net(tmp_path)
+    target = CATALOG.target("orin-agx")
+    profile = load_profile(target.family)
+    gpu = profile.constants(target.calibration, "gpu")
+    bandwidth = target.figures["emc_mhz"].value * 1e6 * 2 * target.figures["dram_bus_bits"].value / 8
+    expected = 4 * 128 * 56 * 56 / (bandwidth * gpu.bandwidth_efficiency) + NMS_KERNELS * gpu.layer_overhead_us * 1e-6
+    assert nms_seconds(128 * 56 * 56, bandwidth, gpu.bandwidth_efficiency, gpu.layer_overhead_us) == expected
+    for accelerator in ("gpu", "dla"):
+        plain = _predict(path, "orin-agx", accelerator=accelerator, precision="int8")
+        nms = _predict(path, "orin-agx", accelerator=accelerator, precision="int8", nms=True)
+        assert nms.figure.latency_s - plain.figure.latency_s == pytest.approx(expected, rel=1e-6)
+        busy = stage_times(nms.scenario.stage, profile.constants)[1]["gpu"]
+        assert busy - stage_times(plain.scenario.stage, profile.constants)[1].get("gpu", 0.0) == pytest.approx(
+            expected, rel=1e-6)
+    assert nms_seconds(0, bandwidth, 0.5, 4.0) == 0.0
+    cli = run("predict", str(path), "--target", "orin-agx", "--accelerator", "dla", "--precision", "int8", "--nms",
+              "--json")
+    assert cli.returncode == 0, cli.stderr
+    assert json.loads(cli.stdout)["latency_ms"] == pytest.approx(nms.figure.latency_s * 1e3, abs=1e-6)

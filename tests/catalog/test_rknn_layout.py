@@ -464,11 +464,15 @@ def test_a_scalar_reshape_has_no_layout_on_rk3566(catalog, tmp_path):
         assert on_npu(catalog, path, "rk3566", precision)
 
 
-def _windowed_attention(tmp_path, windows, tokens, heads=2, dim=16):
-    """The probe's windowed attention: tokens [B, N, C] -> qkv MatMul -> Reshape [B, N, 3, heads, d] ->
-    Transpose (2, 0, 3, 1, 4) -> Split/Squeeze -> softmax(Q.K^T).V."""
+def _windowed_attention(tmp_path, windows, tokens, heads=2, dim=16, unfold=False):
+    """The probe's windowed attention: a map [1, C, B, N] made channels-last (or, with `unfold`, brought into
+    the batch by a (0, 3, 2, 1) Transpose of [1, N, B, C] that moves data, MobileViT's unfold) and reshaped into
+    tokens [B, N, C] -> qkv MatMul -> Reshape [B, N, 3, heads, d] -> Transpose (2, 0, 3, 1, 4) -> Split/Squeeze ->
+    softmax(Q.K^T).V."""
     ch = heads * dim
-    nodes = [helper.make_node("MatMul", ["x", "wqkv"], ["qkv"], name="qkv_mm"),
+    nodes = [helper.make_node("Transpose", ["x"], ["xl"], name="to_tokens", perm=[0, 3, 2, 1] if unfold else [0, 2, 3, 1]),
+             helper.make_node("Reshape", ["xl", "s3"], ["t"], name="to_windows"),
+             helper.make_node("MatMul", ["t", "wqkv"], ["qkv"], name="qkv_mm"),
              helper.make_node("Reshape", ["qkv", "s5"], ["qkv5"], name="qkv_reshape"),
              helper.make_node("Transpose", ["qkv5"], ["qkvt"], name="qkv_transpose", perm=[2, 0, 3, 1, 4]),
              helper.make_node("Split", ["qkvt", "ones"], ["q1", "k1", "v1"], name="split", axis=0)]
@@ -479,9 +483,20 @@ def _windowed_attention(tmp_path, windows, tokens, heads=2, dim=16):
               helper.make_node("MatMul", ["p", "v"], ["o"], name="pv"),
               helper.make_node("Relu", ["o"], ["y"], name="tail")]
     inits = [weight("wqkv", [ch, 3 * ch]), const("s5", np.array([windows, tokens, 3, heads, dim], np.int64)),
+             const("s3", np.array([windows, tokens, ch], np.int64)),
              const("ones", np.array([1, 1, 1], np.int64)), const("ax0", np.array([0], np.int64))]
-    return save_model(tmp_path / f"win{windows}_{tokens}.onnx", nodes, [value("x", [windows, tokens, ch])],
+    source = [1, tokens, windows, ch] if unfold else [1, ch, windows, tokens]
+    return save_model(tmp_path / f"win{windows}_{tokens}_{int(unfold)}.onnx", nodes, [value("x", source)],
                       [value("y", None)], inits, opset=13)
+
+
+def test_windows_unfolded_into_the_batch_by_a_moving_transpose_fold_their_head_split_on_rk3566(catalog, tmp_path):
+    # corpus timm_mobilevit_xxs stages.2.1: Transpose_1 (0,3,2,1) of [1,64,256,4] and Reshape_2 into [4,256,64]
+    # (Target CPU) leave a plain batch: transformer attn/Reshape [4,256,3,4,16] and attn/Transpose are NPU
+    report = check_graph(load_model(_windowed_attention(tmp_path, 4, 64, unfold=True)), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        assert report.verdict("qkv_reshape").runs_on("npu", precision)
+        assert report.verdict("qkv_transpose").runs_on("npu", precision)
 
 
 # probe winattn:B:N:H:D and corpus nn_window_attention_pad_roll (B=25, N=49): with windows in the batch the head
@@ -553,3 +568,294 @@ def test_the_producer_of_a_lone_instance_norm_is_transposed_on_rk3566(catalog, t
     assert not on_npu(catalog, path, "rk3566", "int8", node="producer")
     assert not on_npu(catalog, path, "rk3566", "int8", node="inorm")
     assert on_npu(catalog, path, "rk3566", "int8", node="tail")
+
+
+def _ln_inits(width):
+    return [const("s", np.ones(width, np.float32)), const("bias", np.zeros(width, np.float32))]
+
+
+@pytest.mark.parametrize(("to", "channels_last"), [([1, 2, 8, 8], True), ([1, 8, 2, 8], False)])
+def test_a_last_axis_layernorm_needs_no_transpose_when_that_axis_carries_the_channel(catalog, tmp_path, to,
+                                                                                     channels_last):
+    # corpus timm_nest_tiny: conv map -> (0,2,3,1) -> window Reshapes -> LayerNorm over [1,16,196,96]: exNorm, NPU;
+    # a Reshape that leaves W last (the channel stays on axis 1) keeps the W LayerNorm of nn_channel_layernorm_cnn
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="producer")]
+    if channels_last:
+        nodes.append(helper.make_node("Transpose", ["c"], ["t"], name="to_nhwc", perm=[0, 2, 3, 1]))
+    else:
+        nodes.append(helper.make_node("Identity", ["c"], ["t"], name="keep"))
+    nodes += [helper.make_node("Reshape", ["t", "shape"], ["r"], name="blocks"),
+              helper.make_node("LayerNormalization", ["r", "s", "bias"], ["b"], name="ln", axis=-1),
+              helper.make_node("Relu", ["b"], ["y"], name="tail")]
+    path = save_model(tmp_path / f"lnc{int(channels_last)}.onnx", nodes, [value("x", [1, 8, 4, 4])],
+                      [value("y", None)],
+                      [weight("w", [8, 8, 1, 1]), const("shape", np.array(to, np.int64)), *_ln_inits(to[-1])])
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision, node="ln") is channels_last
+
+
+def test_channel_axis_follows_transposes_and_reshapes(tmp_path):
+    from optimizer.catalog._checks import channel_axis
+
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv"),
+             helper.make_node("Transpose", ["c"], ["t"], name="nhwc", perm=[0, 2, 3, 1]),
+             helper.make_node("Reshape", ["t", "s1"], ["tokens"], name="tokens"),
+             helper.make_node("MatMul", ["tokens", "wm"], ["m"], name="mm"),
+             helper.make_node("Reshape", ["m", "s2"], ["heads"], name="heads"),
+             helper.make_node("Reshape", ["c", "s3"], ["scattered"], name="scatter"),
+             helper.make_node("Relu", ["heads"], ["y"], name="tail"),
+             helper.make_node("Relu", ["scattered"], ["z"], name="tail2")]
+    path = save_model(tmp_path / "axes.onnx", nodes, [value("x", [1, 8, 4, 4])], [value("y", None), value("z", None)],
+                      [weight("w", [8, 8, 1, 1]), weight("wm", [8, 16]), const("s1", np.array([1, 16, 8], np.int64)),
+                       const("s2", np.array([1, 16, 2, 8], np.int64)), const("s3", np.array([1, 4, 32], np.int64))])
+    graph = load_model(path)
+    assert channel_axis(graph, "c") == 1
+    assert channel_axis(graph, "t") == 3  # moves with the permutation
+    assert channel_axis(graph, "tokens") == 2  # [1, 4, 4, 8] -> [1, 16, 8]: same size, same elements after it
+    assert channel_axis(graph, "heads") == 3  # 16 -> 2 heads x 8: the inner piece keeps the C2 blocks
+    assert channel_axis(graph, "scattered") is None  # [1, 8, 4, 4] -> [1, 4, 32] scatters the channel
+
+
+def _unbind_chain(tmp_path, split_heads):
+    """torch nn.MultiheadAttention's in-projection as exported: tokens [64, 1, 128] -> qkv MatMul -> Reshape
+    [64, 1, 3, 128] -> Unsqueeze -> 5-D Transpose (3,1,2,0,4) -> Squeeze -> Gather q; then (split_heads) the head
+    split Reshape [64, 4, 32] and Transpose (1, 0, 2)."""
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name="qkv"),
+             helper.make_node("Reshape", ["m", "s1"], ["r"], name="rs"),
+             helper.make_node("Unsqueeze", ["r", "ax0"], ["u"], name="unsq"),
+             helper.make_node("Transpose", ["u"], ["t"], name="unbind", perm=[3, 1, 2, 0, 4]),
+             helper.make_node("Squeeze", ["t", "ax3"], ["sq"], name="sq"),
+             helper.make_node("Gather", ["sq", "i0"], ["q"], name="pick", axis=0)]
+    if split_heads:
+        nodes += [helper.make_node("Reshape", ["q", "s2"], ["h"], name="heads"),
+                  helper.make_node("Transpose", ["h"], ["o"], name="heads_first", perm=[1, 0, 2])]
+    else:
+        nodes.append(helper.make_node("Identity", ["q"], ["o"], name="keep"))
+    nodes.append(helper.make_node("Relu", ["o"], ["y"], name="tail"))
+    return save_model(tmp_path / f"unbind{int(split_heads)}.onnx", nodes, [value("x", [64, 1, 128])],
+                      [value("y", None)],
+                      [weight("w", [128, 384]), const("s1", np.array([64, 1, 3, 128], np.int64)),
+                       const("ax0", np.array([0], np.int64)), const("ax3", np.array([3], np.int64)),
+                       const("i0", np.array(0, np.int64)), const("s2", np.array([64, 4, 32], np.int64))])
+
+
+@pytest.mark.parametrize("split_heads", [True, False])
+def test_a_rank5_transpose_carries_its_layout_chain_on_rk3566(catalog, tmp_path, split_heads):
+    # corpus nn_mha_d256_h8, nn_encoder_d128_h4_l2: Transpose_1 (3,1,2,0,4) is CPU (layers Transpose_1_output_0-rs_rs
+    # and _tp), the head split Reshape_3 and Transpose_2 after it have no layer of their own; without a later member
+    # that moves data across the channel the chain stays on the NPU (timm_deit_tiny_patch16_224 attn/Transpose)
+    path = _unbind_chain(tmp_path, split_heads)
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision, node="unbind") is not split_heads
+        if split_heads:
+            assert on_npu(catalog, path, "rk3566", precision, node="heads")
+            assert on_npu(catalog, path, "rk3566", precision, node="heads_first")
+    assert on_npu(catalog, path, "rk3588", "fp16", node="unbind")
+
+
+def test_a_4d_transpose_does_not_absorb_the_reshape_after_it_on_rk3566(catalog, tmp_path):
+    # corpus yolo12n_320 attn: the Reshape [1,400,64] -> [1,20,20,64] after a rank-3 Transpose keeps its own CPU layer
+    nodes = [helper.make_node("Transpose", ["a"], ["t"], name="swap", perm=[0, 2, 1, 3]),
+             helper.make_node("Reshape", ["t", "s"], ["b"], name="n")]
+    path = _inner(tmp_path, nodes, [1, 8, 4, 4], [const("s", np.array([1, 32, 2, 2], np.int64))])
+    assert not on_npu(catalog, path, "rk3566", "fp16")
+
+
+@pytest.mark.parametrize(("perm", "cpu"), [([0, 2, 3, 4, 1], True), ([0, 2, 3, 1, 4], False)])
+def test_a_reshape_that_scatters_the_channel_is_cpu_on_rk3566(catalog, tmp_path, perm, cpu):
+    # corpus timm_nest_tiny attn/Reshape_1: P.V [1,3,16,196,32] -> (0,2,3,4,1) -> [1,16,196,32,3] -> [1,16,196,96]
+    # joins the heads d-major (CPU); the heads-major join (0,2,3,1,4) of timm_deit keeps d innermost (NPU)
+    nodes = [helper.make_node("MatMul", ["p", "v"], ["pv"], name="pv"),
+             helper.make_node("Transpose", ["pv"], ["t"], name="swap", perm=perm),
+             helper.make_node("Reshape", ["t", "s"], ["j"], name="join"),
+             helper.make_node("Relu", ["j"], ["y"], name="tail")]
+    path = save_model(tmp_path / f"join{int(cpu)}.onnx", nodes,
+                      [value("p", [1, 3, 4, 16, 16]), value("v", [1, 3, 4, 16, 8])], [value("y", None)],
+                      [const("s", np.array([1, 4, 16, 24], np.int64))])
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision, node="join") is not cpu
+    assert on_npu(catalog, path, "rk3588", "fp16", node="join")
+
+
+@pytest.mark.parametrize(("split", "perm", "cpu"), [
+    ([1, 4, 2, 3, 2, 8], [3, 0, 4, 2, 1, 5], True),  # Hiera mask units: the token axis 8 = 4 x 2 reversed
+    ([1, 4, 2, 3, 2, 8], [3, 0, 4, 1, 2, 5], False),  # qkv/heads to the front, tokens kept in order (NeST, ViT)
+])
+def test_a_rank6_transpose_reordering_one_token_axis_is_cpu_on_rk3566(catalog, tmp_path, split, perm, cpu):
+    # corpus timm_hiera_tiny_224 blocks.1 attn/Reshape [1,3136,576] -> [1,64,49,3,2,96] and attn/Transpose: CPU
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name="qkv"),
+             helper.make_node("Reshape", ["m", "s"], ["r"], name="split"),
+             helper.make_node("Transpose", ["r"], ["t"], name="perm", perm=perm),
+             helper.make_node("Relu", ["t"], ["y"], name="tail")]
+    path = save_model(tmp_path / f"mu{int(cpu)}.onnx", nodes, [value("x", [1, 8, 16])], [value("y", None)],
+                      [weight("w", [16, 48]), const("s", np.array(split, np.int64))])
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision, node="perm") is not cpu
+        assert on_npu(catalog, path, "rk3566", precision, node="split") is not cpu
+
+
+def test_a_2d_window_partition_stays_on_the_npu_on_rk3566(catalog, tmp_path):
+    # corpus timm_nest_tiny levels.0: channels-last map [1,8,8,16] -> [1,2,4,2,4,16] -> (0,1,3,2,4,5): exWindow, NPU
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv"),
+             helper.make_node("Transpose", ["c"], ["h"], name="nhwc", perm=[0, 2, 3, 1]),
+             helper.make_node("Reshape", ["h", "s"], ["r"], name="split"),
+             helper.make_node("Transpose", ["r"], ["t"], name="perm", perm=[0, 1, 3, 2, 4, 5]),
+             helper.make_node("Relu", ["t"], ["y"], name="tail")]
+    path = save_model(tmp_path / "win.onnx", nodes, [value("x", [1, 16, 8, 8])], [value("y", None)],
+                      [weight("w", [16, 16, 1, 1]), const("s", np.array([1, 2, 4, 2, 4, 16], np.int64))])
+    assert on_npu(catalog, path, "rk3566", "int8", node="perm")
+    assert on_npu(catalog, path, "rk3566", "int8", node="split")
+
+
+def _reduce_model(tmp_path, width, axis, name):
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv"),
+             helper.make_node("Mul", ["c", "c"], ["m"], name="producer"),
+             helper.make_node("ReduceSum", ["m", "axes"], ["r"], name="reduce", keepdims=1),
+             helper.make_node("Relu", ["r"], ["y"], name="tail")]
+    return save_model(tmp_path / f"{name}.onnx", nodes, [value("x", [1, 8, 4, width])], [value("y", None)],
+                      [weight("w", [8, 8, 1, 1]), const("axes", np.array([axis], np.int64))])
+
+
+@pytest.mark.parametrize(("width", "producer_cpu"), [(16, {"fp16": False, "int8": False}),
+                                                     (12, {"fp16": False, "int8": True}),
+                                                     (10, {"fp16": True, "int8": True})])
+def test_a_reduce_over_w_is_transposed_into_the_channel_on_rk3566(catalog, tmp_path, width, producer_cpu):
+    # corpus timm_mobilevitv2_050 attn/ReduceSum over W of [1,64,4,196]: Mul_output_0_tp NPU in FP16, CPU in INT8
+    # (196 is not a multiple of 8), [1,96,4,49] CPU in both; the one-wide result's transpose back is always CPU
+    path = _reduce_model(tmp_path, width, 3, f"rw{width}")
+    for precision in ("fp16", "int8"):
+        assert not on_npu(catalog, path, "rk3566", precision, node="reduce")
+        assert on_npu(catalog, path, "rk3566", precision, node="producer") is not producer_cpu[precision]
+    assert on_npu(catalog, path, "rk3588", "int8", node="reduce")
+
+
+def test_a_reduce_over_the_channel_is_a_convolution_on_rk3566(catalog, tmp_path):
+    path = _reduce_model(tmp_path, 10, 1, "rc")
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision, node="reduce")
+        assert on_npu(catalog, path, "rk3566", precision, node="producer")
+
+
+def test_a_reduce_over_the_radix_axis_is_relaid_out_on_rk3566(catalog, tmp_path):
+    # corpus timm_resnest14d conv2/Reshape [1,128,56,56] -> [1,2,64,56,56] and ReduceSum over axis 1: both CPU
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv"),
+             helper.make_node("Reshape", ["c", "s"], ["r"], name="radix"),
+             helper.make_node("ReduceSum", ["r", "axes"], ["t"], name="reduce", keepdims=0),
+             helper.make_node("Relu", ["t"], ["y"], name="tail")]
+    path = save_model(tmp_path / "radix.onnx", nodes, [value("x", [1, 16, 4, 4])], [value("y", None)],
+                      [weight("w", [16, 16, 1, 1]), const("s", np.array([1, 2, 8, 4, 4], np.int64)),
+                       const("axes", np.array([1], np.int64))])
+    for precision in ("fp16", "int8"):
+        assert not on_npu(catalog, path, "rk3566", precision, node="reduce")
+        assert not on_npu(catalog, path, "rk3566", precision, node="radix")
+        assert on_npu(catalog, path, "rk3566", precision, node="conv")
+
+
+def test_a_run_of_reshapes_is_carried_by_its_last_member_on_rk3566(catalog, tmp_path):
+    # corpus timm_resnest14d conv2/rsoftmax: Softmax [1,2,1,64] -> Reshape_1 [1,128] -> [1,128,1,1] -> Reshape_2
+    # [1,2,64,1,1]: one Transpose layer named after Reshape_2 (CPU); the earlier reshapes fold
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"),
+             helper.make_node("Reshape", ["a", "s1"], ["f"], name="first"),
+             helper.make_node("Reshape", ["f", "s2"], ["m"], name="middle"),
+             helper.make_node("Reshape", ["m", "s3"], ["b"], name="last"),
+             helper.make_node("Relu", ["b"], ["y"], name="tail")]
+    path = save_model(tmp_path / "run.onnx", nodes, [value("x", [1, 2, 1, 64])], [value("y", None)],
+                      [const("s1", np.array([1, 128], np.int64)), const("s2", np.array([1, 128, 1, 1], np.int64)),
+                       const("s3", np.array([1, 2, 64, 1, 1], np.int64))])
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision, node="first")
+        assert on_npu(catalog, path, "rk3566", precision, node="middle")
+        assert not on_npu(catalog, path, "rk3566", precision, node="last")
+
+
+@pytest.mark.parametrize(("shape", "cpu"), [([1, 128, 1, 1], False), ([1, 128, 2, 1], True)])
+def test_a_reshape_of_a_vector_stays_on_the_npu_on_rk3566(catalog, tmp_path, shape, cpu):
+    # corpus timm_resnest14d conv2/rsoftmax/Reshape (1,128,1,1) -> (1,2,1,64): a Reshape layer, Target NPU;
+    # with two pixels the channel change is a gather (the probe's 1x16x8x8 -> 1x32x4x8)
+    to = [1, 1, 2, 64] if shape[2] == 1 else [1, 1, 4, 64]
+    path = _inner(tmp_path, [helper.make_node("Reshape", ["a", "s"], ["b"], name="n")], shape,
+                  [const("s", np.array(to, np.int64))], name=f"vec{shape[2]}")
+    assert on_npu(catalog, path, "rk3566", "fp16") is not cpu
+
+
+@pytest.mark.parametrize("from_matmul", [True, False])
+def test_a_seq_first_token_transpose_back_is_free_after_a_token_matmul_on_rk3566(catalog, tmp_path, from_matmul):
+    # corpus nn_encoder_d128_h4_l2 / nn_decoder_d128_h4_l2 self_attn/Transpose_7 (1,0,2) of [64,1,128] after the
+    # out-projection Gemm: no layer of its own; an RNN's sequence-first output (nn_lstm_1x128 /rnn/Transpose_1) is CPU
+    nodes = [helper.make_node("Gemm", ["x", "w"], ["g"], name="proj") if from_matmul
+             else helper.make_node("Relu", ["x"], ["g"], name="proj"),
+             helper.make_node("Reshape", ["g", "s"], ["r"], name="unflatten"),
+             helper.make_node("Transpose", ["r"], ["t"], name="n", perm=[1, 0, 2]),
+             helper.make_node("Relu", ["t"], ["y"], name="tail")]
+    inits = [weight("w", [128, 128]), const("s", np.array([16, 1, 128], np.int64))]
+    path = save_model(tmp_path / f"seq{int(from_matmul)}.onnx", nodes, [value("x", [16, 128])], [value("y", None)],
+                      inits)
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision) is from_matmul
+
+
+@pytest.mark.parametrize(("perm", "cpu"), [([2, 0, 3, 4, 1], True), ([2, 0, 3, 1, 4], False)])
+def test_a_head_split_putting_the_tokens_last_is_cpu_on_rk3566(catalog, tmp_path, perm, cpu):
+    # corpus timm_edgenext_xx_small xca: [1,1024,144] -> [1,1024,3,4,12] -> (2,0,3,4,1): channels as rows, the
+    # Reshape and the Transpose Target CPU in FP16 and INT8; the usual (2,0,3,1,4) keeps d innermost (NPU)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name="qkv"),
+             helper.make_node("Reshape", ["m", "s"], ["r"], name="split"),
+             helper.make_node("Transpose", ["r"], ["t"], name="perm", perm=perm),
+             helper.make_node("Relu", ["t"], ["y"], name="tail")]
+    path = save_model(tmp_path / f"xca{int(cpu)}.onnx", nodes, [value("x", [1, 64, 16])], [value("y", None)],
+                      [weight("w", [16, 48]), const("s", np.array([1, 64, 3, 2, 8], np.int64))])
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision, node="perm") is not cpu
+        assert on_npu(catalog, path, "rk3566", precision, node="split") is not cpu
+
+
+@pytest.mark.parametrize(("tokens", "cpu"), [(True, False), (False, True)])
+def test_a_transpose_bringing_the_channel_to_axis_1_is_a_relabel_on_rk3566(catalog, tmp_path, tokens, cpu):
+    # corpus timm_edgenext_xx_small Transpose_1 (0,3,1,2) of token-made [1,16,16,88] back to the map: no layer;
+    # the same perm of an NCHW map (channel on axis 1) moves data
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name="mm") if tokens
+             else helper.make_node("Conv", ["x", "w"], ["m"], name="mm"),
+             helper.make_node("Transpose", ["m"], ["b"], name="n", perm=[0, 3, 1, 2]),
+             helper.make_node("Relu", ["b"], ["y"], name="tail")]
+    path = save_model(tmp_path / f"tf{int(tokens)}.onnx", nodes, [value("x", [1, 8, 8, 8])], [value("y", None)],
+                      [weight("w", [8, 8] if tokens else [8, 8, 1, 1])])
+    assert on_npu(catalog, path, "rk3566", "fp16") is not cpu
+
+
+@pytest.mark.parametrize("talking_heads", [True, False])
+def test_talking_heads_convolutions_relayout_exmatmul_scores_on_rk3566(catalog, tmp_path, talking_heads):
+    # corpus timm_efficientformerv2_s0 token_mixer: MatMul -> talking_head1/Conv -> Softmax -> talking_head2/Conv ->
+    # MatMul_1: the MatMul and talking_head2 are CPU (relayouts of exMatMul's (heads, N, 1, N) form)
+    mix = [helper.make_node("Conv", ["s", "w1"], ["s1"], name="th1"),
+           helper.make_node("Softmax", ["s1"], ["p0"], name="softmax", axis=-1),
+           helper.make_node("Conv", ["p0", "w2"], ["p"], name="th2")] if talking_heads else \
+          [helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1)]
+    nodes = [helper.make_node("MatMul", ["q", "k"], ["s"], name="qk"), *mix,
+             helper.make_node("MatMul", ["p", "v"], ["o"], name="pv"),
+             helper.make_node("Relu", ["o"], ["y"], name="tail")]
+    path = save_model(tmp_path / f"th{int(talking_heads)}.onnx", nodes,
+                      [value("q", [1, 4, 16, 8]), value("k", [1, 4, 8, 16]), value("v", [1, 4, 16, 8])],
+                      [value("y", None)], [weight("w1", [4, 4, 1, 1]), weight("w2", [4, 4, 1, 1])])
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision, node="qk") is not talking_heads
+        if talking_heads:
+            assert not on_npu(catalog, path, "rk3566", precision, node="th2")
+            assert on_npu(catalog, path, "rk3566", precision, node="th1")
+    assert on_npu(catalog, path, "rk3588", "fp16", node="qk")
+
+
+def test_a_reshape_after_a_token_reordering_transpose_takes_its_move_on_rk3566(catalog, tmp_path):
+    # probe tools/probe_rknn_rk3566.py mu:8:8:16:1: qkv Reshape -> rank-6 Transpose swapping the token pieces ->
+    # Reshape: the layers qf_rs and qf_rs_tp are named after the last Reshape (CPU); the first two have none
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name="qkv"),
+             helper.make_node("Reshape", ["m", "s"], ["r"], name="split"),
+             helper.make_node("Transpose", ["r"], ["t"], name="perm", perm=[3, 0, 4, 2, 1, 5]),
+             helper.make_node("Reshape", ["t", "s2"], ["b"], name="merge"),
+             helper.make_node("Relu", ["b"], ["y"], name="tail")]
+    path = save_model(tmp_path / "mu.onnx", nodes, [value("x", [1, 8, 16])], [value("y", None)],
+                      [weight("w", [16, 48]), const("s", np.array([1, 4, 2, 3, 2, 8], np.int64)),
+                       const("s2", np.array([3, 1, 2, 8, 8], np.int64))])
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision, node="split")
+        assert on_npu(catalog, path, "rk3566", precision, node="perm")
+        assert not on_npu(catalog, path, "rk3566", precision, node="merge")

@@ -380,9 +380,9 @@ def test_patch_embedding_stride_is_rewritten(catalog, build, kernel, stride, pad
 
 
 @pytest.mark.parametrize(("edit", "message"), [
-    ('condition = "moves_across_channel"\nsocs = ["rk3566", "rk3568"]', None),
+    ('condition = "layout_chain"\nsocs = ["rk3566", "rk3568"]', None),
     ('condition = "no_such_check"\nsocs = ["rk3566", "rk3568"]', "names condition 'no_such_check'"),
-    ('condition = "moves_across_channel"\nsocs = ["rk9999"]', "names unknown SoCs"),
+    ('condition = "layout_chain"\nsocs = ["rk9999"]', "names unknown SoCs"),
 ])
 def test_op_conditions_are_validated_at_load(edit, message):
     from pathlib import Path
@@ -391,7 +391,7 @@ def test_op_conditions_are_validated_at_load(edit, message):
     from optimizer.errors import BadInputError
 
     text = (Path(__file__).parents[2] / "constraints" / "rockchip_rknn.toml").read_text()
-    old = 'condition = "moves_across_channel"\nsocs = ["rk3566", "rk3568"]'
+    old = 'condition = "layout_chain"\nsocs = ["rk3566", "rk3568"]'
     assert old in text
     text = text.replace(old, edit, 1)
     if message is None:

@@ -16,6 +16,7 @@ from optimizer.fusion import build_groups
 from optimizer.ir import BYTES_PER_ELEMENT, load_model
 from optimizer.latency import OP_CLASSES, LatencyModel, Option, Placement, evaluate, load_profile, parse_profile
 from optimizer.latency._contention import slowdown
+from optimizer.latency._gpu import split_k, split_k_extra_bytes
 from optimizer.latency._model import GPU_TILE_OUTPUTS, Work, wave_utilization, work_seconds
 from tests.conftest import save_model, value, weight
 
@@ -50,7 +51,9 @@ def test_tf32_runs_fp32_convolutions_at_the_tensor_core_rate_on_ampere(tmp_path)
     _, with_tf32, _ = tf32._unit_compute_s(node, "gpu", "fp32")
     _, without, _ = cuda._unit_compute_s(node, "gpu", "fp32")
     expected = fig["gpu_fp16_tops"].value * fig["gpu_tf32_per_fp16"].value / fig["gpu_fp32_tops"].value
-    assert without / with_tf32 == pytest.approx(expected, rel=1e-9)  # 21.4 / 5.3 = 4.03x
+    # each at its own split-K choice (a slower CUDA-core layer may split differently; 1 here)
+    waves = cuda._gpu_waves(node, "fp32") / tf32._gpu_waves(node, "fp32")
+    assert without / with_tf32 * waves == pytest.approx(expected, rel=1e-9)  # 21.4 / 5.3 = 4.03x
     group = tf32.groups.groups[0]
     assert tf32.option_ns(group, Option("gpu", "fp32")) < cuda.option_ns(group, Option("gpu", "fp32"))
     # FP16 and INT8 do not change, nor does a GPU without TF32 (Volta)
@@ -195,8 +198,36 @@ def test_gpu_waves_divide_tensor_core_work_by_the_filled_share_of_the_sms(tmp_pa
     assert waved == pytest.approx(ideal * 16 / 13, rel=1e-9)
     _, dla, _ = lm._unit_compute_s(node, "dla", "int8")  # the DLA has no SM waves
     assert dla == pytest.approx(2 * node.macs / (CATALOG.target("orin-agx").figures["dla_int8_tops"].value * 1e12))
-    six = _lm(path, "orin-agx-15w")  # 3 TPCs: 13 blocks in 3 waves of 6 SMs
-    assert six._gpu_waves(six.graph.node("c")) == pytest.approx(13 / 18)
+    six = _lm(path, "orin-agx-15w")  # 3 TPCs: 13 blocks in 3 waves of 6 SMs = 13/18, unless split-K pays
+    node = six.graph.node("c")
+    mac_s = 2 * node.macs / (CATALOG.target("orin-agx-15w").figures["gpu_int8_tops"].value * 1e12)
+    slices, utilization = split_k(28 * 28 * 256, 256 * 9, 6, mac_s, 1 / six.bandwidth)
+    assert slices == 2 and utilization == pytest.approx(26 / 30)  # 26 blocks in 5 waves beat 13/18
+    assert six._gpu_waves(node) == pytest.approx(26 / 30)
+
+
+def test_split_k_fills_the_sms_with_slices_of_a_deep_reduction_when_the_partial_sums_are_cheap(tmp_path):
+    """ResNet's last stage at batch 1: 6 tiles of 128x128 on 16 SMs fill 6/16. Split 8 ways (4,608 MACs per
+    output, slices of >= 256), 48 blocks fill 3 whole waves: the compute divides by 1 instead of 0.375. A
+    shallow reduction (K < 2 x 256) or costly partial sums keep s = 1; the partial sums add
+    2 x 4 bytes x outputs per extra slice."""
+    outputs = 6 * GPU_TILE_OUTPUTS
+    assert split_k(outputs, 4608, 16, 1e-4, 1e-15) == (8, 1.0)
+    assert split_k(outputs, 300, 16, 1e-4, 1e-15) == (1, pytest.approx(6 / 16))
+    assert split_k(outputs, 4608, 16, 1e-4, 1e-6) == (1, pytest.approx(6 / 16))  # 1 us a byte: never pays
+    assert split_k_extra_bytes(outputs, 8) == 2 * 4 * outputs * 7
+    # on a model: a 7x7, 2048 -> 2048 3x3 conv on AGX Orin (100,352 outputs = 7 tiles, K = 18,432)
+    path = _conv(tmp_path, c=2048, hw=7)
+    lm = _lm(path, "orin-agx")
+    node = lm.graph.node("c")
+    ideal = 2 * node.macs / (CATALOG.target("orin-agx").figures["gpu_int8_tops"].value * 1e12)
+    slices, utilization = split_k(7 * 7 * 2048, 2048 * 9, 16, ideal, 1 / lm.bandwidth)
+    assert slices > 1 and utilization > 7 / 16
+    _, split, _ = lm._unit_compute_s(node, "gpu", "int8")
+    assert split == pytest.approx(ideal / utilization, rel=1e-9)
+    work = lm.work(lm.groups.groups[0], Option("gpu", "int8"))
+    dense = lm._group_elements(lm.groups.groups[0])  # int8: one byte an element
+    assert work.act_bytes == dense + split_k_extra_bytes(7 * 7 * 2048, slices)
 
 
 def test_each_engine_slows_by_pccs_at_the_dram_throughput_of_its_co_runners():

@@ -1,0 +1,332 @@
+"""RKNN placement rules measured with tools/probe_rknn_placement.py, each just inside and just outside its limit:
+pixel rows (RKNN-PIXEL-ROWS), split attention's radix rows (RKNN-RADIX-ROW), ReduceMax's channel axis."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import helper
+
+from optimizer.check import check_graph
+from optimizer.ir import load_model
+from tests.conftest import const, save_model, value, violations, weight
+
+
+def _verdicts(catalog, path, target, precision):
+    report = check_graph(load_model(path), catalog, target)
+    return lambda node: report.verdict(node).runs_on("npu", precision)
+
+
+def _flatten(tmp_path, shape, into_fc):
+    """x -> Relu -> Flatten -> (Gemm with constant weights | Relu) -> y."""
+    flat = int(np.prod(shape[1:]))
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"),
+             helper.make_node("Flatten", ["a"], ["b"], name="n", axis=1)]
+    inits = []
+    if into_fc:
+        nodes.append(helper.make_node("Gemm", ["b", "gw", "gb"], ["y"], name="fc", transB=1))
+        inits = [weight("gw", [16, flat]), weight("gb", [16])]  # 16 classes: an aligned output
+    else:
+        nodes.append(helper.make_node("Relu", ["b"], ["y"], name="tail"))
+    name = "x".join(map(str, shape)) + ("fc" if into_fc else "")
+    return save_model(tmp_path / f"flat{name}.onnx", nodes, [value("x", shape)], [value("y", None)], inits)
+
+
+@pytest.mark.parametrize(("shape", "cpu_in"), [
+    ([1, 64, 7, 8], {"int8"}),  # 56 pixels: whole 16-byte groups in FP16 only
+    ([1, 64, 12, 2], {"int8"}),  # 24 pixels
+    ([1, 64, 8, 8], set()),  # 64 pixels: whole groups in both
+    ([1, 10, 12, 12], set()),  # corpus nn_stn_gridsample /Flatten
+    ([1, 64, 7, 7], {"fp16", "int8"}),
+    ([1, 64, 5, 20], {"fp16", "int8"}),  # W = 20 is a multiple of 4, the 100 pixels are not of 8
+    ([1, 256, 6, 6], {"fp16", "int8"}),  # corpus tv_alexnet /Flatten
+    ([1, 256, 1, 1], set()),  # a pooled map: layout only
+])
+def test_rk3588_flattens_pixels_on_the_npu_only_in_whole_16_byte_groups(catalog, tmp_path, shape, cpu_in):
+    path = _flatten(tmp_path, shape, into_fc=False)
+    for precision in ("fp16", "int8"):
+        assert ("RKNN-PIXEL-ROWS" in violations(catalog, path, "rk3588", precision)) is (precision in cpu_in)
+        assert _verdicts(catalog, path, "rk3588", precision)("n") is (precision not in cpu_in)
+        for other in ("rk3576", "rk3562", "rv1126b"):
+            assert _verdicts(catalog, path, other, precision)("n")
+
+
+@pytest.mark.parametrize(("shape", "precision", "folded"), [
+    ([1, 32, 6, 6], "fp16", True),  # 2304 bytes, 6x6 kernel: one convolution
+    ([1, 256, 3, 4], "int8", True),  # 3072 bytes
+    ([1, 256, 3, 4], "fp16", False),  # 6144 bytes: a Reshape layer, 12 pixels unaligned
+    ([1, 128, 6, 6], "int8", False),  # 4608 bytes
+    ([1, 16, 7, 7], "fp16", False),  # 1568 bytes but a 7x7 kernel: beyond the measured folds
+])
+def test_rk3588_small_map_into_a_classifier_folds_into_one_convolution(catalog, tmp_path, shape, precision, folded):
+    path = _flatten(tmp_path, shape, into_fc=True)
+    assert _verdicts(catalog, path, "rk3588", precision)("n") is folded
+    assert _verdicts(catalog, path, "rk3588", precision)("fc")
+
+
+@pytest.mark.parametrize(("hw", "cpu_in"), [((6, 6), {"fp16", "int8"}), ((7, 7), {"fp16", "int8"}),
+                                            ((8, 6), set()), ((6, 8), set()), ((8, 8), set()),
+                                            ((4, 6), {"int8"})])
+def test_rk3588_unflattens_a_vector_into_a_map_by_the_same_alignment(catalog, tmp_path, hw, cpu_in):
+    h, w = hw
+    nodes = [helper.make_node("Gemm", ["x", "gw"], ["g"], name="fc", transB=1),
+             helper.make_node("Reshape", ["g", "s"], ["m"], name="n"),
+             helper.make_node("Relu", ["m"], ["y"], name="tail")]
+    path = save_model(tmp_path / f"unflat{h}{w}.onnx", nodes, [value("x", [1, 16])], [value("y", None)],
+                      [weight("gw", [16 * h * w, 16]), const("s", np.array([1, 16, h, w], np.int64))])
+    for precision in ("fp16", "int8"):
+        assert _verdicts(catalog, path, "rk3588", precision)("n") is (precision not in cpu_in)
+        assert _verdicts(catalog, path, "rk3576", precision)("n")
+
+
+def _radix(tmp_path, radix, channels, height, width):
+    """Split attention's radix sum: x [1, R*C, H, W] -> Relu -> Reshape [1, R, C, H, W] -> ReduceSum(axis 1) -> Relu."""
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="act"),
+             helper.make_node("Reshape", ["a", "s"], ["r"], name="split"),
+             helper.make_node("ReduceSum", ["r", "ax"], ["m"], name="radix_sum", keepdims=0),
+             helper.make_node("Relu", ["m"], ["y"], name="tail")]
+    inits = [const("s", np.array([1, radix, channels, height, width], np.int64)), const("ax", np.array([1], np.int64))]
+    return save_model(tmp_path / f"radix{radix}_{channels}_{height}_{width}.onnx", nodes,
+                      [value("x", [1, radix * channels, height, width])], [value("y", None)], inits, opset=13)
+
+
+@pytest.mark.parametrize(("target", "chw", "cpu_in"), [
+    ("rk3588", (64, 32, 32), set()),  # rows of 131072 bytes in FP16: the limit itself
+    ("rk3588", (96, 32, 32), {"fp16"}),  # 196608 bytes in FP16, 98304 in INT8
+    ("rk3588", (32, 7, 7), {"fp16", "int8"}),  # 49 pixels unaligned, small rows
+    ("rk3588", (64, 7, 8), {"int8"}),  # 56 pixels: aligned in FP16 only
+    ("rk3562", (24, 32, 32), set()),  # 49152 bytes in FP16
+    ("rk3562", (32, 32, 32), {"fp16"}),  # 65536 bytes in FP16: over; 32768 in INT8
+    ("rk3562", (64, 32, 32), {"fp16", "int8"}),  # 65536 bytes in INT8
+    ("rk3562", (32, 7, 7), set()),  # rk3562 has no alignment condition
+    ("rk3576", (64, 56, 56), set()),  # measured NPU up to 200704 elements
+])
+def test_radix_rows_of_split_attention_by_soc(catalog, tmp_path, target, chw, cpu_in):
+    path = _radix(tmp_path, 2, *chw)
+    for precision in ("fp16", "int8"):
+        assert _verdicts(catalog, path, target, precision)("split") is (precision not in cpu_in)
+        assert ("RKNN-RADIX-ROW" in violations(catalog, path, target, precision, node="split")) is \
+            (precision in cpu_in)
+        assert _verdicts(catalog, path, target, precision)("act")  # only the node making the summed tensor
+
+
+@pytest.mark.parametrize(("chw", "cpu_in"), [((64, 14, 14), {"fp16", "int8"}), ((64, 28, 28), set()),
+                                             ((64, 7, 8), {"int8"})])
+def test_rk3588_radix_sum_unflattens_its_row_by_the_pixel_alignment(catalog, tmp_path, chw, cpu_in):
+    path = _radix(tmp_path, 2, *chw)
+    for precision in ("fp16", "int8"):
+        assert _verdicts(catalog, path, "rk3588", precision)("radix_sum") is (precision not in cpu_in)
+        assert _verdicts(catalog, path, "rk3562", precision)("radix_sum")
+
+
+def test_a_reduce_over_another_axis_is_no_radix_sum(catalog, tmp_path):
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="act"),
+             helper.make_node("Reshape", ["a", "s"], ["r"], name="split"),
+             helper.make_node("ReduceSum", ["r", "ax"], ["m"], name="radix_sum", keepdims=0),
+             helper.make_node("Relu", ["m"], ["y"], name="tail")]
+    inits = [const("s", np.array([1, 2, 64, 14, 14], np.int64)), const("ax", np.array([2], np.int64))]
+    path = save_model(tmp_path / "other_axis.onnx", nodes, [value("x", [1, 128, 14, 14])], [value("y", None)],
+                      inits, opset=13)
+    assert "RKNN-RADIX-ROW" not in violations(catalog, path, "rk3588", "fp16", node="split")
+    assert "RKNN-PIXEL-ROWS" not in violations(catalog, path, "rk3588", "fp16", node="radix_sum")
+
+
+@pytest.mark.parametrize(("shape", "axes", "on_npu"), [
+    ([1, 32, 8, 8], [1], True),  # the channel
+    ([1, 32, 8, 8], [2], False),  # H
+    ([1, 32, 8, 8], [3], False),  # W
+    ([1, 32, 8, 8], [2, 3], False),
+    ([1, 2, 16, 8, 8], [2], True),  # held as (2, 16, 8, 8): its channel
+    ([1, 2, 16, 8, 8], [1], False),  # its batch axis
+    ([1, 2, 16, 8, 8], [4], False),
+    ([1, 2, 4, 4, 8, 8], [3], False),  # rank 6
+])
+def test_reducemax_reduces_only_the_channel_on_rk3576_and_rv1126b(catalog, tmp_path, shape, axes, on_npu):
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"),
+             helper.make_node("ReduceMax", ["a"], ["m"], name="n", axes=axes, keepdims=1),
+             helper.make_node("Relu", ["m"], ["y"], name="tail")]
+    path = save_model(tmp_path / f"rmax{len(shape)}{''.join(map(str, axes))}.onnx", nodes, [value("x", shape)],
+                      [value("y", None)])
+    for target in ("rk3576", "rv1126b"):
+        for precision in ("fp16", "int8"):
+            assert _verdicts(catalog, path, target, precision)("n") is on_npu
+    assert not _verdicts(catalog, path, "rk3588", "fp16")("n")  # no NPU ReduceMax there at all
+
+
+def _blockify(tmp_path, c, h, w, block):
+    """NesT: map [1,C,H,W] (made by 'src') -> Transpose (0,2,3,1) -> Reshape [1,H/b,b,W/b,b,C] ->
+    Transpose (0,1,3,2,4,5) -> Reshape [1, windows, b*b, C] -> Relu."""
+    gh, gw = h // block, w // block
+    nodes = [helper.make_node("Relu", ["x"], ["m"], name="src"),
+             helper.make_node("Transpose", ["m"], ["t"], name="nhwc", perm=[0, 2, 3, 1]),
+             helper.make_node("Reshape", ["t", "s6"], ["r6"], name="blocks6"),
+             helper.make_node("Transpose", ["r6"], ["t6"], name="blocks_t", perm=[0, 1, 3, 2, 4, 5]),
+             helper.make_node("Reshape", ["t6", "s4"], ["b"], name="blocks"),
+             helper.make_node("Relu", ["b"], ["y"], name="tail")]
+    inits = [const("s6", np.array([1, gh, block, gw, block, c], np.int64)),
+             const("s4", np.array([1, gh * gw, block * block, c], np.int64))]
+    return save_model(tmp_path / f"blockify{c}_{h}_{block}.onnx", nodes, [value("x", [1, c, h, w])],
+                      [value("y", None)], inits)
+
+
+@pytest.mark.parametrize(("chw", "block", "cpu_in"), [
+    ((64, 32, 32), 8, set()),  # 131072 bytes in FP16: the limit itself
+    ((72, 32, 32), 8, {"fp16"}),  # 147456 bytes in FP16, 73728 in INT8
+    ((96, 56, 56), 14, {"fp16", "int8"}),  # corpus timm_nest_tiny patch embedding
+    ((96, 56, 56), 56, set()),  # one window: no partition (NesT level 2)
+])
+def test_rk3588_window_partition_moves_the_channel_into_the_batch_up_to_128_kib(catalog, tmp_path, chw, block, cpu_in):
+    path = _blockify(tmp_path, *chw, block)
+    for precision in ("fp16", "int8"):
+        assert _verdicts(catalog, path, "rk3588", precision)("src") is (precision not in cpu_in)
+        assert ("RKNN-CHANNEL-BATCH" in violations(catalog, path, "rk3588", precision, node="src")) is \
+            (precision in cpu_in)
+        for other in ("rk3576", "rk3562", "rv1126b"):
+            assert _verdicts(catalog, path, other, precision)("src")
+
+
+@pytest.mark.parametrize(("chw", "cpu_in"), [((128, 32, 32), {"fp16"}), ((64, 32, 32), set()),
+                                             ((96, 56, 56), {"fp16", "int8"})])
+def test_rk3588_channel_into_batch_transpose_is_cpu_above_128_kib(catalog, tmp_path, chw, cpu_in):
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"),
+             helper.make_node("Transpose", ["a"], ["b"], name="n", perm=[1, 0, 2, 3]),
+             helper.make_node("Relu", ["b"], ["y"], name="tail")]
+    path = save_model(tmp_path / f"cb{chw[0]}.onnx", nodes, [value("x", [1, *chw])], [value("y", None)])
+    for precision in ("fp16", "int8"):
+        assert _verdicts(catalog, path, "rk3588", precision)("n") is (precision not in cpu_in)
+        assert _verdicts(catalog, path, "rk3576", precision)("n")
+
+
+@pytest.mark.parametrize(("shape", "repeats", "on_npu"), [
+    ([1, 16, 8, 8], [1, 2, 1, 1], True), ([1, 16, 8, 8], [1, 1, 2, 1], True), ([1, 16, 8, 8], [1, 1, 1, 2], True),
+    ([1, 16, 8, 8], [1, 1, 2, 2], False), ([1, 16, 8, 8], [1, 2, 1, 2], False), ([1, 16, 64], [1, 2, 1], False)])
+def test_tile_repeats_one_axis_of_a_map_on_the_npu(catalog, tmp_path, shape, repeats, on_npu):
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"),
+             helper.make_node("Tile", ["a", "r"], ["t"], name="n"),
+             helper.make_node("Relu", ["t"], ["y"], name="tail")]
+    path = save_model(tmp_path / f"tile{''.join(map(str, repeats))}.onnx", nodes, [value("x", shape)],
+                      [value("y", None)], [const("r", np.array(repeats, np.int64))])
+    for target in ("rk3588", "rk3576", "rk3562", "rv1126b"):
+        for precision in ("fp16", "int8"):
+            assert _verdicts(catalog, path, target, precision)("n") is on_npu
+
+
+@pytest.mark.parametrize(("size", "on_npu"), [((4, 4), True), ((2, 2), True), ((4, 16), True), ((16, 16), True),
+                                              ((3, 3), False), ((6, 6), False), ((12, 12), False)])
+def test_linear_resize_by_whole_factors_up_or_down(catalog, tmp_path, size, on_npu):
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"),
+             helper.make_node("Resize", ["a", "", "", "sz"], ["r"], name="n", mode="linear"),
+             helper.make_node("Relu", ["r"], ["y"], name="tail")]
+    path = save_model(tmp_path / f"rz{size[0]}_{size[1]}.onnx", nodes, [value("x", [1, 16, 8, 8])],
+                      [value("y", None)], [const("sz", np.array([1, 16, *size], np.int64))])
+    for target in ("rk3588", "rk3576", "rv1126b"):
+        for precision in ("fp16", "int8"):
+            assert _verdicts(catalog, path, target, precision)("n") is on_npu
+    assert _verdicts(catalog, path, "rk3562", "fp16")("n")  # rk3562 resizes any linear ratio on the NPU
+
+
+def test_sum_of_activations_is_npu_adds(catalog, tmp_path):
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"),
+             helper.make_node("Sigmoid", ["a"], ["s"], name="sig"),
+             helper.make_node("Sum", ["a", "s", "a"], ["t"], name="n"),
+             helper.make_node("Relu", ["t"], ["y"], name="tail")]
+    path = save_model(tmp_path / "sum.onnx", nodes, [value("x", [1, 16, 8, 8])], [value("y", None)])
+    for target in ("rk3588", "rk3576", "rk3562", "rv1126b"):
+        assert _verdicts(catalog, path, target, "int8")("n")
+
+
+def _l2(tmp_path, normalise):
+    """ReduceL2 over the channel, then either x / Clip(norm, eps) (F.normalize) or x * norm."""
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"),
+             helper.make_node("ReduceL2", ["a"], ["l"], name="n", axes=[1], keepdims=1)]
+    inits = []
+    if normalise:
+        nodes += [helper.make_node("Clip", ["l", "eps"], ["lc"], name="eps"),
+                  helper.make_node("Div", ["a", "lc"], ["t"], name="div")]
+        inits = [const("eps", np.array(1e-12, np.float32))]
+    else:
+        nodes.append(helper.make_node("Mul", ["a", "l"], ["t"], name="mul"))
+    nodes.append(helper.make_node("Relu", ["t"], ["y"], name="tail"))
+    return save_model(tmp_path / f"l2{normalise}.onnx", nodes, [value("x", [1, 16, 8, 8])], [value("y", None)], inits)
+
+
+@pytest.mark.parametrize(("normalise", "int8_npu"), [(True, True), (False, False)])
+def test_reducel2_runs_in_int8_only_inside_an_l2_normalisation(catalog, tmp_path, normalise, int8_npu):
+    path = _l2(tmp_path, normalise)
+    for target in ("rk3588", "rk3576", "rk3562", "rv1126b"):
+        assert _verdicts(catalog, path, target, "fp16")("n")
+        assert _verdicts(catalog, path, target, "int8")("n") is int8_npu
+
+
+@pytest.mark.parametrize(("mode", "cpu_on"), [("tf_half_pixel_for_nn", {"rk3588", "rk3576", "rk3562", "rv1126b"}),
+                                              ("align_corners", {"rk3588", "rk3576", "rv1126b"}),
+                                              ("half_pixel", set())])
+def test_linear_resize_coordinate_modes(catalog, tmp_path, mode, cpu_on):
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"),
+             helper.make_node("Resize", ["a", "", "sc"], ["r"], name="n", mode="linear",
+                              coordinate_transformation_mode=mode),
+             helper.make_node("Relu", ["r"], ["y"], name="tail")]
+    path = save_model(tmp_path / f"rz{mode}.onnx", nodes, [value("x", [1, 16, 8, 8])], [value("y", None)],
+                      [const("sc", np.array([1, 1, 2, 2], np.float32))])
+    for target in ("rk3588", "rk3576", "rk3562", "rv1126b"):
+        assert _verdicts(catalog, path, target, "fp16")("n") is (target not in cpu_on)
+
+
+def _rows_out(tmp_path, hw, tail_op, **kw):
+    """x [1,8,H,W] -> Relu -> Reshape [1,8,H*W] -> tail_op -> rank-3 graph output."""
+    h, w = hw
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"),
+             helper.make_node("Reshape", ["a", "s"], ["r"], name="rows"),
+             helper.make_node(tail_op, ["r"], ["y"], name="out", **kw)]
+    return save_model(tmp_path / f"rows{h}{w}{tail_op}{kw.get('axis', '')}.onnx", nodes, [value("x", [1, 8, h, w])],
+                      [value("y", None)], [const("s", np.array([1, 8, h * w], np.int64))])
+
+
+@pytest.mark.parametrize(("hw", "cpu_in"), [((10, 10), {"fp16", "int8"}), ((8, 10), set()), ((8, 8), set()),
+                                            ((6, 4), {"int8"})])
+def test_rk3588_rows_output_relayout_falls_on_the_rows_reshape_when_the_ops_after_it_commute(
+        catalog, tmp_path, hw, cpu_in):
+    for tail_op, kw in (("Sigmoid", {}), ("Softmax", {"axis": 1})):
+        path = _rows_out(tmp_path, hw, tail_op, **kw)
+        for precision in ("fp16", "int8"):
+            verdicts = _verdicts(catalog, path, "rk3588", precision)
+            assert verdicts("rows") is (precision not in cpu_in)
+            assert verdicts("out")
+
+
+def test_rk3588_softmax_over_the_rows_keeps_the_relayout_on_the_output_maker(catalog, tmp_path):
+    path = _rows_out(tmp_path, (10, 10), "Softmax", axis=2)
+    for precision in ("fp16", "int8"):
+        verdicts = _verdicts(catalog, path, "rk3588", precision)
+        assert verdicts("rows")
+        assert not verdicts("out")
+
+
+def _width_sum(tmp_path, hw, scores=False):
+    """x [1,C,H,W] -> Relu ('src', or a MatMul of two activations for attention scores) -> ReduceSum over W."""
+    h, w = hw
+    if scores:  # [1,4,H,d] @ [1,4,d,W] -> [1,4,H,W]
+        head = [helper.make_node("MatMul", ["x", "k"], ["m"], name="src")]
+        inputs = [value("x", [1, 4, h, 8]), value("k", [1, 4, 8, w])]
+    else:
+        head = [helper.make_node("Relu", ["x"], ["m"], name="src")]
+        inputs = [value("x", [1, 64, h, w])]
+    nodes = [*head, helper.make_node("ReduceSum", ["m", "ax"], ["r"], name="sum", keepdims=1),
+             helper.make_node("Mul", ["m", "r"], ["y"], name="tail")]
+    return save_model(tmp_path / f"wsum{h}_{w}{scores}.onnx", nodes, inputs, [value("y", None)],
+                      [const("ax", np.array([3], np.int64))], opset=13)
+
+
+@pytest.mark.parametrize(("hw", "cpu"), [((4, 196), True), ((8, 80), True), ((4, 128), False), ((1, 784), False),
+                                         ((16, 49), False), ((4, 136), True), ((12, 49), True)])
+def test_rk3576_int8_width_sum_transposes_on_the_cpu_beyond_512_pixels(catalog, tmp_path, hw, cpu):
+    path = _width_sum(tmp_path, hw)
+    for target in ("rk3576", "rv1126b"):
+        assert _verdicts(catalog, path, target, "int8")("src") is not cpu
+        assert _verdicts(catalog, path, target, "fp16")("src")
+    assert _verdicts(catalog, path, "rk3588", "int8")("src")
+
+
+def test_attention_scores_summed_over_w_are_no_map(catalog, tmp_path):
+    path = _width_sum(tmp_path, (196, 196), scores=True)
+    assert "RKNN-WIDTH-SUM" not in violations(catalog, path, "rk3576", "int8", node="src")

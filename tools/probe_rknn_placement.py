@@ -1,0 +1,610 @@
+"""Probe rknn-toolkit2 2.5.0 at the boundaries of the RKNN placement entries (rk3588, rk3576, rk3562, rv1126b).
+
+Each case is a tiny graph with weights (Conv -> pattern -> Conv or a graph output) whose input shape is the
+case's own, so a limit can be walked in sizes. Run with the toolkit's interpreter, under nice:
+    nice -n 10 RKNN_VENV/bin/python tools/probe_rknn_placement.py [--cases flat_256_6_6,...] [--socs rk3588]
+Each case converts in a fresh process (a toolkit crash is recorded as such) and prints one JSON line: per
+SoC/precision the layers (op, data type, target, input -> output shapes, name) other than the probe's
+own first and last Conv.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rknn_log import map_to_onnx, parse_layer_table
+
+SOCS = "rk3588,rk3576,rk3562,rv1126b"
+rng = np.random.default_rng(0)
+
+
+def const(name: str, a: object) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.asarray(a), name)
+
+
+def weight(name: str, shape: tuple[int, ...]) -> onnx.TensorProto:
+    return const(name, rng.normal(0, 0.1, shape).astype(np.float32))
+
+
+def node(op: str, i: list[str], o: list[str], name: str, **kw: object) -> onnx.NodeProto:
+    return helper.make_node(op, i, o, name=name, **kw)
+
+
+def graph(name: str, shape: tuple[int, ...], nodes: list[onnx.NodeProto], inits: list[onnx.TensorProto],
+          tail: int | None = 8, opset: int = 17) -> onnx.ModelProto:
+    """in[shape] -> Conv 1x1 (same channels) -> x; nodes read x and write y; y -> Conv 1x1 (tail channels)
+    -> out, or y is the output when tail is None (then y must be 4-D for the Conv, any rank otherwise)."""
+    channels = shape[1]
+    head = [node("Conv", ["in", "w0"], ["x"], "pre_conv")]
+    body = list(nodes)
+    inits = [weight("w0", (channels, channels, 1, 1)), *inits]
+    out = "y"
+    if tail is not None:
+        inferred = onnx.shape_inference.infer_shapes(helper.make_model(helper.make_graph(
+            head + body, "s", [helper.make_tensor_value_info("in", TensorProto.FLOAT, list(shape))],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits),
+            opset_imports=[helper.make_opsetid("", opset)]))
+        y = next(v for v in inferred.graph.output if v.name == "y")
+        y_channels = y.type.tensor_type.shape.dim[1].dim_value
+        body.append(node("Conv", ["y", "w1"], ["out"], "post_conv"))
+        inits.append(weight("w1", (tail, y_channels, 1, 1)))
+        out = "out"
+    g = helper.make_graph(head + body, name, [helper.make_tensor_value_info("in", TensorProto.FLOAT, list(shape))],
+                          [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return onnx.shape_inference.infer_shapes(m)
+
+
+def flatten_gemm(c: int, h: int, w: int) -> onnx.ModelProto:
+    """Conv -> Flatten [1,C,H,W] -> [1,CHW] -> Gemm (10 outputs): a classifier on an unpooled map."""
+    return graph("fg", (1, c, h, w), [
+        node("Flatten", ["x"], ["f"], "flatten", axis=1),
+        node("Gemm", ["f", "gw", "gb"], ["y"], "fc", transB=1),
+    ], [weight("gw", (10, c * h * w)), weight("gb", (10,))], tail=None)
+
+
+def flatten_out(c: int, h: int, w: int) -> onnx.ModelProto:
+    """Conv -> Flatten [1,C,H,W] -> [1,CHW] as the graph output."""
+    return graph("fo", (1, c, h, w), [node("Flatten", ["x"], ["y"], "flatten", axis=1)], [], tail=None)
+
+
+def radix_sum(r: int, c: int, h: int, w: int) -> onnx.ModelProto:
+    """ResNeSt/SK split attention: Conv [1,R*C,H,W] -> Reshape [1,R,C,H,W] -> ReduceSum(axis 1) -> Conv."""
+    return graph("rs", (1, r * c, h, w), [
+        node("Reshape", ["x", "s5"], ["r5"], "split_reshape"),
+        node("ReduceSum", ["r5", "ax"], ["y"], "radix_sum", keepdims=0),
+    ], [const("s5", np.array([1, r, c, h, w], np.int64)), const("ax", np.array([1], np.int64))])
+
+
+def chan_to_batch(c: int, h: int, w: int) -> onnx.ModelProto:
+    """Conv [1,C,H,W] -> Reshape [C,1,H,W] ... -> Conv: each channel becomes an image of the batch; the map is
+    joined back by a Reshape so the tail Conv sees [1,C,H,W] (a per-image 1x1 conv between them)."""
+    return graph("cb", (1, c, h, w), [
+        node("Transpose", ["x"], ["t"], "to_batch", perm=[1, 0, 2, 3]),
+        node("Conv", ["t", "wb"], ["tb"], "per_image_conv"),
+        node("Transpose", ["tb"], ["y"], "from_batch", perm=[1, 0, 2, 3]),
+    ], [weight("wb", (1, 1, 1, 1))])
+
+
+def gemm_unflatten(c: int, h: int, w: int) -> onnx.ModelProto:
+    """Conv -> GlobalAveragePool -> Flatten -> Gemm (C*H*W outputs) -> Reshape [1,C,H,W] -> Conv: a vector
+    unfolded into a map (a decoder's first layer)."""
+    return graph("gu", (1, 16, 4, 4), [
+        node("GlobalAveragePool", ["x"], ["p"], "gap"),
+        node("Flatten", ["p"], ["f"], "flatten", axis=1),
+        node("Gemm", ["f", "gw", "gb"], ["g"], "fc", transB=1),
+        node("Reshape", ["g", "s4"], ["y"], "unflatten"),
+    ], [weight("gw", (c * h * w, 16)), weight("gb", (c * h * w,)), const("s4", np.array([1, c, h, w], np.int64))])
+
+
+def reduce_max(shape: tuple[int, ...], axis: int) -> onnx.ModelProto:
+    """Conv [1,C,H,W] -> Reshape to `shape` -> ReduceMax(axis, keepdims) -> Reshape back -> Conv."""
+    out = list(shape)
+    out[axis] = 1
+    total = int(np.prod(out))
+    return graph("rm", (1, shape[1] if len(shape) == 4 else int(np.prod(shape[1:-2])), shape[-2], shape[-1]), [
+        node("Reshape", ["x", "s"], ["r"], "to_shape"),
+        node("ReduceMax", ["r"], ["m"], "reduce_max", axes=[axis], keepdims=1),
+        node("Reshape", ["m", "sb"], ["y"], "back"),
+    ], [const("s", np.array(shape, np.int64)),
+        const("sb", np.array([1, total // (shape[-2] * shape[-1]), shape[-2], shape[-1]], np.int64))], opset=17)
+
+
+def window_partition(c: int, h: int, w: int, block: int) -> onnx.ModelProto:
+    """NesT's blockify and its inverse: Conv map [1,C,H,W] -> Transpose (0,2,3,1) -> Reshape [1,gh,b,gw,b,C] ->
+    Transpose (0,1,3,2,4,5) -> Reshape [1,gh*gw,b*b,C] -> Relu -> the same steps back -> Conv."""
+    gh, gw = h // block, w // block
+    return graph("wp", (1, c, h, w), [
+        node("Transpose", ["x"], ["nhwc"], "to_nhwc", perm=[0, 2, 3, 1]),
+        node("Reshape", ["nhwc", "s6"], ["r6"], "blockify_reshape"),
+        node("Transpose", ["r6"], ["t6"], "blockify_transpose", perm=[0, 1, 3, 2, 4, 5]),
+        node("Reshape", ["t6", "s4"], ["blocks"], "blocks_reshape"),
+        node("Relu", ["blocks"], ["act"], "per_block"),
+        node("Reshape", ["act", "s6b"], ["b6"], "deblock_reshape"),
+        node("Transpose", ["b6"], ["u6"], "deblock_transpose", perm=[0, 1, 3, 2, 4, 5]),
+        node("Reshape", ["u6", "snhwc"], ["back"], "deblock_merge"),
+        node("Transpose", ["back"], ["y"], "to_nchw", perm=[0, 3, 1, 2]),
+    ], [const("s6", np.array([1, gh, block, gw, block, c], np.int64)),
+        const("s4", np.array([1, gh * gw, block * block, c], np.int64)),
+        const("s6b", np.array([1, gh, gw, block, block, c], np.int64)),
+        const("snhwc", np.array([1, h, w, c], np.int64))])
+
+
+CASES: dict[str, Callable[[], onnx.ModelProto]] = {}
+CASE_SOCS: dict[str, str] = {}
+for _c, _h, _w in ((256, 6, 6), (10, 12, 12), (64, 12, 12), (1024, 3, 3), (16, 24, 24), (512, 4, 4),
+                   (520, 4, 4), (256, 4, 4), (128, 6, 6), (32, 6, 6), (256, 2, 2), (64, 2, 2), (8, 32, 32),
+                   (256, 3, 4), (256, 4, 3), (256, 8, 2), (256, 2, 8), (256, 7, 7), (64, 10, 10), (64, 5, 20),
+                   (64, 20, 5), (64, 3, 8), (16, 6, 6), (36, 6, 6), (40, 6, 6), (128, 3, 3), (144, 3, 3),
+                   (128, 32, 32), (256, 16, 16), (64, 7, 8), (64, 7, 7), (24, 8, 8), (64, 12, 2)):
+    CASES[f"flatgemm_{_c}_{_h}_{_w}"] = (lambda c=_c, h=_h, w=_w: flatten_gemm(c, h, w))
+    CASES[f"flatout_{_c}_{_h}_{_w}"] = (lambda c=_c, h=_h, w=_w: flatten_out(c, h, w))
+for _c, _h, _w in ((16, 6, 6), (16, 7, 7), (16, 8, 8), (16, 12, 12), (16, 8, 6), (16, 6, 8)):
+    CASES[f"unflat_{_c}_{_h}_{_w}"] = (lambda c=_c, h=_h, w=_w: gemm_unflatten(c, h, w))
+for _r, _c, _h, _w in ((2, 64, 56, 56), (2, 512, 14, 14), (2, 64, 8, 8), (2, 512, 7, 7), (2, 256, 14, 14),
+                       (4, 32, 8, 8), (2, 16, 8, 8), (2, 128, 8, 8), (2, 256, 8, 8), (2, 64, 16, 16),
+                       (2, 96, 16, 16), (2, 72, 16, 16), (2, 32, 32, 32), (2, 64, 12, 12), (2, 130, 8, 8),
+                       (2, 32, 7, 7), (2, 64, 7, 7), (2, 16, 14, 14), (2, 64, 6, 6), (2, 64, 32, 32), (2, 48, 32, 32),
+                       (4, 64, 16, 16), (2, 40, 32, 32), (2, 96, 32, 32), (2, 128, 32, 32), (2, 80, 40, 40)):
+    CASES[f"radix_{_r}_{_c}_{_h}_{_w}"] = (lambda r=_r, c=_c, h=_h, w=_w: radix_sum(r, c, h, w))
+for _c, _h, _w in ((96, 56, 56), (16, 8, 8), (32, 16, 16), (64, 16, 16), (32, 32, 32), (16, 64, 64),
+                   (96, 28, 28), (8, 56, 56), (64, 32, 32), (72, 32, 32), (128, 32, 32), (36, 32, 64)):
+    CASES[f"chanbatch_{_c}_{_h}_{_w}"] = (lambda c=_c, h=_h, w=_w: chan_to_batch(c, h, w))
+for _c, _h, _w, _b in ((32, 16, 16, 8), (96, 28, 28, 14), (64, 32, 32, 8), (72, 32, 32, 8), (96, 56, 56, 14)):
+    CASES[f"winpart_{_c}_{_h}_{_w}_{_b}"] = (lambda c=_c, h=_h, w=_w, b=_b: window_partition(c, h, w, b))
+
+
+def _sweep() -> dict[str, Callable[[], onnx.ModelProto]]:
+    """Common op variants, one per case, between two Convs on [1,16,8,8] (no model family in mind): compared
+    with edgeplan's verdicts by `--out DIR` and benchmarks-free `python tools/compare_probe.py DIR`."""
+    c, h, w = 16, 8, 8
+    x = (1, c, h, w)
+
+    def one(op: str, inits: list[onnx.TensorProto] | None = None, inputs: list[str] | None = None,
+            **kw: object) -> Callable[[], onnx.ModelProto]:
+        return lambda: graph(op.lower(), x, [node(op, inputs or ["x"], ["y"], "n", **kw)], inits or [])
+
+    def chain(nodes: list[onnx.NodeProto], inits: list[onnx.TensorProto], tail: int | None = 8,
+              shape: tuple[int, ...] = x) -> Callable[[], onnx.ModelProto]:
+        return lambda: graph("chain", shape, nodes, inits, tail=tail)
+
+    i64 = np.int64
+    return {
+        "sw_softmax_c": one("Softmax", axis=1),
+        "sw_softmax_w": one("Softmax", axis=3),
+        "sw_logsoftmax_c": one("LogSoftmax", axis=1),
+        "sw_reducemean_hw": one("ReduceMean", axes=[2, 3], keepdims=1),
+        "sw_reducemean_c": chain([node("ReduceMean", ["x"], ["m"], "n", axes=[1], keepdims=1),
+                                  node("Mul", ["x", "m"], ["y"], "scale")], []),
+        "sw_reducemax_c": chain([node("ReduceMax", ["x"], ["m"], "n", axes=[1], keepdims=1),
+                                 node("Mul", ["x", "m"], ["y"], "scale")], []),
+        "sw_maxpool_ceil": one("MaxPool", kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
+        "sw_maxpool_5s1": one("MaxPool", kernel_shape=[5, 5], strides=[1, 1], pads=[2, 2, 2, 2]),
+        "sw_avgpool_3s1": one("AveragePool", kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1],
+                              count_include_pad=1),
+        "sw_avgpool_ceil": one("AveragePool", kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1),
+        "sw_deconv_2s2": one("ConvTranspose", [weight("wt", (c, c, 2, 2))], ["x", "wt"], strides=[2, 2]),
+        "sw_deconv_4s2p1": one("ConvTranspose", [weight("wt", (c, c, 4, 4))], ["x", "wt"], strides=[2, 2],
+                               pads=[1, 1, 1, 1]),
+        "sw_deconv_3s2p1op1": one("ConvTranspose", [weight("wt", (c, c, 3, 3))], ["x", "wt"], strides=[2, 2],
+                                  pads=[1, 1, 1, 1], output_padding=[1, 1]),
+        "sw_deconv_dw": one("ConvTranspose", [weight("wt", (c, 1, 2, 2))], ["x", "wt"], strides=[2, 2], group=c),
+        "sw_conv_group4": one("Conv", [weight("wc", (c, 4, 3, 3))], ["x", "wc"], group=4, pads=[1, 1, 1, 1]),
+        "sw_conv_dil2": one("Conv", [weight("wc", (c, c, 3, 3))], ["x", "wc"], dilations=[2, 2], pads=[2, 2, 2, 2]),
+        "sw_conv_1x7": one("Conv", [weight("wc", (c, c, 1, 7))], ["x", "wc"], pads=[0, 3, 0, 3]),
+        "sw_conv_s2_even": one("Conv", [weight("wc", (c, c, 2, 2))], ["x", "wc"], strides=[2, 2]),
+        "sw_concat_h": chain([node("Concat", ["x", "x"], ["y"], "n", axis=2)], []),
+        "sw_concat_w": chain([node("Concat", ["x", "x"], ["y"], "n", axis=3)], []),
+        "sw_split_h": chain([node("Split", ["x", "sp"], ["a", "b"], "n", axis=2),
+                             node("Add", ["a", "b"], ["y"], "join")], [const("sp", np.array([4, 4], i64))]),
+        "sw_pad_const1": one("Pad", [const("pd", np.array([0, 0, 1, 1, 0, 0, 1, 1], i64)),
+                                     const("pv", np.array(1.0, np.float32))], ["x", "pd", "pv"], mode="constant"),
+        "sw_pad_edge": one("Pad", [const("pd", np.array([0, 0, 1, 1, 0, 0, 1, 1], i64))], ["x", "pd"], mode="edge"),
+        "sw_pad_asym": one("Pad", [const("pd", np.array([0, 0, 0, 0, 0, 0, 1, 1], i64))], ["x", "pd"]),
+        "sw_gather_c": one("Gather", [const("gi", np.array([0, 2, 4, 6, 8, 10, 12, 14], i64))], ["x", "gi"], axis=1),
+        "sw_slice_c": one("Slice", [const("st", np.array([4], i64)), const("en", np.array([12], i64)),
+                                    const("ax", np.array([1], i64))], ["x", "st", "en", "ax"]),
+        "sw_slice_hw": one("Slice", [const("st", np.array([1, 1], i64)), const("en", np.array([7, 7], i64)),
+                                     const("ax", np.array([2, 3], i64))], ["x", "st", "en", "ax"]),
+        "sw_mul_se": chain([node("GlobalAveragePool", ["x"], ["g"], "gap"), node("Sigmoid", ["g"], ["s"], "sig"),
+                            node("Mul", ["x", "s"], ["y"], "n")], []),
+        "sw_add_bcast_hw": chain([node("ReduceMean", ["x"], ["m"], "mean", axes=[1], keepdims=1),
+                                  node("Add", ["x", "m"], ["y"], "n")], []),
+        "sw_expand": chain([node("GlobalAveragePool", ["x"], ["g"], "gap"),
+                            node("Expand", ["g", "es"], ["y"], "n")], [const("es", np.array([1, c, h, w], i64))]),
+        "sw_tile": one("Tile", [const("tr", np.array([1, 1, 2, 2], i64))], ["x", "tr"]),
+        "sw_tile_c2": one("Tile", [const("tr", np.array([1, 2, 1, 1], i64))], ["x", "tr"]),
+        "sw_tile_h2": one("Tile", [const("tr", np.array([1, 1, 2, 1], i64))], ["x", "tr"]),
+        "sw_tile_w2": one("Tile", [const("tr", np.array([1, 1, 1, 2], i64))], ["x", "tr"]),
+        "sw_tile_c2w2": one("Tile", [const("tr", np.array([1, 2, 1, 2], i64))], ["x", "tr"]),
+        "sw_tile_tokens": chain([node("Reshape", ["x", "s3"], ["r"], "flat"),
+                                 node("Tile", ["r", "tr"], ["t"], "n"),
+                                 node("Reshape", ["t", "s4"], ["y"], "back")],
+                                [const("s3", np.array([1, c, h * w], i64)), const("tr", np.array([1, 2, 1], i64)),
+                                 const("s4", np.array([1, 2 * c, h, w], i64))]),
+        "sw_argmax_c": chain([node("ArgMax", ["x"], ["y"], "n", axis=1, keepdims=1)], [], tail=None),
+        "sw_clip6": one("Clip", [const("lo", np.array(0.0, np.float32)), const("hi", np.array(6.0, np.float32))],
+                        ["x", "lo", "hi"]),
+        "sw_exp": one("Exp"),
+        "sw_log": chain([node("Relu", ["x"], ["r"], "relu"), node("Add", ["r", "one"], ["p"], "plus1"),
+                         node("Log", ["p"], ["y"], "n")], [const("one", np.array(1.0, np.float32))]),
+        "sw_pow2": one("Pow", [const("e", np.array(2.0, np.float32))], ["x", "e"]),
+        "sw_reciprocal": chain([node("Sigmoid", ["x"], ["s"], "sig"), node("Add", ["s", "one"], ["p"], "plus1"),
+                                node("Reciprocal", ["p"], ["y"], "n")], [const("one", np.array(1.0, np.float32))]),
+        "sw_resize_bilinear_x4": one("Resize", [const("sc", np.array([1, 1, 4, 4], np.float32))], ["x", "", "sc"],
+                                     mode="linear", coordinate_transformation_mode="half_pixel"),
+        "sw_resize_nearest_x8": one("Resize", [const("sc", np.array([1, 1, 8, 8], np.float32))], ["x", "", "sc"],
+                                    mode="nearest"),
+        "sw_resize_bilinear_down": one("Resize", [const("sc", np.array([1, 1, 0.5, 0.5], np.float32))],
+                                       ["x", "", "sc"], mode="linear"),
+        "sw_resize_bilinear_8to2": one("Resize", [const("sz", np.array([1, c, 2, 2], i64))], ["x", "", "", "sz"],
+                                       mode="linear"),
+        "sw_resize_bilinear_8to3": one("Resize", [const("sz", np.array([1, c, 3, 3], i64))], ["x", "", "", "sz"],
+                                       mode="linear"),
+        "sw_resize_bilinear_8to5": one("Resize", [const("sz", np.array([1, c, 5, 5], i64))], ["x", "", "", "sz"],
+                                       mode="linear"),
+        "sw_resize_bilinear_8to6": one("Resize", [const("sz", np.array([1, c, 6, 6], i64))], ["x", "", "", "sz"],
+                                       mode="linear"),
+        "sw_resize_bilinear_8to12": one("Resize", [const("sz", np.array([1, c, 12, 12], i64))], ["x", "", "", "sz"],
+                                        mode="linear"),
+        "sw_resize_bilinear_8to4x16": one("Resize", [const("sz", np.array([1, c, 4, 16], i64))], ["x", "", "", "sz"],
+                                          mode="linear"),
+        "sw_resize_nearest_down": one("Resize", [const("sc", np.array([1, 1, 0.5, 0.5], np.float32))],
+                                      ["x", "", "sc"], mode="nearest"),
+        "sw_transpose_out3": chain([node("Reshape", ["x", "s3"], ["r"], "flat"),
+                                    node("Transpose", ["r"], ["y"], "n", perm=[0, 2, 1])],
+                                   [const("s3", np.array([1, c, h * w], i64))], tail=None),
+        "sw_softmax_dfl": chain([node("Reshape", ["x", "s4"], ["r"], "rs"),
+                                 node("Transpose", ["r"], ["t"], "tp", perm=[0, 2, 1, 3]),
+                                 node("Softmax", ["t"], ["sm"], "n", axis=1),
+                                 node("Reshape", ["sm", "sb"], ["y"], "back")],
+                                [const("s4", np.array([1, 4, 4, h * w], i64)),
+                                 const("sb", np.array([1, c, h, w], i64))]),
+        "sw_lrn": one("LRN", size=5),
+        "sw_instnorm": one("InstanceNormalization", [const("isc", np.ones(c, np.float32)),
+                                                     const("ibi", np.zeros(c, np.float32))], ["x", "isc", "ibi"]),
+        "sw_sub_rev": one("Sub", [const("k", np.array(1.0, np.float32))], ["k", "x"]),
+        "sw_min": chain([node("Relu", ["x"], ["r"], "relu"), node("Min", ["x", "r"], ["y"], "n")], []),
+        "sw_equal_where": chain([node("Greater", ["x", "z"], ["g"], "gt"),
+                                 node("Where", ["g", "x", "z"], ["y"], "n")], [const("z", np.array(0.0, np.float32))]),
+        "sw_depthtospace": chain([node("DepthToSpace", ["x"], ["y"], "n", blocksize=2)], []),
+        "sw_spacetodepth": chain([node("SpaceToDepth", ["x"], ["y"], "n", blocksize=2)], []),
+        "sw_conv1d": lambda: graph("c1", (1, c, 16), [node("Conv", ["x", "wc"], ["y"], "n", pads=[1, 1])],
+                                   [weight("wc", (c, c, 3))], tail=None),
+        "sw_gemm_rank2_out": chain([node("GlobalAveragePool", ["x"], ["g"], "gap"),
+                                    node("Flatten", ["g"], ["f"], "flat", axis=1),
+                                    node("Gemm", ["f", "gw"], ["y"], "n", transB=1)],
+                                   [weight("gw", (24, c))], tail=None),
+        "sw_matmul_tokens": chain([node("Reshape", ["x", "s3"], ["r"], "flat"),
+                                   node("Transpose", ["r"], ["t"], "tok", perm=[0, 2, 1]),
+                                   node("MatMul", ["t", "mw"], ["y"], "n")],
+                                  [const("s3", np.array([1, c, h * w], i64)), weight("mw", (c, 24))], tail=None),
+        "sw_hardswish": one("HardSwish"),
+        "sw_gelu_erf": chain([node("Div", ["x", "sq2"], ["d"], "div"), node("Erf", ["d"], ["e"], "erf"),
+                              node("Add", ["e", "one"], ["a"], "add"), node("Mul", ["x", "a"], ["m"], "mul"),
+                              node("Mul", ["m", "half"], ["y"], "n")],
+                             [const("sq2", np.array(1.4142135, np.float32)), const("one", np.array(1.0, np.float32)),
+                              const("half", np.array(0.5, np.float32))]),
+    }
+
+
+def _sweep_b() -> dict[str, Callable[[], onnx.ModelProto]]:
+    """More op variants (layout ops, reductions, pooling, convolution and element-wise forms), as _sweep."""
+    c, h, w = 16, 8, 8
+    x = (1, c, h, w)
+    i64, f32 = np.int64, np.float32
+
+    def one(op: str, inits: list[onnx.TensorProto] | None = None, inputs: list[str] | None = None,
+            shape: tuple[int, ...] = x, tail: int | None = 8, **kw: object) -> Callable[[], onnx.ModelProto]:
+        return lambda: graph(op.lower(), shape, [node(op, inputs or ["x"], ["y"], "n", **kw)], inits or [], tail=tail)
+
+    def chain(nodes: list[onnx.NodeProto], inits: list[onnx.TensorProto], tail: int | None = 8,
+              shape: tuple[int, ...] = x) -> Callable[[], onnx.ModelProto]:
+        return lambda: graph("chain", shape, nodes, inits, tail=tail)
+
+    tokens = [node("Reshape", ["x", "s3"], ["r"], "flat"), node("Transpose", ["r"], ["t"], "tok", perm=[0, 2, 1])]
+    tok_init = [const("s3", np.array([1, c, h * w], i64))]
+    return {
+        "sb_concat_c3": chain([node("Split", ["x", "sp"], ["a", "b"], "split", axis=1),
+                               node("Concat", ["a", "x", "b"], ["y"], "n", axis=1)], [const("sp", np.array([3, 13], i64))]),
+        "sb_concat_tokens_cls": chain([*tokens, node("Concat", ["cls", "t"], ["y"], "n", axis=1)],
+                                      [*tok_init, weight("cls", (1, 1, c))], tail=None),
+        "sb_gather_cls": chain([*tokens, node("Gather", ["t", "zero"], ["y"], "n", axis=1)],
+                               [*tok_init, const("zero", np.array(0, i64))], tail=None),
+        "sb_slice_tokens": chain([*tokens, node("Slice", ["t", "st", "en", "ax"], ["y"], "n")],
+                                 [*tok_init, const("st", np.array([1], i64)), const("en", np.array([h * w], i64)),
+                                  const("ax", np.array([1], i64))], tail=None),
+        "sb_slice_c_odd": one("Slice", [const("st", np.array([3], i64)), const("en", np.array([11], i64)),
+                                        const("ax", np.array([1], i64))], ["x", "st", "en", "ax"]),
+        "sb_softmax_tokens": chain([*tokens, node("Softmax", ["t"], ["y"], "n", axis=1)], tok_init, tail=None),
+        "sb_softmax_out2": chain([node("GlobalAveragePool", ["x"], ["g"], "gap"),
+                                  node("Flatten", ["g"], ["f"], "flat", axis=1),
+                                  node("Softmax", ["f"], ["y"], "n", axis=1)], [], tail=None),
+        "sb_sigmoid_out3": chain([node("Reshape", ["x", "s3"], ["r"], "flat"), node("Sigmoid", ["r"], ["y"], "n")],
+                                 tok_init, tail=None),
+        "sb_transpose_nhwc_out": chain([node("Transpose", ["x"], ["y"], "n", perm=[0, 2, 3, 1])], [], tail=None),
+        "sb_transpose_hw": chain([node("Transpose", ["x"], ["y"], "n", perm=[0, 1, 3, 2])], []),
+        "sb_transpose_nhwc_mid": chain([node("Transpose", ["x"], ["t"], "n", perm=[0, 2, 3, 1]),
+                                        node("Relu", ["t"], ["r"], "act"),
+                                        node("Transpose", ["r"], ["y"], "back", perm=[0, 3, 1, 2])], []),
+        "sb_reshape_c_split": chain([node("Reshape", ["x", "s4"], ["y"], "n")],
+                                    [const("s4", np.array([1, 4, 16, 16], i64))]),
+        "sb_shuffle": chain([node("Reshape", ["x", "s5"], ["r"], "rs5"),
+                             node("Transpose", ["r"], ["t"], "n", perm=[0, 2, 1, 3, 4]),
+                             node("Reshape", ["t", "s4"], ["y"], "back")],
+                            [const("s5", np.array([1, 2, 8, h, w], i64)), const("s4", np.array([1, c, h, w], i64))]),
+        "sb_reducesum_c": chain([node("ReduceSum", ["x", "ax"], ["m"], "n", keepdims=1),
+                                 node("Mul", ["x", "m"], ["y"], "scale")], [const("ax", np.array([1], i64))]),
+        "sb_reducemean_w": chain([node("ReduceMean", ["x"], ["m"], "n", axes=[3], keepdims=1),
+                                  node("Mul", ["x", "m"], ["y"], "scale")], []),
+        "sb_reducel2_c": chain([node("ReduceL2", ["x"], ["m"], "n", axes=[1], keepdims=1),
+                                node("Mul", ["x", "m"], ["y"], "scale")], []),
+        "sb_globalmaxpool": chain([node("GlobalMaxPool", ["x"], ["g"], "n"), node("Mul", ["x", "g"], ["y"], "scale")], []),
+        "sb_avgpool_7s1": one("AveragePool", kernel_shape=[7, 7], strides=[1, 1]),
+        "sb_maxpool_odd": lambda: graph("mp", (1, c, 9, 9), [node("MaxPool", ["x"], ["y"], "n", kernel_shape=[2, 2],
+                                                                  strides=[2, 2])], []),
+        "sb_maxpool_k2s1": one("MaxPool", kernel_shape=[2, 2], strides=[1, 1]),
+        "sb_conv_11s4": lambda: graph("cv", (1, 3, 32, 32), [node("Conv", ["x", "wc"], ["y"], "n", strides=[4, 4],
+                                                                   pads=[2, 2, 2, 2])], [weight("wc", (16, 3, 11, 11))]),
+        "sb_conv_5s2": one("Conv", [weight("wc", (c, c, 5, 5))], ["x", "wc"], strides=[2, 2], pads=[2, 2, 2, 2]),
+        "sb_conv_group_odd": lambda: graph("cg", (1, 12, h, w), [node("Conv", ["x", "wc"], ["y"], "n", group=3,
+                                                                       pads=[1, 1, 1, 1])], [weight("wc", (12, 4, 3, 3))]),
+        "sb_conv_asym_pad": one("Conv", [weight("wc", (c, c, 3, 3))], ["x", "wc"], strides=[2, 2], pads=[0, 0, 1, 1]),
+        "sb_deconv_k3s1": one("ConvTranspose", [weight("wt", (c, c, 3, 3))], ["x", "wt"], pads=[1, 1, 1, 1]),
+        "sb_deconv_group2": one("ConvTranspose", [weight("wt", (c, c // 2, 2, 2))], ["x", "wt"], strides=[2, 2],
+                                group=2),
+        "sb_pad_reflect3": one("Pad", [const("pd", np.array([0, 0, 3, 3, 0, 0, 3, 3], i64))], ["x", "pd"],
+                               mode="reflect"),
+        "sb_pad_channel": one("Pad", [const("pd", np.array([0, 0, 0, 0, 0, 8, 0, 0], i64))], ["x", "pd"]),
+        "sb_resize_nearest_8to3": one("Resize", [const("sz", np.array([1, c, 3, 3], i64))], ["x", "", "", "sz"],
+                                      mode="nearest"),
+        "sb_resize_nearest_8to12": one("Resize", [const("sz", np.array([1, c, 12, 12], i64))], ["x", "", "", "sz"],
+                                       mode="nearest"),
+        "sb_resize_nearest_ac": one("Resize", [const("sc", np.array([1, 1, 2, 2], f32))], ["x", "", "sc"],
+                                    mode="nearest", coordinate_transformation_mode="align_corners"),
+        "sb_resize_linear_half_x2_tf": one("Resize", [const("sc", np.array([1, 1, 2, 2], f32))], ["x", "", "sc"],
+                                           mode="linear", coordinate_transformation_mode="tf_half_pixel_for_nn"),
+        "sb_cast_int": chain([node("Cast", ["x"], ["i"], "n", to=TensorProto.INT32),
+                              node("Cast", ["i"], ["y"], "back", to=TensorProto.FLOAT)], []),
+        "sb_floor": one("Floor"),
+        "sb_round": one("Round"),
+        "sb_neg_abs": chain([node("Neg", ["x"], ["m"], "n"), node("Abs", ["m"], ["y"], "abs")], []),
+        "sb_clip_min": one("Clip", [const("lo", np.array(0.0, f32))], ["x", "lo"]),
+        "sb_clip_pm1": one("Clip", [const("lo", np.array(-1.0, f32)), const("hi", np.array(1.0, f32))],
+                           ["x", "lo", "hi"]),
+        "sb_prelu_c": one("PRelu", [const("sl", np.full((c, 1, 1), 0.1, f32))], ["x", "sl"]),
+        "sb_selu": one("Selu"),
+        "sb_celu": one("Celu"),
+        "sb_softsign": one("Softsign"),
+        "sb_max2": chain([node("Sigmoid", ["x"], ["s"], "sig"), node("Max", ["x", "s"], ["y"], "n")], []),
+        "sb_sum3": chain([node("Sigmoid", ["x"], ["s"], "sig"), node("Sum", ["x", "s", "x"], ["y"], "n")], []),
+        "sb_matmul_lastaxis": chain([node("MatMul", ["x", "mw"], ["y"], "n")], [weight("mw", (w, w))]),
+        "sb_gemm_transb0": chain([node("GlobalAveragePool", ["x"], ["g"], "gap"),
+                                  node("Flatten", ["g"], ["f"], "flat", axis=1),
+                                  node("Gemm", ["f", "gw"], ["y"], "n")], [weight("gw", (c, 24))], tail=None),
+        "sb_mul_const_tokens": chain([*tokens, node("Mul", ["t", "gam"], ["y"], "n")],
+                                     [*tok_init, const("gam", np.full((c,), 0.5, f32))], tail=None),
+        "sb_div_const": one("Div", [const("k", np.array(6.0, f32))], ["x", "k"]),
+        "sb_flatten_axis2": chain([node("Flatten", ["x"], ["y"], "n", axis=2)], [], tail=None),
+        "sb_batchnorm_lone": chain([node("Add", ["x", "x"], ["a"], "add"),
+                                    node("BatchNormalization", ["a", "bs", "bb", "bm", "bv"], ["y"], "n")],
+                                   [const("bs", np.ones(c, f32)), const("bb", np.zeros(c, f32)),
+                                    const("bm", np.zeros(c, f32)), const("bv", np.ones(c, f32))]),
+    }
+
+
+def _sweep_c() -> dict[str, Callable[[], onnx.ModelProto]]:
+    """Graph outputs of rank 2 to 4 and rank-3 [1, C, N] tensors (maps flattened to rows) with element-wise,
+    concat, split and softmax steps, at aligned and unaligned sizes."""
+    i64, f32 = np.int64, np.float32
+    cases: dict[str, Callable[[], onnx.ModelProto]] = {}
+
+    def rows(c: int, hw: tuple[int, int], body: Callable[[str], tuple[list[onnx.NodeProto], list[onnx.TensorProto]]],
+             ) -> Callable[[], onnx.ModelProto]:
+        def make() -> onnx.ModelProto:
+            nodes, inits = body("r")
+            return graph("rows", (1, c, *hw), [node("Reshape", ["x", "s3"], ["r"], "flat"), *nodes],
+                         [const("s3", np.array([1, c, hw[0] * hw[1]], i64)), *inits], tail=None)
+        return make
+
+    for c in (3, 8, 17, 64):
+        for hw in ((8, 8), (10, 10), (6, 6), (8, 10)):
+            tag = f"{c}_{hw[0]}x{hw[1]}"
+            cases[f"sc_out3_{tag}"] = rows(c, hw, lambda r: ([node("Sigmoid", [r], ["y"], "n")], []))
+            cases[f"sc_out3t_{tag}"] = rows(c, hw, lambda r: ([node("Transpose", [r], ["y"], "n", perm=[0, 2, 1])], []))
+    cases["sc_rows_mul_bcast"] = rows(16, (10, 10), lambda r: (
+        [node("Mul", [r, "anch"], ["m"], "n"), node("Sigmoid", ["m"], ["y"], "out")],
+        [const("anch", np.full((1, 1, 100), 2.0, f32))]))
+    cases["sc_rows_concat2"] = rows(16, (10, 10), lambda r: (
+        [node("Slice", [r, "st", "en", "ax"], ["a"], "half"), node("Concat", [r, "a"], ["m"], "n", axis=2),
+         node("Sigmoid", ["m"], ["y"], "out")],
+        [const("st", np.array([0], i64)), const("en", np.array([36], i64)), const("ax", np.array([2], i64))]))
+    cases["sc_rows_split1"] = rows(20, (8, 8), lambda r: (
+        [node("Split", [r, "sp"], ["a", "b"], "n", axis=1), node("Sigmoid", ["b"], ["sb"], "sig"),
+         node("Concat", ["a", "sb"], ["y"], "out", axis=1)],
+        [const("sp", np.array([4, 16], i64))]))
+    cases["sc_rows_softmax1"] = rows(16, (10, 10), lambda r: ([node("Softmax", [r], ["y"], "n", axis=1)], []))
+    cases["sc_rows_softmax2"] = rows(16, (10, 10), lambda r: ([node("Softmax", [r], ["y"], "n", axis=2)], []))
+    cases["sc_rows_reshape4"] = rows(64, (10, 10), lambda r: (
+        [node("Reshape", [r, "s4"], ["m"], "n"), node("Softmax", ["m"], ["y"], "out", axis=2)],
+        [const("s4", np.array([1, 4, 16, 100], i64))]))
+    for c in (10, 24, 1000):
+        cases[f"sc_out2_{c}"] = (lambda c=c: graph("o2", (1, 16, 4, 4), [
+            node("GlobalAveragePool", ["x"], ["g"], "gap"), node("Flatten", ["g"], ["f"], "flat", axis=1),
+            node("Gemm", ["f", "gw"], ["y"], "n", transB=1)], [weight("gw", (c, 16))], tail=None))
+    for c in (3, 17, 32):
+        cases[f"sc_out4_{c}"] = (lambda c=c: graph("o4", (1, 16, 8, 8), [
+            node("Conv", ["x", "wc"], ["y"], "n")], [weight("wc", (c, 16, 1, 1))], tail=None))
+    return cases
+
+
+def _sweep_d() -> dict[str, Callable[[], onnx.ModelProto]]:
+    """Layout ops on maps whose H*W is not a whole number of 16-byte groups (7x7, 10x10, 5x5)."""
+    i64 = np.int64
+    cases: dict[str, Callable[[], onnx.ModelProto]] = {}
+    for h in (7, 10, 5):
+        x = (1, 16, h, h)
+        cases[f"sd_concat_c_{h}"] = (lambda x=x: graph("cc", x, [node("Sigmoid", ["x"], ["s"], "sig"),
+                                                                 node("Concat", ["x", "s"], ["y"], "n", axis=1)], []))
+        cases[f"sd_split_c_{h}"] = (lambda x=x: graph("sc", x, [
+            node("Split", ["x", "sp"], ["a", "b"], "n", axis=1), node("Sigmoid", ["b"], ["sb"], "sig"),
+            node("Mul", ["a", "sb"], ["y"], "mul")], [const("sp", np.array([8, 8], i64))]))
+        cases[f"sd_slice_c_{h}"] = (lambda x=x: graph("sl", x, [
+            node("Slice", ["x", "st", "en", "ax"], ["y"], "n")],
+            [const("st", np.array([0], i64)), const("en", np.array([6], i64)), const("ax", np.array([1], i64))]))
+        cases[f"sd_resize_up_{h}"] = (lambda x=x: graph("ru", x, [
+            node("Resize", ["x", "", "sc"], ["y"], "n", mode="nearest")], [const("sc", np.array([1, 1, 2, 2], np.float32))]))
+        cases[f"sd_softmax_c_{h}"] = (lambda x=x: graph("sm", x, [node("Softmax", ["x"], ["y"], "n", axis=1)], []))
+        cases[f"sd_transpose_hw_{h}"] = (lambda x=x: graph("th", x, [node("Transpose", ["x"], ["y"], "n",
+                                                                          perm=[0, 1, 3, 2])], []))
+        cases[f"sd_reshape_c_{h}"] = (lambda x=x, h=h: graph("rc", x, [node("Reshape", ["x", "s"], ["y"], "n")],
+                                                             [const("s", np.array([1, 4, 4 * h, h], i64))]))
+        cases[f"sd_maxpool_{h}"] = (lambda x=x: graph("mp", x, [node("MaxPool", ["x"], ["y"], "n", kernel_shape=[3, 3],
+                                                                     pads=[1, 1, 1, 1])], []))
+        cases[f"sd_gap_mul_{h}"] = (lambda x=x: graph("gm", x, [node("GlobalAveragePool", ["x"], ["g"], "gap"),
+                                                                node("Mul", ["x", "g"], ["y"], "n")], []))
+    return cases
+
+
+def reduce_last(c: int, h: int, w: int) -> onnx.ModelProto:
+    """MobileViT-v2 linear attention's context sum: Conv [1,C,H,W] -> ReduceSum over W (keepdims) -> Mul -> Conv."""
+    return graph("rl", (1, c, h, w), [node("ReduceSum", ["x", "ax"], ["m"], "n", keepdims=1),
+                                      node("Mul", ["x", "m"], ["y"], "scale")], [const("ax", np.array([3], np.int64))])
+
+
+for _c, _h, _w in ((64, 4, 196), (32, 4, 196), (64, 4, 98), (64, 4, 256), (128, 4, 64), (96, 4, 49), (64, 2, 196),
+                   (16, 4, 196), (128, 4, 196), (64, 4, 128), (64, 4, 160), (64, 4, 144), (64, 8, 80), (64, 1, 784),
+                   (64, 4, 136), (64, 16, 49), (64, 28, 28), (64, 12, 49), (64, 8, 81), (64, 20, 28), (64, 2, 300),
+                   (64, 3, 200), (64, 1, 1024), (64, 7, 77), (64, 16, 64), (64, 32, 32), (64, 16, 40), (64, 8, 128)):
+    CASES[f"reducew_{_c}_{_h}_{_w}"] = (lambda c=_c, h=_h, w=_w: reduce_last(c, h, w))
+    CASE_SOCS[f"reducew_{_c}_{_h}_{_w}"] = "rk3576,rv1126b,rk3588"
+
+
+CASES.update(_sweep())
+CASES.update(_sweep_d())
+CASES.update(_sweep_c())
+CASES.update(_sweep_b())
+for _label, _shape, _axis in (("r5a1", (1, 2, 16, 8, 8), 1), ("r5a2", (1, 2, 16, 8, 8), 2),
+                              ("r5a4", (1, 2, 16, 8, 8), 4), ("r4a1", (1, 32, 8, 8), 1),
+                              ("r4a2", (1, 32, 8, 8), 2), ("r4a3", (1, 32, 8, 8), 3),
+                              ("r6a3", (1, 2, 4, 4, 8, 8), 3)):
+    CASES[f"reducemax_{_label}"] = (lambda s=_shape, a=_axis: reduce_max(s, a))
+    CASE_SOCS[f"reducemax_{_label}"] = "rk3576,rv1126b"
+
+
+def _convert(path: str, soc: str, quantize: bool, dataset: str) -> tuple[bool, str]:
+    from rknn.api import RKNN
+
+    with tempfile.TemporaryFile(mode="w+") as log:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = os.dup(1), os.dup(2)
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        try:
+            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+                r = RKNN(verbose=True)
+                r.config(target_platform=soc)
+                try:
+                    ok = r.load_onnx(model=path) == 0 and r.build(do_quantization=quantize, dataset=dataset) == 0
+                except Exception:
+                    ok = False
+                r.release()
+        finally:
+            sys.stdout.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+        log.seek(0)
+        return ok, log.read()
+
+
+def node_targets(model: onnx.ModelProto, text: str) -> dict[str, str]:
+    """ONNX node -> CPU/NPU from a build log, as benchmarks/rknn_placement.py maps the corpus tables (a node is
+    CPU when any of its layers is)."""
+    nodes = {n.name: n.op_type for n in model.graph.node}
+    outputs = {o: n.name for n in model.graph.node for o in n.output}
+    outputs.update({i.name: "" for i in model.graph.input})
+    targets: dict[str, str] = {}
+    for layer in parse_layer_table(text):
+        if layer.op_type in ("InputOperator", "OutputOperator"):
+            continue
+        name, _ = map_to_onnx(layer.derived_name, nodes, outputs)
+        if name and targets.get(name) != "CPU":
+            targets[name] = layer.target
+    return targets
+
+
+def convert_case(label: str, socs: list[str], out: str | None = None) -> dict[str, object]:
+    model = CASES[label]()
+    shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+    result: dict[str, object] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        data = os.path.join(tmp, "x.npy")
+        np.save(data, np.random.default_rng(0).normal(0, 1, shape).astype(np.float32))
+        dataset = os.path.join(tmp, "ds.txt")
+        with open(dataset, "w") as handle:
+            handle.write(data + "\n")
+        path = os.path.join(tmp, label + ".onnx")
+        onnx.save(model, path)
+        os.chdir(tmp)  # the toolkit writes check*.onnx into the working directory
+        for soc in socs:
+            for quantize in (False, True):
+                ok, text = _convert(path, soc, quantize, dataset)
+                rows = [f"{la.op_type}:{la.data_type}:{la.target} {la.input_shapes}->{la.output_shapes} "
+                        f"{la.derived_name}" for la in parse_layer_table(text)
+                        if la.derived_name not in ("pre_conv", "post_conv", "in")
+                        and la.op_type not in ("InputOperator", "OutputOperator")]
+                result[f"{soc}/{'int8' if quantize else 'fp16'}"] = {"built": ok, "layers": rows,
+                                                                      "nodes": node_targets(model, text)}
+    if out:
+        os.makedirs(out, exist_ok=True)
+        onnx.save(model, os.path.join(out, label + ".onnx"))
+        with open(os.path.join(out, label + ".json"), "w") as handle:
+            json.dump(result, handle, indent=1, sort_keys=True)
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cases", default="", help="comma-separated labels or label prefixes")
+    parser.add_argument("--socs", default="", help=f"default: the case's own SoCs, else {SOCS}")
+    parser.add_argument("--list", action="store_true")
+    parser.add_argument("--out", help="also save each case's ONNX model and its node targets (JSON) here")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.list:
+        print("\n".join(CASES))
+        return 0
+    if args.one:
+        result = convert_case(args.one, (args.socs or CASE_SOCS.get(args.one, SOCS)).split(","), args.out)
+        print(json.dumps(result))
+        return 0
+    wanted = args.cases.split(",") if args.cases else [""]
+    labels: Iterator[str] = (label for label in CASES if any(label.startswith(w) for w in wanted))
+    for label in labels:
+        run = subprocess.run([sys.executable, __file__, "--one", label, "--socs", args.socs,
+                              *(["--out", os.path.abspath(args.out)] if args.out else [])],
+                             capture_output=True, text=True)
+        lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
+        print(label, lines[-1] if run.returncode == 0 and lines else f"toolkit process died (exit {run.returncode})",
+              flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
