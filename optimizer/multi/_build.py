@@ -24,7 +24,7 @@ from optimizer.latency._energy import Power, target_power
 from optimizer.multi._evaluate import MultiBreakdown, group_bytes, meets, multi_evaluate
 from optimizer.multi._merge import Part, merge_models, part_of
 from optimizer.plan._baselines import ALL, assign_loadables, gpu_only, trt_default
-from optimizer.plan._build import Planned, _ms, _plan_json
+from optimizer.plan._build import Planned, _ms, _plan_json, check_pools
 from optimizer.plan._subgraphs import build_subgraphs
 from optimizer.plan._types import Plan
 from optimizer.solver import Budget, Outcome, PlanRequest, SolveResult, check_target, loadable_limit
@@ -190,18 +190,6 @@ def optimize_multi(model_paths: Sequence[str], target_id: str, request: PlanRequ
     planned = Planned(plan=typed, run=run, report=report, groups=groups, model=lm, placements=result.placements,
                       breakdown=breakdown, subgraphs=subgraphs, baselines=base_pairs)
     return MultiPlanned(planned=planned, merged=merged, parts=parts, evaluation=evaluation)
-
-
-def check_pools(request: PlanRequest, catalog: Catalog, target: Any) -> None:
-    """The SRAM pools a request names are buildable ones (DLA-POOL-POW2, DLA-SRAM-ORIN/XAVIER)."""
-    from optimizer.plan._build import check_loadable_sram, check_pool_size
-
-    if request.sram_bytes is not None and target.accelerator == "dla":
-        check_pool_size(request.sram_bytes, "dla_sram_bytes", catalog)
-    if request.sram_per_loadable:
-        if target.accelerator != "dla" or not target.has_accelerator:
-            raise BadInputError(f"per-loadable SRAM pools apply to Jetson targets with a DLA, not {target.id}")
-        check_loadable_sram(request.sram_per_loadable, catalog, target)
 
 
 def honours_pins(lm: LatencyModel, placements: tuple[Placement, ...], pins: Mapping[str, str]) -> bool:

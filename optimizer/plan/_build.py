@@ -104,6 +104,16 @@ def _standalone_blockers(report: CheckReport, groups: GroupGraph) -> list[str]:
     return found
 
 
+def check_pools(request: PlanRequest, catalog: Catalog, target: Target) -> None:
+    """The SRAM pools a request names are buildable ones (DLA-POOL-POW2, DLA-SRAM-ORIN/XAVIER)."""
+    if request.sram_bytes is not None and backend_of(target).managed_sram:
+        check_pool_size(request.sram_bytes, "dla_sram_bytes", catalog)
+    if request.sram_per_loadable:
+        if not backend_of(target).managed_sram or not target.has_accelerator:
+            raise BadInputError(f"per-loadable SRAM pools apply to Jetson targets with a DLA, not {target.id}")
+        check_loadable_sram(request.sram_per_loadable, catalog, target)
+
+
 def optimize(model_path: str, target_id: str, request: PlanRequest, *,
              input_shapes: Mapping[str, tuple[int, ...]] | None = None, profile_path: str | None = None,
              explain: bool = False, catalog: Catalog | None = None, started: float | None = None,
@@ -127,12 +137,7 @@ def optimize(model_path: str, target_id: str, request: PlanRequest, *,
     target = catalog.target(target_id)
     check_target(request, target)
     profile = load_profile(target.family, profile_path)
-    if request.sram_bytes is not None and backend_of(target).managed_sram:
-        check_pool_size(request.sram_bytes, "dla_sram_bytes", catalog)
-    if request.sram_per_loadable:
-        if not backend_of(target).managed_sram or not target.has_accelerator:
-            raise BadInputError(f"per-loadable SRAM pools apply to Jetson targets with a DLA, not {target_id}")
-        check_loadable_sram(request.sram_per_loadable, catalog, target)
+    check_pools(request, catalog, target)
     graph = load_model(model_path, input_shapes)
     timings["load_s"] = time.monotonic() - started
     phase(1)

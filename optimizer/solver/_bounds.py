@@ -228,7 +228,7 @@ def latency_lp_ns(lm: LatencyModel, request: PlanRequest, uncounted: frozenset[i
     smaller of (LP + one launch) and (LP without the DLA) bounds every plan. On a DLA-friendly chain this
     closes the whole gap (the LP was exactly one 40 us launch short of the optimum on Xavier)."""
     value = lp_bound_ns(lm, request, uncounted)
-    launch = lm.launch_ns() if lm.target.accelerator == "dla" else 0
+    launch = lm.launch_ns() if lm.backend.loadables else 0
     if value is None or launch <= 0 or request.objective != "latency":
         return value
     if not any(o.device == "dla" for g in range(len(lm.groups.groups)) for o in _options(lm, g, request)):

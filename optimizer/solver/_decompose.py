@@ -343,7 +343,7 @@ def _regions_bound(lm: LatencyModel, parts: list[Region]) -> int:
     """Every edge and option counted once over the regions' LPs, raised as latency_lp_ns raises the LP: a plan
     using the DLA pays at least one launch, one that does not is bounded by the LPs without DLA options."""
     lp = sum(r.lp_ns for r in parts)
-    launch = lm.launch_ns() if lm.target.accelerator == "dla" else 0
+    launch = lm.launch_ns() if lm.backend.loadables else 0
     if launch > 0 and any(any(o.device == "dla" for g in range(len(r.members))
                               for o in group_options(r.model, g, frozenset(PRECISIONS))) for r in parts):
         without = [r.without_dla_ns for r in parts]

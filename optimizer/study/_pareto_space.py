@@ -20,6 +20,7 @@ from typing import Any
 
 import optuna
 
+from optimizer.backends import backend_of
 from optimizer.catalog import load_catalog
 from optimizer.check import check_graph
 from optimizer.fusion import build_groups
@@ -49,8 +50,8 @@ class ParetoSpace:
         self.target = catalog.target(target_id)
         self.max_partitions = max_partitions
         self.stage_engines = tuple(stage_engines)
-        jetson = self.target.accelerator == "dla" and self.target.has_accelerator
-        self.sram = _sram_choices(catalog, self.target) if search_sram and jetson else []
+        pools = backend_of(self.target).managed_sram and self.target.has_accelerator
+        self.sram = _sram_choices(catalog, self.target) if search_sram and pools else []
         self.loadables = int(catalog.rule("DLA-LOADABLES").params["max"]) if self.sram else 0
         self.shared = bool(self.sram) and catalog.sram_is_shared(self.target)
         self.sram_budget = int(self.target.figure("dla_sram_bytes")) if self.sram else 0
