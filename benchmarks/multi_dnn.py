@@ -5,7 +5,8 @@
 Per pair and target: the makespan (one frame of both networks, started together) of gpu_only, trt_default
 (TensorRT's default for each network, DLA core 0 with GPU fallback), one_per_engine (each network whole on
 the GPU or a DLA core, best assignment) and edgeplan's plan, all scored by the same latency model with PCCS
-contention; the gain over the best baseline; HaX-CoNN's published figures beside it; the solve time.
+contention; the gain over the best baseline; HaX-CoNN's published figures beside it; the solve time; whether
+the plan passes `validate_plan` (exit 1 when one does not).
 
 HaX-CoNN's figures are measurements on Jetson AGX Xavier (TensorRT 7, FP16), from the artifact's expected
 output (GitHub ismetdagli/HaX-CoNN output_expected/multi_dnn_expected.txt @e415204, which also quotes the
@@ -24,7 +25,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from optimizer.catalog import load_catalog  # noqa: E402
 from optimizer.multi import optimize_multi  # noqa: E402
+from optimizer.plan import validate_plan  # noqa: E402
 from optimizer.solver import PlanRequest  # noqa: E402
 from optimizer.solver._multi import MultiRequest  # noqa: E402
 
@@ -53,8 +56,11 @@ def main() -> int:
     args = parser.parse_args()
     chosen = [PAIRS[int(k) - 1] for k in args.pairs.split(",")]
     print("| pair | target | gpu_only ms | trt_default ms | one_per_engine ms | plan ms (contention) | gain vs best "
-          "baseline | DLA used | status | solve s | HaX-CoNN Xavier: GPU / GPU&DLA / HaX-CoNN ms, gain (paper) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "baseline | DLA used | status | solve s | validator "
+          "| HaX-CoNN Xavier: GPU / GPU&DLA / HaX-CoNN ms, gain (paper) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    catalog = load_catalog()
+    failed = 0
     for first, second, hax_gpu, hax_both, hax, hax_gain, paper in chosen:
         for target in args.targets.split(","):
             started = time.monotonic()
@@ -67,14 +73,17 @@ def main() -> int:
             best = min(b["latency_ms"] for b in base.values())
             ours = plan["predicted"]["latency_ms"]
             dla = sorted({layer["device"] for layer in plan["layers"] if layer["device"].startswith("dla")})
+            problems = validate_plan(plan, catalog, None, graph=mp.planned.report.graph)
+            failed += bool(problems)
             assignment = "/".join(base["one_per_engine"].get("assignment", [])) if "one_per_engine" in base else "-"
             print(f"| {first}+{second} | {target} | {base['gpu_only']['latency_ms']:.3f} | "
                   f"{base['trt_default']['latency_ms']:.3f} | "
                   f"{base.get('one_per_engine', {}).get('latency_ms', float('nan')):.3f} ({assignment}) | "
                   f"{ours:.3f} (+{plan['multi']['contention_ms']:.3f}) | {(best - ours) / best:.1%} | "
                   f"{', '.join(dla) or 'none'} | {plan['solver']['status']} (gap {plan['solver']['gap']:.1%}) | "
-                  f"{wall:.1f} | {hax_gpu} / {hax_both} / {hax}, {hax_gain:.1f}% ({paper:.0f}%) |", flush=True)
-    return 0
+                  f"{wall:.1f} | {'ok' if not problems else problems[0][:60]} | "
+                  f"{hax_gpu} / {hax_both} / {hax}, {hax_gain:.1f}% ({paper:.0f}%) |", flush=True)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
