@@ -172,14 +172,34 @@ def test_bad_requests_exit_2_with_one_line(pair, tmp_path):
         assert run.returncode == 2 and words in run.stderr and len(run.stderr.strip().splitlines()) == 1
 
 
-def test_past_the_exact_size_fixed_point_rounds_never_lose_to_a_baseline(tmp_path):
+def test_past_the_exact_size_fixed_point_rounds_never_lose_to_a_baseline(tmp_path, monkeypatch):
     """Two ResNet-18s (62 layer groups) take the fixed-point contention rounds: a valid plan, a bound no
-    higher than the plan, and never worse than the best baseline under the exact evaluator."""
+    higher than the plan, and never worse than the best baseline under the exact evaluator. The DLA-offload
+    seed and polish only ever hand over a strictly better assignment that keeps the loadable limit, with DLA
+    groups on TensorRT's DLA option, and the plan is no worse than the seed."""
+    import optimizer.multi._build as build
+
+    seeds: list[tuple[int, int | None, int]] = []
+    original = build._offload_seed
+
+    def recording(lm, start, trt, limit, allowed, score, names, multi):
+        out = original(lm, start, trt, limit, allowed, score, names, multi)
+        if out is not None:
+            assert len({p.loadable for p in out if p.option.device == "dla"}) <= limit
+            assert all(p.option == trt[g].option for g, p in enumerate(out) if p.option.device == "dla")
+        seeds.append((score(start).objective, None if out is None else score(out).objective, limit))
+        return out
+
+    monkeypatch.setattr(build, "_offload_seed", recording)
     example = str(Path(__file__).resolve().parents[2] / "examples" / "resnet18.onnx")
     copy = tmp_path / "second.onnx"
     copy.write_bytes(Path(example).read_bytes())
     mp = optimize_multi([example, str(copy)], "orin-agx", PlanRequest(time_limit_s=20),
                         MultiRequest(objective="makespan"))
+    assert len(seeds) == 2  # the seed before the solve, the polish after it
+    assert all(out is None or out < start for start, out, _ in seeds)
+    seeded = seeds[0][1] if seeds[0][1] is not None else seeds[0][0]
+    assert mp.evaluation.objective <= seeded
     plan = mp.plan
     assert len(mp.planned.groups.groups) > 40
     assert any("fixed-point rounds" in w for w in plan["warnings"])
