@@ -26,3 +26,13 @@ def test_pip_install_into_a_fresh_venv(tmp_path: Path):
                             "print(r.files('optimizer.constraints').joinpath('nvidia_dla.toml').is_file())"],
                            capture_output=True, text=True, cwd=tmp_path, check=True).stdout.split()
     assert str(venv) in where[0] and where[1] == "True"
+
+
+def test_every_package_of_the_tree_is_installed():
+    """A package missing from pyproject's list works in the editable checkout and breaks a real install."""
+    import tomllib
+
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(REPO).parts) for p in (REPO / "optimizer").rglob("__init__.py")}
+    found |= {".".join(p.parent.relative_to(REPO).parts) for p in (REPO / "edgeplan").rglob("__init__.py")}
+    assert found - listed == set()
