@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from optimizer import __version__
+from optimizer.batch_job import failure, finish
 from optimizer.batch_multi import (
     MULTI_FIELDS,
     GroupJob,
@@ -40,8 +41,8 @@ from optimizer.batch_multi import (
 )
 from optimizer.batch_summary import summary_html
 from optimizer.enums import Device
-from optimizer.errors import BadInputError, EdgeplanError, InfeasibleError
-from optimizer.fileio import atomic_write_text, dumps_json, safe_name, sha256_file, write_file_set
+from optimizer.errors import BadInputError
+from optimizer.fileio import atomic_write_text, safe_name, sha256_file
 
 if TYPE_CHECKING:  # run_job imports the plan stage where it runs
     from optimizer.plan import Plan
@@ -157,19 +158,9 @@ def run_job(job: Job | GroupJob) -> dict[str, Any]:
                    tensorrt_rules=plan.tensorrt_rules or "")
         row.update(_size_status(plan))
         row.update(single_notes(plan))
-    except InfeasibleError as exc:
-        row.update(status="infeasible", error=exc.one_line())
-    except EdgeplanError as exc:
-        row.update(status="failed", error=exc.one_line())
-    except Exception as exc:  # a model that crashes a library must not stop the batch
-        row.update(status="failed", error=f"{job.model}: internal error {type(exc).__name__}: {exc}"[:300])
-    row["wall_s"] = round(time.monotonic() - started, 3)
-    files["job.json"] = dumps_json({"key": job.key, "row": row})
-    try:  # the job's folder is written as one set, confined to the batch folder
-        write_file_set(folder.parent.parent, files, subdir=(folder.parent.name, folder.name))
-    except EdgeplanError as exc:
-        row.update(status="failed", error=exc.one_line(), plan="")
-    return row
+    except Exception as exc:  # every failure, a library crash included, is the row's status
+        row.update(failure(job.model, exc))
+    return finish(job.key, row, files, folder, started)
 
 
 def _size_status(plan: Plan) -> dict[str, str]:

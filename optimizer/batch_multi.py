@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from optimizer import __version__
-from optimizer.errors import BadInputError, EdgeplanError, InfeasibleError
-from optimizer.fileio import dumps_json, safe_name, sha256_file, write_file_set
+from optimizer.batch_job import failure, finish
+from optimizer.errors import BadInputError
+from optimizer.fileio import safe_name, sha256_file
 
 MULTI_FIELDS = ("group", "models", "objective", "objective_value", "objective_unit", "baseline_objective",
                 "meets_request", "contention_ms", "energy_mj", "gpu_busy_share", "solver_outcome", "gap", "note")
@@ -195,19 +196,9 @@ def run_group_job(job: GroupJob) -> dict[str, Any]:
                        error=f"{job.model}: the plan found does not meet the request")
         row["plan"] = str(folder / "plan.json")
         files = planned.files()
-    except InfeasibleError as exc:
-        row.update(status="infeasible", error=exc.one_line())
-    except EdgeplanError as exc:
-        row.update(status="failed", error=exc.one_line())
-    except Exception as exc:  # a model that crashes a library must not stop the batch
-        row.update(status="failed", error=f"{job.model}: internal error {type(exc).__name__}: {exc}"[:300])
-    row["wall_s"] = round(time.monotonic() - started, 3)
-    files["job.json"] = dumps_json({"key": job.key, "row": row})
-    try:
-        write_file_set(folder.parent.parent, files, subdir=(folder.parent.name, folder.name))
-    except EdgeplanError as exc:
-        row.update(status="failed", error=exc.one_line(), plan="")
-    return row
+    except Exception as exc:  # every failure, a library crash included, is the row's status
+        row.update(failure(job.model, exc))
+    return finish(job.key, row, files, folder, started)
 
 
 def single_notes(plan: Any) -> dict[str, Any]:

@@ -232,7 +232,44 @@ def builder_script(subs: Sequence[SubModel], plan: Mapping[str, Any], tensorrt: 
     return _BUILDER_11.replace("@ENGINES@", spec) if tensorrt == "11" else _BUILDER_10.replace("@ENGINES@", spec)
 
 
-_BUILDER_10 = '''"""Builds the plan's TensorRT 10 engines with the builder API (same settings as build.sh).
+# The parts both builder scripts share, written once.
+_SHARED = {
+    "@HEAD@\n": '''HERE = os.path.dirname(os.path.abspath(__file__))
+ENGINES = json.loads(@ENGINES@)
+FORMATS = {"dla_linear": trt.TensorFormat.DLA_LINEAR, "dla_hwc4": trt.TensorFormat.DLA_HWC4,
+           "chw16": trt.TensorFormat.CHW16, "chw32": trt.TensorFormat.CHW32, "chw4": trt.TensorFormat.CHW4,
+           "linear": trt.TensorFormat.LINEAR, "chw": trt.TensorFormat.LINEAR}
+''',
+    "@DLA_AND_LAYERS@\n": '''        config.default_device_type = trt.DeviceType.DLA
+        config.DLA_core = int(spec["device"][-1])
+        pools = spec["memory_pools"]
+        config.set_memory_pool_limit(trt.MemoryPoolType.DLA_MANAGED_SRAM, pools["dla_sram_bytes"])
+        config.set_memory_pool_limit(trt.MemoryPoolType.DLA_LOCAL_DRAM, pools["dla_local_dram_bytes"])
+        config.set_memory_pool_limit(trt.MemoryPoolType.DLA_GLOBAL_DRAM, pools["dla_global_dram_bytes"])
+    for i in range(network.num_inputs):
+        set_io(network.get_input(i), spec)
+    for i in range(network.num_outputs):
+        set_io(network.get_output(i), spec)
+    for i in range(network.num_layers):
+        layer = network.get_layer(i)
+        wanted = spec["layers"].get(layer.name)
+''',
+    "@SAVE@\n": '''    serialized = builder.build_serialized_network(network, config)
+    if serialized is None:
+        raise SystemExit(f"{spec['onnx']}: the build failed (see the log above)")
+    with open(os.path.join(HERE, spec["engine"]), "wb") as handle:
+        handle.write(serialized)
+''',
+}
+
+
+def _filled(template: str) -> str:
+    for marker, text in _SHARED.items():
+        template = template.replace(marker, text)
+    return template
+
+
+_BUILDER_10 = _filled('''"""Builds the plan's TensorRT 10 engines with the builder API (same settings as build.sh).
 
 Run on the Jetson: python3 build_trt.py [--calib CACHE]
 """
@@ -243,11 +280,7 @@ import os
 
 import tensorrt as trt
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ENGINES = json.loads(@ENGINES@)
-FORMATS = {"dla_linear": trt.TensorFormat.DLA_LINEAR, "dla_hwc4": trt.TensorFormat.DLA_HWC4,
-           "chw16": trt.TensorFormat.CHW16, "chw32": trt.TensorFormat.CHW32, "chw4": trt.TensorFormat.CHW4,
-           "linear": trt.TensorFormat.LINEAR, "chw": trt.TensorFormat.LINEAR}
+@HEAD@
 PRECISION = {"int8": trt.int8, "fp16": trt.float16, "fp32": trt.float32}
 
 
@@ -277,30 +310,14 @@ def build(spec, logger, calib):
     if len(used | layer_precisions) > 1:
         config.set_flag(trt.BuilderFlag.OBEY_PRECISION_CONSTRAINTS)
     if spec["device"].startswith("dla"):
-        config.default_device_type = trt.DeviceType.DLA
-        config.DLA_core = int(spec["device"][-1])
-        pools = spec["memory_pools"]
-        config.set_memory_pool_limit(trt.MemoryPoolType.DLA_MANAGED_SRAM, pools["dla_sram_bytes"])
-        config.set_memory_pool_limit(trt.MemoryPoolType.DLA_LOCAL_DRAM, pools["dla_local_dram_bytes"])
-        config.set_memory_pool_limit(trt.MemoryPoolType.DLA_GLOBAL_DRAM, pools["dla_global_dram_bytes"])
-    for i in range(network.num_inputs):
-        set_io(network.get_input(i), spec)
-    for i in range(network.num_outputs):
-        set_io(network.get_output(i), spec)
-    for i in range(network.num_layers):
-        layer = network.get_layer(i)
-        wanted = spec["layers"].get(layer.name)
+@DLA_AND_LAYERS@
         if wanted is None:
             continue
         layer.precision = PRECISION[wanted["precision"]]
         config.set_device_type(layer, trt.DeviceType.DLA if wanted["device"] == "DLA" else trt.DeviceType.GPU)
     if calib and "int8" in used:
         raise SystemExit("attach your IInt8Calibrator reading " + calib + " to config.int8_calibrator here")
-    serialized = builder.build_serialized_network(network, config)
-    if serialized is None:
-        raise SystemExit(f"{spec['onnx']}: the build failed (see the log above)")
-    with open(os.path.join(HERE, spec["engine"]), "wb") as handle:
-        handle.write(serialized)
+@SAVE@
 
 
 def main():
@@ -314,9 +331,9 @@ def main():
 
 if __name__ == "__main__":
     main()
-'''
+''')
 
-_BUILDER_11 = '''"""Builds the plan's TensorRT 11 engines with the builder API (same settings as build.sh).
+_BUILDER_11 = _filled('''"""Builds the plan's TensorRT 11 engines with the builder API (same settings as build.sh).
 
 The network is strongly typed: every layer's precision comes from the ONNX (Cast and Q/DQ nodes), so no
 precision flag is set. Run on the Jetson (DLA: AGX Orin, JetPack 7.2.2 or later): python3 build_trt.py
@@ -327,11 +344,7 @@ import os
 
 import tensorrt as trt
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ENGINES = json.loads(@ENGINES@)
-FORMATS = {"dla_linear": trt.TensorFormat.DLA_LINEAR, "dla_hwc4": trt.TensorFormat.DLA_HWC4,
-           "chw16": trt.TensorFormat.CHW16, "chw32": trt.TensorFormat.CHW32, "chw4": trt.TensorFormat.CHW4,
-           "linear": trt.TensorFormat.LINEAR, "chw": trt.TensorFormat.LINEAR}
+@HEAD@
 
 
 def set_io(tensor, spec):
@@ -353,26 +366,10 @@ def build(spec, logger):
             raise SystemExit(f"{spec['onnx']}: {errors}")
     config = builder.create_builder_config()
     if dla:
-        config.default_device_type = trt.DeviceType.DLA
-        config.DLA_core = int(spec["device"][-1])
-        pools = spec["memory_pools"]
-        config.set_memory_pool_limit(trt.MemoryPoolType.DLA_MANAGED_SRAM, pools["dla_sram_bytes"])
-        config.set_memory_pool_limit(trt.MemoryPoolType.DLA_LOCAL_DRAM, pools["dla_local_dram_bytes"])
-        config.set_memory_pool_limit(trt.MemoryPoolType.DLA_GLOBAL_DRAM, pools["dla_global_dram_bytes"])
-    for i in range(network.num_inputs):
-        set_io(network.get_input(i), spec)
-    for i in range(network.num_outputs):
-        set_io(network.get_output(i), spec)
-    for i in range(network.num_layers):
-        layer = network.get_layer(i)
-        wanted = spec["layers"].get(layer.name)
+@DLA_AND_LAYERS@
         if wanted is not None:
             config.set_device_type(layer, trt.DeviceType.DLA if wanted["device"] == "DLA" else trt.DeviceType.GPU)
-    serialized = builder.build_serialized_network(network, config)
-    if serialized is None:
-        raise SystemExit(f"{spec['onnx']}: the build failed (see the log above)")
-    with open(os.path.join(HERE, spec["engine"]), "wb") as handle:
-        handle.write(serialized)
+@SAVE@
 
 
 def main():
@@ -383,4 +380,4 @@ def main():
 
 if __name__ == "__main__":
     main()
-'''
+''')

@@ -529,6 +529,7 @@ class PlanModel:
         """DLA-SRAM-PER-LOADABLE: a slot with its own SRAM pool changes what its groups cost; the
         difference from the shared default is paid when the choice and the slot are both taken."""
         self.sram_terms: list[tuple[int, cp_model.IntVar, int]] = []  # (delta ns, literal, DLA core)
+        self.sram_group: list[int] = []  # each term's layer group
         if not self.lm.loadable_sram:
             return
         for g in self.dla_groups:
@@ -544,6 +545,7 @@ class PlanModel:
                     self.model.add_bool_and([var, self.inslot[g, s]]).only_enforce_if(both)
                     self.model.add_bool_or([var.Not(), self.inslot[g, s].Not(), both])
                     self.sram_terms.append((delta, both, choice.core))
+                    self.sram_group.append(g)
 
     # ---- objective ---------------------------------------------------------------------------------
     def _busy(self) -> dict[str, cp_model.LinearExpr]:

@@ -121,27 +121,12 @@ class MultiPlanModel(PlanModel):
         return False
 
     def _slot_sram(self) -> None:
-        """DLA-SRAM-PER-LOADABLE as PlanModel holds it, with each delta's group kept (its model's busy time)."""
-        self.sram_terms: list[tuple[int, cp_model.IntVar, int]] = []  # (delta ns, literal, DLA core)
-        self.sram_group: list[int] = []
-        self.sram_least: dict[int, int] = {}  # group -> its most negative delta (a larger pool is faster)
-        if not self.lm.loadable_sram:
-            return
-        for g in self.dla_groups:
-            group = self.groups[g]
-            for choice, var in zip(self.choices[g], self.x[g]):
-                if choice.option.device != "dla" or choice.option.edit is not None:
-                    continue
-                for s in self.slots:
-                    delta = self.lm.option_ns(group, choice.option, sram_bytes=self.lm.sram_of(s)) - choice.cost_ns
-                    if delta == 0 or (g, s) not in self.inslot:
-                        continue
-                    both = self.model.new_bool_var(f"sram[{group.anchor}|{choice.option.label()}|{s}]")
-                    self.model.add_bool_and([var, self.inslot[g, s]]).only_enforce_if(both)
-                    self.model.add_bool_or([var.Not(), self.inslot[g, s].Not(), both])
-                    self.sram_terms.append((delta, both, choice.core))
-                    self.sram_group.append(g)
-                    self.sram_least[g] = min(self.sram_least.get(g, 0), delta)
+        """DLA-SRAM-PER-LOADABLE as PlanModel holds it, plus each group's most negative delta (a larger pool is
+        faster), which the cheapest bound needs."""
+        super()._slot_sram()
+        self.sram_least: dict[int, int] = {}
+        for (delta, _, _), g in zip(self.sram_terms, self.sram_group):
+            self.sram_least[g] = min(self.sram_least.get(g, 0), delta)
 
     def _sram_part_terms(self) -> dict[tuple[int, str], list[tuple[int, cp_model.IntVar]]]:
         out: dict[tuple[int, str], list[tuple[int, cp_model.IntVar]]] = {}
