@@ -9,7 +9,6 @@ The build log's layer table gives the Target column for the op's layer.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import re
@@ -19,6 +18,9 @@ import tempfile
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rknn_build import captured_build
 
 C, H, W = 16, 8, 8
 SOCS = ["rk3588", "rk3576", "rk3566", "rk3568", "rk3562", "rv1126b", "rv1106", "rv1103"]
@@ -115,31 +117,9 @@ ROW = re.compile(r"^(?:D RKNN: \[[^]]*\]\s*)?\d+\s+(\S+)\s+(\S+)\s+(NPU|CPU)\s.*
 
 
 def convert(path, soc, quantize, dataset, mean_std=True):
-    from rknn.api import RKNN
-
-    with tempfile.TemporaryFile(mode="w+") as log:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        saved = os.dup(1), os.dup(2)
-        os.dup2(log.fileno(), 1)
-        os.dup2(log.fileno(), 2)
-        try:
-            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
-                r = RKNN(verbose=True)
-                r.config(target_platform=soc, **({"mean_values": [[0, 0, 0]], "std_values": [[1, 1, 1]]} if mean_std else {}))
-                try:
-                    ok = r.load_onnx(model=path) == 0 and r.build(do_quantization=quantize, dataset=dataset) == 0
-                except Exception:
-                    ok = False
-                r.release()
-        finally:
-            sys.stdout.flush()
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            os.close(saved[0])
-            os.close(saved[1])
-        log.seek(0)
-        text = re.sub(r"\x1b\[[0-9;]*m", "", log.read())
+    ok, raw = captured_build(path, soc, quantize, dataset,
+                             **({"mean_values": [[0, 0, 0]], "std_values": [[1, 1, 1]]} if mean_std else {}))
+    text = re.sub(r"\x1b\[[0-9;]*m", "", raw)
     rows = [m.groups() for m in (ROW.match(line) for line in text.splitlines()) if m]
     errors = sorted({line.strip() for line in text.splitlines() if line.strip().startswith("E RKNN")})
     return ok, rows, errors

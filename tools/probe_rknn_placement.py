@@ -11,7 +11,6 @@ own first and last Conv.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import subprocess
@@ -24,6 +23,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rknn_build import captured_build
 from rknn_log import map_to_onnx, parse_layer_table
 
 SOCS = "rk3588,rk3576,rk3562,rv1126b"
@@ -506,31 +506,7 @@ for _label, _shape, _axis in (("r5a1", (1, 2, 16, 8, 8), 1), ("r5a2", (1, 2, 16,
 
 
 def _convert(path: str, soc: str, quantize: bool, dataset: str) -> tuple[bool, str]:
-    from rknn.api import RKNN
-
-    with tempfile.TemporaryFile(mode="w+") as log:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        saved = os.dup(1), os.dup(2)
-        os.dup2(log.fileno(), 1)
-        os.dup2(log.fileno(), 2)
-        try:
-            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
-                r = RKNN(verbose=True)
-                r.config(target_platform=soc)
-                try:
-                    ok = r.load_onnx(model=path) == 0 and r.build(do_quantization=quantize, dataset=dataset) == 0
-                except Exception:
-                    ok = False
-                r.release()
-        finally:
-            sys.stdout.flush()
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            os.close(saved[0])
-            os.close(saved[1])
-        log.seek(0)
-        return ok, log.read()
+    return captured_build(path, soc, quantize, dataset)
 
 
 def node_targets(model: onnx.ModelProto, text: str) -> dict[str, str]:

@@ -34,6 +34,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rknn_build import captured_build
 
 rng = np.random.default_rng(0)
 
@@ -354,34 +355,10 @@ def convert_case(label, socs):
 
 
 def _build_log(path, soc, quantize, dataset):
-    import contextlib
     import re
 
-    from rknn.api import RKNN
-
-    with tempfile.TemporaryFile(mode="w+") as log:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        saved = os.dup(1), os.dup(2)
-        os.dup2(log.fileno(), 1)
-        os.dup2(log.fileno(), 2)
-        try:
-            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
-                r = RKNN(verbose=True)
-                r.config(target_platform=soc, mean_values=[[0, 0, 0]], std_values=[[1, 1, 1]])
-                try:
-                    ok = r.load_onnx(model=path) == 0 and r.build(do_quantization=quantize, dataset=dataset) == 0
-                except Exception:
-                    ok = False
-                r.release()
-        finally:
-            sys.stdout.flush()
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            os.close(saved[0])
-            os.close(saved[1])
-        log.seek(0)
-        return re.sub(r"\x1b\[[0-9;]*m", "", log.read()), ok
+    ok, raw = captured_build(path, soc, quantize, dataset, mean_values=[[0, 0, 0]], std_values=[[1, 1, 1]])
+    return re.sub(r"\x1b\[[0-9;]*m", "", raw), ok
 
 
 def main():
