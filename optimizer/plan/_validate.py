@@ -62,10 +62,16 @@ def structure_problems(plan: Mapping[str, Any], catalog: Catalog, target: Target
                 problems.append(f"baselines.{name}.latency_ms: must be a finite number")
     if not isinstance(plan.get("request", {}), dict):
         problems.append("request: must be an object")
-    shapes = plan.get("input_shapes", {})
+    model = plan.get("model")
+    shapes = (model.get("input_shapes") if isinstance(model, dict) else None) or {}
     if not isinstance(shapes, dict) or not all(
             isinstance(v, list) and v and all(_is_int(d) and 1 <= d <= 1 << 31 for d in v) for v in shapes.values()):
-        problems.append("input_shapes: must map input names to lists of dims >= 1")
+        problems.append("model.input_shapes: must map input names to lists of dims >= 1")
+    replication = plan.get("replication")
+    if isinstance(replication, dict):
+        split = replication.get("split")
+        if not isinstance(split, dict) or not all(c in target.devices and _is_number(v) for c, v in split.items()):
+            problems.append(f"replication.split: must map {target.id}'s engines {list(target.devices)} to shares")
     for index, layer in enumerate(plan.get("layers", [])):
         where = f"layers[{index}]"
         if not isinstance(layer, dict) or not isinstance(layer.get("node"), str):
