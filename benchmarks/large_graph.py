@@ -151,8 +151,8 @@ def main() -> int:
             print(("DAG, " if args.dag else "chain, ") + time_baselines(model, args.target))
             return 0
         out = Path(tmp) / "plan"
-        command = [EDGEPLAN, "optimize", str(model), "--target", args.target, "--out", str(out), "--time-limit",
-                   str(args.time_limit)]
+        command = [EDGEPLAN, "optimize", "-q", str(model), "--target", args.target, "--out", str(out),
+                   "--time-limit", str(args.time_limit)]
         timed = ["/usr/bin/time", "-v", *command] if Path("/usr/bin/time").exists() else command
         started = time.monotonic()
         result = subprocess.run(timed, capture_output=True, text=True)
@@ -167,10 +167,12 @@ def main() -> int:
         if (out / "plan.json").exists():
             plan = json.loads((out / "plan.json").read_text())
             status, gap, latency = plan["solver"]["status"], plan["solver"].get("gap"), plan["predicted"]["latency_ms"]
-        errors = [line for line in result.stderr.splitlines() if line.startswith("edgeplan:")]
+        lines = result.stderr.splitlines()  # -q: only warnings and errors (no progress lines)
+        errors = [line for line in lines if line.startswith("edgeplan: error:")]
+        warnings = sum(line.startswith("edgeplan: warning:") for line in lines)
         print(f"{args.nodes} nodes on {args.target}: exit {result.returncode}, status {status}, gap {gap}, "
               f"latency {latency} ms, wall {wall:.1f} s, CPU {cpu:.1f} s, peak RSS {peak_kb / 1024:.0f} MiB, "
-              f"load average {load:.1f}"
+              f"load average {load:.1f}" + (f", {warnings} warnings" if warnings else "")
               + (f"; {errors[0]}" if errors else ""))
     return 0
 
