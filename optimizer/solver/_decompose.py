@@ -15,6 +15,7 @@ whole graph (fixing the cuts only restricts the plans searched, never the bound)
 
 from __future__ import annotations
 
+import bisect
 import heapq
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -120,7 +121,7 @@ def choose_cuts(lm: LatencyModel, order: list[int], request: PlanRequest, size: 
         cut = min(window, key=penalty)
         cuts.append(cut)
         start = cut
-        k = next((i for i, s in enumerate(seps) if s > cut), len(seps))
+        k = bisect.bisect_right(seps, cut)
     return cuts
 
 
@@ -152,11 +153,12 @@ class Region:
 
 
 def _region(lm: LatencyModel, members: list[int], held: Mapping[int, Placement], first: bool,
-            request: PlanRequest) -> Region:
+            request: PlanRequest, into: Mapping[int, list[int]]) -> Region:
     local = {g: k for k, g in enumerate(members)}
-    inside = set(members[0 if first else 1:])  # edges are counted in the region of their consumer
-    edges = tuple(Edge(e.tensor, local[e.src] if e.src >= 0 else -1, local[e.dst]) for e in lm.groups.edges
-                  if e.dst in inside and (e.src < 0 or e.src in local))
+    inside = members[0 if first else 1:]  # edges are counted in the region of their consumer
+    kept = sorted(i for g in inside for i in into.get(g, ()))  # in the whole graph's order
+    edges = tuple(Edge(e.tensor, local[e.src] if e.src >= 0 else -1, local[e.dst])
+                  for e in (lm.groups.edges[i] for i in kept) if e.src < 0 or e.src in local)
     outputs = {t: local[g] for t, g in lm.groups.outputs.items() if g in local}
     sub = GroupGraph(lm.graph, tuple(lm.groups.groups[g] for g in members), edges,
                      _LocalIndex(lm.groups.node_group, local), outputs)
@@ -192,10 +194,13 @@ def regions(lm: LatencyModel, request: PlanRequest, size: int = REGION_GROUPS,
         if option is not None:
             held[g] = option
     bounds = [0, *cuts, len(order) - 1]
+    into: dict[int, list[int]] = {}  # consumer group -> the indices of its edges
+    for i, e in enumerate(lm.groups.edges):
+        into.setdefault(e.dst, []).append(i)
     out = []
     for r in range(len(bounds) - 1):
         members = order[bounds[r]:bounds[r + 1] + 1] if r < len(bounds) - 2 else order[bounds[r]:]
-        out.append(_region(lm, members, {g: held[g] for g in members if g in held}, r == 0, request))
+        out.append(_region(lm, members, {g: held[g] for g in members if g in held}, r == 0, request, into))
     return out
 
 
