@@ -43,6 +43,15 @@ class LayerView:
 Check = Callable[["Rule", LayerView], "str | None"]
 
 
+_METADATA_READERS = frozenset({"Shape", "Size"})
+
+
+def _data_users(graph: Graph, tensor: str) -> tuple[Node, ...]:
+    """The consumers that read a tensor's data: a Shape or Size reads only its dims, which the toolkit folds
+    into constants, so it neither holds the tensor in a layout nor forces one."""
+    return tuple(u for u in graph.consumers(tensor) if u.op_type not in _METADATA_READERS)
+
+
 def _dims(values: Sequence[Any]) -> str:
     return "x".join(str(v) for v in values)
 
@@ -531,7 +540,7 @@ def _activation_matmul_operand(graph: Graph, tensor: str, depth: int = 4) -> tup
     """(operand index, MatMul) when `tensor` flows through element-wise ops only into a MatMul of two
     activations (exMatMul: attention's Q.K^T and P.V)."""
     for _ in range(depth):
-        users = graph.consumers(tensor)
+        users = _data_users(graph, tensor)
         if len(users) != 1:
             return None
         user = users[0]
@@ -576,7 +585,7 @@ def _value_operand(graph: Graph, node: Node) -> tuple[int, tuple[Any, ...]] | No
     """(operand index, V's shape) when `node` makes the V operand of attention's P.V (or V.P^T): one operand of
     a MatMul of two activations whose other operand is the Softmax's probabilities."""
     for output in node.outputs:  # a q/k/v Split makes V as one of its outputs; V may have other users too
-        for user in graph.consumers(output):
+        for user in _data_users(graph, output):
             if not _is_activation_matmul(graph, user) or output not in user.inputs[:2]:
                 continue
             index = user.inputs.index(output)
@@ -596,12 +605,12 @@ def exmatmul_operand(rule: Rule, view: LayerView) -> str | None:
     node, graph = view.node, view.graph
     carrier = node
     if node.op_type == "Reshape" and node.outputs:
-        users = graph.consumers(node.outputs[0])
+        users = _data_users(graph, node.outputs[0])
         if len(users) == 1 and users[0].op_type == "Transpose":
             carrier = users[0]
     elif node.op_type == "Transpose":
         producer = graph.producer(node.inputs[0])
-        if producer is not None and producer.op_type == "Reshape" and len(graph.consumers(node.inputs[0])) == 1:
+        if producer is not None and producer.op_type == "Reshape" and len(_data_users(graph, node.inputs[0])) == 1:
             return None  # merged into the Reshape before it
     found = _value_operand(graph, carrier)
     if found is None:
@@ -1633,7 +1642,7 @@ def _attention_head_reshape(graph: Graph, node: Node) -> bool:
     folds it into exMatMul's operand layout."""
     def feeds_matmul(tensor: str) -> bool:
         for _ in range(3):  # heads transposed into tokens (and K^T) on the way
-            users = graph.consumers(tensor)
+            users = _data_users(graph, tensor)
             if len(users) != 1 or users[0].op_type != "Transpose":
                 break
             tensor = users[0].outputs[0]
@@ -1648,7 +1657,7 @@ def _attention_head_reshape(graph: Graph, node: Node) -> bool:
         return True
     if producer is not None and producer.op_type == "Split" and any(feeds_matmul(o) for o in producer.outputs):
         return True
-    users = graph.consumers(node.outputs[0])
+    users = _data_users(graph, node.outputs[0])
     if len(users) == 1 and users[0].op_type == "Split":
         return any(feeds_matmul(o) for o in users[0].outputs)
     return feeds_matmul(node.outputs[0])
@@ -1722,7 +1731,7 @@ def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
         return _group_norm_reshape(view, params)
     if node.op_type == "Transpose":
         producer = graph.producer(node.inputs[0])
-        if producer is not None and producer.op_type == "Reshape" and len(graph.consumers(node.inputs[0])) == 1:
+        if producer is not None and producer.op_type == "Reshape" and len(_data_users(graph, node.inputs[0])) == 1:
             return None
         if (producer is not None and producer.op_type == "MatMul") or \
                 _activation_matmul_operand(graph, node.outputs[0]) is not None:
@@ -1735,7 +1744,7 @@ def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
         return None
     if node.op_type == "Reshape" and _attention_head_reshape(graph, node):
         return None
-    users = graph.consumers(node.outputs[0])
+    users = _data_users(graph, node.outputs[0])
     if len(users) == 1 and _moving_transpose(graph, users[0]) and not _token_form(graph, node.inputs[0]):
         return (f"{node.op_type} {list(src)} -> {list(dst)} with the Transpose after it moves data across the "
                 "channel axis")

@@ -4,6 +4,7 @@ RK3566/RK3568, token MatMuls there, and the output relayout on RK3588."""
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
 from onnx import helper
 
@@ -859,3 +860,19 @@ def test_a_reshape_after_a_token_reordering_transpose_takes_its_move_on_rk3566(c
         assert on_npu(catalog, path, "rk3566", precision, node="split")
         assert on_npu(catalog, path, "rk3566", precision, node="perm")
         assert not on_npu(catalog, path, "rk3566", precision, node="merge")
+
+
+@pytest.mark.parametrize(("reader", "cpu"), [("Shape", False), ("Size", False), ("Relu", True)])
+def test_a_shape_read_of_an_attention_operand_keeps_the_head_split_folded_on_rk3566(catalog, tmp_path, reader, cpu):
+    # corpus timm_mobilenetv4_hybrid_medium, timm_tiny_vit_5m_224: Shape(q) feeds the scale arithmetic; the head
+    # Reshape [1,256,7,7] -> [1,4,64,49] is an NPU Reshape layer. A second consumer that reads q's data does
+    # leave q in the map form, and the Reshape + Transpose pair then moves data on its own.
+    path = _conv_map_attention(tmp_path, 2, 16)
+    model = onnx.load(path)
+    model.graph.node.append(helper.make_node(reader, ["q"], ["q_read"], name="reader"))
+    dtype = onnx.TensorProto.FLOAT if reader == "Relu" else onnx.TensorProto.INT64
+    model.graph.output.append(value("q_read", None, dtype))
+    onnx.save(model, path)
+    report = check_graph(load_model(path), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        assert report.verdict("q_rs").runs_on("npu", precision) is not cpu, precision
