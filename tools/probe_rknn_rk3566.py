@@ -16,6 +16,9 @@ Case grammar (all graphs: input [1,3,H,W] -> Conv -> pattern -> Conv):
     mu:A:B:D:SWAP    Hiera mask units: qkv Reshape [1, A, B, 3, 2, D] + rank-6 Transpose with the token pieces swapped
     reducew:C:H:W    a ReduceSum over W of a conv map, keepdims (RKNN-REDUCE-RELAYOUT)
     headjoin:HEADS:D:N:DMAJOR  P.V joined back into tokens heads-major (0) or d-major (1) (RKNN-CHANNEL-SCATTER)
+    mapjoin:HEADS:D:N:VFIRST  conv-map attention joined back into the map: P.V through a channels-last Reshape
+                     [1, H, W, heads*D] + Transpose (0,3,1,2) (MobileNetV4's MQA), or V.P^T reshaped straight
+                     back (YOLO11's PSA) (RKNN-HEAD-SPLIT: the head width of the join)
 Each case converts in a fresh process, FP16 and INT8, and prints the layers of the pattern (op, target,
 shapes, name); the Conv stem and tail are left out.
 """
@@ -286,6 +289,34 @@ def headjoin(heads, d, n, dmajor):
     return wrap("headjoin", nodes, inits, ch, h, w_, ch)
 
 
+def mapjoin(heads, d, n, vfirst):
+    """Attention on a conv map's heads whose result joins the heads back into the map: q/k/v from 1x1 convs
+    reshaped to [1, heads, d, N]; P.V [1, heads, N, d] -> Transpose (0,2,1,3) -> Reshape [1, H, W, heads*d] ->
+    Transpose (0,3,1,2) (vfirst=0), or V.P^T [1, heads, d, N] -> Reshape [1, heads*d, H, W] (vfirst=1)."""
+    h, w_ = hw_for(n)
+    cin, ch = 32, heads * d
+    nodes = [N("Conv", ["x", f"w{t}"], [f"{t}0"], f"{t}_conv") for t in "qkv"]
+    nodes += [N("Reshape", [f"{t}0", "s"], [f"{t}r"], f"{t}_rs") for t in "qkv"]
+    nodes += [N("Transpose", ["qr"], ["q"], "q_tr", perm=[0, 1, 3, 2]),
+              N("MatMul", ["q", "kr"], ["a"], "qk"),
+              N("Mul", ["a", "sc"], ["as"], "scale"),
+              N("Softmax", ["as"], ["p"], "softmax", axis=-1)]
+    if vfirst:
+        nodes += [N("Transpose", ["p"], ["pt"], "p_tr", perm=[0, 1, 3, 2]),
+                  N("MatMul", ["vr", "pt"], ["o"], "vp"),
+                  N("Reshape", ["o", "s_map"], ["y"], "join_reshape")]
+    else:
+        nodes += [N("Transpose", ["vr"], ["v"], "v_tr", perm=[0, 1, 3, 2]),
+                  N("MatMul", ["p", "v"], ["o"], "pv"),
+                  N("Transpose", ["o"], ["ot"], "join_transpose", perm=[0, 2, 1, 3]),
+                  N("Reshape", ["ot", "s_nhwc"], ["yl"], "join_reshape"),
+                  N("Transpose", ["yl"], ["y"], "to_nchw", perm=[0, 3, 1, 2])]
+    inits = [w(f"w{t}", (ch, cin, 1, 1)) for t in "qkv"] + [
+        c("s", np.array([1, heads, d, n], np.int64)), c("s_map", np.array([1, ch, h, w_], np.int64)),
+        c("s_nhwc", np.array([1, h, w_, ch], np.int64)), c("sc", np.float32(d**-0.5))]
+    return wrap("mapjoin", nodes, inits, cin, h, w_, ch)
+
+
 def mu(a, b, d, swap):
     """Hiera-style mask units: tokens [1, a*b, C] from a token MatMul -> qkv Reshape [1, a, b, 3, 2, d] ->
     Transpose moving q/k/v and the heads to the front, with the token pieces a, b swapped (1) or kept (0) ->
@@ -320,7 +351,7 @@ def mu(a, b, d, swap):
     return wrap("mu", nodes, inits, ch, h, w_, ch)
 
 
-BUILDERS = {"mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
+BUILDERS = {"mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
 
 
 def build(label):

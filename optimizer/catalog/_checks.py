@@ -831,8 +831,12 @@ def head_split(rule: Rule, view: LayerView) -> str | None:
     a, b = _as_npu_4d(tuple(src)), _as_npu_4d(tuple(dst))
     if a is not None and b is not None and a[1] == b[1] and not _token_form(graph, node.inputs[0]):
         return None  # keeps the feature map's channel (a flatten of H, W): no head split
-    channel = _form_channel(graph, node.inputs[0], src)
+    axis = channel_axis(graph, node.inputs[0])
+    channel = int(src[axis]) if axis is not None and len(src) >= 3 else _form_channel(graph, node.inputs[0], src)
     d = _split_of(channel, dst[1:]) if channel else None
+    if d is None and axis is not None and len(src) >= 3:
+        carried = _carried_axis(src, axis, dst)  # a join merging the heads into the channel, d innermost
+        d = int(src[axis]) if carried is not None and int(dst[carried]) > int(src[axis]) else None
     if d is None:
         back = int(dst[-1]) if len(dst) == 3 else int(dst[1]) if len(dst) == 4 else None
         d = _split_of(back, src[1:]) if back else None
@@ -975,6 +979,8 @@ def channel_axis(graph: Graph, tensor: str, depth: int = 24) -> int | None:
     if node.op_type in _MAP_OPS:
         return 1 if rank >= 3 else None
     if node.op_type in ("MatMul", "Gemm"):
+        if _is_activation_matmul(graph, node) and _softmax_side(graph, node.inputs[1]):
+            return rank - 2  # V @ P^T: exMatMul keeps V's d, here the rows, as the result's channel
         return rank - 1
     if node.op_type in ("LayerNormalization", "RMSNormalization"):
         return int(node.attrs.get("axis", -1)) % rank

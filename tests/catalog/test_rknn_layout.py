@@ -876,3 +876,39 @@ def test_a_shape_read_of_an_attention_operand_keeps_the_head_split_folded_on_rk3
     report = check_graph(load_model(path), catalog, "rk3566")
     for precision in ("fp16", "int8"):
         assert report.verdict("q_rs").runs_on("npu", precision) is not cpu, precision
+
+
+def _head_join(tmp_path, dim, tokens=49, heads=4, v_first=False):
+    """Attention whose result joins its heads back into a map: P.V [1,h,N,d] -> Transpose (0,2,1,3) -> Reshape
+    [1,s,s,h*d] -> Transpose (0,3,1,2) (MobileNetV4's MQA), or V.P^T [1,h,d,N] -> Reshape [1,h*d,s,s] (YOLO11's
+    PSA, LeViT-conv)."""
+    side = int(tokens**0.5)
+    nodes = [helper.make_node("MatMul", ["q", "k"], ["s"], name="qk"),
+             helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1)]
+    if v_first:
+        nodes += [helper.make_node("Transpose", ["p"], ["pt"], name="p_t", perm=[0, 1, 3, 2]),
+                  helper.make_node("MatMul", ["v", "pt"], ["o"], name="pv"),
+                  helper.make_node("Reshape", ["o", "back"], ["o4"], name="join")]
+        back = [1, heads * dim, side, side]
+    else:
+        nodes += [helper.make_node("MatMul", ["p", "v"], ["o"], name="pv"),
+                  helper.make_node("Transpose", ["o"], ["ot"], name="o_t", perm=[0, 2, 1, 3]),
+                  helper.make_node("Reshape", ["ot", "back"], ["o3"], name="join"),
+                  helper.make_node("Transpose", ["o3"], ["o4"], name="to_nchw", perm=[0, 3, 1, 2])]
+        back = [1, side, side, heads * dim]
+    nodes.append(helper.make_node("Relu", ["o4"], ["y"], name="tail"))
+    inputs = [value("q", [1, heads, tokens, dim]), value("k", [1, heads, dim, tokens]),
+              value("v", [1, heads, dim, tokens] if v_first else [1, heads, tokens, dim])]
+    return save_model(tmp_path / f"join{dim}_{v_first}.onnx", nodes, inputs, [value("y", None)],
+                      [const("back", np.array(back, np.int64))])
+
+
+# corpus timm_mobilenetv4_hybrid_medium (P.V, d=64, N=49) and yolo11n_320 / timm_levit_conv_128s (V.P^T, d=64 / 32):
+# the join Reshape layers (h,d,1,N) -> map are NPU in FP16 and INT8; d is V's head width (the channel exMatMul keeps),
+# not a pixel axis of the map; d=12 misses INT8's 8-byte groups (RKNN-HEAD-SPLIT, probe vop:12:64:2)
+@pytest.mark.parametrize("v_first", [False, True])
+@pytest.mark.parametrize(("dim", "cpu_in"), [(64, set()), (16, set()), (12, {"int8"})])
+def test_a_head_join_takes_the_head_width_from_v_on_rk3566(catalog, tmp_path, v_first, dim, cpu_in):
+    report = check_graph(load_model(_head_join(tmp_path, dim, v_first=v_first)), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        assert report.verdict("join").runs_on("npu", precision) is not (precision in cpu_in), precision
