@@ -597,31 +597,95 @@ def _value_operand(graph: Graph, node: Node) -> tuple[int, tuple[Any, ...]] | No
     return None
 
 
+_LAYOUT_ONLY = frozenset({"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Flatten"})
+
+
+def _only_user(graph: Graph, tensor: str) -> Node | None:
+    users = _data_users(graph, tensor)
+    return users[0] if len(users) == 1 else None
+
+
+def _unit_move(graph: Graph, node: Node) -> bool:
+    """A Squeeze/Unsqueeze/Reshape that only adds or drops unit axes: the toolkit's 4-D form is unchanged."""
+    src = graph.shape(node.inputs[0]) if node.inputs else None
+    dst = graph.shape(node.outputs[0]) if node.outputs else None
+    return (node.op_type in ("Squeeze", "Unsqueeze", "Reshape") and _static(src) and _static(dst)
+            and _unit_stripped(src) == _unit_stripped(dst))
+
+
+def _split_in_transpose(graph: Graph, split: Node) -> bool:
+    """A q/k/v Split right after the Transpose that unbinds them, when that Transpose only brings channel pieces
+    in front of the token axis (a batch of one: ViT's [1,N,3,h,d] -> [3,1,h,N,d]): NCHW already holds C outside
+    H and W, so the toolkit lowers the pair as one channel split named after the Transpose and the Split has no
+    layer of its own to carry V's move. Bringing q/k/v in front of a real batch (windows, patch pixels: two
+    non-unit axes before it) moves data, and the Split then keeps its layer."""
+    producer = graph.producer(split.inputs[0]) if split.inputs else None
+    if producer is None or producer.op_type != "Transpose":
+        return False
+    src = graph.shape(producer.inputs[0])
+    perm = tuple(producer.attrs.get("perm") or ())
+    if not _static(src) or len(perm) != len(src):
+        return False
+    source = perm[int(split.attrs.get("axis", 0)) % len(perm)]
+    return sum(1 for d in src[:source] if d != 1) <= 1
+
+
+def _v_carriers(graph: Graph, maker: Node) -> tuple[Node, ...]:
+    """The nodes the V transpose's layers are named after, found from the op making V: a Squeeze/Unsqueeze of a
+    unit axis folds (the layout chain starts before it; a Reshape ending a run keeps the run's layer); a q/k/v
+    Split carries the move of its output, with any Transpose of that output; a head-splitting Reshape right
+    before a Transpose takes it over; a Reshape that only relabels a map (keeps its channel, [1,C,H,W] ->
+    [1,C,HW]) leaves the Transpose its own layer and is relaid out with it."""
+    node = maker
+    for _ in range(4):
+        squeeze = node.op_type in ("Squeeze", "Unsqueeze") and _unit_move(graph, node)
+        producer = graph.producer(_activation_input(graph, node)) if squeeze else None
+        if producer is None or _only_user(graph, _activation_input(graph, node)) is not node:
+            break
+        if producer.op_type == "Split" and _split_in_transpose(graph, producer):
+            break
+        node = producer
+    if node.op_type != "Transpose":
+        return (node,)
+    producer = graph.producer(node.inputs[0])
+    if producer is None or _only_user(graph, node.inputs[0]) is not node:
+        return (node,)
+    if producer.op_type == "Split":
+        return (producer,)
+    if producer.op_type != "Reshape":
+        return (node,)
+    a, b = _as_npu_4d(graph.shape(producer.inputs[0]) or ()), _as_npu_4d(graph.shape(node.inputs[0]) or ())
+    return (producer, node) if a is not None and b is not None and a[1] == b[1] else (producer,)
+
+
+def _downstream_layout(graph: Graph, node: Node, depth: int = 4) -> list[Node]:
+    """`node` and the layout ops its outputs run through, each the only data consumer of its input."""
+    found, frontier = [node], [node]
+    for _ in range(depth):
+        frontier = [u for n in frontier for o in n.outputs for u in (_only_user(graph, o),)
+                    if u is not None and u.op_type in _LAYOUT_ONLY]
+        found += frontier
+    return found
+
+
 def exmatmul_operand(rule: Rule, view: LayerView) -> str | None:
     """The V operand of attention (P.V or V.P^T, P from a Softmax) goes into exMatMul's [b, N, 1, d] form through
-    a Transpose layer named after V's producer; K^T of Q.K^T needs none. The transpose runs on the NPU only when
-    both of V's last two dims are whole 8-byte groups (`align` elements per precision: 4 FP16, 8 INT8). A
-    Transpose making V right after a Reshape is merged into that Reshape, which then carries the layer."""
+    a Transpose layer named after the start of V's layout chain (`_v_carriers`); K^T of Q.K^T needs none. The
+    transpose runs on the NPU only when both of V's last two dims are whole 8-byte groups (`align` elements per
+    precision: 4 FP16, 8 INT8)."""
     node, graph = view.node, view.graph
-    carrier = node
-    if node.op_type == "Reshape" and node.outputs:
-        users = _data_users(graph, node.outputs[0])
-        if len(users) == 1 and users[0].op_type == "Transpose":
-            carrier = users[0]
-    elif node.op_type == "Transpose":
-        producer = graph.producer(node.inputs[0])
-        if producer is not None and producer.op_type == "Reshape" and len(_data_users(graph, node.inputs[0])) == 1:
-            return None  # merged into the Reshape before it
-    found = _value_operand(graph, carrier)
-    if found is None:
-        return None
-    shape = found[1]
     align = rule.params.get("align", {}).get(view.precision, 1)
-    if shape[-1] % align == 0 and shape[-2] % align == 0:
-        return None  # both dims whole 8-byte groups: the transpose runs on the NPU
-    return (f"{node.op_type} makes the V operand {list(shape)} of attention's softmax(.).V; its last two dims are "
-            f"not both multiples of {align} ({view.precision}: 8-byte groups), so the transpose into exMatMul's "
-            "[b, N, 1, d] form runs on the CPU")
+    for maker in _downstream_layout(graph, node):
+        found = _value_operand(graph, maker)
+        if found is None or node not in _v_carriers(graph, maker):
+            continue
+        shape = found[1]
+        if shape[-1] % align == 0 and shape[-2] % align == 0:
+            return None  # both dims whole 8-byte groups: the transpose runs on the NPU
+        return (f"{node.op_type} starts the layout of the V operand {list(shape)} of attention's softmax(.).V; its "
+                f"last two dims are not both multiples of {align} ({view.precision}: 8-byte groups), so the "
+                "transpose into exMatMul's [b, N, 1, d] form runs on the CPU")
+    return None
 
 
 def _output_token_concat(graph: Graph, node: Node) -> bool:

@@ -905,10 +905,77 @@ def _head_join(tmp_path, dim, tokens=49, heads=4, v_first=False):
 
 # corpus timm_mobilenetv4_hybrid_medium (P.V, d=64, N=49) and yolo11n_320 / timm_levit_conv_128s (V.P^T, d=64 / 32):
 # the join Reshape layers (h,d,1,N) -> map are NPU in FP16 and INT8; d is V's head width (the channel exMatMul keeps),
-# not a pixel axis of the map; d=12 misses INT8's 8-byte groups (RKNN-HEAD-SPLIT, probe vop:12:64:2)
+# not a pixel axis of the map. probe tools/probe_rknn_rk3566.py mapjoin:2:D:64:VFIRST, both forms: join_reshape NPU
+# at D=16 in FP16 and INT8, at D=12 NPU in FP16 and CPU in INT8 (the channels-last Transposes have no layer)
 @pytest.mark.parametrize("v_first", [False, True])
 @pytest.mark.parametrize(("dim", "cpu_in"), [(64, set()), (16, set()), (12, {"int8"})])
 def test_a_head_join_takes_the_head_width_from_v_on_rk3566(catalog, tmp_path, v_first, dim, cpu_in):
     report = check_graph(load_model(_head_join(tmp_path, dim, v_first=v_first)), catalog, "rk3566")
     for precision in ("fp16", "int8"):
         assert report.verdict("join").runs_on("npu", precision) is not (precision in cpu_in), precision
+
+
+def _v_chain(tmp_path, name, v_nodes, v_input, v_shape, q_shape, inits=()):
+    """softmax(Q.K^T).V with V made by `v_nodes` from the graph input `v_input`, ending in tensor 'v'."""
+    heads, tokens, dim = q_shape[-3], q_shape[-2], q_shape[-1]
+    lead = list(q_shape[:-2])
+    nodes = [*v_nodes, helper.make_node("MatMul", ["q", "k"], ["s"], name="qk"),
+             helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1),
+             helper.make_node("MatMul", ["p", "v"], ["o"], name="pv"),
+             helper.make_node("Relu", ["o"], ["y"], name="tail")]
+    del heads
+    inputs = [value("q", q_shape), value("k", [*lead, dim, tokens]), value(v_input, v_shape)]
+    return save_model(tmp_path / f"{name}.onnx", nodes, inputs, [value("y", None)], list(inits))
+
+
+# corpus timm_mobilenetv4_hybrid_medium (MQA): value map [1,64,7,7] -> Reshape [1,64,49] -> Transpose (0,2,1) ->
+# Unsqueeze [1,1,49,64]: layers Reshape_2_output_0_rs and Transpose_2 Target CPU (49 tokens), the Unsqueeze none;
+# a map of 64 pixels is whole 8-byte groups (probe vop: the V transpose rule)
+@pytest.mark.parametrize(("side", "cpu"), [(7, True), (8, False)])
+def test_a_relabelled_map_made_v_is_transposed_with_its_reshape_on_rk3566(catalog, tmp_path, side, cpu):
+    n = side * side
+    nodes = [helper.make_node("Reshape", ["v0", "s3"], ["vr"], name="v_rs"),
+             helper.make_node("Transpose", ["vr"], ["vt"], name="v_tr", perm=[0, 2, 1]),
+             helper.make_node("Unsqueeze", ["vt", "ax1"], ["v"], name="v_unsq")]
+    path = _v_chain(tmp_path, f"mqa{side}", nodes, "v0", [1, 64, side, side], [1, 4, n, 64],
+                    [const("s3", np.array([1, 64, n], np.int64)), const("ax1", np.array([1], np.int64))])
+    report = check_graph(load_model(path), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        assert report.verdict("v_rs").runs_on("npu", precision) is not cpu
+        assert report.verdict("v_tr").runs_on("npu", precision) is not cpu
+        assert report.verdict("v_unsq").runs_on("npu", precision)
+
+
+# q/k/v unbound by a Transpose + Split on axis 0 + Squeeze. In front of a real batch (MobileViT's patch pixels,
+# NesT's windows) the Split keeps its layer and carries V's transpose (corpus timm_mobilevit_xs
+# Split_output_2_rs_tp, timm_nest_tiny: Target CPU, 30 / 196 tokens in INT8); with a batch of one (ViT) the
+# Transpose + Split are one channel split and the Squeeze carries it (corpus timm_deit_tiny_patch16_224
+# Squeeze_2_output_0_rs, 197 tokens: CPU)
+@pytest.mark.parametrize("batch", [4, 1])
+def test_the_split_unbinding_v_carries_its_transpose_only_before_a_real_batch_on_rk3566(catalog, tmp_path, batch):
+    tokens, heads, dim = 30, 2, 16
+    nodes = [helper.make_node("Transpose", ["qkv"], ["t"], name="unbind", perm=[2, 0, 3, 1, 4]),
+             helper.make_node("Split", ["t", "ones"], ["q1", "k1", "v1"], name="split", axis=0),
+             helper.make_node("Squeeze", ["v1", "ax0"], ["v"], name="v_sq")]
+    path = _v_chain(tmp_path, f"unbind{batch}", nodes, "qkv", [batch, tokens, 3, heads, dim],
+                    [batch, heads, tokens, dim],
+                    [const("ones", np.array([1, 1, 1], np.int64)), const("ax0", np.array([0], np.int64))])
+    report = check_graph(load_model(path), catalog, "rk3566")
+    carrier, folded = ("split", "v_sq") if batch > 1 else ("v_sq", "split")
+    assert not report.verdict(carrier).runs_on("npu", "int8")  # 30 tokens: not whole 8-byte groups
+    assert report.verdict(folded).runs_on("npu", "int8")
+    assert "RKNN-EXMATMUL-B" in {v.rule for v in report.verdict(carrier).violations}
+
+
+# corpus timm_tiny_vit_5m_224: Split on the last axis of [16,49,4,96] into q/k/v, V Transpose (0,2,1,3): layers
+# Split_output_2_rs and Split_output_2_tp Target CPU (49 tokens), the Transpose none; 64 tokens: NPU
+@pytest.mark.parametrize(("tokens", "cpu"), [(49, True), (64, False)])
+def test_a_split_before_the_v_transpose_carries_it_on_rk3566(catalog, tmp_path, tokens, cpu):
+    nodes = [helper.make_node("Split", ["qkv", "parts"], ["q1", "k1", "v1"], name="split", axis=3),
+             helper.make_node("Transpose", ["v1"], ["v"], name="v_tr", perm=[0, 2, 1, 3])]
+    path = _v_chain(tmp_path, f"tv{tokens}", nodes, "qkv", [4, tokens, 2, 96], [4, 2, tokens, 32],
+                    [const("parts", np.array([32, 32, 32], np.int64))])
+    report = check_graph(load_model(path), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        assert report.verdict("split").runs_on("npu", precision) is not cpu
+        assert report.verdict("v_tr").runs_on("npu", precision)
