@@ -893,9 +893,10 @@ def head_split(rule: Rule, view: LayerView) -> str | None:
     if not _static(src) or not _static(dst):
         return None
     a, b = _as_npu_4d(tuple(src)), _as_npu_4d(tuple(dst))
-    if a is not None and b is not None and a[1] == b[1] and not _token_form(graph, node.inputs[0]):
-        return None  # keeps the feature map's channel (a flatten of H, W): no head split
     axis = channel_axis(graph, node.inputs[0])
+    if (a is not None and b is not None and a[1] == b[1] and not _token_form(graph, node.inputs[0])
+            and axis in (None, 1)):
+        return None  # keeps the feature map's channel (a flatten of H, W): no head split
     channel = int(src[axis]) if axis is not None and len(src) >= 3 else _form_channel(graph, node.inputs[0], src)
     d = _split_of(channel, dst[1:]) if channel else None
     if d is None and axis is not None and len(src) >= 3:
@@ -1710,10 +1711,12 @@ def _attention_head_reshape(graph: Graph, node: Node) -> bool:
     """A Reshape splitting a feature map into attention heads or joining them back: it makes or takes an
     operand of a MatMul of two activations, directly or through the Split into q/k/v, and the toolkit
     folds it into exMatMul's operand layout."""
-    def feeds_matmul(tensor: str) -> bool:
-        for _ in range(3):  # heads transposed into tokens (and K^T) on the way
+    def feeds_matmul(tensor: str, depth: int = 4) -> bool:
+        for _ in range(depth):  # heads transposed into tokens (and K^T), q/k/v unbound and squeezed on the way
             users = _data_users(graph, tensor)
-            if len(users) != 1 or users[0].op_type != "Transpose":
+            if len(users) == 1 and users[0].op_type == "Split" and depth > 1:
+                return any(feeds_matmul(o, depth - 1) for o in users[0].outputs)
+            if len(users) != 1 or users[0].op_type not in ("Transpose", "Squeeze", "Unsqueeze"):
                 break
             tensor = users[0].outputs[0]
         return _activation_matmul_operand(graph, tensor) is not None

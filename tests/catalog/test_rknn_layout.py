@@ -979,3 +979,37 @@ def test_a_split_before_the_v_transpose_carries_it_on_rk3566(catalog, tmp_path, 
     for precision in ("fp16", "int8"):
         assert report.verdict("split").runs_on("npu", precision) is not cpu
         assert report.verdict("v_tr").runs_on("npu", precision)
+
+
+def _unbound_token_attention(tmp_path, dim, heads=4, batch=4, tokens=64):
+    """MobileViT's transformer: token MatMul -> qkv Reshape [B,N,3,h,d] -> Transpose (2,0,3,1,4) -> Split on axis 0
+    -> Squeeze -> attention -> Transpose (0,2,1,3) -> join Reshape [B,N,h*d]."""
+    ch = heads * dim
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["qkv"], name="qkv_mm"),
+             helper.make_node("Reshape", ["qkv", "s5"], ["r5"], name="split_heads"),
+             helper.make_node("Transpose", ["r5"], ["t5"], name="unbind", perm=[2, 0, 3, 1, 4]),
+             helper.make_node("Split", ["t5", "ones"], ["q1", "k1", "v1"], name="split", axis=0)]
+    nodes += [helper.make_node("Squeeze", [f"{t}1", "ax0"], [t], name=f"{t}_sq") for t in "qkv"]
+    nodes += [helper.make_node("Transpose", ["k"], ["kt"], name="k_t", perm=[0, 1, 3, 2]),
+              helper.make_node("MatMul", ["q", "kt"], ["s"], name="qk"),
+              helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1),
+              helper.make_node("MatMul", ["p", "v"], ["o"], name="pv"),
+              helper.make_node("Transpose", ["o"], ["ot"], name="o_t", perm=[0, 2, 1, 3]),
+              helper.make_node("Reshape", ["ot", "s3"], ["j"], name="join_heads"),
+              helper.make_node("Relu", ["j"], ["y"], name="tail")]
+    inits = [weight("w", [ch, 3 * ch]), const("s5", np.array([batch, tokens, 3, heads, dim], np.int64)),
+             const("ones", np.array([1, 1, 1], np.int64)), const("ax0", np.array([0], np.int64)),
+             const("s3", np.array([batch, tokens, ch], np.int64))]
+    return save_model(tmp_path / f"mvit{dim}.onnx", nodes, [value("x", [batch, tokens, ch])], [value("y", None)],
+                      inits)
+
+
+# corpus timm_mobilevit_xs / xxs: the qkv head split Reshape (4,360,1,64) -> (48,30,1,64) and the join
+# Reshape_1_output_0_rs of d=30 heads are Target CPU in FP16 and INT8; d=24 (stages.2) NPU in both; d=36
+# (stages.4, 144 = 4 x 36) NPU in FP16, CPU in INT8: RKNN-HEAD-SPLIT's 8-byte rule through the q/k/v Split
+@pytest.mark.parametrize(("dim", "cpu_in"), [(24, set()), (30, {"fp16", "int8"}), (36, {"int8"})])
+def test_a_head_split_unbound_by_a_split_follows_the_8_byte_rule_on_rk3566(catalog, tmp_path, dim, cpu_in):
+    report = check_graph(load_model(_unbound_token_attention(tmp_path, dim)), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        for node in ("split_heads", "join_heads"):
+            assert report.verdict(node).runs_on("npu", precision) is not (precision in cpu_in), (node, precision)
