@@ -16,6 +16,8 @@ Case grammar (all graphs: input [1,3,H,W] -> Conv -> pattern -> Conv):
     mu:A:B:D:SWAP    Hiera mask units: qkv Reshape [1, A, B, 3, 2, D] + rank-6 Transpose with the token pieces swapped
     reducew:C:H:W    a ReduceSum over W of a conv map, keepdims (RKNN-REDUCE-RELAYOUT)
     headjoin:HEADS:D:N:DMAJOR  P.V joined back into tokens heads-major (0) or d-major (1) (RKNN-CHANNEL-SCATTER)
+    fcout:C:K        a classifier head: a [1, C, 4, 4] map pooled, flattened, Gemm to K classes as the rank-2
+                     graph output (RKNN-VECTOR-OUTPUT: the reshape of (1,K,1,1) into [1, K])
     mapjoin:HEADS:D:N:VFIRST  conv-map attention joined back into the map: P.V through a channels-last Reshape
                      [1, H, W, heads*D] + Transpose (0,3,1,2) (MobileNetV4's MQA), or V.P^T reshaped straight
                      back (YOLO11's PSA) (RKNN-HEAD-SPLIT: the head width of the join)
@@ -289,6 +291,18 @@ def headjoin(heads, d, n, dmajor):
     return wrap("headjoin", nodes, inits, ch, h, w_, ch)
 
 
+def fcout(ch, k):
+    """Conv map [1, C, 4, 4] -> GlobalAveragePool -> Flatten -> Gemm (K classes): the graph output [1, K]."""
+    nodes = [N("Conv", ["in", "w0"], ["x"], "pre_conv"), N("GlobalAveragePool", ["x"], ["g"], "pool"),
+             N("Flatten", ["g"], ["f"], "flatten", axis=1), N("Gemm", ["f", "wf", "bf"], ["out"], "fc", transB=1)]
+    g = helper.make_graph(nodes, "fcout", [helper.make_tensor_value_info("in", TensorProto.FLOAT, [1, 3, 4, 4])],
+                          [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)],
+                          [w("w0", (ch, 3, 1, 1)), w("wf", (k, ch)), w("bf", (k,))])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return onnx.shape_inference.infer_shapes(m), (4, 4)
+
+
 def mapjoin(heads, d, n, vfirst):
     """Attention on a conv map's heads whose result joins the heads back into the map: q/k/v from 1x1 convs
     reshaped to [1, heads, d, N]; P.V [1, heads, N, d] -> Transpose (0,2,1,3) -> Reshape [1, H, W, heads*d] ->
@@ -351,7 +365,7 @@ def mu(a, b, d, swap):
     return wrap("mu", nodes, inits, ch, h, w_, ch)
 
 
-BUILDERS = {"mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
+BUILDERS = {"fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
 
 
 def build(label):

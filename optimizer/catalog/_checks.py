@@ -1837,6 +1837,11 @@ def _form_channel_change(view: LayerView) -> str | None:
         return None
     if src[-1] == dst[-1] and len(src) in (3, 4) and _token_form(graph, node.inputs[0]):
         return None  # regroups the token axis of a [B, C, 1, N] tensor (e.g. LeViT's subsample)
+    axis = channel_axis(graph, _activation_input(graph, node))
+    carried = _carried_axis(src, axis, dst) if axis is not None else None
+    if (axis is not None and carried is not None and dst[carried] == src[axis] and len(dst) <= 4
+            and src[0] == dst[0]):
+        return None  # keeps the batch and carries the channel whole ([1,H,W,C] -> [1,HW,C]): pixels relabelled
     a, b = _as_npu_4d(src), _as_npu_4d(dst)
     if a is None or b is None or a[1] == b[1] or _unit_stripped(src) == _unit_stripped(dst):
         return None

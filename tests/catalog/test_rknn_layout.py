@@ -1013,3 +1013,21 @@ def test_a_head_split_unbound_by_a_split_follows_the_8_byte_rule_on_rk3566(catal
     for precision in ("fp16", "int8"):
         for node in ("split_heads", "join_heads"):
             assert report.verdict(node).runs_on("npu", precision) is not (precision in cpu_in), (node, precision)
+
+
+# corpus timm_tiny_vit_5m_224 stages.2 Reshape [1,14,14,160] -> [1,196,160] of a channels-last map: a Reshape layer
+# (1,160,14,14) -> (1,160,1,196), Target NPU in FP16 and INT8 (the channel stays whole, the pixels are relabelled);
+# merging the batch into the pixels moves data (corpus timm_hiera_tiny_224 unroll/Reshape_7 [64,7,7,96] ->
+# [1,3136,96]: Target CPU), and so does changing the channel ([1,6,6,16] -> [1,36,4,4])
+@pytest.mark.parametrize(("batch", "to", "cpu"), [(1, [1, 36, 16], False), (2, [1, 72, 16], True),
+                                                  (1, [1, 36, 4, 4], True)])
+def test_a_channels_last_map_reshaped_keeping_its_channel_is_a_relabel_on_rk3566(catalog, tmp_path, batch, to, cpu):
+    nodes = [helper.make_node("Conv", ["x", "w"], ["m"], name="conv"),
+             helper.make_node("Transpose", ["m"], ["t"], name="to_nhwc", perm=[0, 2, 3, 1]),
+             helper.make_node("Reshape", ["t", "s"], ["r"], name="n"),
+             helper.make_node("Relu", ["r"], ["y"], name="tail")]
+    path = save_model(tmp_path / f"cl{batch}_{len(to)}.onnx", nodes, [value("x", [batch, 8, 6, 6])],
+                      [value("y", None)], [weight("w", [16, 8, 1, 1]), const("s", np.array(to, np.int64))])
+    report = check_graph(load_model(path), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        assert report.verdict("n").runs_on("npu", precision) is not cpu, precision
