@@ -916,6 +916,22 @@ def map_output_relayout(rule: Rule, view: LayerView) -> str | None:
     return _map_rank3_output(view, rule.params or {})
 
 
+def vector_output(rule: Rule, view: LayerView) -> str | None:
+    """A rank-2 graph output [B, K] (a classifier's logits) leaves the NPU's (B, K, 1, 1) form through a Reshape
+    layer named after it; that Reshape runs on the NPU only when K fills whole 8-byte groups (`align` elements)."""
+    graph, node = view.graph, view.node
+    align = int(rule.params.get("align", {}).get(view.precision, 1))
+    for output in node.outputs:
+        shape = graph.shape(output)
+        if output not in graph.outputs or not _static(shape) or len(shape) != 2 or shape[1] <= 1:
+            continue
+        if shape[1] % align:
+            return (f"makes the rank-2 graph output '{output}' {list(shape)}: the Reshape out of the NPU's "
+                    f"(B, K, 1, 1) form runs on the CPU, K = {shape[1]} is not a multiple of {align} "
+                    f"({view.precision}: 8-byte groups)")
+    return None
+
+
 def _windowed_head_reshape(graph: Graph, node: Node | None) -> bool:
     """A Reshape splitting the channel of windowed tokens [B, N, C] (B > 1: the windows ride in the batch axis)
     into heads, [B, N, (3,) heads, d], for a Transpose that brings the heads before the tokens."""
@@ -1430,6 +1446,7 @@ CHECKS: Mapping[str, Check] = {
     "token_relayout": token_relayout,
     "head_split": head_split,
     "map_output_relayout": map_output_relayout,
+    "vector_output": vector_output,
     "window_heads": window_heads,
     "norm_relayout": norm_relayout,
     "pixel_rows": pixel_rows,

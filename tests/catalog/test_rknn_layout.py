@@ -1031,3 +1031,28 @@ def test_a_channels_last_map_reshaped_keeping_its_channel_is_a_relabel_on_rk3566
     report = check_graph(load_model(path), catalog, "rk3566")
     for precision in ("fp16", "int8"):
         assert report.verdict("n").runs_on("npu", precision) is not cpu, precision
+
+
+def _classifier(tmp_path, classes):
+    nodes = [helper.make_node("Conv", ["x", "w"], ["m"], name="conv"),
+             helper.make_node("GlobalAveragePool", ["m"], ["g"], name="pool"),
+             helper.make_node("Flatten", ["g"], ["f"], name="flatten", axis=1),
+             helper.make_node("Gemm", ["f", "wf", "bf"], ["y"], name="fc", transB=1)]
+    inits = [weight("w", [64, 3, 1, 1]), weight("wf", [classes, 64]), weight("bf", [classes])]
+    return save_model(tmp_path / f"fc{classes}.onnx", nodes, [value("x", [1, 3, 4, 4])], [value("y", None)], inits)
+
+
+# probe tools/probe_rknn_rk3566.py fcout:64:K: the Reshape (1,K,1,1) -> (1,K) into the logits is NPU at K = 8, 16,
+# 24, NPU in FP16 / CPU in INT8 at K = 12, 20, CPU in both at K = 10, 1001 (corpus nn_tf_same_pad_cnn: K = 10)
+@pytest.mark.parametrize(("classes", "cpu_in"), [(8, set()), (16, set()), (12, {"int8"}), (20, {"int8"}),
+                                                 (10, {"fp16", "int8"}), (1001, {"fp16", "int8"}), (1000, set())])
+def test_a_classifier_output_needs_whole_8_byte_groups_on_rk3566(catalog, tmp_path, classes, cpu_in):
+    path = _classifier(tmp_path, classes)
+    report = check_graph(load_model(path), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        cpu = precision in cpu_in
+        assert report.verdict("fc").runs_on("npu", precision) is not cpu, precision
+        if cpu:
+            assert "RKNN-VECTOR-OUTPUT" in {v.rule for v in report.verdict("fc").violations}
+    other = check_graph(load_model(path), catalog, "rk3576").verdict("fc")
+    assert "RKNN-VECTOR-OUTPUT" not in {v.rule for v in other.violations}
