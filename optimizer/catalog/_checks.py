@@ -590,7 +590,7 @@ def _value_operand(graph: Graph, node: Node) -> tuple[int, tuple[Any, ...]] | No
                 continue
             index = user.inputs.index(output)
             if _softmax_side(graph, user.inputs[1 - index]):
-                if _from_windowed_heads(graph, output):
+                if _from_windowed_heads(graph, output, split_first=False):
                     return None  # already (b, N, 1, d) after the windowed head split (RKNN-WINDOW-HEADS)
                 shape = graph.shape(output)
                 return (index, shape) if _static(shape) and len(shape) >= 2 else None
@@ -942,8 +942,9 @@ def _windowed_head_reshape(graph: Graph, node: Node | None) -> bool:
         return False
     if tuple(dst[:2]) != tuple(src[:2]) or math.prod(int(d) for d in dst[2:]) != int(src[2]):
         return False
-    users = graph.consumers(node.outputs[0])
-    return len(users) == 1 and users[0].op_type == "Transpose" and _windows_in_tokens(graph, node.inputs[0])
+    users = _data_users(graph, node.outputs[0])
+    return (len(users) == 1 and users[0].op_type in ("Transpose", "Split")
+            and _windows_in_tokens(graph, node.inputs[0]))
 
 
 def _windows_in_tokens(graph: Graph, tensor: str, depth: int = 16) -> bool:
@@ -969,14 +970,21 @@ def _windows_in_tokens(graph: Graph, tensor: str, depth: int = 16) -> bool:
     return False
 
 
-def _from_windowed_heads(graph: Graph, tensor: str, depth: int = 5) -> bool:
-    """The tensor is q, k or v unbound from a windowed head split (through Split/Squeeze/Gather/Transpose)."""
+def _from_windowed_heads(graph: Graph, tensor: str, depth: int = 5, split_first: bool = True) -> bool:
+    """The tensor is q, k or v unbound from a windowed head split (through Split/Squeeze/Gather/Transpose): the
+    head Reshape's Transpose moved them into (b, N, 1, d). With `split_first`, also q/k/v split from the head
+    Reshape before their own Transposes (TinyViT), which are still in the token form."""
     for _ in range(depth):
         node = graph.producer(tensor)
         if node is None or node.op_type not in ("Split", "Squeeze", "Gather", "Transpose", "Mul", "Div"):
             return False
         source = node.inputs[0]
-        if node.op_type == "Transpose" and _windowed_head_reshape(graph, graph.producer(source)):
+        producer = graph.producer(source)
+        if node.op_type == "Transpose" and _windowed_head_reshape(graph, producer) and producer is not None \
+                and (split_first or _data_users(graph, producer.outputs[0])[0].op_type == "Transpose"):
+            return True
+        if node.op_type == "Transpose" and split_first and producer is not None and producer.op_type == "Split" \
+                and _windowed_head_reshape(graph, graph.producer(producer.inputs[0])):
             return True
         tensor = source
     return False

@@ -1056,3 +1056,44 @@ def test_a_classifier_output_needs_whole_8_byte_groups_on_rk3566(catalog, tmp_pa
             assert "RKNN-VECTOR-OUTPUT" in {v.rule for v in report.verdict("fc").violations}
     other = check_graph(load_model(path), catalog, "rk3576").verdict("fc")
     assert "RKNN-VECTOR-OUTPUT" not in {v.rule for v in other.violations}
+
+
+def _split_windowed_attention(tmp_path, windows, tokens, heads=2, dim=16):
+    """TinyViT's windowed attention: tokens of B windows [B, N, C] -> qkv MatMul -> Reshape [B, N, heads, 3d] ->
+    Split on the last axis into q, k, v -> one Transpose each (q, v (0,2,1,3), k (0,2,3,1)) -> scale Muls ->
+    softmax(Q.K^T).V."""
+    ch = heads * dim
+    nodes = [helper.make_node("Transpose", ["x"], ["xl"], name="to_tokens", perm=[0, 2, 3, 1]),
+             helper.make_node("Reshape", ["xl", "s3"], ["t"], name="to_windows"),
+             helper.make_node("MatMul", ["t", "wqkv"], ["qkv"], name="qkv_mm"),
+             helper.make_node("Reshape", ["qkv", "s4"], ["qkv4"], name="qkv_reshape"),
+             helper.make_node("Split", ["qkv4", "parts"], ["q1", "k1", "v1"], name="split", axis=3),
+             helper.make_node("Transpose", ["q1"], ["q2"], name="q_transpose", perm=[0, 2, 1, 3]),
+             helper.make_node("Transpose", ["k1"], ["k2"], name="k_transpose", perm=[0, 2, 3, 1]),
+             helper.make_node("Transpose", ["v1"], ["v"], name="v_transpose", perm=[0, 2, 1, 3]),
+             helper.make_node("Mul", ["q2", "scale"], ["q"], name="q_scale"),
+             helper.make_node("Mul", ["k2", "scale"], ["kt"], name="k_scale"),
+             helper.make_node("MatMul", ["q", "kt"], ["s"], name="qk"),
+             helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1),
+             helper.make_node("MatMul", ["p", "v"], ["o"], name="pv"),
+             helper.make_node("Relu", ["o"], ["y"], name="tail")]
+    inits = [weight("wqkv", [ch, 3 * ch]), const("s4", np.array([windows, tokens, heads, 3 * dim], np.int64)),
+             const("s3", np.array([windows, tokens, ch], np.int64)),
+             const("parts", np.array([dim, dim, dim], np.int64)), const("scale", np.array(0.25, np.float32))]
+    return save_model(tmp_path / f"swin{windows}_{tokens}.onnx", nodes, [value("x", [1, ch, windows, tokens])],
+                      [value("y", None)], inits, opset=13)
+
+
+# corpus timm_tiny_vit_5m_224 (16 windows of 49 tokens): attn/Reshape (16,384,1,49) -> (16,4,96,49) Target CPU, the
+# scaled q and k relaid out into exMatMul's form (Mul_output_0_tp_rs, Mul_1_output_0_rs) CPU, V's Split_output_2_rs
+# and _tp CPU, FP16 and INT8; the Q/K transposes follow the 8-byte rule (64 tokens: NPU); one window folds
+@pytest.mark.parametrize(("windows", "tokens"), [(4, 49), (4, 64), (1, 64)])
+def test_a_windowed_head_split_through_a_split_on_rk3566(catalog, tmp_path, windows, tokens):
+    report = check_graph(load_model(_split_windowed_attention(tmp_path, windows, tokens)), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        windowed = windows > 1
+        assert report.verdict("qkv_reshape").runs_on("npu", precision) is not windowed
+        qk_cpu = windowed and tokens % 4 != 0
+        for node in ("q_scale", "k_scale"):
+            assert report.verdict(node).runs_on("npu", precision) is not qk_cpu, (node, precision)
+        assert report.verdict("split").runs_on("npu", precision) is not (tokens % 4 != 0)  # V's transpose
