@@ -16,6 +16,9 @@ Case grammar (all graphs: input [1,3,H,W] -> Conv -> pattern -> Conv):
     mu:A:B:D:SWAP    Hiera mask units: qkv Reshape [1, A, B, 3, 2, D] + rank-6 Transpose with the token pieces swapped
     reducew:C:H:W    a ReduceSum over W of a conv map, keepdims (RKNN-REDUCE-RELAYOUT)
     headjoin:HEADS:D:N:DMAJOR  P.V joined back into tokens heads-major (0) or d-major (1) (RKNN-CHANNEL-SCATTER)
+    vitattn:N:HEADS:D  ViT attention on tokens [1, N, heads*D] after an element-wise op: qkv MatMul -> Reshape [1,N,3,h,D] ->
+                     Transpose (2,0,3,1,4) -> Split -> Squeeze -> softmax(Q.K^T).V -> proj MatMul (which layers the
+                     q/k/v unbind and V's transpose become, and whom they are named after)
     fcout:C:K        a classifier head: a [1, C, 4, 4] map pooled, flattened, Gemm to K classes as the rank-2
                      graph output (RKNN-VECTOR-OUTPUT: the reshape of (1,K,1,1) into [1, K])
     mapjoin:HEADS:D:N:VFIRST  conv-map attention joined back into the map: P.V through a channels-last Reshape
@@ -291,6 +294,41 @@ def headjoin(heads, d, n, dmajor):
     return wrap("headjoin", nodes, inits, ch, h, w_, ch)
 
 
+def vitattn(n, heads, d):
+    """Tokens [1, N, C] (a conv map flattened and transposed) -> bias Add -> qkv MatMul -> Reshape [1, N, 3, h, d]
+    -> Transpose (2, 0, 3, 1, 4) -> Split on axis 0 -> Squeeze -> softmax(Q.K^T * s).V -> Transpose (0, 2, 1, 3) ->
+    Reshape [1, N, C] -> proj MatMul -> back to the map."""
+    h, w_ = hw_for(n)
+    ch = heads * d
+    nodes = [
+        N("Reshape", ["x", "s3"], ["r"], "to_tokens_reshape"),
+        N("Transpose", ["r"], ["t"], "to_tokens_transpose", perm=[0, 2, 1]),
+        N("Add", ["t", "b"], ["ln"], "norm"),  # stands in for the LayerNorm (the toolkit's exNorm rule fails on it)
+        N("MatMul", ["ln", "wqkv"], ["qkv"], "qkv_matmul"),
+        N("Reshape", ["qkv", "s5"], ["q5"], "qkv_reshape"),
+        N("Transpose", ["q5"], ["qt"], "qkv_transpose", perm=[2, 0, 3, 1, 4]),
+        N("Split", ["qt", "ones"], ["q1", "k1", "v1"], "qkv_split", axis=0),
+        N("Squeeze", ["q1", "ax0"], ["q"], "q_squeeze"),
+        N("Squeeze", ["k1", "ax0"], ["k"], "k_squeeze"),
+        N("Squeeze", ["v1", "ax0"], ["v"], "v_squeeze"),
+        N("Transpose", ["k"], ["kt"], "k_transpose", perm=[0, 1, 3, 2]),
+        N("MatMul", ["q", "kt"], ["a"], "qk"),
+        N("Mul", ["a", "sc"], ["as"], "scale"),
+        N("Softmax", ["as"], ["p"], "softmax", axis=-1),
+        N("MatMul", ["p", "v"], ["o"], "pv"),
+        N("Transpose", ["o"], ["ot"], "o_transpose", perm=[0, 2, 1, 3]),
+        N("Reshape", ["ot", "s_tok"], ["tok"], "o_join"),
+        N("MatMul", ["tok", "wp"], ["pr"], "proj"),
+        N("Transpose", ["pr"], ["pt"], "back_transpose", perm=[0, 2, 1]),
+        N("Reshape", ["pt", "s_map"], ["y"], "back_reshape"),
+    ]
+    inits = [c("s3", np.array([1, ch, n], np.int64)), w("b", (ch,)),
+             w("wqkv", (ch, 3 * ch)), c("s5", np.array([1, n, 3, heads, d], np.int64)),
+             c("ones", np.array([1, 1, 1], np.int64)), c("ax0", np.array([0], np.int64)), c("sc", np.float32(d**-0.5)),
+             c("s_tok", np.array([1, n, ch], np.int64)), w("wp", (ch, ch)), c("s_map", np.array([1, ch, h, w_], np.int64))]
+    return wrap("vitattn", nodes, inits, ch, h, w_, ch)
+
+
 def fcout(ch, k):
     """Conv map [1, C, 4, 4] -> GlobalAveragePool -> Flatten -> Gemm (K classes): the graph output [1, K]."""
     nodes = [N("Conv", ["in", "w0"], ["x"], "pre_conv"), N("GlobalAveragePool", ["x"], ["g"], "pool"),
@@ -365,7 +403,7 @@ def mu(a, b, d, swap):
     return wrap("mu", nodes, inits, ch, h, w_, ch)
 
 
-BUILDERS = {"fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
+BUILDERS = {"vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
 
 
 def build(label):

@@ -624,8 +624,8 @@ def _split_in_transpose(graph: Graph, split: Node) -> bool:
         return False
     src = graph.shape(producer.inputs[0])
     perm = tuple(producer.attrs.get("perm") or ())
-    if not _static(src) or len(perm) != len(src):
-        return False
+    if not _static(src) or len(perm) != len(src) or len(src) > 5:
+        return False  # a rank-6 unbind (NesT's blocks axis) is lowered as a Gather, and the Split kept apart
     source = perm[int(split.attrs.get("axis", 0)) % len(perm)]
     return sum(1 for d in src[:source] if d != 1) <= 1
 

@@ -1097,3 +1097,17 @@ def test_a_windowed_head_split_through_a_split_on_rk3566(catalog, tmp_path, wind
         for node in ("q_scale", "k_scale"):
             assert report.verdict(node).runs_on("npu", precision) is not qk_cpu, (node, precision)
         assert report.verdict("split").runs_on("npu", precision) is not (tokens % 4 != 0)  # V's transpose
+
+
+def test_a_rank6_unbind_keeps_the_split_as_the_v_carrier_on_rk3566(catalog, tmp_path):
+    # corpus timm_nest_tiny levels.2 (one block): Transpose (3,0,4,1,2,5) of [1,1,196,3,12,32] is a Reshape + Gather
+    # and the Split a Split_to4D layer of its own, which carries V's transpose (Split_output_2_rs_tp, CPU in INT8)
+    tokens, heads, dim = 30, 2, 16
+    nodes = [helper.make_node("Transpose", ["qkv"], ["t"], name="unbind", perm=[3, 0, 4, 1, 2, 5]),
+             helper.make_node("Split", ["t", "ones"], ["q1", "k1", "v1"], name="split", axis=0),
+             helper.make_node("Squeeze", ["v1", "ax0"], ["v"], name="v_sq")]
+    path = _v_chain(tmp_path, "unbind6", nodes, "qkv", [1, 1, tokens, 3, heads, dim], [1, heads, 1, tokens, dim],
+                    [const("ones", np.array([1, 1, 1], np.int64)), const("ax0", np.array([0], np.int64))])
+    report = check_graph(load_model(path), catalog, "rk3566")
+    assert not report.verdict("split").runs_on("npu", "int8")
+    assert report.verdict("v_sq").runs_on("npu", "int8")
