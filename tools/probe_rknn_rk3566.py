@@ -16,7 +16,7 @@ Case grammar (all graphs: input [1,3,H,W] -> Conv -> pattern -> Conv):
     mu:A:B:D:SWAP    Hiera mask units: qkv Reshape [1, A, B, 3, 2, D] + rank-6 Transpose with the token pieces swapped
     reducew:C:H:W    a ReduceSum over W of a conv map, keepdims (RKNN-REDUCE-RELAYOUT)
     headjoin:HEADS:D:N:DMAJOR  P.V joined back into tokens heads-major (0) or d-major (1) (RKNN-CHANNEL-SCATTER)
-    vitattn:N:HEADS:D  ViT attention on tokens [1, N, heads*D] after an element-wise op: qkv MatMul -> Reshape [1,N,3,h,D] ->
+    vitattn:N:HEADS:D[:BIAS]  ViT attention on tokens [1, N, heads*D] after an element-wise op: qkv MatMul -> Reshape [1,N,3,h,D] ->
                      Transpose (2,0,3,1,4) -> Split -> Squeeze -> softmax(Q.K^T).V -> proj MatMul (which layers the
                      q/k/v unbind and V's transpose become, and whom they are named after)
     fcout:C:K        a classifier head: a [1, C, 4, 4] map pooled, flattened, Gemm to K classes as the rank-2
@@ -294,7 +294,7 @@ def headjoin(heads, d, n, dmajor):
     return wrap("headjoin", nodes, inits, ch, h, w_, ch)
 
 
-def vitattn(n, heads, d):
+def vitattn(n, heads, d, bias=0):
     """Tokens [1, N, C] (a conv map flattened and transposed) -> bias Add -> qkv MatMul -> Reshape [1, N, 3, h, d]
     -> Transpose (2, 0, 3, 1, 4) -> Split on axis 0 -> Squeeze -> softmax(Q.K^T * s).V -> Transpose (0, 2, 1, 3) ->
     Reshape [1, N, C] -> proj MatMul -> back to the map."""
@@ -304,7 +304,8 @@ def vitattn(n, heads, d):
         N("Reshape", ["x", "s3"], ["r"], "to_tokens_reshape"),
         N("Transpose", ["r"], ["t"], "to_tokens_transpose", perm=[0, 2, 1]),
         N("Add", ["t", "b"], ["ln"], "norm"),  # stands in for the LayerNorm (the toolkit's exNorm rule fails on it)
-        N("MatMul", ["ln", "wqkv"], ["qkv"], "qkv_matmul"),
+        N("MatMul", ["ln", "wqkv"], ["qkv0" if bias else "qkv"], "qkv_matmul"),
+        *([N("Add", ["qkv0", "bqkv"], ["qkv"], "qkv_bias")] if bias else []),
         N("Reshape", ["qkv", "s5"], ["q5"], "qkv_reshape"),
         N("Transpose", ["q5"], ["qt"], "qkv_transpose", perm=[2, 0, 3, 1, 4]),
         N("Split", ["qt", "ones"], ["q1", "k1", "v1"], "qkv_split", axis=0),
@@ -323,7 +324,7 @@ def vitattn(n, heads, d):
         N("Reshape", ["pt", "s_map"], ["y"], "back_reshape"),
     ]
     inits = [c("s3", np.array([1, ch, n], np.int64)), w("b", (ch,)),
-             w("wqkv", (ch, 3 * ch)), c("s5", np.array([1, n, 3, heads, d], np.int64)),
+             w("wqkv", (ch, 3 * ch)), w("bqkv", (3 * ch,)), c("s5", np.array([1, n, 3, heads, d], np.int64)),
              c("ones", np.array([1, 1, 1], np.int64)), c("ax0", np.array([0], np.int64)), c("sc", np.float32(d**-0.5)),
              c("s_tok", np.array([1, n, ch], np.int64)), w("wp", (ch, ch)), c("s_map", np.array([1, ch, h, w_], np.int64))]
     return wrap("vitattn", nodes, inits, ch, h, w_, ch)

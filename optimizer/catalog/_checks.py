@@ -2124,6 +2124,10 @@ def _pixels_into_channel(view: LayerView, params: Mapping[str, Any]) -> str | No
     """rk3566: as spatial_into_channel, except GroupNorm's reshape into [1, G, L], which is exNorm's own layout."""
     if _group_norm_groups(view.graph, view.node) is not None:
         return None
+    src, dst = view.in_shape(), view.out_shape()
+    form = _as_npu_4d(tuple(dst)) if _static(dst) and len(dst) == 3 else None
+    if _static(src) and len(src) == 4 and form is not None and form[1] == src[1]:
+        return None  # [1, C, H, W] -> [1, C, HW] is held as (1, C, 1, HW): the pixels stay in W, the channel stays
     return _spatial_into_channel(view, params)
 
 

@@ -1111,3 +1111,15 @@ def test_a_rank6_unbind_keeps_the_split_as_the_v_carrier_on_rk3566(catalog, tmp_
     report = check_graph(load_model(path), catalog, "rk3566")
     assert not report.verdict("split").runs_on("npu", "int8")
     assert report.verdict("v_sq").runs_on("npu", "int8")
+
+
+# corpus yolov8n_obb_320 / yolo11n_obb_320 / yolov8n_pose_320 heads: Reshape [1,1,40,40] -> [1,1,1600] (and the
+# 20x20, 10x10 levels) is Target NPU in FP16 and INT8: a rank-3 [1,C,N] is held as (1,C,1,N), the pixels stay in W;
+# into a rank-2 vector [1,C*H*W] (held as (1,K,1,1)) they move into the channel (tv_alexnet /Flatten: CPU)
+@pytest.mark.parametrize(("shape", "to", "cpu"), [([1, 1, 8, 8], [1, 1, 64], False), ([1, 4, 8, 8], [1, 4, 64], False),
+                                                  ([1, 1, 8, 8], [1, 64], True)])
+def test_a_map_reshaped_into_rows_keeps_its_pixels_in_w_on_rk3566(catalog, tmp_path, shape, to, cpu):
+    path = _inner(tmp_path, [helper.make_node("Reshape", ["a", "s"], ["b"], name="n")], shape,
+                  [const("s", np.array(to, np.int64))])
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision) is not cpu, precision
