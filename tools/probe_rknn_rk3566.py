@@ -36,6 +36,8 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import onnx
@@ -45,21 +47,22 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rknn_build import captured_build
 
 rng = np.random.default_rng(0)
+Built = tuple[onnx.ModelProto, tuple[int, int]]
 
 
-def c(name, a):
+def c(name: str, a: Any) -> onnx.TensorProto:
     return numpy_helper.from_array(np.asarray(a), name)
 
 
-def w(name, shape, s=0.1):
+def w(name: str, shape: tuple[int, ...], s: float = 0.1) -> onnx.TensorProto:
     return c(name, rng.normal(0, s, shape).astype(np.float32))
 
 
-def N(op, i, o, name, **kw):
+def N(op: str, i: list[str], o: list[str], name: str, **kw: Any) -> onnx.NodeProto:
     return helper.make_node(op, i, o, name=name, **kw)
 
 
-def hw_for(n):
+def hw_for(n: int) -> tuple[int, int]:
     """An H x W grid with H*W = n, as square as possible."""
     h = int(n**0.5)
     while n % h:
@@ -67,7 +70,8 @@ def hw_for(n):
     return h, n // h
 
 
-def wrap(name, nodes, inits, cin, h, w_, out_c):
+def wrap(name: str, nodes: list[onnx.NodeProto], inits: list[onnx.TensorProto], cin: int, h: int, w_: int,
+         out_c: int) -> Built:
     head = [N("Conv", ["in", "w0"], ["x"], "pre_conv")]
     tail = [N("Conv", ["y", "w1"], ["out"], "post_conv")]
     g = helper.make_graph(
@@ -81,7 +85,7 @@ def wrap(name, nodes, inits, cin, h, w_, out_c):
     return onnx.shape_inference.infer_shapes(m), (h, w_)
 
 
-def vop(d, n, heads=1):
+def vop(d: int, n: int, heads: int = 1) -> Built:
     """softmax(Q.K^T * s).V with q/k/v from 1x1 convs reshaped to [1, heads, d, N] and transposed to tokens."""
     h, w_ = hw_for(n)
     cin = 32
@@ -106,7 +110,7 @@ def vop(d, n, heads=1):
     return wrap("vop", nodes, inits, cin, h, w_, heads * d)
 
 
-def tokmean(n, ch):
+def tokmean(n: int, ch: int) -> Built:
     """Tokens [1, N, C] from a token MatMul, averaged over the token axis (ReduceMean axes [1])."""
     h, w_ = hw_for(n)
     nodes = [
@@ -120,7 +124,7 @@ def tokmean(n, ch):
     return wrap("tokmean", nodes, inits, ch, h, w_, ch)
 
 
-def tokmix(n, ch):
+def tokmix(n: int, ch: int) -> Built:
     """MLP-Mixer's token mixing on [1, N, C] tokens made by a channel MatMul (the LayerNormalization op needs a
     toolkit rule disabled to build): Transpose (0,2,1), a MatMul over the
     token axis, Transpose back, residual Add; then back to the map through Transpose + Reshape."""
@@ -141,7 +145,7 @@ def tokmix(n, ch):
     return wrap("tokmix", nodes, inits, ch, h, w_, ch)
 
 
-def xca(d, n, heads=1):
+def xca(d: int, n: int, heads: int = 1) -> Built:
     """Cross-covariance attention (XCiT/EdgeNeXt): q, k, v kept as [1, heads, d, N] (channel-major), attention over
     the channels: softmax(Q.K^T) is [d, d] and P.V contracts over V's channel axis."""
     h, w_ = hw_for(n)
@@ -162,7 +166,7 @@ def xca(d, n, heads=1):
     return wrap("xca", nodes, inits, cin, h, w_, heads * d)
 
 
-def gn(ch, groups, side=16):
+def gn(ch: int, groups: int, side: int = 16) -> Built:
     """GroupNorm as exporters write it: Reshape [1, G, C/G*H*W] -> InstanceNormalization -> Reshape back."""
     nodes = [
         N("Reshape", ["x", "s3"], ["r"], "gn_reshape"),
@@ -174,14 +178,14 @@ def gn(ch, groups, side=16):
     return wrap("gn", nodes, inits, ch, side, side, ch)
 
 
-def flat(ch, side):
+def flat(ch: int, side: int) -> Built:
     """Flatten of a [1, C, S, S] map into a vector (a classifier's input), reshaped back to [1, C*S*S, 1, 1]."""
     nodes = [N("Flatten", ["x"], ["f"], "flatten", axis=1), N("Reshape", ["f", "s4"], ["y"], "to_4d")]
     inits = [c("s4", np.array([1, ch * side * side, 1, 1], np.int64))]
     return wrap("flat", nodes, inits, ch, side, side, ch * side * side)
 
 
-def out3(ch, n):
+def out3(ch: int, n: int) -> Built:
     """A 1x1-conv map [1, C, H, W] reshaped to a rank-3 graph output [1, C, N] (no tail Conv)."""
     h, w_ = hw_for(n)
     g = helper.make_graph(
@@ -195,7 +199,7 @@ def out3(ch, n):
     return onnx.shape_inference.infer_shapes(m), (h, w_)
 
 
-def winattn(b, n, heads, d):
+def winattn(b: int, n: int, heads: int, d: int) -> Built:
     """Windowed attention as timm/Swin export it: tokens [B, N, C] with the windows B in the batch axis (here a
     [1, C, B, N] map made channels-last and reshaped), qkv MatMul -> Reshape [B, N, 3, heads, d] -> Transpose
     (2, 0, 3, 1, 4) -> Split/Squeeze -> attention -> Transpose (0, 2, 1, 3) -> Reshape -> proj -> back to the map."""
@@ -227,7 +231,7 @@ def winattn(b, n, heads, d):
     return wrap("winattn", nodes, inits, ch, b, n, ch)
 
 
-def unfoldattn(a, b, heads, d):
+def unfoldattn(a: int, b: int, heads: int, d: int) -> Built:
     """MobileViT-style attention: a [1, C, 2a, 2b] map unfolded into 2x2 patch pixels, [4, a*b, C] tokens (the
     patch pixel in the batch axis) -> the same qkv attention as winattn -> folded back."""
     ch, n = heads * d, a * b
@@ -259,7 +263,7 @@ def unfoldattn(a, b, heads, d):
     return wrap("unfoldattn", nodes, inits, ch, 2 * a, 2 * b, ch)
 
 
-def reducew(ch, h, w_):
+def reducew(ch: int, h: int, w_: int) -> Built:
     """A ReduceSum over W of a conv map [1, C, H, W] (keepdims), its producer an element-wise Mul (MobileViTv2's
     context scores): the toolkit transposes W into the channel for a 1x1 conv and the one-wide result back."""
     nodes = [
@@ -272,7 +276,7 @@ def reducew(ch, h, w_):
     return wrap("reducew", nodes, inits, ch, h, w_, ch)
 
 
-def headjoin(heads, d, n, dmajor):
+def headjoin(heads: int, d: int, n: int, dmajor: int) -> Built:
     """P.V [1, heads, N, d] joined back into tokens [1, N, heads*d]: heads-major ((0,2,1,3), d innermost) or
     d-major ((0,2,3,1), NeST's join: heads innermost), then a token MatMul."""
     h, w_ = hw_for(n)
@@ -294,7 +298,7 @@ def headjoin(heads, d, n, dmajor):
     return wrap("headjoin", nodes, inits, ch, h, w_, ch)
 
 
-def vitattn(n, heads, d, bias=0):
+def vitattn(n: int, heads: int, d: int, bias: int = 0) -> Built:
     """Tokens [1, N, C] (a conv map flattened and transposed) -> bias Add -> qkv MatMul -> Reshape [1, N, 3, h, d]
     -> Transpose (2, 0, 3, 1, 4) -> Split on axis 0 -> Squeeze -> softmax(Q.K^T * s).V -> Transpose (0, 2, 1, 3) ->
     Reshape [1, N, C] -> proj MatMul -> back to the map."""
@@ -330,7 +334,7 @@ def vitattn(n, heads, d, bias=0):
     return wrap("vitattn", nodes, inits, ch, h, w_, ch)
 
 
-def fcout(ch, k):
+def fcout(ch: int, k: int) -> Built:
     """Conv map [1, C, 4, 4] -> GlobalAveragePool -> Flatten -> Gemm (K classes): the graph output [1, K]."""
     nodes = [N("Conv", ["in", "w0"], ["x"], "pre_conv"), N("GlobalAveragePool", ["x"], ["g"], "pool"),
              N("Flatten", ["g"], ["f"], "flatten", axis=1), N("Gemm", ["f", "wf", "bf"], ["out"], "fc", transB=1)]
@@ -342,7 +346,7 @@ def fcout(ch, k):
     return onnx.shape_inference.infer_shapes(m), (4, 4)
 
 
-def mapjoin(heads, d, n, vfirst):
+def mapjoin(heads: int, d: int, n: int, vfirst: int) -> Built:
     """Attention on a conv map's heads whose result joins the heads back into the map: q/k/v from 1x1 convs
     reshaped to [1, heads, d, N]; P.V [1, heads, N, d] -> Transpose (0,2,1,3) -> Reshape [1, H, W, heads*d] ->
     Transpose (0,3,1,2) (vfirst=0), or V.P^T [1, heads, d, N] -> Reshape [1, heads*d, H, W] (vfirst=1)."""
@@ -370,7 +374,7 @@ def mapjoin(heads, d, n, vfirst):
     return wrap("mapjoin", nodes, inits, cin, h, w_, ch)
 
 
-def mu(a, b, d, swap):
+def mu(a: int, b: int, d: int, swap: int) -> Built:
     """Hiera-style mask units: tokens [1, a*b, C] from a token MatMul -> qkv Reshape [1, a, b, 3, 2, d] ->
     Transpose moving q/k/v and the heads to the front, with the token pieces a, b swapped (1) or kept (0) ->
     q/k/v attention -> back to the map."""
@@ -404,15 +408,15 @@ def mu(a, b, d, swap):
     return wrap("mu", nodes, inits, ch, h, w_, ch)
 
 
-BUILDERS = {"vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
+BUILDERS: dict[str, Callable[..., Built]] = {"vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
 
 
-def build(label):
+def build(label: str) -> Built:
     kind, *args = label.split(":")
     return BUILDERS[kind](*(int(a) for a in args))
 
 
-def convert_case(label, socs):
+def convert_case(label: str, socs: list[str]) -> dict[str, dict[str, Any]]:
     import rknn_log
 
     model, (h, w_) = build(label)
@@ -438,14 +442,14 @@ def convert_case(label, socs):
     return result
 
 
-def _build_log(path, soc, quantize, dataset):
+def _build_log(path: str, soc: str, quantize: bool, dataset: str) -> tuple[str, bool]:
     import re
 
     ok, raw = captured_build(path, soc, quantize, dataset, mean_values=[[0, 0, 0]], std_values=[[1, 1, 1]])
     return re.sub(r"\x1b\[[0-9;]*m", "", raw), ok
 
 
-def main():
+def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("cases", nargs="*")
     parser.add_argument("--socs", default="rk3566")
