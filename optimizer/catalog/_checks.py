@@ -1052,6 +1052,16 @@ def _carried_axis(src: Sequence[int], axis: int, dst: Sequence[int]) -> int | No
     return None
 
 
+_SECOND_LOOK = 8  # how deep the other inputs of an element-wise op are traced when the first one fixes nothing
+
+
+def _other_activations(graph: Graph, node: Node, first: str) -> list[str]:
+    """The inputs of an element-wise op other than `first` that carry an activation shaped like its output."""
+    out = graph.shape(node.outputs[0]) if node.outputs else None
+    return [i for i in node.inputs if i and i != first and not graph.is_constant(i) and graph.shape(i) == out
+            and (graph.producer(i) is not None or i in graph.inputs)]
+
+
 def channel_axis(graph: Graph, tensor: str, depth: int = 24) -> int | None:
     """The axis of `tensor` that the rk3566 toolkit holds as the channel of its 4-D form (the innermost C2 block
     of NC1HWC2), traced from the op that fixes it: axis 1 of a feature map (Conv, pooling, a 4-D graph input),
@@ -1075,8 +1085,14 @@ def channel_axis(graph: Graph, tensor: str, depth: int = 24) -> int | None:
         return int(node.attrs.get("axis", -1)) % rank
     if node.op_type in ("Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze") or node.op_type in _AXIS_KEEPING:
         source = _activation_input(graph, node)
-        before = graph.shape(source)
         axis = channel_axis(graph, source, depth - 1) if source else None
+        if axis is None and node.op_type in _AXIS_KEEPING:
+            for other in _other_activations(graph, node, source):  # a residual Add: the branch fixes the layout
+                axis = channel_axis(graph, other, min(depth - 1, _SECOND_LOOK))
+                if axis is not None:
+                    source = other
+                    break
+        before = graph.shape(source)
         if axis is None or not _static(before):
             return None
         if node.op_type == "Transpose":
@@ -1910,7 +1926,11 @@ def _token_form(graph: Graph, tensor: str, depth: int = 32) -> bool:
                 return False
         elif node.op_type not in _LAYOUT_NEUTRAL and node.op_type != "BatchNormalization":
             return False
-        tensor = _activation_input(graph, node)
+        source = _activation_input(graph, node)
+        others = _other_activations(graph, node, source) if node.op_type in _LAYOUT_NEUTRAL and depth > 1 else []
+        if any(_token_form(graph, other, min(depth - 1, _SECOND_LOOK)) for other in others):
+            return True  # a residual Add: the branch fixes the layout
+        tensor = source
     return False
 
 

@@ -1123,3 +1123,19 @@ def test_a_map_reshaped_into_rows_keeps_its_pixels_in_w_on_rk3566(catalog, tmp_p
                   [const("s", np.array(to, np.int64))])
     for precision in ("fp16", "int8"):
         assert on_npu(catalog, path, "rk3566", precision) is not cpu, precision
+
+
+@pytest.mark.parametrize("branch_first", [False, True])
+def test_a_residual_add_takes_its_token_layout_from_the_branch_on_rk3566(catalog, tmp_path, branch_first):
+    # corpus timm_vit_little_patch16_reg4_gap_256: the residual stream starts at a Concat of register tokens that
+    # fixes no layout, the MLP branch's MatMul does; the head's token mean /ReduceMean then has its CPU transpose
+    # back (ReduceMean_output_0_tp_rs, FP16 and INT8), whichever input of the residual Add comes first
+    adds = ["mm", "x"] if branch_first else ["x", "mm"]
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["mm"], name="fc"),
+             helper.make_node("Add", adds, ["r"], name="residual"),
+             helper.make_node("ReduceMean", ["r"], ["y"], name="n", axes=[1], keepdims=0)]
+    path = save_model(tmp_path / f"res{int(branch_first)}.onnx", nodes, [value("x", [1, 64, 32])], [value("y", None)],
+                      [weight("w", [32, 32])], opset=13)
+    for precision in ("fp16", "int8"):
+        assert not on_npu(catalog, path, "rk3566", precision), precision
+    assert on_npu(catalog, path, "rk3562", "int8")
