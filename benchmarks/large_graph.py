@@ -8,7 +8,8 @@ an op DLA cannot run (Sin), so TensorRT's default placement has many DLA regions
 merges, and regions past the loadable limit. Reports exit code, plan status and gap, wall time and peak
 resident memory and CPU time (user + system) of the edgeplan process (from /usr/bin/time -v, or
 resource.getrusage), and the load average at the end (wall time on a loaded machine overstates the work).
-`--baselines` instead times the baselines in this process (gpu_only, trt_default) on the same model.
+`--baselines` instead times the baselines in this process (gpu_only, trt_default) on the same model, and
+`--stages` the CPU time of each phase of `optimize` (and of writing the plan files) in this process.
 """
 
 from __future__ import annotations
@@ -136,6 +137,23 @@ def time_baselines(model_path: Path, target: str) -> str:
             f"({on_dla} groups on DLA in {loadables} loadables)")
 
 
+def time_stages(model_path: Path, target: str, time_limit: float, out: Path) -> str:
+    """CPU seconds of each phase of `optimize` in this process (its progress callback marks where each begins),
+    then of writing the plan files: the stage that grows faster than the graph shows here."""
+    from optimizer.plan import optimize, write_plan_files
+    from optimizer.plan._build import PHASES
+    from optimizer.solver import PlanRequest
+
+    marks: list[float] = []
+    planned = optimize(str(model_path), target, PlanRequest(objective="latency", time_limit_s=time_limit),
+                       progress=lambda step, steps, phase: marks.append(time.process_time()))
+    started = time.process_time()
+    write_plan_files(planned, out)
+    spent = [f"{name} {b - a:.2f}" for name, a, b in zip(PHASES, marks, marks[1:])]
+    return (f"{len(planned.groups.groups)} groups on {target}, {planned.plan.solver.status}: CPU s "
+            + ", ".join(spent) + f", writing the plan files {time.process_time() - started:.2f}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--nodes", type=int, default=100_000)
@@ -143,6 +161,7 @@ def main() -> int:
     parser.add_argument("--time-limit", type=float, default=60.0)
     parser.add_argument("--dag", action="store_true", help="a branching DAG instead of a chain")
     parser.add_argument("--baselines", action="store_true", help="time the baselines in-process, no optimize")
+    parser.add_argument("--stages", action="store_true", help="CPU time of each optimize phase, in-process")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         model = Path(tmp) / ("dag.onnx" if args.dag else "chain.onnx")
@@ -151,6 +170,9 @@ def main() -> int:
             print(("DAG, " if args.dag else "chain, ") + time_baselines(model, args.target))
             return 0
         out = Path(tmp) / "plan"
+        if args.stages:
+            print(("DAG, " if args.dag else "chain, ") + time_stages(model, args.target, args.time_limit, out))
+            return 0
         command = [EDGEPLAN, "optimize", "-q", str(model), "--target", args.target, "--out", str(out),
                    "--time-limit", str(args.time_limit)]
         timed = ["/usr/bin/time", "-v", *command] if Path("/usr/bin/time").exists() else command
