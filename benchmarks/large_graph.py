@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import onnx
 from _zoo import EDGEPLAN
@@ -56,8 +57,8 @@ class _Builder:
     """Conv weights as never-read external data, so a large generated model stays a small file."""
 
     def __init__(self) -> None:
-        self.nodes: list = []
-        self.inits: list = []
+        self.nodes: list[onnx.NodeProto] = []
+        self.inits: list[TensorProto] = []
         self.offset = 0
 
     def conv(self, x: str, c_in: int, c_out: int, k: int, name: str) -> str:
@@ -71,7 +72,7 @@ class _Builder:
         self.inits.append(weight)
         return self.op("Conv", [x, weight.name], name, kernel_shape=[k, k], pads=[k // 2] * 4)
 
-    def op(self, op_type: str, inputs: list[str], name: str, **attrs) -> str:
+    def op(self, op_type: str, inputs: list[str], name: str, **attrs: Any) -> str:
         self.nodes.append(helper.make_node(op_type, inputs, [f"t_{name}"], name=name, **attrs))
         return f"t_{name}"
 
