@@ -167,6 +167,112 @@ for _c, _h, _w, _b in ((32, 16, 16, 8), (96, 28, 28, 14), (64, 32, 32, 8), (72, 
     CASES[f"winpart_{_c}_{_h}_{_w}_{_b}"] = (lambda c=_c, h=_h, w=_w, b=_b: window_partition(c, h, w, b))
 
 
+def shared_kv(heads: int, kv_heads: int, c: int, h: int, w: int, softmax: bool = True) -> onnx.ModelProto:
+    """Multi-query / grouped-query attention on a map [1,C,H,W] (MobileNetV4's MQA): q [1,heads,N,C/heads] from
+    the map, k and v [1,kv_heads,N,d] from 1x1 Convs, each MatMul broadcasting the kv heads over the q heads;
+    the result is folded back into the map for the tail Conv."""
+    d, n = c // heads, h * w
+    nodes = [
+        node("Reshape", ["x", "sq"], ["q4"], "q_reshape"),
+        node("Transpose", ["q4"], ["q"], "q_transpose", perm=[0, 1, 3, 2]),
+        node("Conv", ["x", "wk"], ["km"], "k_conv"),
+        node("Reshape", ["km", "skv"], ["kt"], "k_reshape"),
+        node("Mul", ["kt", "scale"], ["ks"], "k_scale"),
+        node("Conv", ["x", "wv"], ["vm"], "v_conv"),
+        node("Reshape", ["vm", "skv"], ["v4"], "v_reshape"),
+        node("Transpose", ["v4"], ["v"], "v_transpose", perm=[0, 1, 3, 2]),
+        node("MatMul", ["q", "ks"], ["s"], "scores"),
+    ]
+    if softmax:
+        nodes.append(node("Softmax", ["s"], ["p"], "softmax", axis=-1))
+    nodes += [
+        node("MatMul", ["p" if softmax else "s", "v"], ["o"], "context"),
+        node("Transpose", ["o"], ["ot"], "o_transpose", perm=[0, 1, 3, 2]),
+        node("Reshape", ["ot", "sm"], ["y"], "o_reshape"),
+    ]
+    return graph("kv", (1, c, h, w), nodes, [
+        const("sq", np.array([1, heads, d, n], np.int64)), weight("wk", (kv_heads * d, c, 1, 1)),
+        weight("wv", (kv_heads * d, c, 1, 1)), const("skv", np.array([1, kv_heads, d, n], np.int64)),
+        const("scale", np.array([0.25], np.float32)), const("sm", np.array([1, c, h, w], np.int64))])
+
+
+def tile_identity(rank: int) -> onnx.ModelProto:
+    """Conv [1,16,8,8] -> (Unsqueeze to rank 5) -> Tile with every repeat 1 -> back to the map -> Conv (GCViT's
+    global query, tiled over a batch of 1)."""
+    if rank == 4:
+        return graph("ti", (1, 16, 8, 8), [node("Tile", ["x", "r"], ["y"], "tile")],
+                     [const("r", np.ones(4, np.int64))])
+    return graph("ti", (1, 16, 8, 8), [
+        node("Unsqueeze", ["x", "ax"], ["u"], "unsqueeze"),
+        node("Tile", ["u", "r"], ["t"], "tile"),
+        node("Reshape", ["t", "s"], ["y"], "back"),
+    ], [const("ax", np.array([1], np.int64)), const("r", np.ones(5, np.int64)),
+        const("s", np.array([1, 16, 8, 8], np.int64))])
+
+
+def patch_unfold(c: int, h: int, w: int, p: int = 2) -> onnx.ModelProto:
+    """MobileViT's unfold and fold: Conv [1,C,H,W] -> Reshape [C*H/p, p, W/p, p] -> Transpose (0,2,1,3) ->
+    Reshape [1,C,HW/p^2,p^2] -> Transpose (0,3,2,1) -> Reshape [p^2, HW/p^2, C] -> MatMul (C x C) -> the
+    same steps back -> Conv."""
+    n = (h // p) * (w // p)
+    return graph("pu", (1, c, h, w), [
+        node("Reshape", ["x", "s1"], ["a"], "unfold_reshape"),
+        node("Transpose", ["a"], ["b"], "unfold_transpose", perm=[0, 2, 1, 3]),
+        node("Reshape", ["b", "s2"], ["cc"], "unfold_reshape_1"),
+        node("Transpose", ["cc"], ["d"], "unfold_transpose_1", perm=[0, 3, 2, 1]),
+        node("Reshape", ["d", "s3"], ["tok"], "unfold_reshape_2"),
+        node("MatMul", ["tok", "wm"], ["mm"], "token_linear"),
+        node("Reshape", ["mm", "s4"], ["e"], "fold_reshape"),
+        node("Transpose", ["e"], ["f"], "fold_transpose", perm=[0, 3, 2, 1]),
+        node("Reshape", ["f", "s5"], ["g"], "fold_reshape_1"),
+        node("Transpose", ["g"], ["hh"], "fold_transpose_1", perm=[0, 2, 1, 3]),
+        node("Reshape", ["hh", "s6"], ["y"], "fold_reshape_2"),
+    ], [const("s1", np.array([c * h // p, p, w // p, p], np.int64)),
+        const("s2", np.array([1, c, n, p * p], np.int64)),
+        const("s3", np.array([p * p, n, c], np.int64)), weight("wm", (c, c)),
+        const("s4", np.array([1, p * p, n, c], np.int64)),
+        const("s5", np.array([c * h // p, w // p, p, p], np.int64)),
+        const("s6", np.array([1, c, h, w], np.int64))])
+
+
+def window_tokens(c: int, h: int, w: int, block: int) -> onnx.ModelProto:
+    """TinyViT/Swin-style window partition into a rank-3 batch of windows: Conv [1,C,H,W] -> Transpose
+    (0,2,3,1) -> Reshape [1,gh,b,gw,b,C] -> Transpose (0,1,3,2,4,5) -> Reshape [gh*gw,b*b,C] -> MatMul -> the
+    same steps back -> Conv (window_partition with a rank-4 [1,gh*gw,b*b,C] result is NesT's)."""
+    gh, gw = h // block, w // block
+    return graph("wt", (1, c, h, w), [
+        node("Transpose", ["x"], ["nhwc"], "to_nhwc", perm=[0, 2, 3, 1]),
+        node("Reshape", ["nhwc", "s6"], ["r6"], "blockify_reshape"),
+        node("Transpose", ["r6"], ["t6"], "blockify_transpose", perm=[0, 1, 3, 2, 4, 5]),
+        node("Reshape", ["t6", "s3"], ["blocks"], "blocks_reshape"),
+        node("MatMul", ["blocks", "wm"], ["act"], "per_block"),
+        node("Reshape", ["act", "s6b"], ["b6"], "deblock_reshape"),
+        node("Transpose", ["b6"], ["u6"], "deblock_transpose", perm=[0, 1, 3, 2, 4, 5]),
+        node("Reshape", ["u6", "snhwc"], ["back"], "deblock_merge"),
+        node("Transpose", ["back"], ["y"], "to_nchw", perm=[0, 3, 1, 2]),
+    ], [const("s6", np.array([1, gh, block, gw, block, c], np.int64)),
+        const("s3", np.array([gh * gw, block * block, c], np.int64)), weight("wm", (c, c)),
+        const("s6b", np.array([1, gh, gw, block, block, c], np.int64)),
+        const("snhwc", np.array([1, h, w, c], np.int64))])
+
+
+for _hq, _hk, _c, _h, _w, _sm in ((4, 1, 64, 8, 8, True), (4, 4, 64, 8, 8, True),
+                                  (4, 1, 64, 8, 8, False), (8, 1, 128, 7, 7, True), (2, 1, 32, 4, 4, True)):
+    _label = f"kv_{_hq}_{_hk}_{_c}_{_h}_{_w}{'' if _sm else '_nosm'}"
+    CASES[_label] = (lambda hq=_hq, hk=_hk, c=_c, h=_h, w=_w, sm=_sm: shared_kv(hq, hk, c, h, w, sm))
+    CASE_SOCS[_label] = "rk3588,rk3576"
+for _rank in (4, 5):
+    CASES[f"tileone_{_rank}"] = (lambda r=_rank: tile_identity(r))
+    CASE_SOCS[f"tileone_{_rank}"] = "rk3588,rk3576"
+for _c, _h, _w in ((144, 8, 8), (96, 8, 8), (64, 8, 16), (64, 16, 8), (64, 4, 4), (64, 12, 12), (64, 16, 16),
+                   (64, 24, 24), (96, 32, 32), (64, 32, 32), (32, 8, 8), (64, 4, 8), (64, 8, 24)):
+    CASES[f"unfold_{_c}_{_h}_{_w}"] = (lambda c=_c, h=_h, w=_w: patch_unfold(c, h, w))
+    CASE_SOCS[f"unfold_{_c}_{_h}_{_w}"] = "rk3588"
+for _c, _h, _w, _b in ((128, 28, 28, 7), (96, 28, 28, 14), (160, 14, 14, 7), (64, 32, 32, 8)):
+    CASES[f"wintok_{_c}_{_h}_{_w}_{_b}"] = (lambda c=_c, h=_h, w=_w, b=_b: window_tokens(c, h, w, b))
+    CASE_SOCS[f"wintok_{_c}_{_h}_{_w}_{_b}"] = "rk3588"
+
+
 def _sweep() -> dict[str, Callable[[], onnx.ModelProto]]:
     """Common op variants, one per case, between two Convs on [1,16,8,8] (no model family in mind): compared
     with edgeplan's verdicts by `--out DIR` and benchmarks-free `python tools/compare_probe.py DIR`."""

@@ -1329,6 +1329,68 @@ def width_sum_transpose(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
+def _sdpa_scores_of(graph: Graph, node: Node) -> Node | None:
+    """The Q.K^T MatMul whose scores (through scale/bias ops) `node`'s Softmax normalises, when `node` is the
+    P.V MatMul of an attention the toolkit fuses into exSDPAttention."""
+    if node.op_type != "MatMul" or len(node.inputs) < 2 or sdpa_channels(graph, node) is None:
+        return None
+    softmax = graph.producer(node.inputs[0])
+    scores = graph.producer(softmax.inputs[0]) if softmax is not None else None
+    while scores is not None and scores.op_type in ("Mul", "Div", "Add"):
+        scores = next((graph.producer(i) for i in scores.inputs if i and not graph.is_constant(i)), None)
+    return scores
+
+
+def _broadcast_heads(shape: Shape, other: Shape) -> bool:
+    """`shape` is broadcast over `other`'s batch (head) dims: a dim of 1 (or a missing one) against one above 1."""
+    if not _static(shape) or not _static(other) or len(shape) < 3 or len(other) < 3:
+        return False
+    mine, theirs = list(shape[:-2]), list(other[:-2])
+    width = max(len(mine), len(theirs))
+    mine, theirs = [1] * (width - len(mine)) + mine, [1] * (width - len(theirs)) + theirs
+    return any(a == 1 and b > 1 for a, b in zip(mine, theirs))
+
+
+def sdpa_kv_broadcast(rule: Rule, view: LayerView) -> str | None:
+    """An attention fused into exSDPAttention takes q, k and v with the same heads: a k or v shared by several
+    q heads (multi-query attention, a head dim of 1 broadcast by the MatMul) is first expanded to every head by
+    an Expand layer named after the tensor's producer, and Expand has no NPU kernel. A lone MatMul (no softmax
+    between two) broadcasts inside exMatMul and needs none."""
+    graph, node = view.graph, view.node
+    for tensor in node.outputs:
+        for user in graph.consumers(tensor) if tensor else ():
+            if user.op_type != "MatMul" or len(user.inputs) < 2:
+                continue
+            if user.inputs[1] == tensor and _sdpa_scores_of(graph, user) is not None:
+                role, other = "value", graph.shape(user.inputs[0])
+            else:
+                pv = [m for after in graph.consumers(user.outputs[0]) for m in _after_scale(graph, after)]
+                if not any(_sdpa_scores_of(graph, m) is user for m in pv):
+                    continue
+                role = "key" if user.inputs[1] == tensor else "query"
+                other = graph.shape(user.inputs[0 if role == "key" else 1])
+            shape = graph.shape(tensor)
+            if _broadcast_heads(shape, other):
+                return (f"the {role} {list(shape or ())} of the fused attention '{user.name}' is shared by "
+                        f"{list(other or ())[:-2]} heads: the toolkit expands it to every head with an Expand layer "
+                        "on the CPU")
+    return None
+
+
+def _after_scale(graph: Graph, node: Node, depth: int = 4) -> list[Node]:
+    """The P.V MatMuls reached from a scores consumer through scale/bias ops and the Softmax."""
+    frontier, found = [node], []
+    for _ in range(depth):
+        nxt = []
+        for current in frontier:
+            if current.op_type == "Softmax":
+                found += [u for u in graph.consumers(current.outputs[0]) if u.op_type == "MatMul"]
+            elif current.op_type in ("Mul", "Div", "Add"):
+                nxt += graph.consumers(current.outputs[0])
+        frontier = nxt
+    return found
+
+
 CHECKS: Mapping[str, Check] = {
     "static_shapes": static_shapes, "dla_batch": dla_batch, "dla_dims": dla_dims,
     "platform_unsupported": platform_unsupported, "rank4": rank4, "spatial_2d": spatial_2d,
@@ -1359,6 +1421,7 @@ CHECKS: Mapping[str, Check] = {
     "channel_scatter": channel_scatter,
     "reduce_relayout": reduce_relayout,
     "exmatmul_conv": exmatmul_conv,
+    "sdpa_kv_broadcast": sdpa_kv_broadcast,
 }
 
 
@@ -2041,8 +2104,8 @@ def _tile_repeats(view: LayerView, params: Mapping[str, Any]) -> str | None:
         return None
     repeats = [int(r) for r in value.reshape(-1)]
     tiled = [axis for axis, r in enumerate(repeats) if r != 1]
-    if len(src) == 4 and len(tiled) <= 1:
-        return None
+    if not tiled or (len(src) == 4 and len(tiled) == 1):
+        return None  # every repeat 1: an identity the toolkit drops, whatever the rank
     return (f"Tile of a rank-{len(src)} tensor {list(src)} repeating axes {tiled} ({repeats}): the NPU tiles one "
             "axis of a 4-D map only")
 

@@ -330,3 +330,51 @@ def test_rk3576_int8_width_sum_transposes_on_the_cpu_beyond_512_pixels(catalog, 
 def test_attention_scores_summed_over_w_are_no_map(catalog, tmp_path):
     path = _width_sum(tmp_path, (196, 196), scores=True)
     assert "RKNN-WIDTH-SUM" not in violations(catalog, path, "rk3576", "int8", node="src")
+
+
+def _shared_kv(tmp_path, kv_heads, softmax=True, heads=4, d=16, n=64):
+    """Attention on tokens: q [1,heads,n,d] and k^T [1,kv_heads,d,n] from inputs, each through a named op (the
+    toolkit names its Expand after the operand's producer); softmax(q.k^T).v, or q.k^T.v with no Softmax."""
+    nodes = [helper.make_node("Relu", ["q_in"], ["q"], name="q_src"),
+             helper.make_node("Mul", ["k_in", "scale"], ["k"], name="k_src"),
+             helper.make_node("Relu", ["v_in"], ["v"], name="v_src"),
+             helper.make_node("MatMul", ["q", "k"], ["s"], name="scores")]
+    if softmax:
+        nodes.append(helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1))
+    nodes.append(helper.make_node("MatMul", ["p" if softmax else "s", "v"], ["y"], name="context"))
+    inputs = [value("q_in", [1, heads, n, d]), value("k_in", [1, kv_heads, d, n]), value("v_in", [1, kv_heads, n, d])]
+    return save_model(tmp_path / f"kv{kv_heads}{softmax}.onnx", nodes, inputs, [value("y", None)],
+                      [const("scale", np.array([0.25], np.float32))])
+
+
+@pytest.mark.parametrize(("kv_heads", "softmax", "expanded"), [
+    (1, True, True),  # multi-query attention (corpus timm_mobilenetv4_hybrid_medium, probe kv_4_1_64_8_8)
+    (4, True, False),  # one key/value head per query head (probe kv_4_4_64_8_8)
+    (1, False, False),  # no Softmax: no exSDPAttention, exMatMul broadcasts itself (probe kv_4_1_64_8_8_nosm)
+])
+def test_a_key_and_value_shared_by_query_heads_are_expanded_on_the_cpu(catalog, tmp_path, kv_heads, softmax,
+                                                                        expanded):
+    path = _shared_kv(tmp_path, kv_heads, softmax)
+    for target in ("rk3588", "rk3576", "rk3562", "rv1126b"):
+        for precision in ("fp16", "int8"):
+            verdict = _verdicts(catalog, path, target, precision)
+            assert verdict("k_src") is not expanded and verdict("v_src") is not expanded
+            assert verdict("q_src") and verdict("scores") and verdict("context")
+            assert ("RKNN-SDPA-SHARED-KV" in violations(catalog, path, target, precision, node="k_src")) is expanded
+    assert "RKNN-SDPA-SHARED-KV" not in violations(catalog, path, "rk3566", "fp16", node="v_src")
+
+
+@pytest.mark.parametrize(("shape", "repeats", "on_npu"), [
+    ([1, 1, 14, 14, 256], [1, 1, 1, 1, 1], True),  # corpus timm_gcvit_xxtiny /attn/Tile: an identity
+    ([1, 16, 64], [1, 1, 1], True),  # probe tileone_*: no Tile layer at any rank
+    ([1, 1, 14, 14, 256], [2, 1, 1, 1, 1], False),  # a real repeat on a rank-5 tensor
+])
+def test_a_tile_that_repeats_nothing_is_an_identity_at_any_rank(catalog, tmp_path, shape, repeats, on_npu):
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"),
+             helper.make_node("Tile", ["a", "r"], ["t"], name="n"),
+             helper.make_node("Relu", ["t"], ["y"], name="tail")]
+    path = save_model(tmp_path / f"tile1_{len(shape)}{repeats[0]}.onnx", nodes, [value("x", shape)],
+                      [value("y", None)], [const("r", np.array(repeats, np.int64))])
+    for target in ("rk3588", "rk3576", "rk3562", "rv1126b"):
+        for precision in ("fp16", "int8"):
+            assert _verdicts(catalog, path, target, precision)("n") is on_npu
