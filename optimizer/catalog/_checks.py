@@ -1218,6 +1218,49 @@ def pixel_rows(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
+def _patch_split(wide: tuple[int, ...], split: tuple[int, ...]) -> bool:
+    """`split` is the map `wide` [1, C, H, W] cut into patch rows [C*H/ph, ph, W/pw, pw] with ph and pw above 1
+    (MobileViT's unfold): H and W are each split, and the pieces of W stay the last two axes."""
+    if len(wide) != 4 or len(split) != 4 or wide[0] != 1:
+        return False
+    _, channels, height, width = wide
+    rows, ph, pieces, pw = split
+    return (1 < ph < height and height % ph == 0 and rows == channels * height // ph and pw > 1
+            and pieces * pw == width)
+
+
+def _next_to_map_op(graph: Graph, tensor: str, upstream: bool, depth: int = 3) -> bool:
+    """`tensor` is made by (upstream) or feeds (downstream) a convolution or pooling, through element-wise ops."""
+    frontier = [tensor]
+    for _ in range(depth):
+        nodes = ([p for p in map(graph.producer, frontier) if p is not None] if upstream
+                 else [u for t in frontier for u in graph.consumers(t)])
+        if any(n.op_type in _MAP_OPS for n in nodes):
+            return True
+        frontier = [t for n in nodes if n.op_type in _AXIS_KEEPING
+                    for t in (([i for i in n.inputs if i and not graph.is_constant(i)]) if upstream else n.outputs)]
+    return False
+
+
+def width_split(rule: Rule, view: LayerView) -> str | None:
+    """A Reshape that cuts a map's W axis into (W/p, p) pieces (or joins them back) moves data inside each row
+    of W pixels; the NPU does it only when a row fills whole 16-byte groups."""
+    graph, node = view.graph, view.node
+    if node.op_type != "Reshape" or not node.inputs or not node.outputs:
+        return None
+    src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
+    if not _static(src) or not _static(dst) or math.prod(src) != math.prod(dst):
+        return None
+    align = int(rule.params["align"][view.precision])
+    for wide, split, verb in ((src, dst, "cuts"), (dst, src, "joins")):
+        if not _next_to_map_op(graph, node.inputs[0] if verb == "cuts" else node.outputs[0], verb == "cuts"):
+            continue  # not a feature map (the patch tokens between the unfold's steps are 4-D too)
+        if _patch_split(wide, split) and wide[-1] % align:
+            return (f"Reshape {list(src)} -> {list(dst)} {verb} the {wide[-1]}-pixel rows of a map into "
+                    f"({split[-2]}, {split[-1]}) pieces: a row of {wide[-1]} is not a multiple of {align}")
+    return None
+
+
 def radix_row(rule: Rule, view: LayerView) -> str | None:
     """The tensor split attention sums over its radix axis is relaid out as flat rows (1, R, 1, C*H*W) by a
     Reshape named after the node making it: on the CPU when a row exceeds the SoC's byte limit or, where the
@@ -1422,6 +1465,7 @@ CHECKS: Mapping[str, Check] = {
     "reduce_relayout": reduce_relayout,
     "exmatmul_conv": exmatmul_conv,
     "sdpa_kv_broadcast": sdpa_kv_broadcast,
+    "width_split": width_split,
 }
 
 

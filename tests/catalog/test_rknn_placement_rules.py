@@ -378,3 +378,45 @@ def test_a_tile_that_repeats_nothing_is_an_identity_at_any_rank(catalog, tmp_pat
     for target in ("rk3588", "rk3576", "rk3562", "rv1126b"):
         for precision in ("fp16", "int8"):
             assert _verdicts(catalog, path, target, precision)("n") is on_npu
+
+
+def _unfold(tmp_path, c, h, w, conv=True):
+    """x -> (Conv 1x1 | Relu) -> Reshape [C*H/2, 2, W/2, 2] ("n", MobileViT's unfold) -> Relu -> Reshape back
+    ("back") -> (Conv 1x1 | Relu) -> y."""
+    def mapper(name, src, dst):
+        if conv:
+            return helper.make_node("Conv", [src, f"w_{name}"], [dst], name=name)
+        return helper.make_node("Relu", [src], [dst], name=name)
+    nodes = [mapper("head", "x", "a"),
+             helper.make_node("Reshape", ["a", "s1"], ["b"], name="n"),
+             helper.make_node("Relu", ["b"], ["r"], name="mid"),
+             helper.make_node("Reshape", ["r", "s2"], ["m"], name="back"),
+             mapper("tail", "m", "y")]
+    inits = [const("s1", np.array([c * h // 2, 2, w // 2, 2], np.int64)), const("s2", np.array([1, c, h, w], np.int64))]
+    if conv:
+        inits += [weight("w_head", [c, c, 1, 1]), weight("w_tail", [c, c, 1, 1])]
+    return save_model(tmp_path / f"unfold{c}_{h}_{w}{conv}.onnx", nodes, [value("x", [1, c, h, w])],
+                      [value("y", None)], inits)
+
+
+@pytest.mark.parametrize(("chw", "cpu_in"), [
+    ((144, 8, 8), {"int8"}),  # corpus timm_mobilevit_xs stage 4: 8-byte rows in INT8
+    ((64, 16, 8), {"int8"}),  # probe unfold_64_16_8: H plays no part
+    ((64, 8, 16), set()),  # probe unfold_64_8_16: 16-pixel rows are whole 16-byte groups in both
+    ((64, 24, 24), {"int8"}),  # probe unfold_64_24_24: 48 bytes in FP16, 24 in INT8
+    ((64, 12, 12), {"fp16", "int8"}),  # probe unfold_64_12_12: 24 bytes in FP16
+    ((64, 32, 32), set()),
+])
+def test_rk3588_cuts_map_rows_into_patches_on_the_npu_only_in_whole_16_byte_groups(catalog, tmp_path, chw, cpu_in):
+    path = _unfold(tmp_path, *chw)
+    for precision in ("fp16", "int8"):
+        verdict = _verdicts(catalog, path, "rk3588", precision)
+        assert verdict("n") is (precision not in cpu_in) and verdict("back") is (precision not in cpu_in)
+        assert ("RKNN-WIDTH-SPLIT" in violations(catalog, path, "rk3588", precision)) is (precision in cpu_in)
+        assert _verdicts(catalog, path, "rk3576", precision)("n")
+
+
+def test_patch_rows_away_from_a_map_op_are_no_map(catalog, tmp_path):
+    """MobileViT's patch tokens [1, C, N, 4] between the unfold's steps have the same shape pattern."""
+    path = _unfold(tmp_path, 144, 8, 8, conv=False)
+    assert _verdicts(catalog, path, "rk3588", "int8")("n") and _verdicts(catalog, path, "rk3588", "int8")("back")
