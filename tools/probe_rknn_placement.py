@@ -256,6 +256,33 @@ def window_tokens(c: int, h: int, w: int, block: int) -> onnx.ModelProto:
         const("snhwc", np.array([1, h, w, c], np.int64))])
 
 
+def head_levels(c: int, split: int = 0) -> onnx.ModelProto:
+    """A detector head's flatten-and-join: Conv [1,C,40,40] and two stride-2 Convs (20x20, 10x10), each Reshape
+    [1,C,HW], Concat on the last axis [1,C,2100] -> Sigmoid -> the rank-3 graph output; with `split`, the
+    joined tensor is cut into [1,C/split,split,2100] (YOLO pose's keypoints), scaled and joined back."""
+    nodes = [node("Conv", ["x", "w20"], ["m20"], "down20", strides=[2, 2]),
+             node("Conv", ["m20", "w10"], ["m10"], "down10", strides=[2, 2]),
+             node("Reshape", ["x", "s40"], ["f40"], "flat40"), node("Reshape", ["m20", "s20"], ["f20"], "flat20"),
+             node("Reshape", ["m10", "s10"], ["f10"], "flat10"),
+             node("Concat", ["f40", "f20", "f10"], ["cat"], "levels", axis=2)]
+    inits = [weight("w20", (c, c, 1, 1)), weight("w10", (c, c, 1, 1)), const("s40", np.array([1, c, 1600], np.int64)),
+             const("s20", np.array([1, c, 400], np.int64)), const("s10", np.array([1, c, 100], np.int64))]
+    if split:
+        nodes += [node("Reshape", ["cat", "ss"], ["k4"], "split_channels"),
+                  node("Mul", ["k4", "two"], ["k4s"], "scale"),
+                  node("Reshape", ["k4s", "sj"], ["y"], "join_channels")]
+        inits += [const("ss", np.array([1, c // split, split, 2100], np.int64)), const("two", np.array(2.0, np.float32)),
+                  const("sj", np.array([1, c, 2100], np.int64))]
+    else:
+        nodes.append(node("Sigmoid", ["cat"], ["y"], "act"))
+    return graph("hl", (1, c, 40, 40), nodes, inits, tail=None)
+
+
+for _c, _split in ((51, 0), (24, 0), (16, 0), (8, 0), (80, 0), (20, 0), (51, 3), (48, 3), (64, 16), (64, 8),
+                   (32, 8), (48, 16)):
+    _label = f"levels_{_c}" + (f"_split{_split}" if _split else "")
+    CASES[_label] = (lambda c=_c, sp=_split: head_levels(c, sp))
+    CASE_SOCS[_label] = "rk3588"
 for _hq, _hk, _c, _h, _w, _sm in ((4, 1, 64, 8, 8, True), (4, 4, 64, 8, 8, True),
                                   (4, 1, 64, 8, 8, False), (8, 1, 128, 7, 7, True), (2, 1, 32, 4, 4, True)):
     _label = f"kv_{_hq}_{_hk}_{_c}_{_h}_{_w}{'' if _sm else '_nosm'}"

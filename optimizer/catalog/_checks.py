@@ -640,16 +640,36 @@ def _from_map_concat(graph: Graph, tensor: str, depth: int = 6) -> bool:
     return False
 
 
+def _map_form_input(graph: Graph, tensor: str) -> bool:
+    """An input of the output Concat still in feature-map form, and read by that Concat alone (a map-form tensor
+    another op reads in batch form, as the OBB angle the box decoding uses, is relaid out for that op anyway)."""
+    return _from_map_concat(graph, tensor) and len(graph.consumers(tensor)) == 1
+
+
 def head_relayout(rule: Rule, view: LayerView) -> str | None:
     """A map-form input of the output Concat is relaid out only when another input is in batch form (a box
-    branch after the DFL): with every input in map form the Concat is joined there and nothing moves."""
+    branch after the DFL): with every input in map form the Concat is joined there and nothing moves. On the
+    targets in `majority`, the Concat takes the form most of its inputs have (a tie keeps the batch form): with
+    more map-form inputs (a segmentation head's classes and mask coefficients beside the boxes) the batch-form
+    box branch is the one relaid out."""
     node, graph = view.node, view.graph
     if not node.outputs:
         return None
     concats = [user for user in graph.consumers(node.outputs[0]) if _output_token_concat(graph, user)]
-    if not concats or not _from_map_concat(graph, node.outputs[0]):
+    if not concats:
         return None
-    if not any(not _from_map_concat(graph, t) for c in concats for t in c.inputs if t and not graph.is_constant(t)):
+    inputs = [t for c in concats for t in c.inputs if t and not graph.is_constant(t)]
+    if view.target.rules_id in rule.params.get("majority", ()):
+        maps = sum(_map_form_input(graph, t) for t in inputs)
+        if 2 * maps > len(inputs):
+            if _map_form_input(graph, node.outputs[0]):
+                return None
+            return (f"{node.op_type} feeds the output Concat in batch form beside {maps} of {len(inputs)} inputs "
+                    "in feature-map form: the Concat is joined in map form and this input's relayout into it runs "
+                    "on the CPU")
+    if not _from_map_concat(graph, node.outputs[0]):
+        return None
+    if not any(not _from_map_concat(graph, t) for t in inputs):
         return None
     return (f"{node.op_type} feeds the output Concat in feature-map form; its relayout into the Concat's "
             "(C, 1, 1, N) batch form moves data across the channel axis and runs on the CPU")

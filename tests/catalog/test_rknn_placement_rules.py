@@ -420,3 +420,44 @@ def test_patch_rows_away_from_a_map_op_are_no_map(catalog, tmp_path):
     """MobileViT's patch tokens [1, C, N, 4] between the unfold's steps have the same shape pattern."""
     path = _unfold(tmp_path, 144, 8, 8, conv=False)
     assert _verdicts(catalog, path, "rk3588", "int8")("n") and _verdicts(catalog, path, "rk3588", "int8")("back")
+
+
+def _seg_head(tmp_path, map_branches):
+    """A detector head joined on axis 1 into the graph output: a DFL-like box branch (batch form, [1,4,80]) and
+    `map_branches` branches of flattened maps joined on the last axis (map form: classes, mask coefficients)."""
+    nodes = [helper.make_node("MaxPool", ["x"], ["xs"], name="pool", kernel_shape=[2, 2], strides=[2, 2])]
+    inits = []
+    joined = []
+    for branch, ch in (("box", 64), *((f"map{b}", 16) for b in range(map_branches))):
+        for i, (m, hw) in enumerate((("x", 64), ("xs", 16))):
+            nodes += [helper.make_node("Conv", [m, f"w{branch}{i}"], [f"{branch}{i}"], name=f"{branch}_conv{i}"),
+                      helper.make_node("Reshape", [f"{branch}{i}", f"s{branch}{i}"], [f"{branch}{i}r"],
+                                       name=f"{branch}_flat{i}")]
+            inits += [weight(f"w{branch}{i}", [ch, 8, 1, 1]), const(f"s{branch}{i}", np.array([1, ch, hw], np.int64))]
+        nodes.append(helper.make_node("Concat", [f"{branch}0r", f"{branch}1r"], [f"{branch}_all"],
+                                      name=f"{branch}_concat", axis=2))
+        if branch != "box":
+            nodes.append(helper.make_node("Sigmoid", [f"{branch}_all"], [f"{branch}_sig"], name=f"{branch}_sigmoid"))
+            joined.append(f"{branch}_sig")
+    nodes += [helper.make_node("Reshape", ["box_all", "s4"], ["b4"], name="dfl_reshape"),
+              helper.make_node("Softmax", ["b4"], ["bs"], name="dfl_softmax", axis=2),
+              helper.make_node("ReduceSum", ["bs", "ax"], ["box_dfl"], name="dfl_sum", keepdims=0),
+              helper.make_node("Mul", ["box_dfl", "stride"], ["box_dec"], name="box_mul"),
+              helper.make_node("Concat", ["box_dec", *joined], ["y"], name="head_concat", axis=1)]
+    inits += [const("s4", np.array([1, 4, 16, 80], np.int64)), const("ax", np.array([2], np.int64)),
+              const("stride", np.float32(8))]
+    return save_model(tmp_path / f"seghead{map_branches}.onnx", nodes, [value("x", [1, 8, 8, 8])], [value("y", None)],
+                      inits)
+
+
+@pytest.mark.parametrize(("map_branches", "box_relaid"), [
+    (2, True),  # corpus yolov8n_seg_320: classes and mask coefficients in map form, the boxes relaid out
+    (1, False),  # a tie (corpus yolov8n_320): the batch form wins and the class branch is relaid out
+])
+def test_rk3588_output_concat_takes_the_form_most_inputs_have(catalog, tmp_path, map_branches, box_relaid):
+    path = _seg_head(tmp_path, map_branches)
+    for precision in ("fp16", "int8"):
+        verdict = _verdicts(catalog, path, "rk3588", precision)
+        assert verdict("box_mul") is not box_relaid
+        assert all(verdict(f"map{b}_sigmoid") is box_relaid for b in range(map_branches))
+        assert _verdicts(catalog, path, "rk3576", precision)("box_mul")
