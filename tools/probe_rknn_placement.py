@@ -267,19 +267,18 @@ def head_levels(c: int, split: int = 0) -> onnx.ModelProto:
              node("Concat", ["f40", "f20", "f10"], ["cat"], "levels", axis=2)]
     inits = [weight("w20", (c, c, 1, 1)), weight("w10", (c, c, 1, 1)), const("s40", np.array([1, c, 1600], np.int64)),
              const("s20", np.array([1, c, 400], np.int64)), const("s10", np.array([1, c, 100], np.int64))]
-    if split:
+    if split:  # as the DFL: split, softmax over the pieces, sum them (a split joined straight back folds away)
         nodes += [node("Reshape", ["cat", "ss"], ["k4"], "split_channels"),
-                  node("Mul", ["k4", "two"], ["k4s"], "scale"),
-                  node("Reshape", ["k4s", "sj"], ["y"], "join_channels")]
-        inits += [const("ss", np.array([1, c // split, split, 2100], np.int64)), const("two", np.array(2.0, np.float32)),
-                  const("sj", np.array([1, c, 2100], np.int64))]
+                  node("Softmax", ["k4"], ["k4s"], "pieces_softmax", axis=2),
+                  node("ReduceSum", ["k4s", "ax"], ["y"], "pieces_sum", keepdims=0)]
+        inits += [const("ss", np.array([1, c // split, split, 2100], np.int64)), const("ax", np.array([2], np.int64))]
     else:
         nodes.append(node("Sigmoid", ["cat"], ["y"], "act"))
     return graph("hl", (1, c, 40, 40), nodes, inits, tail=None)
 
 
 for _c, _split in ((51, 0), (24, 0), (16, 0), (8, 0), (80, 0), (20, 0), (51, 3), (48, 3), (64, 16), (64, 8),
-                   (32, 8), (48, 16)):
+                   (32, 8), (48, 16), (64, 4)):
     _label = f"levels_{_c}" + (f"_split{_split}" if _split else "")
     CASES[_label] = (lambda c=_c, sp=_split: head_levels(c, sp))
     CASE_SOCS[_label] = "rk3588"

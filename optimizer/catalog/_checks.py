@@ -1281,6 +1281,33 @@ def width_split(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
+def _joins_levels(graph: Graph, tensor: str) -> bool:
+    """`tensor` [1, C, N] enters a last-axis Concat of rank-3 tensors: a detector head joining its levels."""
+    return any(user.op_type == "Concat" and user.attrs.get("axis") in (2, -1)
+               and len(graph.shape(user.outputs[0]) or ()) == 3 for user in graph.consumers(tensor))
+
+
+def level_rows(rule: Rule, view: LayerView) -> str | None:
+    """A detector head flattens each level's map (1, C, H, W) into (1, C, H*W) and joins the levels on the
+    last axis; the toolkit regroups each level's pixels into rows of the joined map's width, which needs no
+    data move when the channels fill whole channel groups or the H*W pixels whole 16-byte groups."""
+    graph, node = view.graph, view.node
+    if node.op_type != "Reshape" or not node.inputs or not node.outputs:
+        return None
+    src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
+    if not _static(src) or not _static(dst) or len(src) != 4 or len(dst) != 3 or src[0] != 1:
+        return None
+    channels, pixels = src[1], src[2] * src[3]
+    if tuple(dst) != (1, channels, pixels) or channels == 1 or not _joins_levels(graph, node.outputs[0]):
+        return None  # one channel is a flat row: RKNN-PIXEL-ROWS
+    group, align = int(rule.params["group"][view.precision]), int(rule.params["align"][view.precision])
+    if channels % group and pixels % align:
+        return (f"Reshape {list(src)} -> {list(dst)} flattens a head level of {channels} channels (not a multiple of "
+                f"{group}) and {src[2]}x{src[3]} = {pixels} pixels (not a multiple of {align}) before the levels "
+                "are joined: the regrouping runs on the CPU")
+    return None
+
+
 def radix_row(rule: Rule, view: LayerView) -> str | None:
     """The tensor split attention sums over its radix axis is relaid out as flat rows (1, R, 1, C*H*W) by a
     Reshape named after the node making it: on the CPU when a row exceeds the SoC's byte limit or, where the
@@ -1486,6 +1513,7 @@ CHECKS: Mapping[str, Check] = {
     "exmatmul_conv": exmatmul_conv,
     "sdpa_kv_broadcast": sdpa_kv_broadcast,
     "width_split": width_split,
+    "level_rows": level_rows,
 }
 
 

@@ -461,3 +461,33 @@ def test_rk3588_output_concat_takes_the_form_most_inputs_have(catalog, tmp_path,
         assert verdict("box_mul") is not box_relaid
         assert all(verdict(f"map{b}_sigmoid") is box_relaid for b in range(map_branches))
         assert _verdicts(catalog, path, "rk3576", precision)("box_mul")
+
+
+def _levels(tmp_path, c):
+    """A head joining three levels: x [1,C,40,40] and two 2x2 max-pools (20x20, 10x10), each Reshape [1,C,HW]
+    ("flat40", "flat20", "flat10"), Concat on the last axis -> Sigmoid -> y."""
+    nodes = [helper.make_node("MaxPool", ["x"], ["m20"], name="pool20", kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("MaxPool", ["m20"], ["m10"], name="pool10", kernel_shape=[2, 2], strides=[2, 2])]
+    inits = []
+    for size, src in ((40, "x"), (20, "m20"), (10, "m10")):
+        nodes.append(helper.make_node("Reshape", [src, f"s{size}"], [f"f{size}"], name=f"flat{size}"))
+        inits.append(const(f"s{size}", np.array([1, c, size * size], np.int64)))
+    nodes += [helper.make_node("Concat", ["f40", "f20", "f10"], ["cat"], name="levels", axis=2),
+              helper.make_node("Sigmoid", ["cat"], ["y"], name="act")]
+    return save_model(tmp_path / f"levels{c}.onnx", nodes, [value("x", [1, c, 40, 40])], [value("y", None)], inits)
+
+
+@pytest.mark.parametrize(("c", "cpu_in"), [
+    (51, {"fp16", "int8"}),  # corpus yolov8n_pose_320 /model.22/Reshape_8 (17 keypoints x 3)
+    (24, {"int8"}),  # probe levels_24: a multiple of 8, not of 16
+    (48, set()),  # probe levels_48_split3's flatten: whole groups in both
+    (20, {"fp16", "int8"}),  # probe levels_20
+    (80, set()),  # corpus yolov8n_320 classes
+])
+def test_rk3588_head_level_flatten_needs_whole_channel_or_pixel_groups(catalog, tmp_path, c, cpu_in):
+    path = _levels(tmp_path, c)
+    for precision in ("fp16", "int8"):
+        verdict = _verdicts(catalog, path, "rk3588", precision)
+        assert verdict("flat10") is (precision not in cpu_in)
+        assert verdict("flat40") and verdict("flat20")  # 1600 and 400 pixels: whole 16-byte groups
+        assert _verdicts(catalog, path, "rk3576", precision)("flat10")
