@@ -1290,17 +1290,25 @@ def _joins_levels(graph: Graph, tensor: str) -> bool:
 def level_rows(rule: Rule, view: LayerView) -> str | None:
     """A detector head flattens each level's map (1, C, H, W) into (1, C, H*W) and joins the levels on the
     last axis; the toolkit regroups each level's pixels into rows of the joined map's width, which needs no
-    data move when the channels fill whole channel groups or the H*W pixels whole 16-byte groups."""
+    data move when the channels fill whole channel groups or the H*W pixels whole 16-byte groups. Cutting the
+    joined channels into groups [1, C/b, b, N] (the DFL's bins, YOLO pose's keypoint triples) moves them out of
+    that map form, again free only for whole channel groups."""
     graph, node = view.graph, view.node
     if node.op_type != "Reshape" or not node.inputs or not node.outputs:
         return None
     src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
-    if not _static(src) or not _static(dst) or len(src) != 4 or len(dst) != 3 or src[0] != 1:
+    if not _static(src) or not _static(dst) or src[0] != 1:
+        return None
+    group, align = int(rule.params["group"][view.precision]), int(rule.params["align"][view.precision])
+    if (len(src) == 3 and len(dst) == 4 and dst[0] == 1 and dst[1] * dst[2] == src[1] and dst[3] == src[2]
+            and dst[2] % group and _from_map_concat(graph, node.inputs[0])):
+        return (f"Reshape {list(src)} -> {list(dst)} cuts the joined head levels' {src[1]} channels into groups of "
+                f"{dst[2]} (not a multiple of {group}): the toolkit moves them out of its map form on the CPU")
+    if len(src) != 4 or len(dst) != 3:
         return None
     channels, pixels = src[1], src[2] * src[3]
     if tuple(dst) != (1, channels, pixels) or channels == 1 or not _joins_levels(graph, node.outputs[0]):
         return None  # one channel is a flat row: RKNN-PIXEL-ROWS
-    group, align = int(rule.params["group"][view.precision]), int(rule.params["align"][view.precision])
     if channels % group and pixels % align:
         return (f"Reshape {list(src)} -> {list(dst)} flattens a head level of {channels} channels (not a multiple of "
                 f"{group}) and {src[2]}x{src[3]} = {pixels} pixels (not a multiple of {align}) before the levels "

@@ -4,6 +4,7 @@ pixel rows (RKNN-PIXEL-ROWS), split attention's radix rows (RKNN-RADIX-ROW), Red
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
 from onnx import helper
 
@@ -491,3 +492,19 @@ def test_rk3588_head_level_flatten_needs_whole_channel_or_pixel_groups(catalog, 
         assert verdict("flat10") is (precision not in cpu_in)
         assert verdict("flat40") and verdict("flat20")  # 1600 and 400 pixels: whole 16-byte groups
         assert _verdicts(catalog, path, "rk3576", precision)("flat10")
+
+
+@pytest.mark.parametrize(("b", "cpu_in"), [(3, {"fp16", "int8"}), (4, {"fp16", "int8"}), (8, {"int8"}), (16, set())])
+def test_rk3588_cutting_joined_head_channels_needs_whole_channel_groups(catalog, tmp_path, b, cpu_in):
+    """corpus yolov8n_pose_320 /model.22/Reshape_9 (b = 3) CPU, the DFL (b = 16) NPU; probe levels_C_splitB."""
+    path = _levels(tmp_path, 48)
+    model = onnx.load(path)
+    act = next(n for n in model.graph.node if n.name == "act")
+    model.graph.node.remove(act)
+    model.graph.node.extend([helper.make_node("Reshape", ["cat", "ss"], ["k4"], name="n"),
+                             helper.make_node("Softmax", ["k4"], ["y"], name="pieces", axis=2)])
+    model.graph.initializer.append(const("ss", np.array([1, 48 // b, b, 2100], np.int64)))
+    onnx.save(model, path)
+    for precision in ("fp16", "int8"):
+        assert _verdicts(catalog, path, "rk3588", precision)("n") is (precision not in cpu_in)
+        assert _verdicts(catalog, path, "rk3576", precision)("n")
