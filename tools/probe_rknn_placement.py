@@ -282,6 +282,25 @@ for _c, _split in ((51, 0), (24, 0), (16, 0), (8, 0), (80, 0), (20, 0), (51, 3),
     _label = f"levels_{_c}" + (f"_split{_split}" if _split else "")
     CASES[_label] = (lambda c=_c, sp=_split: head_levels(c, sp))
     CASE_SOCS[_label] = "rk3588"
+def softmax_output(n: int, dual: bool) -> onnx.ModelProto:
+    """A classifier ending in Softmax: Conv [1,16,4,4] -> GlobalAveragePool -> Flatten -> Gemm (n classes) ->
+    Softmax -> the graph output; with `dual`, the logits are a graph output too (as ultralytics' cls export)."""
+    m = graph("so", (1, 16, 4, 4), [
+        node("GlobalAveragePool", ["x"], ["p"], "gap"),
+        node("Flatten", ["p"], ["f"], "flatten", axis=1),
+        node("Gemm", ["f", "gw", "gb"], ["logits"], "fc", transB=1),
+        node("Softmax", ["logits"], ["y"], "softmax", axis=1),
+    ], [weight("gw", (n, 16)), weight("gb", (n,))], tail=None)
+    if dual:
+        m.graph.output.append(helper.make_tensor_value_info("logits", TensorProto.FLOAT, None))
+    return m
+
+
+for _n in (1000, 1008, 100):
+    for _dual in (False, True):
+        _label = f"smout_{_n}" + ("_dual" if _dual else "")
+        CASES[_label] = (lambda n=_n, d=_dual: softmax_output(n, d))
+        CASE_SOCS[_label] = "rk3588"
 for _hq, _hk, _c, _h, _w, _sm in ((4, 1, 64, 8, 8, True), (4, 4, 64, 8, 8, True),
                                   (4, 1, 64, 8, 8, False), (8, 1, 128, 7, 7, True), (2, 1, 32, 4, 4, True)):
     _label = f"kv_{_hq}_{_hk}_{_c}_{_h}_{_w}{'' if _sm else '_nosm'}"

@@ -2047,7 +2047,8 @@ def _output_relayout(view: LayerView, params: Mapping[str, Any]) -> str | None:
     output is a map's rows (Reshape [1,C,H,W] -> [1,C,H*W]) reached only through ops that commute with that
     reshape, the toolkit moves those ops before it and the output's Reshape is the rows Reshape itself."""
     graph, node = view.graph, view.node
-    align = params["align"][view.precision]
+    precision = "fp16" if node.op_type in params.get("float_outputs", ()) else view.precision
+    align = params["align"][precision]
     if _rows_reshape(graph, node):
         end = _commuted_output(graph, node.outputs[0])
         shape = graph.shape(end) if end else None
@@ -2064,7 +2065,7 @@ def _output_relayout(view: LayerView, params: Mapping[str, Any]) -> str | None:
             if _commutes(graph, node) and _rows_reshape(graph, _commuted_source(graph, node)):
                 return None  # the rows Reshape before it carries the relayout
             return (f"produces the rank-{len(shape)} graph output '{name}' {list(shape)}, last dim not a "
-                    f"multiple of {align} ({view.precision} channel group); the Reshape out of the NPU layout "
+                    f"multiple of {align} ({precision} channel group); the Reshape out of the NPU layout "
                     "that the toolkit appends runs on the CPU ('Unkown op target: 0')")
     return None
 

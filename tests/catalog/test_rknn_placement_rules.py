@@ -508,3 +508,14 @@ def test_rk3588_cutting_joined_head_channels_needs_whole_channel_groups(catalog,
     for precision in ("fp16", "int8"):
         assert _verdicts(catalog, path, "rk3588", precision)("n") is (precision not in cpu_in)
         assert _verdicts(catalog, path, "rk3576", precision)("n")
+
+
+@pytest.mark.parametrize(("n", "cpu_in"), [(1000, set()), (1008, set()), (100, {"fp16", "int8"})])
+def test_rk3588_a_softmax_output_relayout_follows_fp16_alignment_in_int8(catalog, tmp_path, n, cpu_in):
+    """corpus yolov8n_cls_224 /model.9/Softmax [1,1000]; probe smout_N: the Softmax runs in FLOAT16 in INT8."""
+    nodes = [helper.make_node("Gemm", ["x", "gw"], ["logits"], name="fc", transB=1),
+             helper.make_node("Softmax", ["logits"], ["y"], name="n", axis=1)]
+    path = save_model(tmp_path / f"smout{n}.onnx", nodes, [value("x", [1, 16])], [value("y", None)],
+                      [weight("gw", [n, 16])])
+    for precision in ("fp16", "int8"):
+        assert _verdicts(catalog, path, "rk3588", precision)("n") is (precision not in cpu_in)
