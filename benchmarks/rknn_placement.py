@@ -42,6 +42,7 @@ import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from optimizer.catalog import load_catalog
 from optimizer.check import check_graph
@@ -169,14 +170,14 @@ def read_seen(runs_csv: Path) -> frozenset[str]:
         return frozenset(row["model"] for row in csv.DictReader(f))
 
 
-def evaluate(corpus: Path, seen: frozenset[str] | None = None) -> dict:
+def evaluate(corpus: Path, seen: frozenset[str] | None = None) -> dict[str, Any]:
     """Score every run; with `seen`, the models outside it also form the split "unseen" (held out by
     arrival: converted after the catalog's entries were written, whatever their family)."""
     catalog = load_catalog()
     families, runs, failed = read_corpus(corpus)
     cells: dict[tuple[str, str, str], Score] = defaultdict(Score)
     disagreements: list[Disagreement] = []
-    lost_total: Counter = Counter()
+    lost_total: Counter[tuple[str, str]] = Counter()
     load_errors: dict[str, str] = {}
     by_model: dict[str, list[Run]] = defaultdict(list)
     for run in runs:

@@ -1479,7 +1479,7 @@ def _after_scale(graph: Graph, node: Node, depth: int = 4) -> list[Node]:
     """The P.V MatMuls reached from a scores consumer through scale/bias ops and the Softmax."""
     frontier, found = [node], []
     for _ in range(depth):
-        nxt = []
+        nxt: list[Node] = []
         for current in frontier:
             if current.op_type == "Softmax":
                 found += [u for u in graph.consumers(current.outputs[0]) if u.op_type == "MatMul"]
