@@ -301,6 +301,65 @@ for _n in (1000, 1008, 100):
         _label = f"smout_{_n}" + ("_dual" if _dual else "")
         CASES[_label] = (lambda n=_n, d=_dual: softmax_output(n, d))
         CASE_SOCS[_label] = "rk3588"
+def obb_head(angle: bool, classes: int = 80, h: int = 16) -> onnx.ModelProto:
+    """A YOLO head at 16x16 and 8x8: boxes through a DFL (batch form), classes as flattened maps joined on the last
+    axis -> Sigmoid (map form), and with `angle` an OBB angle branch (map form, Sigmoid -> Sub -> Mul, also read
+    by a Cos as the box decoding reads it); all joined on axis 1 into the rank-3 graph output."""
+    nodes = [node("MaxPool", ["x"], ["xs"], "pool", kernel_shape=[2, 2], strides=[2, 2])]
+    inits: list[onnx.TensorProto] = []
+    branches = [("box", 64), ("cls", classes)] + ([("ang", 1)] if angle else [])
+    n = h * h + (h // 2) ** 2
+    for branch, ch in branches:
+        for i, (m, hw) in enumerate((("x", h * h), ("xs", (h // 2) ** 2))):
+            nodes += [node("Conv", [m, f"w{branch}{i}"], [f"{branch}{i}"], f"{branch}_conv{i}"),
+                      node("Reshape", [f"{branch}{i}", f"s{branch}{i}"], [f"{branch}{i}r"], f"{branch}_flat{i}")]
+            inits += [weight(f"w{branch}{i}", (ch, 16, 1, 1)), const(f"s{branch}{i}", np.array([1, ch, hw], np.int64))]
+        nodes.append(node("Concat", [f"{branch}0r", f"{branch}1r"], [f"{branch}_all"], f"{branch}_concat", axis=2))
+    nodes += [node("Sigmoid", ["cls_all"], ["cls_sig"], "cls_sigmoid"),
+              node("Reshape", ["box_all", "s4"], ["b4"], "dfl_reshape"),
+              node("Softmax", ["b4"], ["bs"], "dfl_softmax", axis=2),
+              node("ReduceSum", ["bs", "ax"], ["box_dfl"], "dfl_sum", keepdims=0),
+              node("Mul", ["box_dfl", "stride"], ["box_dec"], "box_mul")]
+    inits += [const("s4", np.array([1, 4, 16, n], np.int64)), const("ax", np.array([2], np.int64)),
+              const("stride", np.array(8.0, np.float32))]
+    joined = ["box_dec", "cls_sig"]
+    if angle:
+        nodes += [node("Sigmoid", ["ang_all"], ["a1"], "ang_sigmoid"), node("Sub", ["a1", "half"], ["a2"], "ang_sub"),
+                  node("Mul", ["a2", "pi"], ["ang"], "ang_mul"), node("Cos", ["ang"], ["cos"], "ang_cos"),
+                  node("Mul", ["box_dec", "cos"], ["box_rot"], "box_rotate")]
+        inits += [const("half", np.array(0.5, np.float32)), const("pi", np.array(3.14159, np.float32))]
+        joined = ["box_rot", "cls_sig", "ang"]
+    nodes.append(node("Concat", joined, ["y"], "head_concat", axis=1))
+    return graph("obb", (1, 16, h, h), nodes, inits, tail=None)
+
+
+def window_residual(c: int, h: int, block: int, rank: int) -> onnx.ModelProto:
+    """TinyViT's block: Conv map -> Transpose (0,2,3,1) -> window partition (rank-3 or rank-4 windows) ->
+    MatMul -> back to NHWC -> Add to the NHWC map itself (the residual) -> Transpose back -> Conv."""
+    g = h // block
+    wshape = [g * g, block * block, c] if rank == 3 else [1, g * g, block * block, c]
+    return graph("wr", (1, c, h, h), [
+        node("Transpose", ["x"], ["nhwc"], "to_nhwc", perm=[0, 2, 3, 1]),
+        node("Reshape", ["nhwc", "s6"], ["r6"], "blockify_reshape"),
+        node("Transpose", ["r6"], ["t6"], "blockify_transpose", perm=[0, 1, 3, 2, 4, 5]),
+        node("Reshape", ["t6", "sw"], ["blocks"], "blocks_reshape"),
+        node("MatMul", ["blocks", "wm"], ["act"], "per_block"),
+        node("Reshape", ["act", "s6b"], ["b6"], "deblock_reshape"),
+        node("Transpose", ["b6"], ["u6"], "deblock_transpose", perm=[0, 1, 3, 2, 4, 5]),
+        node("Reshape", ["u6", "snhwc"], ["back"], "deblock_merge"),
+        node("Add", ["back", "nhwc"], ["res"], "residual"),
+        node("Transpose", ["res"], ["y"], "to_nchw", perm=[0, 3, 1, 2]),
+    ], [const("s6", np.array([1, g, block, g, block, c], np.int64)), const("sw", np.array(wshape, np.int64)),
+        weight("wm", (c, c)), const("s6b", np.array([1, g, g, block, block, c], np.int64)),
+        const("snhwc", np.array([1, h, h, c], np.int64))])
+
+
+for _angle, _h in ((False, 16), (True, 16), (False, 20), (True, 20), (False, 12), (False, 24)):
+    CASES[f"obbhead_{int(_angle)}_{_h}"] = (lambda a=_angle, h=_h: obb_head(a, h=h))
+    CASE_SOCS[f"obbhead_{int(_angle)}_{_h}"] = "rk3588"
+for _c, _h, _b, _r in ((128, 28, 7, 3), (128, 28, 7, 4), (96, 56, 14, 4), (96, 56, 14, 3)):
+    CASES[f"winres_{_c}_{_h}_{_b}_r{_r}"] = (lambda c=_c, h=_h, b=_b, r=_r: window_residual(c, h, b, r))
+    CASE_SOCS[f"winres_{_c}_{_h}_{_b}_r{_r}"] = "rk3588"
 for _hq, _hk, _c, _h, _w, _sm in ((4, 1, 64, 8, 8, True), (4, 4, 64, 8, 8, True),
                                   (4, 1, 64, 8, 8, False), (8, 1, 128, 7, 7, True), (2, 1, 32, 4, 4, True)):
     _label = f"kv_{_hq}_{_hk}_{_c}_{_h}_{_w}{'' if _sm else '_nosm'}"

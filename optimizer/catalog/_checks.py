@@ -1346,13 +1346,15 @@ def radix_row(rule: Rule, view: LayerView) -> str | None:
 
 def _window_partition(graph: Graph, tensor: str) -> bool:
     """The map `tensor` [1, C, H, W] is cut into windows as NesT blockifies: a Transpose (0, 2, 3, 1) straight
-    into a rank-6 Reshape [1, H/b, b, W/b, b, C] with more than one window."""
+    into a rank-6 Reshape [1, H/b, b, W/b, b, C] with more than one window, the NHWC map read by nothing else."""
     shape = graph.shape(tensor)
     if not _static(shape) or len(shape) != 4 or shape[0] != 1:
         return False
     for user in graph.consumers(tensor):
         if user.op_type != "Transpose" or tuple(user.attrs.get("perm") or ()) != (0, 2, 3, 1):
             continue
+        if len(graph.consumers(user.outputs[0])) != 1:
+            continue  # the NHWC map is read again (TinyViT's residual): exWindow works in channel form
         for reshape in graph.consumers(user.outputs[0]):
             target = graph.shape(reshape.outputs[0]) if reshape.op_type == "Reshape" else None
             if (_static(target) and len(target) == 6 and target[0] == 1 and target[5] == shape[1]

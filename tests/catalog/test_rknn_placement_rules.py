@@ -519,3 +519,25 @@ def test_rk3588_a_softmax_output_relayout_follows_fp16_alignment_in_int8(catalog
                       [weight("gw", [n, 16])])
     for precision in ("fp16", "int8"):
         assert _verdicts(catalog, path, "rk3588", precision)("n") is (precision not in cpu_in)
+
+
+@pytest.mark.parametrize(("residual", "cpu"), [(False, True), (True, False)])
+def test_rk3588_window_partition_of_a_map_read_again_keeps_the_channel(catalog, tmp_path, residual, cpu):
+    """corpus timm_tiny_vit_5m_224 (NHWC map also read by the residual Add: exWindow in channel form) against
+    NesT's partition (probe winres_128_28_7_r3 vs wintok_128_28_28_7, rk3588 FP16, 200704 bytes)."""
+    c, h, block = 128, 28, 7
+    g = h // block
+    nodes = [helper.make_node("Relu", ["x"], ["m"], name="src"),
+             helper.make_node("Transpose", ["m"], ["t"], name="nhwc", perm=[0, 2, 3, 1]),
+             helper.make_node("Reshape", ["t", "s6"], ["r6"], name="blocks6"),
+             helper.make_node("Transpose", ["r6"], ["t6"], name="blocks_t", perm=[0, 1, 3, 2, 4, 5]),
+             helper.make_node("Reshape", ["t6", "s3"], ["b"], name="blocks"),
+             helper.make_node("Relu", ["b"], ["y"], name="tail")]
+    outputs = [value("y", None)]
+    if residual:
+        nodes.append(helper.make_node("Relu", ["t"], ["z"], name="residual_reader"))
+        outputs.append(value("z", None))
+    inits = [const("s6", np.array([1, g, block, g, block, c], np.int64)),
+             const("s3", np.array([g * g, block * block, c], np.int64))]
+    path = save_model(tmp_path / f"winres{residual}.onnx", nodes, [value("x", [1, c, h, h])], outputs, inits)
+    assert _verdicts(catalog, path, "rk3588", "fp16")("src") is not cpu
