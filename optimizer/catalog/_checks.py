@@ -651,7 +651,8 @@ def head_relayout(rule: Rule, view: LayerView) -> str | None:
     branch after the DFL): with every input in map form the Concat is joined there and nothing moves. On the
     targets in `majority`, the Concat takes the form most of its inputs have (a tie keeps the batch form): with
     more map-form inputs (a segmentation head's classes and mask coefficients beside the boxes) the batch-form
-    box branch is the one relaid out."""
+    box branch is the one relaid out. On the targets in `align`, nothing is relaid out when the box count N
+    fills whole 16-byte groups."""
     node, graph = view.node, view.graph
     if not node.outputs:
         return None
@@ -659,6 +660,10 @@ def head_relayout(rule: Rule, view: LayerView) -> str | None:
     if not concats:
         return None
     inputs = [t for c in concats for t in c.inputs if t and not graph.is_constant(t)]
+    align = rule.params.get("align", {}).get(view.target.rules_id, {}).get(view.precision)
+    out = graph.shape(concats[0].outputs[0])
+    if align and _static(out) and out[-1] % int(align) == 0:
+        return None  # whole 16-byte groups of boxes: the two forms are the same bytes, nothing is relaid out
     if view.target.rules_id in rule.params.get("majority", ()):
         maps = sum(_map_form_input(graph, t) for t in inputs)
         if 2 * maps > len(inputs):

@@ -423,14 +423,16 @@ def test_patch_rows_away_from_a_map_op_are_no_map(catalog, tmp_path):
     assert _verdicts(catalog, path, "rk3588", "int8")("n") and _verdicts(catalog, path, "rk3588", "int8")("back")
 
 
-def _seg_head(tmp_path, map_branches):
-    """A detector head joined on axis 1 into the graph output: a DFL-like box branch (batch form, [1,4,80]) and
-    `map_branches` branches of flattened maps joined on the last axis (map form: classes, mask coefficients)."""
+def _seg_head(tmp_path, map_branches, h=10):
+    """A detector head joined on axis 1 into the graph output: a DFL-like box branch (batch form, [1,4,N]) and
+    `map_branches` branches of flattened maps joined on the last axis (map form: classes, mask coefficients);
+    N = h*h + (h/2)^2 boxes (125 by default: not a multiple of 8)."""
+    n = h * h + (h // 2) ** 2
     nodes = [helper.make_node("MaxPool", ["x"], ["xs"], name="pool", kernel_shape=[2, 2], strides=[2, 2])]
     inits = []
     joined = []
     for branch, ch in (("box", 64), *((f"map{b}", 16) for b in range(map_branches))):
-        for i, (m, hw) in enumerate((("x", 64), ("xs", 16))):
+        for i, (m, hw) in enumerate((("x", h * h), ("xs", (h // 2) ** 2))):
             nodes += [helper.make_node("Conv", [m, f"w{branch}{i}"], [f"{branch}{i}"], name=f"{branch}_conv{i}"),
                       helper.make_node("Reshape", [f"{branch}{i}", f"s{branch}{i}"], [f"{branch}{i}r"],
                                        name=f"{branch}_flat{i}")]
@@ -445,10 +447,10 @@ def _seg_head(tmp_path, map_branches):
               helper.make_node("ReduceSum", ["bs", "ax"], ["box_dfl"], name="dfl_sum", keepdims=0),
               helper.make_node("Mul", ["box_dfl", "stride"], ["box_dec"], name="box_mul"),
               helper.make_node("Concat", ["box_dec", *joined], ["y"], name="head_concat", axis=1)]
-    inits += [const("s4", np.array([1, 4, 16, 80], np.int64)), const("ax", np.array([2], np.int64)),
+    inits += [const("s4", np.array([1, 4, 16, n], np.int64)), const("ax", np.array([2], np.int64)),
               const("stride", np.float32(8))]
-    return save_model(tmp_path / f"seghead{map_branches}.onnx", nodes, [value("x", [1, 8, 8, 8])], [value("y", None)],
-                      inits)
+    return save_model(tmp_path / f"seghead{map_branches}_{h}.onnx", nodes, [value("x", [1, 8, h, h])],
+                      [value("y", None)], inits)
 
 
 @pytest.mark.parametrize(("map_branches", "box_relaid"), [
@@ -541,3 +543,12 @@ def test_rk3588_window_partition_of_a_map_read_again_keeps_the_channel(catalog, 
              const("s3", np.array([g * g, block * block, c], np.int64))]
     path = save_model(tmp_path / f"winres{residual}.onnx", nodes, [value("x", [1, c, h, h])], outputs, inits)
     assert _verdicts(catalog, path, "rk3588", "fp16")("src") is not cpu
+
+
+@pytest.mark.parametrize(("h", "cpu_in"), [(16, set()), (24, set()), (10, {"fp16", "int8"}), (12, {"fp16", "int8"})])
+def test_rk3588_head_with_whole_groups_of_boxes_relays_nothing_out(catalog, tmp_path, h, cpu_in):
+    """probe obbhead_0_16 / obbhead_0_24: N = 320 / 720 boxes (multiples of 16) leave every node on the NPU;
+    N = 125 and 180 (probe obbhead_0_12) are multiples of neither 8 nor 16."""
+    path = _seg_head(tmp_path, 1, h)
+    for precision in ("fp16", "int8"):
+        assert _verdicts(catalog, path, "rk3588", precision)("map0_sigmoid") is (precision not in cpu_in)
