@@ -2082,7 +2082,10 @@ _COMMUTING_UNARY = frozenset({"Relu", "Sigmoid", "Tanh", "HardSwish", "HardSigmo
 
 
 def _rows_reshape(graph: Graph, node: Node | None) -> bool:
-    """A Reshape/Flatten of a map [1, C, H, W] (H*W > 1) into its rows [1, C, H*W]."""
+    """A Reshape/Flatten of a map [1, C, H, W] (H*W > 1) into its rows [1, C, H*W], or a last-axis Concat of such
+    rows (a detector head joining its levels: the joined rows are still the toolkit's map)."""
+    if node is not None and node.op_type == "Concat" and node.attrs.get("axis") in (2, -1) and node.inputs:
+        return all(_rows_reshape(graph, graph.producer(t)) for t in node.inputs if t)
     if node is None or node.op_type not in ("Reshape", "Flatten") or not node.inputs or not node.outputs:
         return False
     src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])

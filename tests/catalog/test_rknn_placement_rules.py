@@ -552,3 +552,13 @@ def test_rk3588_head_with_whole_groups_of_boxes_relays_nothing_out(catalog, tmp_
     path = _seg_head(tmp_path, 1, h)
     for precision in ("fp16", "int8"):
         assert _verdicts(catalog, path, "rk3588", precision)("map0_sigmoid") is (precision not in cpu_in)
+
+
+def test_rk3588_joined_levels_carry_the_output_relayout_past_their_sigmoid(catalog, tmp_path):
+    """probe levels_80: Concat of level rows -> Sigmoid -> output [1,80,2100]: the Sigmoid moves before the
+    relayout, whose CPU Reshape is named after the Concat."""
+    path = _levels(tmp_path, 80)
+    for precision in ("fp16", "int8"):
+        verdict = _verdicts(catalog, path, "rk3588", precision)
+        assert not verdict("levels") and verdict("act")
+        assert _verdicts(catalog, path, "rk3576", precision)("levels")
