@@ -301,7 +301,7 @@ for _n in (1000, 1008, 100):
         _label = f"smout_{_n}" + ("_dual" if _dual else "")
         CASES[_label] = (lambda n=_n, d=_dual: softmax_output(n, d))
         CASE_SOCS[_label] = "rk3588"
-def obb_head(angle: bool, classes: int = 80, h: int = 16) -> onnx.ModelProto:
+def obb_head(angle: bool, classes: int = 80, h: int = 16, decode: bool = False, cls_first: bool = False) -> onnx.ModelProto:
     """A YOLO head at 16x16 and 8x8: boxes through a DFL (batch form), classes as flattened maps joined on the last
     axis -> Sigmoid (map form), and with `angle` an OBB angle branch (map form, Sigmoid -> Sub -> Mul, also read
     by a Cos as the box decoding reads it); all joined on axis 1 into the rank-3 graph output."""
@@ -323,6 +323,17 @@ def obb_head(angle: bool, classes: int = 80, h: int = 16) -> onnx.ModelProto:
     inits += [const("s4", np.array([1, 4, 16, n], np.int64)), const("ax", np.array([2], np.int64)),
               const("stride", np.array(8.0, np.float32))]
     joined = ["box_dec", "cls_sig"]
+    if decode:  # YOLOv8's dist2bbox after the DFL: split lt/rb, anchors -/+, centre and size, joined back
+        nodes += [node("Split", ["box_dec", "two"], ["lt", "rb"], "box_split", axis=1),
+                  node("Sub", ["anchors", "lt"], ["x1y1"], "box_sub"), node("Add", ["anchors", "rb"], ["x2y2"], "box_add"),
+                  node("Add", ["x1y1", "x2y2"], ["c2"], "box_csum"), node("Mul", ["c2", "halfc"], ["cxy"], "box_centre"),
+                  node("Sub", ["x2y2", "x1y1"], ["wh"], "box_size"),
+                  node("Concat", ["cxy", "wh"], ["box_xywh"], "box_join", axis=1)]
+        inits += [const("two", np.array([2, 2], np.int64)), const("anchors", np.zeros((1, 2, n), np.float32)),
+                  const("halfc", np.array(0.5, np.float32))]
+        joined = ["box_xywh", "cls_sig"]
+    if cls_first:
+        joined = joined[::-1]
     if angle:
         nodes += [node("Sigmoid", ["ang_all"], ["a1"], "ang_sigmoid"), node("Sub", ["a1", "half"], ["a2"], "ang_sub"),
                   node("Mul", ["a2", "pi"], ["ang"], "ang_mul"), node("Cos", ["ang"], ["cos"], "ang_cos"),
@@ -357,6 +368,9 @@ def window_residual(c: int, h: int, block: int, rank: int) -> onnx.ModelProto:
 for _angle, _h in ((False, 16), (True, 16), (False, 20), (True, 20), (False, 12), (False, 24)):
     CASES[f"obbhead_{int(_angle)}_{_h}"] = (lambda a=_angle, h=_h: obb_head(a, h=h))
     CASE_SOCS[f"obbhead_{int(_angle)}_{_h}"] = "rk3588"
+for _label, _dec, _first in (("decode", True, False), ("clsfirst", False, True), ("decode_clsfirst", True, True)):
+    CASES[f"detecthead_{_label}_20"] = (lambda d=_dec, f=_first: obb_head(False, h=20, decode=d, cls_first=f))
+    CASE_SOCS[f"detecthead_{_label}_20"] = "rk3588"
 for _c, _h, _b, _r in ((128, 28, 7, 3), (128, 28, 7, 4), (96, 56, 14, 4), (96, 56, 14, 3)):
     CASES[f"winres_{_c}_{_h}_{_b}_r{_r}"] = (lambda c=_c, h=_h, b=_b, r=_r: window_residual(c, h, b, r))
     CASE_SOCS[f"winres_{_c}_{_h}_{_b}_r{_r}"] = "rk3588"

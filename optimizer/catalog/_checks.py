@@ -646,34 +646,90 @@ def _map_form_input(graph: Graph, tensor: str) -> bool:
     return _from_map_concat(graph, tensor) and len(graph.consumers(tensor)) == 1
 
 
+def _scalar_step(graph: Graph, node: Node) -> bool:
+    """A unary op, or an element-wise op with a one-element constant: the toolkit can move a relayout past it."""
+    runtime = [i for i in node.inputs if i and not graph.is_constant(i)]
+    if len(runtime) != 1 or len(node.outputs) != 1:
+        return False
+    if node.op_type in _COMMUTING_UNARY:
+        return True
+    constants = [graph.constants.get(i) for i in node.inputs if i and graph.is_constant(i)]
+    return node.op_type in ("Add", "Sub", "Mul", "Div") and all(c is not None and c.size == 1 for c in constants)
+
+
+def _decoded(graph: Graph, tensor: str, depth: int = 8) -> bool:
+    """The tensor is made, through element-wise ops, by one that joins two activations (YOLO's dist2bbox after
+    the DFL: anchors minus and plus distances, centre and size joined): a box branch held in batch form."""
+    for _ in range(depth):
+        producer = graph.producer(tensor)
+        if producer is None:
+            return False
+        runtime = [i for i in producer.inputs if i and not graph.is_constant(i)]
+        if len(runtime) >= 2 and (producer.op_type in _LAYOUT_NEUTRAL or producer.op_type == "Concat"):
+            return True
+        if len(runtime) != 1 or producer.op_type not in _LAYOUT_NEUTRAL:
+            return False
+        tensor = runtime[0]
+    return False
+
+
+def _output_concat_input(graph: Graph, node: Node) -> str | None:
+    """The input of an output Concat that `node`'s result reaches through scalar steps with one reader each."""
+    tensor = node.outputs[0] if node.outputs else ""
+    for _ in range(6):
+        users = graph.consumers(tensor) if tensor else []
+        if any(_output_token_concat(graph, u) for u in users):
+            return tensor
+        if len(users) != 1 or not _scalar_step(graph, users[0]):
+            return None
+        tensor = users[0].outputs[0]
+    return None
+
+
+def _majority_relayout(graph: Graph, node: Node) -> str | None:
+    """rk3588: the output Concat is joined in the form most inputs have; in a tie, in batch form only when a
+    batch-form input is decoded (YOLOv8's dist2bbox), else in map form. A batch-form input of a map-form join is
+    relaid out, and the relayout moves up past scalar steps to the op that made the tensor. "" means the rule
+    does not decide here (the batch-form join: the general rule applies)."""
+    tensor = _output_concat_input(graph, node)
+    if tensor is None:
+        return None
+    concats = [user for user in graph.consumers(tensor) if _output_token_concat(graph, user)]
+    inputs = [t for c in concats for t in c.inputs if t and not graph.is_constant(t)]
+    maps = sum(_map_form_input(graph, t) for t in inputs)
+    batch = [t for t in inputs if not _map_form_input(graph, t)]
+    if 2 * maps < len(inputs) or (2 * maps == len(inputs) and any(_decoded(graph, t) for t in batch)):
+        return ""
+    if _map_form_input(graph, tensor) or _scalar_step(graph, node):
+        return None  # joined in map form as it is; or the relayout moves further up, past this node
+    return (f"{node.op_type} makes a batch-form input of the output Concat beside {maps} of {len(inputs)} inputs in "
+            "feature-map form: the Concat is joined in map form and this input's relayout into it runs on the CPU")
+
+
 def head_relayout(rule: Rule, view: LayerView) -> str | None:
     """A map-form input of the output Concat is relaid out only when another input is in batch form (a box
     branch after the DFL): with every input in map form the Concat is joined there and nothing moves. On the
-    targets in `majority`, the Concat takes the form most of its inputs have (a tie keeps the batch form): with
-    more map-form inputs (a segmentation head's classes and mask coefficients beside the boxes) the batch-form
-    box branch is the one relaid out. On the targets in `align`, nothing is relaid out when the box count N
-    fills whole 16-byte groups."""
+    targets in `majority`, the Concat takes the form most of its inputs have (a tie: batch form only beside a
+    decoded box branch): with more map-form inputs (a segmentation head's classes and mask coefficients beside
+    the boxes) the batch-form box branch is the one relaid out. On the targets in `align`, nothing is relaid
+    out when the box count N fills whole 16-byte groups."""
     node, graph = view.node, view.graph
     if not node.outputs:
         return None
+    if view.target.rules_id in rule.params.get("majority", ()):
+        tensor = _output_concat_input(graph, node)
+        concat = next((u for u in graph.consumers(tensor) if _output_token_concat(graph, u)), None) if tensor else None
+        align = rule.params.get("align", {}).get(view.target.rules_id, {}).get(view.precision)
+        out = graph.shape(concat.outputs[0]) if concat is not None else None
+        if align and _static(out) and out[-1] % int(align) == 0:
+            return None  # whole 16-byte groups of boxes: the two forms are the same bytes, nothing is relaid out
+        decided = _majority_relayout(graph, node)
+        if decided != "":
+            return decided
     concats = [user for user in graph.consumers(node.outputs[0]) if _output_token_concat(graph, user)]
-    if not concats:
+    if not concats or not _from_map_concat(graph, node.outputs[0]):
         return None
     inputs = [t for c in concats for t in c.inputs if t and not graph.is_constant(t)]
-    align = rule.params.get("align", {}).get(view.target.rules_id, {}).get(view.precision)
-    out = graph.shape(concats[0].outputs[0])
-    if align and _static(out) and out[-1] % int(align) == 0:
-        return None  # whole 16-byte groups of boxes: the two forms are the same bytes, nothing is relaid out
-    if view.target.rules_id in rule.params.get("majority", ()):
-        maps = sum(_map_form_input(graph, t) for t in inputs)
-        if 2 * maps > len(inputs):
-            if _map_form_input(graph, node.outputs[0]):
-                return None
-            return (f"{node.op_type} feeds the output Concat in batch form beside {maps} of {len(inputs)} inputs "
-                    "in feature-map form: the Concat is joined in map form and this input's relayout into it runs "
-                    "on the CPU")
-    if not _from_map_concat(graph, node.outputs[0]):
-        return None
     if not any(not _from_map_concat(graph, t) for t in inputs):
         return None
     return (f"{node.op_type} feeds the output Concat in feature-map form; its relayout into the Concat's "

@@ -423,10 +423,10 @@ def test_patch_rows_away_from_a_map_op_are_no_map(catalog, tmp_path):
     assert _verdicts(catalog, path, "rk3588", "int8")("n") and _verdicts(catalog, path, "rk3588", "int8")("back")
 
 
-def _seg_head(tmp_path, map_branches, h=10):
-    """A detector head joined on axis 1 into the graph output: a DFL-like box branch (batch form, [1,4,N]) and
-    `map_branches` branches of flattened maps joined on the last axis (map form: classes, mask coefficients);
-    N = h*h + (h/2)^2 boxes (125 by default: not a multiple of 8)."""
+def _seg_head(tmp_path, map_branches, h=10, decode=False):
+    """A detector head joined on axis 1 into the graph output: a DFL-like box branch (batch form, [1,4,N]; with
+    `decode`, YOLOv8's dist2bbox after it) and `map_branches` branches of flattened maps joined on the last axis
+    (map form: classes, mask coefficients); N = h*h + (h/2)^2 boxes (125 by default: not a multiple of 8)."""
     n = h * h + (h // 2) ** 2
     nodes = [helper.make_node("MaxPool", ["x"], ["xs"], name="pool", kernel_shape=[2, 2], strides=[2, 2])]
     inits = []
@@ -445,25 +445,36 @@ def _seg_head(tmp_path, map_branches, h=10):
     nodes += [helper.make_node("Reshape", ["box_all", "s4"], ["b4"], name="dfl_reshape"),
               helper.make_node("Softmax", ["b4"], ["bs"], name="dfl_softmax", axis=2),
               helper.make_node("ReduceSum", ["bs", "ax"], ["box_dfl"], name="dfl_sum", keepdims=0),
-              helper.make_node("Mul", ["box_dfl", "stride"], ["box_dec"], name="box_mul"),
-              helper.make_node("Concat", ["box_dec", *joined], ["y"], name="head_concat", axis=1)]
+              helper.make_node("Mul", ["box_dfl", "stride"], ["box_dec"], name="box_mul")]
     inits += [const("s4", np.array([1, 4, 16, n], np.int64)), const("ax", np.array([2], np.int64)),
               const("stride", np.float32(8))]
-    return save_model(tmp_path / f"seghead{map_branches}_{h}.onnx", nodes, [value("x", [1, 8, h, h])],
+    box = "box_dec"
+    if decode:
+        nodes += [helper.make_node("Split", ["box_dec", "two"], ["lt", "rb"], name="box_split", axis=1),
+                  helper.make_node("Sub", ["anchors", "lt"], ["x1y1"], name="box_sub"),
+                  helper.make_node("Add", ["anchors", "rb"], ["x2y2"], name="box_add"),
+                  helper.make_node("Concat", ["x1y1", "x2y2"], ["box_out"], name="box_join", axis=1)]
+        inits += [const("two", np.array([2, 2], np.int64)), const("anchors", np.zeros((1, 2, n), np.float32))]
+        box = "box_out"
+    nodes.append(helper.make_node("Concat", [box, *joined], ["y"], name="head_concat", axis=1))
+    return save_model(tmp_path / f"seghead{map_branches}_{h}{decode}.onnx", nodes, [value("x", [1, 8, h, h])],
                       [value("y", None)], inits)
 
 
-@pytest.mark.parametrize(("map_branches", "box_relaid"), [
-    (2, True),  # corpus yolov8n_seg_320: classes and mask coefficients in map form, the boxes relaid out
-    (1, False),  # a tie (corpus yolov8n_320): the batch form wins and the class branch is relaid out
+@pytest.mark.parametrize(("map_branches", "decode", "box_relaid_at"), [
+    (2, True, "box_join"),  # corpus yolov8n_seg_320: classes and mask coefficients in map form, the boxes relaid
+    (2, False, "dfl_sum"),  # the relayout moves up past the scalar stride Mul (probe obbhead_0_20's box_dfl_rs)
+    (1, True, None),  # a tie beside a decoded box branch (corpus yolov8n_320, probe detecthead_decode_20): batch
+    (1, False, "dfl_sum"),  # a tie beside a bare DFL (probe obbhead_0_20, detecthead_clsfirst_20): map form
 ])
-def test_rk3588_output_concat_takes_the_form_most_inputs_have(catalog, tmp_path, map_branches, box_relaid):
-    path = _seg_head(tmp_path, map_branches)
+def test_rk3588_output_concat_takes_the_form_most_inputs_have(catalog, tmp_path, map_branches, decode, box_relaid_at):
+    path = _seg_head(tmp_path, map_branches, decode=decode)
     for precision in ("fp16", "int8"):
         verdict = _verdicts(catalog, path, "rk3588", precision)
-        assert verdict("box_mul") is not box_relaid
-        assert all(verdict(f"map{b}_sigmoid") is box_relaid for b in range(map_branches))
-        assert _verdicts(catalog, path, "rk3576", precision)("box_mul")
+        for name in ("dfl_sum", "box_mul", *(("box_join",) if decode else ())):
+            assert verdict(name) is (name != box_relaid_at)
+        assert all(verdict(f"map{b}_sigmoid") is (box_relaid_at is not None) for b in range(map_branches))
+        assert _verdicts(catalog, path, "rk3576", precision)("dfl_sum")
 
 
 def _levels(tmp_path, c):
@@ -549,7 +560,7 @@ def test_rk3588_window_partition_of_a_map_read_again_keeps_the_channel(catalog, 
 def test_rk3588_head_with_whole_groups_of_boxes_relays_nothing_out(catalog, tmp_path, h, cpu_in):
     """probe obbhead_0_16 / obbhead_0_24: N = 320 / 720 boxes (multiples of 16) leave every node on the NPU;
     N = 125 and 180 (probe obbhead_0_12) are multiples of neither 8 nor 16."""
-    path = _seg_head(tmp_path, 1, h)
+    path = _seg_head(tmp_path, 1, h, decode=True)
     for precision in ("fp16", "int8"):
         assert _verdicts(catalog, path, "rk3588", precision)("map0_sigmoid") is (precision not in cpu_in)
 

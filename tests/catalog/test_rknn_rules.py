@@ -216,9 +216,16 @@ def _head(tmp_path, dfl_box):
                   helper.make_node("ReduceSum", ["bs", "ax"], ["box_dfl"], name="dfl_sum", keepdims=0)]
         inits += [const("s4", np.array([1, 4, 16, 125], np.int64)), const("ax", np.array([2], np.int64))]
         box = "box_dfl"
-    nodes += [helper.make_node("Mul", [box, "stride"], ["box_dec"], name="box_mul"),
-              helper.make_node("Concat", ["box_dec", "cls_sig"], ["y"], name="head_concat", axis=1)]
+    nodes.append(helper.make_node("Mul", [box, "stride"], ["box_dec"], name="box_mul"))
     inits.append(const("stride", np.float32(8)))
+    if dfl_box:  # YOLOv8's dist2bbox: anchors -/+ the distances, joined back (the box branch stays in batch form)
+        nodes += [helper.make_node("Split", ["box_dec", "two"], ["lt", "rb"], name="box_split", axis=1),
+                  helper.make_node("Sub", ["anchors", "lt"], ["x1y1"], name="box_sub"),
+                  helper.make_node("Add", ["anchors", "rb"], ["x2y2"], name="box_add"),
+                  helper.make_node("Concat", ["x1y1", "x2y2"], ["box_out"], name="box_join", axis=1)]
+        inits += [const("two", np.array([2, 2], np.int64)), const("anchors", np.zeros((1, 2, 125), np.float32))]
+    nodes.append(helper.make_node("Concat", ["box_out" if dfl_box else "box_dec", "cls_sig"], ["y"],
+                                  name="head_concat", axis=1))
     return save_model(tmp_path / f"head{dfl_box}.onnx", nodes, [value("x", [1, 8, 10, 10])], [value("y", None)], inits)
 
 
