@@ -721,7 +721,7 @@ def head_relayout(rule: Rule, view: LayerView) -> str | None:
         concat = next((u for u in graph.consumers(tensor) if _output_token_concat(graph, u)), None) if tensor else None
         align = rule.params.get("align", {}).get(view.target.rules_id, {}).get(view.precision)
         out = graph.shape(concat.outputs[0]) if concat is not None else None
-        if align and _static(out) and out[-1] % int(align) == 0:
+        if align and _static(out) and out and out[-1] % int(align) == 0:
             return None  # whole 16-byte groups of boxes: the two forms are the same bytes, nothing is relaid out
         decided = _majority_relayout(graph, node)
         if decided != "":
@@ -1358,7 +1358,7 @@ def level_rows(rule: Rule, view: LayerView) -> str | None:
     if node.op_type != "Reshape" or not node.inputs or not node.outputs:
         return None
     src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
-    if not _static(src) or not _static(dst) or src[0] != 1:
+    if not _static(src) or not _static(dst) or len(src) < 3 or src[0] != 1:
         return None
     group, align = int(rule.params["group"][view.precision]), int(rule.params["align"][view.precision])
     if (len(src) == 3 and len(dst) == 4 and dst[0] == 1 and dst[1] * dst[2] == src[1] and dst[3] == src[2]

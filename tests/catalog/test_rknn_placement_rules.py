@@ -573,3 +573,14 @@ def test_rk3588_joined_levels_carry_the_output_relayout_past_their_sigmoid(catal
         verdict = _verdicts(catalog, path, "rk3588", precision)
         assert not verdict("levels") and verdict("act")
         assert _verdicts(catalog, path, "rk3576", precision)("levels")
+
+
+def test_reshapes_of_scalars_meet_every_rknn_rule_without_error(catalog, tmp_path):
+    """A Reshape of a rank-0 tensor (tv_ssdlite320_mobilenet_v3_large's anchor arithmetic) has no dims to test."""
+    nodes = [helper.make_node("Reshape", ["x", "s0"], ["a"], name="to_scalar"),
+             helper.make_node("Reshape", ["a", "s1"], ["y"], name="n")]
+    path = save_model(tmp_path / "scalar.onnx", nodes, [value("x", [1])], [value("y", None)],
+                      [const("s0", np.array([], np.int64)), const("s1", np.array([1], np.int64))])
+    for target in ("rk3588", "rk3576", "rk3562", "rv1126b"):
+        for precision in ("fp16", "int8"):
+            assert _verdicts(catalog, path, target, precision)("n")
