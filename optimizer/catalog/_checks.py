@@ -1515,8 +1515,8 @@ def _broadcast_heads(shape: Shape, other: Shape) -> bool:
 def sdpa_kv_broadcast(rule: Rule, view: LayerView) -> str | None:
     """An attention fused into exSDPAttention takes q, k and v with the same heads: a k or v shared by several
     q heads (multi-query attention, a head dim of 1 broadcast by the MatMul) is first expanded to every head by
-    an Expand layer named after the tensor's producer, and Expand has no NPU kernel. A lone MatMul (no softmax
-    between two) broadcasts inside exMatMul and needs none."""
+    an Expand layer named after the tensor's producer, which runs on the CPU (a lone Expand is NPU: this one is
+    the toolkit's own). A lone MatMul (no softmax between two) broadcasts inside exMatMul and needs none."""
     graph, node = view.graph, view.node
     for tensor in node.outputs:
         for user in graph.consumers(tensor) if tensor else ():
