@@ -25,6 +25,8 @@ CITED = [
     ("yolov8n_320", "rk3588", "int8", "/model.22/Sigmoid", True),  # RKNN-HEAD-RELAYOUT
     ("yolov8n_seg_320", "rk3588", "fp16", "/model.22/Mul_2", True),  # RKNN-HEAD-RELAYOUT, map-form majority
     ("yolov8n_seg_320", "rk3588", "int8", "/model.22/Sigmoid", False),
+    ("yolov8n_seg_320", "rk3566", "fp16", "/model.22/Mul_2", True),  # the same majority form on rk3566
+    ("yolov8n_seg_320", "rk3566", "int8", "/model.22/Sigmoid", False),
     ("timm_mobilenetv4_hybrid_medium", "rk3576", "int8", "/blocks/blocks.2/blocks.2.4/attn/Mul_1", True),  # SHARED-KV
     ("timm_mobilenetv4_hybrid_medium", "rv1126b", "fp16", "/blocks/blocks.2/blocks.2.4/attn/Unsqueeze_1", True),
     ("timm_mobilenetv4_hybrid_medium", "rk3588", "fp16", "/blocks/blocks.2/blocks.2.4/attn/MatMul_1", False),
