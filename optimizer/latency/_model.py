@@ -25,6 +25,9 @@ Physics terms beyond the roofline, each with its formula (README "The latency mo
 - Shared DRAM (concurrent engines: two DLA streams, a GPU engine beside them): each engine's DRAM bytes
   (`dram_bytes`) over its own time give the throughput its co-runners see; the slowdown is PCCS's
   (optimizer/latency/_contention.py, the one contention model; optimizer/calibrate/_situation.py applies it).
+- GPU L2 residency: a GPU kernel reads an activation the previous kernel wrote from the L2, not DRAM, when
+  its bytes (whole batch) are at most GPU_L2_SHARE of `gpu_l2_bytes` (AGX Orin 4 MB: Orin Technical Brief);
+  writes still go to DRAM. Small models at batch 1 keep most activations on chip, a batch of 256 does not.
 - NPU channel atoms: a convolution's MACs are scaled by `ceil(Cin_g/a_in)*a_in/Cin_g *
   ceil(Cout/a_out)*a_out/Cout` (depthwise: the output factor only), with the atoms `npu_channel_atom_in`/
   `_out` fitted to rknn-toolkit2's per-layer cycle estimates (optimizer/calibrate/_compiler.py).
@@ -67,6 +70,9 @@ class Option:
         return f"{self.device}/{self.precision}{extra}"
 
 
+# share of the GPU L2 a produced activation may take and still be read back from it by the next kernel: the
+# producer's own input and weights stream through the same L2 (assumed)
+GPU_L2_SHARE = 0.5
 TF32_CLASSES = frozenset({"conv", "gconv", "deconv", "matmul"})  # tensor-core layers; depthwise runs on CUDA cores
 SPARSE_KEEP = {"dense": 1.0, "4:2_in": 0.5, "4:2_out": 0.5, "16:4_in_out": 0.25, "16:4_out_in": 0.25}
 
@@ -328,6 +334,30 @@ class LatencyModel:
                     external.add(t)
         return self.batch * sum(graph.tensors[t].num_elements or 0 for t in external if t in graph.tensors)
 
+    def _l2_resident_reads(self, group: LayerGroup, precision: str) -> int:
+        """Activation elements a GPU group reads from the L2 instead of DRAM: a tensor the previous kernel
+        wrote, small enough (its bytes for the whole batch <= GPU_L2_SHARE * gpu_l2_bytes) that the L2
+        still holds it. Writes still reach DRAM (write-back), and model inputs come from DRAM."""
+        fig = self.target.figures
+        if "gpu_l2_bytes" not in fig:
+            return 0
+        limit = GPU_L2_SHARE * fig["gpu_l2_bytes"].value
+        graph = self.graph
+        members = set(group.members)
+        seen: set[str] = set()
+        total = 0
+        for name in group.members:
+            for t in graph.runtime_inputs(graph.node(name)):
+                producer = graph.producer(t)
+                if t in seen or producer is None or (group.fused and producer.name in members):
+                    continue
+                seen.add(t)
+                info = graph.tensors.get(t)
+                elements = (info.num_elements or 0) * self.batch if info is not None else 0
+                if 0 < elements * BYTES_PER_ELEMENT[precision] <= limit:
+                    total += elements
+        return total
+
     @cached_property
     def images(self) -> int:
         """Images per inference. DLA runs a batch image by image, so its per-layer overhead scales with it."""
@@ -357,8 +387,11 @@ class LatencyModel:
             unit["vector"] += other
             keep = SPARSE_KEEP[option.sparsity] if m == group.anchor else 1.0
             weight_bytes += self.graph.weight_bytes(node, precision) * keep
+        elements = self._group_elements(group)
+        if device == "gpu":
+            elements -= self._l2_resident_reads(group, precision)
         return Work(unit_compute_s=tuple(unit[k] for k in OP_CLASSES), weight_bytes=weight_bytes,
-                    act_bytes=float(self._group_elements(group) * BYTES_PER_ELEMENT[precision])
+                    act_bytes=float(elements * BYTES_PER_ELEMENT[precision])
                     + (self._split_k_bytes(group, precision) if device == "gpu" else 0.0),
                     kernels=self._kernels(group) * (self.images if device == "dla" else 1),
                     cores=option.cores if device == "npu" else 1,

@@ -271,3 +271,44 @@ def test_a_gpu_engine_beside_two_dla_streams_shares_the_same_dram(tmp_path):
     fast_gpu = replace(gpu, stage=replace(gpu.stage, bandwidth=4 * gpu.stage.bandwidth))
     fast_apart = score(fast_dla, profile.constants).throughput + score(fast_gpu, profile.constants).throughput
     assert together / apart < score(fast, profile.constants).throughput / fast_apart
+
+
+def _two_convs(tmp_path, c=64, hw=56):
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["h"], name="c1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["h", "w2"], ["y"], name="c2", kernel_shape=[3, 3], pads=[1, 1, 1, 1])]
+    return save_model(tmp_path / "two.onnx", nodes, [value("x", [1, c, hw, hw])], [value("y", None)],
+                      [weight("w1", [c, c, 3, 3]), weight("w2", [c, c, 3, 3])])
+
+
+def test_gpu_reads_a_small_activation_the_previous_kernel_wrote_from_the_l2(tmp_path):
+    """AGX Orin's 4 MB L2: the 64x56x56 INT8 tensor between two convs (200,704 B <= half the L2) is read from
+    the L2, so the second conv moves 200,704 fewer DRAM bytes; its write and the model input still count.
+    At batch 32 (6.4 MB) it no longer fits; Xavier NX's 256 KB L2 (128 KB share) never holds it; a target
+    without an L2 figure (Orin NX) is unchanged."""
+    path = _two_convs(tmp_path)
+    h = 64 * 56 * 56
+    assert h * BYTES_PER_ELEMENT["int8"] <= 0.5 * CATALOG.target("orin-agx").figures["gpu_l2_bytes"].value
+    gpu, dla = Option("gpu", "int8"), Option("dla", "int8")
+
+    def second(lm):
+        group = next(g for g in lm.groups.groups if "c2" in g.members)
+        return group, lm.work(group, gpu), lm._group_elements(group)
+
+    group, work, elements = second(_lm(path, "orin-agx"))
+    assert work.act_bytes == elements - h  # int8: a byte an element (no split-K: 25 tiles fill 16 SMs twice)
+    first = next(g for g in _lm(path, "orin-agx").groups.groups if "c1" in g.members)
+    lm = _lm(path, "orin-agx")
+    assert lm.work(first, gpu).act_bytes == lm._group_elements(first) + lm._split_k_bytes(first, "int8")
+    assert lm.work(group, dla).act_bytes == elements  # the DLA has its own SRAM term, not the GPU L2
+    _, batched, batch_elements = second(_lm(path, "orin-agx", batch=32))
+    assert batched.act_bytes == batch_elements + _lm(path, "orin-agx", batch=32)._split_k_bytes(group, "int8")
+    for target in ("xavier-nx", "orin-nx"):
+        lm = _lm(path, target)
+        g, w, e = second(lm)
+        assert w.act_bytes == e + lm._split_k_bytes(g, "int8")
+    # and the time follows: fewer DRAM bytes, never slower
+    lm = _lm(path, "orin-agx")
+    const = lm.constants("gpu")
+    unresident = replace(work, act_bytes=float(elements))
+    assert work_seconds(work, const, lm.bandwidth, lm.sram_bytes) < \
+        work_seconds(unresident, const, lm.bandwidth, lm.sram_bytes)
