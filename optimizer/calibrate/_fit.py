@@ -64,7 +64,6 @@ class Problem:
     act_bytes: np.ndarray
     kernels: np.ndarray
     chunks: np.ndarray  # per group: pipelined pieces (the exposed overlap divides by them)
-    hidden: np.ndarray  # per group: per-kernel overhead overlaps the work (max), else adds
     cores: np.ndarray
     boundary: np.ndarray
     bandwidth: np.ndarray
@@ -90,8 +89,8 @@ class Problem:
 
 def build_problem(scenarios: Sequence[Scenario], observed: Sequence[float], profile: Profile) -> Problem:
     blocks: dict[tuple[str, str], int] = {}
-    rows: dict[str, list[Any]] = {k: [] for k in ("block", "stage", "unit", "wb", "ab", "k", "chunks", "hidden", "c",
-                                             "b", "bw", "sram", "speed", "mce", "mco", "gpu", "launch", "dram")}
+    rows: dict[str, list[Any]] = {k: [] for k in ("block", "stage", "unit", "wb", "ab", "k", "chunks", "c", "b", "bw",
+                                             "sram", "speed", "mce", "mco", "gpu", "launch", "dram")}
     stage_fixed: list[float] = []
     stage_fixed_gpu: list[float] = []
 
@@ -110,7 +109,6 @@ def build_problem(scenarios: Sequence[Scenario], observed: Sequence[float], prof
             rows["ab"].append(work.act_bytes)
             rows["k"].append(work.kernels)
             rows["chunks"].append(work.chunks)
-            rows["hidden"].append(work.overhead_hidden)
             rows["c"].append(work.cores)
             rows["b"].append(work.boundary_s)
             rows["bw"].append(stage.bandwidth)
@@ -139,7 +137,7 @@ def build_problem(scenarios: Sequence[Scenario], observed: Sequence[float], prof
         block=np.array(rows["block"], dtype=int), stage=np.array(rows["stage"], dtype=int),
         unit=np.array(rows["unit"], dtype=float).reshape(-1, N_CLASSES), weight_bytes=np.array(rows["wb"]),
         act_bytes=np.array(rows["ab"]), kernels=np.array(rows["k"], dtype=float),
-        chunks=np.array(rows["chunks"], dtype=float), hidden=np.array(rows["hidden"], dtype=bool),
+        chunks=np.array(rows["chunks"], dtype=float),
         cores=np.array(rows["c"], dtype=float), boundary=np.array(rows["b"]), bandwidth=np.array(rows["bw"]),
         in_sram=np.array(rows["sram"], dtype=bool), sram_speedup=np.array(rows["speed"]),
         mc_eff=np.array(rows["mce"], dtype=float).reshape(-1, N_CLASSES), mc_over=np.array(rows["mco"]),
@@ -164,8 +162,7 @@ def _stage_totals(p: Problem, values: np.ndarray) -> tuple[np.ndarray, np.ndarra
     memory = p.weight_bytes / weight_bw + p.act_bytes / act_bw
     overhead = values[:, N_CLASSES] * 1e-6 * p.kernels + np.where(split, p.mc_over * 1e-6, 0.0)
     exposed = (1.0 - values[:, N_CLASSES + 2]) * np.minimum(compute, memory) / p.chunks
-    busy = np.maximum(compute, memory) + exposed
-    seconds = np.where(p.hidden, np.maximum(busy, overhead), busy + overhead) + p.boundary
+    seconds = np.maximum(compute, memory) + exposed + overhead + p.boundary
     seconds = np.where(p.launches > 0, values[:, INFERENCE] * 1e-6 * p.launches, seconds)
     n_stages = len(p.stage_fixed)
     total = np.bincount(p.stage, seconds, minlength=n_stages) + p.stage_fixed

@@ -34,9 +34,6 @@ Physics terms beyond the roofline, each with its formula (README "The latency mo
   ceil(tiles * splits / gpu_sms), of the group's largest tensor-core layer; DLA: CBUF refills,
   ceil((activation + weight bytes) / DLA_CBUF_BYTES) (NVDLA's CDMA fills the convolution buffer while the
   MAC array works); the RKNN NPU and a GPU without an SM count keep 1.
-- DLA layer programming: NVDLA's configuration registers are double-buffered (nvdla.org hardware
-  architecture), so the next hardware layer is set up while this one runs: on the DLA a group costs
-  `max(roofline, layer_overhead * kernels)`, where the GPU's launch gaps add to the roofline.
 - NPU channel atoms: a convolution's MACs are scaled by `ceil(Cin_g/a_in)*a_in/Cin_g *
   ceil(Cout/a_out)*a_out/Cout` (depthwise: the output factor only), with the atoms `npu_channel_atom_in`/
   `_out` fitted to rknn-toolkit2's per-layer cycle estimates (optimizer/calibrate/_compiler.py).
@@ -102,7 +99,6 @@ class Work:
     boundary_s: float  # model inputs/outputs in the accelerator's formats
     launches: int = 0  # inferences whose fixed per-inference overhead this entry carries
     chunks: int = 1  # pieces a pipelined engine streams the group in: GPU thread-block waves, DLA CBUF refills
-    overhead_hidden: bool = False  # DLA: the next layer is programmed while this one runs (max, not sum)
 
 
 def inference_work(launches: int = 1) -> Work:
@@ -124,8 +120,7 @@ def work_seconds(work: Work, const: DeviceConstants, bandwidth: float, sram_byte
     if split:
         overhead += const.multicore_overhead_us * 1e-6
     exposed = (1.0 - const.overlap) * min(compute, memory) / work.chunks
-    busy = max(compute, memory) + exposed
-    return (max(busy, overhead) if work.overhead_hidden else busy + overhead) + work.boundary_s
+    return max(compute, memory) + exposed + overhead + work.boundary_s
 
 
 def dram_bytes(work: Work, const: DeviceConstants, sram_bytes: int) -> float:
@@ -434,7 +429,6 @@ class LatencyModel:
                     kernels=self._kernels(group) * (self.images if device == "dla" else 1),
                     chunks=self._gpu_wave_count(group, precision) if device == "gpu" else
                     self._dla_refills(group, precision, weight_bytes) if device == "dla" else 1,
-                    overhead_hidden=device == "dla",
                     cores=option.cores if device == "npu" else 1,
                     boundary_s=self._boundary_io_s(group, option, default_formats))
 

@@ -344,25 +344,3 @@ def test_a_pipelined_engine_exposes_the_overlap_of_one_chunk(tmp_path):
     assert _lm(path, "orin-agx").work(group, Option("dla", "int8")).chunks == 1  # 438 KB fit one fill
     npu = _lm(path, "rk3588")
     assert npu.work(npu.groups.groups[0], Option("npu", "int8")).chunks == 1
-
-
-def test_dla_programs_the_next_layer_while_this_one_runs(tmp_path):
-    """NVDLA's configuration registers are double-buffered: the next hardware layer is set up while the
-    current one runs, so on the DLA the per-layer overhead overlaps the layer (max), where the GPU's launch
-    gap adds (sum). A layer shorter than its overhead costs the overhead; a long one costs its own time."""
-    const = load_profile("nvidia-dla", prior=True).constants("orin", "dla")
-    const = replace(const, bandwidth_efficiency=1.0, efficiency=dict(const.efficiency, conv=1.0),
-                    layer_overhead_us=10.0)
-    short = Work(unit_compute_s=(2e-6,) + (0.0,) * (len(OP_CLASSES) - 1), weight_bytes=0.0, act_bytes=0.0,
-                 kernels=1, cores=1, boundary_s=0.0, overhead_hidden=True)
-    long = replace(short, unit_compute_s=(50e-6,) + (0.0,) * (len(OP_CLASSES) - 1))
-    assert work_seconds(short, const, 1e11, 0) == pytest.approx(10e-6)
-    assert work_seconds(long, const, 1e11, 0) == pytest.approx(50e-6)
-    assert work_seconds(replace(short, overhead_hidden=False), const, 1e11, 0) == pytest.approx(12e-6)
-    path = _conv(tmp_path, c=64, hw=56)
-    lm = _lm(path, "orin-agx")
-    group = lm.groups.groups[0]
-    assert lm.work(group, Option("dla", "int8")).overhead_hidden
-    assert not lm.work(group, Option("gpu", "int8")).overhead_hidden
-    npu = _lm(path, "rk3588")
-    assert not npu.work(npu.groups.groups[0], Option("npu", "int8")).overhead_hidden
