@@ -43,6 +43,15 @@ class LayerView:
 Check = Callable[["Rule", LayerView], "str | None"]
 
 
+_METADATA_READERS = frozenset({"Shape", "Size"})
+
+
+def _data_users(graph: Graph, tensor: str) -> tuple[Node, ...]:
+    """The consumers that read a tensor's data: a Shape or Size reads only its dims, which the toolkit folds
+    into constants, so it neither holds the tensor in a layout nor forces one."""
+    return tuple(u for u in graph.consumers(tensor) if u.op_type not in _METADATA_READERS)
+
+
 def _dims(values: Sequence[Any]) -> str:
     return "x".join(str(v) for v in values)
 
@@ -531,7 +540,7 @@ def _activation_matmul_operand(graph: Graph, tensor: str, depth: int = 4) -> tup
     """(operand index, MatMul) when `tensor` flows through element-wise ops only into a MatMul of two
     activations (exMatMul: attention's Q.K^T and P.V)."""
     for _ in range(depth):
-        users = graph.consumers(tensor)
+        users = _data_users(graph, tensor)
         if len(users) != 1:
             return None
         user = users[0]
@@ -576,43 +585,107 @@ def _value_operand(graph: Graph, node: Node) -> tuple[int, tuple[Any, ...]] | No
     """(operand index, V's shape) when `node` makes the V operand of attention's P.V (or V.P^T): one operand of
     a MatMul of two activations whose other operand is the Softmax's probabilities."""
     for output in node.outputs:  # a q/k/v Split makes V as one of its outputs; V may have other users too
-        for user in graph.consumers(output):
+        for user in _data_users(graph, output):
             if not _is_activation_matmul(graph, user) or output not in user.inputs[:2]:
                 continue
             index = user.inputs.index(output)
             if _softmax_side(graph, user.inputs[1 - index]):
-                if _from_windowed_heads(graph, output):
+                if _from_windowed_heads(graph, output, split_first=False):
                     return None  # already (b, N, 1, d) after the windowed head split (RKNN-WINDOW-HEADS)
                 shape = graph.shape(output)
                 return (index, shape) if _static(shape) and len(shape) >= 2 else None
     return None
 
 
+_LAYOUT_ONLY = frozenset({"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Flatten"})
+
+
+def _only_user(graph: Graph, tensor: str) -> Node | None:
+    users = _data_users(graph, tensor)
+    return users[0] if len(users) == 1 else None
+
+
+def _unit_move(graph: Graph, node: Node) -> bool:
+    """A Squeeze/Unsqueeze/Reshape that only adds or drops unit axes: the toolkit's 4-D form is unchanged."""
+    src = graph.shape(node.inputs[0]) if node.inputs else None
+    dst = graph.shape(node.outputs[0]) if node.outputs else None
+    return (node.op_type in ("Squeeze", "Unsqueeze", "Reshape") and _static(src) and _static(dst)
+            and _unit_stripped(src) == _unit_stripped(dst))
+
+
+def _split_in_transpose(graph: Graph, split: Node) -> bool:
+    """A q/k/v Split right after the Transpose that unbinds them, when that Transpose only brings channel pieces
+    in front of the token axis (a batch of one: ViT's [1,N,3,h,d] -> [3,1,h,N,d]): NCHW already holds C outside
+    H and W, so the toolkit lowers the pair as one channel split named after the Transpose and the Split has no
+    layer of its own to carry V's move. Bringing q/k/v in front of a real batch (windows, patch pixels: two
+    non-unit axes before it) moves data, and the Split then keeps its layer."""
+    producer = graph.producer(split.inputs[0]) if split.inputs else None
+    if producer is None or producer.op_type != "Transpose":
+        return False
+    src = graph.shape(producer.inputs[0])
+    perm = tuple(producer.attrs.get("perm") or ())
+    if not _static(src) or len(perm) != len(src) or len(src) > 5:
+        return False  # a rank-6 unbind (NesT's blocks axis) is lowered as a Gather, and the Split kept apart
+    source = perm[int(split.attrs.get("axis", 0)) % len(perm)]
+    return sum(1 for d in src[:source] if d != 1) <= 1
+
+
+def _v_carriers(graph: Graph, maker: Node) -> tuple[Node, ...]:
+    """The nodes the V transpose's layers are named after, found from the op making V: a Squeeze/Unsqueeze of a
+    unit axis folds (the layout chain starts before it; a Reshape ending a run keeps the run's layer); a q/k/v
+    Split carries the move of its output, with any Transpose of that output; a head-splitting Reshape right
+    before a Transpose takes it over; a Reshape that only relabels a map (keeps its channel, [1,C,H,W] ->
+    [1,C,HW]) leaves the Transpose its own layer and is relaid out with it."""
+    node = maker
+    for _ in range(4):
+        squeeze = node.op_type in ("Squeeze", "Unsqueeze") and _unit_move(graph, node)
+        producer = graph.producer(_activation_input(graph, node)) if squeeze else None
+        if producer is None or _only_user(graph, _activation_input(graph, node)) is not node:
+            break
+        if producer.op_type == "Split" and _split_in_transpose(graph, producer):
+            break
+        node = producer
+    if node.op_type != "Transpose":
+        return (node,)
+    producer = graph.producer(node.inputs[0])
+    if producer is None or _only_user(graph, node.inputs[0]) is not node:
+        return (node,)
+    if producer.op_type == "Split":
+        return (producer,)
+    if producer.op_type != "Reshape":
+        return (node,)
+    a, b = _as_npu_4d(graph.shape(producer.inputs[0]) or ()), _as_npu_4d(graph.shape(node.inputs[0]) or ())
+    return (producer, node) if a is not None and b is not None and a[1] == b[1] else (producer,)
+
+
+def _downstream_layout(graph: Graph, node: Node, depth: int = 4) -> list[Node]:
+    """`node` and the layout ops its outputs run through, each the only data consumer of its input."""
+    found, frontier = [node], [node]
+    for _ in range(depth):
+        frontier = [u for n in frontier for o in n.outputs for u in (_only_user(graph, o),)
+                    if u is not None and u.op_type in _LAYOUT_ONLY]
+        found += frontier
+    return found
+
+
 def exmatmul_operand(rule: Rule, view: LayerView) -> str | None:
     """The V operand of attention (P.V or V.P^T, P from a Softmax) goes into exMatMul's [b, N, 1, d] form through
-    a Transpose layer named after V's producer; K^T of Q.K^T needs none. The transpose runs on the NPU only when
-    both of V's last two dims are whole 8-byte groups (`align` elements per precision: 4 FP16, 8 INT8). A
-    Transpose making V right after a Reshape is merged into that Reshape, which then carries the layer."""
+    a Transpose layer named after the start of V's layout chain (`_v_carriers`); K^T of Q.K^T needs none. The
+    transpose runs on the NPU only when both of V's last two dims are whole 8-byte groups (`align` elements per
+    precision: 4 FP16, 8 INT8)."""
     node, graph = view.node, view.graph
-    carrier = node
-    if node.op_type == "Reshape" and node.outputs:
-        users = graph.consumers(node.outputs[0])
-        if len(users) == 1 and users[0].op_type == "Transpose":
-            carrier = users[0]
-    elif node.op_type == "Transpose":
-        producer = graph.producer(node.inputs[0])
-        if producer is not None and producer.op_type == "Reshape" and len(graph.consumers(node.inputs[0])) == 1:
-            return None  # merged into the Reshape before it
-    found = _value_operand(graph, carrier)
-    if found is None:
-        return None
-    shape = found[1]
     align = rule.params.get("align", {}).get(view.precision, 1)
-    if shape[-1] % align == 0 and shape[-2] % align == 0:
-        return None  # both dims whole 8-byte groups: the transpose runs on the NPU
-    return (f"{node.op_type} makes the V operand {list(shape)} of attention's softmax(.).V; its last two dims are "
-            f"not both multiples of {align} ({view.precision}: 8-byte groups), so the transpose into exMatMul's "
-            "[b, N, 1, d] form runs on the CPU")
+    for maker in _downstream_layout(graph, node):
+        found = _value_operand(graph, maker)
+        if found is None or node not in _v_carriers(graph, maker):
+            continue
+        shape = found[1]
+        if shape[-1] % align == 0 and shape[-2] % align == 0:
+            return None  # both dims whole 8-byte groups: the transpose runs on the NPU
+        return (f"{node.op_type} starts the layout of the V operand {list(shape)} of attention's softmax(.).V; its "
+                f"last two dims are not both multiples of {align} ({view.precision}: 8-byte groups), so the "
+                "transpose into exMatMul's [b, N, 1, d] form runs on the CPU")
+    return None
 
 
 def _output_token_concat(graph: Graph, node: Node) -> bool:
@@ -640,16 +713,97 @@ def _from_map_concat(graph: Graph, tensor: str, depth: int = 6) -> bool:
     return False
 
 
+def _map_form_input(graph: Graph, tensor: str) -> bool:
+    """An input of the output Concat still in feature-map form, and read by that Concat alone (a map-form tensor
+    another op reads in batch form, as the OBB angle the box decoding uses, is relaid out for that op anyway)."""
+    return _from_map_concat(graph, tensor) and len(graph.consumers(tensor)) == 1
+
+
+def _scalar_step(graph: Graph, node: Node) -> bool:
+    """A unary op, or an element-wise op with a one-element constant: the toolkit can move a relayout past it."""
+    runtime = [i for i in node.inputs if i and not graph.is_constant(i)]
+    if len(runtime) != 1 or len(node.outputs) != 1:
+        return False
+    if node.op_type in _COMMUTING_UNARY:
+        return True
+    constants = [graph.constants.get(i) for i in node.inputs if i and graph.is_constant(i)]
+    return node.op_type in ("Add", "Sub", "Mul", "Div") and all(c is not None and c.size == 1 for c in constants)
+
+
+def _decoded(graph: Graph, tensor: str, depth: int = 8) -> bool:
+    """The tensor is made, through element-wise ops, by one that joins two activations (YOLO's dist2bbox after
+    the DFL: anchors minus and plus distances, centre and size joined): a box branch held in batch form."""
+    for _ in range(depth):
+        producer = graph.producer(tensor)
+        if producer is None:
+            return False
+        runtime = [i for i in producer.inputs if i and not graph.is_constant(i)]
+        if len(runtime) >= 2 and (producer.op_type in _LAYOUT_NEUTRAL or producer.op_type == "Concat"):
+            return True
+        if len(runtime) != 1 or producer.op_type not in _LAYOUT_NEUTRAL:
+            return False
+        tensor = runtime[0]
+    return False
+
+
+def _output_concat_input(graph: Graph, node: Node) -> str | None:
+    """The input of an output Concat that `node`'s result reaches through scalar steps with one reader each."""
+    tensor = node.outputs[0] if node.outputs else ""
+    for _ in range(6):
+        users = graph.consumers(tensor) if tensor else []
+        if any(_output_token_concat(graph, u) for u in users):
+            return tensor
+        if len(users) != 1 or not _scalar_step(graph, users[0]):
+            return None
+        tensor = users[0].outputs[0]
+    return None
+
+
+def _majority_relayout(graph: Graph, node: Node) -> str | None:
+    """rk3588: the output Concat is joined in the form most inputs have; in a tie, in batch form only when a
+    batch-form input is decoded (YOLOv8's dist2bbox), else in map form. A batch-form input of a map-form join is
+    relaid out, and the relayout moves up past scalar steps to the op that made the tensor. "" means the rule
+    does not decide here (the batch-form join: the general rule applies)."""
+    tensor = _output_concat_input(graph, node)
+    if tensor is None:
+        return None
+    concats = [user for user in graph.consumers(tensor) if _output_token_concat(graph, user)]
+    inputs = [t for c in concats for t in c.inputs if t and not graph.is_constant(t)]
+    maps = sum(_map_form_input(graph, t) for t in inputs)
+    batch = [t for t in inputs if not _map_form_input(graph, t)]
+    if 2 * maps < len(inputs) or (2 * maps == len(inputs) and any(_decoded(graph, t) for t in batch)):
+        return ""
+    if _map_form_input(graph, tensor) or _scalar_step(graph, node):
+        return None  # joined in map form as it is; or the relayout moves further up, past this node
+    return (f"{node.op_type} makes a batch-form input of the output Concat beside {maps} of {len(inputs)} inputs in "
+            "feature-map form: the Concat is joined in map form and this input's relayout into it runs on the CPU")
+
+
 def head_relayout(rule: Rule, view: LayerView) -> str | None:
     """A map-form input of the output Concat is relaid out only when another input is in batch form (a box
-    branch after the DFL): with every input in map form the Concat is joined there and nothing moves."""
+    branch after the DFL): with every input in map form the Concat is joined there and nothing moves. On the
+    targets in `majority`, the Concat takes the form most of its inputs have (a tie: batch form only beside a
+    decoded box branch): with more map-form inputs (a segmentation head's classes and mask coefficients beside
+    the boxes) the batch-form box branch is the one relaid out. On the targets in `align`, nothing is relaid
+    out when the box count N fills whole 16-byte groups."""
     node, graph = view.node, view.graph
     if not node.outputs:
         return None
+    if view.target.rules_id in rule.params.get("majority", ()):
+        tensor = _output_concat_input(graph, node)
+        concat = next((u for u in graph.consumers(tensor) if _output_token_concat(graph, u)), None) if tensor else None
+        align = rule.params.get("align", {}).get(view.target.rules_id, {}).get(view.precision)
+        out = graph.shape(concat.outputs[0]) if concat is not None else None
+        if align and _static(out) and out and out[-1] % int(align) == 0:
+            return None  # whole 16-byte groups of boxes: the two forms are the same bytes, nothing is relaid out
+        decided = _majority_relayout(graph, node)
+        if decided != "":
+            return decided
     concats = [user for user in graph.consumers(node.outputs[0]) if _output_token_concat(graph, user)]
     if not concats or not _from_map_concat(graph, node.outputs[0]):
         return None
-    if not any(not _from_map_concat(graph, t) for c in concats for t in c.inputs if t and not graph.is_constant(t)):
+    inputs = [t for c in concats for t in c.inputs if t and not graph.is_constant(t)]
+    if not any(not _from_map_concat(graph, t) for t in inputs):
         return None
     return (f"{node.op_type} feeds the output Concat in feature-map form; its relayout into the Concat's "
             "(C, 1, 1, N) batch form moves data across the channel axis and runs on the CPU")
@@ -820,10 +974,15 @@ def head_split(rule: Rule, view: LayerView) -> str | None:
     if not _static(src) or not _static(dst):
         return None
     a, b = _as_npu_4d(tuple(src)), _as_npu_4d(tuple(dst))
-    if a is not None and b is not None and a[1] == b[1] and not _token_form(graph, node.inputs[0]):
+    axis = channel_axis(graph, node.inputs[0])
+    if (a is not None and b is not None and a[1] == b[1] and not _token_form(graph, node.inputs[0])
+            and axis in (None, 1)):
         return None  # keeps the feature map's channel (a flatten of H, W): no head split
-    channel = _form_channel(graph, node.inputs[0], src)
+    channel = int(src[axis]) if axis is not None and len(src) >= 3 else _form_channel(graph, node.inputs[0], src)
     d = _split_of(channel, dst[1:]) if channel else None
+    if d is None and axis is not None and len(src) >= 3:
+        carried = _carried_axis(src, axis, dst)  # a join merging the heads into the channel, d innermost
+        d = int(src[axis]) if carried is not None and int(dst[carried]) > int(src[axis]) else None
     if d is None:
         back = int(dst[-1]) if len(dst) == 3 else int(dst[1]) if len(dst) == 4 else None
         d = _split_of(back, src[1:]) if back else None
@@ -838,6 +997,22 @@ def map_output_relayout(rule: Rule, view: LayerView) -> str | None:
     return _map_rank3_output(view, rule.params or {})
 
 
+def vector_output(rule: Rule, view: LayerView) -> str | None:
+    """A rank-2 graph output [B, K] (a classifier's logits) leaves the NPU's (B, K, 1, 1) form through a Reshape
+    layer named after it; that Reshape runs on the NPU only when K fills whole 8-byte groups (`align` elements)."""
+    graph, node = view.graph, view.node
+    align = int(rule.params.get("align", {}).get(view.precision, 1))
+    for output in node.outputs:
+        shape = graph.shape(output)
+        if output not in graph.outputs or not _static(shape) or len(shape) != 2 or shape[1] <= 1:
+            continue
+        if shape[1] % align:
+            return (f"makes the rank-2 graph output '{output}' {list(shape)}: the Reshape out of the NPU's "
+                    f"(B, K, 1, 1) form runs on the CPU, K = {shape[1]} is not a multiple of {align} "
+                    f"({view.precision}: 8-byte groups)")
+    return None
+
+
 def _windowed_head_reshape(graph: Graph, node: Node | None) -> bool:
     """A Reshape splitting the channel of windowed tokens [B, N, C] (B > 1: the windows ride in the batch axis)
     into heads, [B, N, (3,) heads, d], for a Transpose that brings the heads before the tokens."""
@@ -848,8 +1023,9 @@ def _windowed_head_reshape(graph: Graph, node: Node | None) -> bool:
         return False
     if tuple(dst[:2]) != tuple(src[:2]) or math.prod(int(d) for d in dst[2:]) != int(src[2]):
         return False
-    users = graph.consumers(node.outputs[0])
-    return len(users) == 1 and users[0].op_type == "Transpose" and _windows_in_tokens(graph, node.inputs[0])
+    users = _data_users(graph, node.outputs[0])
+    return (len(users) == 1 and users[0].op_type in ("Transpose", "Split")
+            and _windows_in_tokens(graph, node.inputs[0]))
 
 
 def _windows_in_tokens(graph: Graph, tensor: str, depth: int = 16) -> bool:
@@ -875,14 +1051,21 @@ def _windows_in_tokens(graph: Graph, tensor: str, depth: int = 16) -> bool:
     return False
 
 
-def _from_windowed_heads(graph: Graph, tensor: str, depth: int = 5) -> bool:
-    """The tensor is q, k or v unbound from a windowed head split (through Split/Squeeze/Gather/Transpose)."""
+def _from_windowed_heads(graph: Graph, tensor: str, depth: int = 5, split_first: bool = True) -> bool:
+    """The tensor is q, k or v unbound from a windowed head split (through Split/Squeeze/Gather/Transpose): the
+    head Reshape's Transpose moved them into (b, N, 1, d). With `split_first`, also q/k/v split from the head
+    Reshape before their own Transposes (TinyViT), which are still in the token form."""
     for _ in range(depth):
         node = graph.producer(tensor)
         if node is None or node.op_type not in ("Split", "Squeeze", "Gather", "Transpose", "Mul", "Div"):
             return False
         source = node.inputs[0]
-        if node.op_type == "Transpose" and _windowed_head_reshape(graph, graph.producer(source)):
+        producer = graph.producer(source)
+        if node.op_type == "Transpose" and _windowed_head_reshape(graph, producer) and producer is not None \
+                and (split_first or _data_users(graph, producer.outputs[0])[0].op_type == "Transpose"):
+            return True
+        if node.op_type == "Transpose" and split_first and producer is not None and producer.op_type == "Split" \
+                and _windowed_head_reshape(graph, graph.producer(producer.inputs[0])):
             return True
         tensor = source
     return False
@@ -950,6 +1133,16 @@ def _carried_axis(src: Sequence[int], axis: int, dst: Sequence[int]) -> int | No
     return None
 
 
+_SECOND_LOOK = 8  # how deep the other inputs of an element-wise op are traced when the first one fixes nothing
+
+
+def _other_activations(graph: Graph, node: Node, first: str) -> list[str]:
+    """The inputs of an element-wise op other than `first` that carry an activation shaped like its output."""
+    out = graph.shape(node.outputs[0]) if node.outputs else None
+    return [i for i in node.inputs if i and i != first and not graph.is_constant(i) and graph.shape(i) == out
+            and (graph.producer(i) is not None or i in graph.inputs)]
+
+
 def channel_axis(graph: Graph, tensor: str, depth: int = 24) -> int | None:
     """The axis of `tensor` that the rk3566 toolkit holds as the channel of its 4-D form (the innermost C2 block
     of NC1HWC2), traced from the op that fixes it: axis 1 of a feature map (Conv, pooling, a 4-D graph input),
@@ -966,13 +1159,21 @@ def channel_axis(graph: Graph, tensor: str, depth: int = 24) -> int | None:
     if node.op_type in _MAP_OPS:
         return 1 if rank >= 3 else None
     if node.op_type in ("MatMul", "Gemm"):
+        if _is_activation_matmul(graph, node) and _softmax_side(graph, node.inputs[1]):
+            return rank - 2  # V @ P^T: exMatMul keeps V's d, here the rows, as the result's channel
         return rank - 1
     if node.op_type in ("LayerNormalization", "RMSNormalization"):
         return int(node.attrs.get("axis", -1)) % rank
     if node.op_type in ("Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze") or node.op_type in _AXIS_KEEPING:
         source = _activation_input(graph, node)
-        before = graph.shape(source)
         axis = channel_axis(graph, source, depth - 1) if source else None
+        if axis is None and node.op_type in _AXIS_KEEPING:
+            for other in _other_activations(graph, node, source):  # a residual Add: the branch fixes the layout
+                axis = channel_axis(graph, other, min(depth - 1, _SECOND_LOOK))
+                if axis is not None:
+                    source = other
+                    break
+        before = graph.shape(source)
         if axis is None or not _static(before):
             return None
         if node.op_type == "Transpose":
@@ -1218,6 +1419,84 @@ def pixel_rows(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
+def _patch_split(wide: tuple[int, ...], split: tuple[int, ...]) -> bool:
+    """`split` is the map `wide` [1, C, H, W] cut into patch rows [C*H/ph, ph, W/pw, pw] with ph and pw above 1
+    (MobileViT's unfold): H and W are each split, and the pieces of W stay the last two axes."""
+    if len(wide) != 4 or len(split) != 4 or wide[0] != 1:
+        return False
+    _, channels, height, width = wide
+    rows, ph, pieces, pw = split
+    return (1 < ph < height and height % ph == 0 and rows == channels * height // ph and pw > 1
+            and pieces * pw == width)
+
+
+def _next_to_map_op(graph: Graph, tensor: str, upstream: bool, depth: int = 3) -> bool:
+    """`tensor` is made by (upstream) or feeds (downstream) a convolution or pooling, through element-wise ops."""
+    frontier = [tensor]
+    for _ in range(depth):
+        nodes = ([p for p in map(graph.producer, frontier) if p is not None] if upstream
+                 else [u for t in frontier for u in graph.consumers(t)])
+        if any(n.op_type in _MAP_OPS for n in nodes):
+            return True
+        frontier = [t for n in nodes if n.op_type in _AXIS_KEEPING
+                    for t in (([i for i in n.inputs if i and not graph.is_constant(i)]) if upstream else n.outputs)]
+    return False
+
+
+def width_split(rule: Rule, view: LayerView) -> str | None:
+    """A Reshape that cuts a map's W axis into (W/p, p) pieces (or joins them back) moves data inside each row
+    of W pixels; the NPU does it only when a row fills whole 16-byte groups."""
+    graph, node = view.graph, view.node
+    if node.op_type != "Reshape" or not node.inputs or not node.outputs:
+        return None
+    src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
+    if not _static(src) or not _static(dst) or math.prod(src) != math.prod(dst):
+        return None
+    align = int(rule.params["align"][view.precision])
+    for wide, split, verb in ((src, dst, "cuts"), (dst, src, "joins")):
+        if not _next_to_map_op(graph, node.inputs[0] if verb == "cuts" else node.outputs[0], verb == "cuts"):
+            continue  # not a feature map (the patch tokens between the unfold's steps are 4-D too)
+        if _patch_split(wide, split) and wide[-1] % align:
+            return (f"Reshape {list(src)} -> {list(dst)} {verb} the {wide[-1]}-pixel rows of a map into "
+                    f"({split[-2]}, {split[-1]}) pieces: a row of {wide[-1]} is not a multiple of {align}")
+    return None
+
+
+def _joins_levels(graph: Graph, tensor: str) -> bool:
+    """`tensor` [1, C, N] enters a last-axis Concat of rank-3 tensors: a detector head joining its levels."""
+    return any(user.op_type == "Concat" and user.attrs.get("axis") in (2, -1)
+               and len(graph.shape(user.outputs[0]) or ()) == 3 for user in graph.consumers(tensor))
+
+
+def level_rows(rule: Rule, view: LayerView) -> str | None:
+    """A detector head flattens each level's map (1, C, H, W) into (1, C, H*W) and joins the levels on the
+    last axis; the toolkit regroups each level's pixels into rows of the joined map's width, which needs no
+    data move when the channels fill whole channel groups or the H*W pixels whole 16-byte groups. Cutting the
+    joined channels into groups [1, C/b, b, N] (the DFL's bins, YOLO pose's keypoint triples) moves them out of
+    that map form, again free only for whole channel groups."""
+    graph, node = view.graph, view.node
+    if node.op_type != "Reshape" or not node.inputs or not node.outputs:
+        return None
+    src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
+    if not _static(src) or not _static(dst) or len(src) < 3 or src[0] != 1:
+        return None
+    group, align = int(rule.params["group"][view.precision]), int(rule.params["align"][view.precision])
+    if (len(src) == 3 and len(dst) == 4 and dst[0] == 1 and dst[1] * dst[2] == src[1] and dst[3] == src[2]
+            and dst[2] % group and _from_map_concat(graph, node.inputs[0])):
+        return (f"Reshape {list(src)} -> {list(dst)} cuts the joined head levels' {src[1]} channels into groups of "
+                f"{dst[2]} (not a multiple of {group}): the toolkit moves them out of its map form on the CPU")
+    if len(src) != 4 or len(dst) != 3:
+        return None
+    channels, pixels = src[1], src[2] * src[3]
+    if tuple(dst) != (1, channels, pixels) or channels == 1 or not _joins_levels(graph, node.outputs[0]):
+        return None  # one channel is a flat row: RKNN-PIXEL-ROWS
+    if channels % group and pixels % align:
+        return (f"Reshape {list(src)} -> {list(dst)} flattens a head level of {channels} channels (not a multiple of "
+                f"{group}) and {src[2]}x{src[3]} = {pixels} pixels (not a multiple of {align}) before the levels "
+                "are joined: the regrouping runs on the CPU")
+    return None
+
+
 def radix_row(rule: Rule, view: LayerView) -> str | None:
     """The tensor split attention sums over its radix axis is relaid out as flat rows (1, R, 1, C*H*W) by a
     Reshape named after the node making it: on the CPU when a row exceeds the SoC's byte limit or, where the
@@ -1248,13 +1527,15 @@ def radix_row(rule: Rule, view: LayerView) -> str | None:
 
 def _window_partition(graph: Graph, tensor: str) -> bool:
     """The map `tensor` [1, C, H, W] is cut into windows as NesT blockifies: a Transpose (0, 2, 3, 1) straight
-    into a rank-6 Reshape [1, H/b, b, W/b, b, C] with more than one window."""
+    into a rank-6 Reshape [1, H/b, b, W/b, b, C] with more than one window, the NHWC map read by nothing else."""
     shape = graph.shape(tensor)
     if not _static(shape) or len(shape) != 4 or shape[0] != 1:
         return False
     for user in graph.consumers(tensor):
         if user.op_type != "Transpose" or tuple(user.attrs.get("perm") or ()) != (0, 2, 3, 1):
             continue
+        if len(graph.consumers(user.outputs[0])) != 1:
+            continue  # the NHWC map is read again (TinyViT's residual): exWindow works in channel form
         for reshape in graph.consumers(user.outputs[0]):
             target = graph.shape(reshape.outputs[0]) if reshape.op_type == "Reshape" else None
             if (_static(target) and len(target) == 6 and target[0] == 1 and target[5] == shape[1]
@@ -1329,6 +1610,68 @@ def width_sum_transpose(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
+def _sdpa_scores_of(graph: Graph, node: Node) -> Node | None:
+    """The Q.K^T MatMul whose scores (through scale/bias ops) `node`'s Softmax normalises, when `node` is the
+    P.V MatMul of an attention the toolkit fuses into exSDPAttention."""
+    if node.op_type != "MatMul" or len(node.inputs) < 2 or sdpa_channels(graph, node) is None:
+        return None
+    softmax = graph.producer(node.inputs[0])
+    scores = graph.producer(softmax.inputs[0]) if softmax is not None else None
+    while scores is not None and scores.op_type in ("Mul", "Div", "Add"):
+        scores = next((graph.producer(i) for i in scores.inputs if i and not graph.is_constant(i)), None)
+    return scores
+
+
+def _broadcast_heads(shape: Shape, other: Shape) -> bool:
+    """`shape` is broadcast over `other`'s batch (head) dims: a dim of 1 (or a missing one) against one above 1."""
+    if not _static(shape) or not _static(other) or len(shape) < 3 or len(other) < 3:
+        return False
+    mine, theirs = list(shape[:-2]), list(other[:-2])
+    width = max(len(mine), len(theirs))
+    mine, theirs = [1] * (width - len(mine)) + mine, [1] * (width - len(theirs)) + theirs
+    return any(a == 1 and b > 1 for a, b in zip(mine, theirs))
+
+
+def sdpa_kv_broadcast(rule: Rule, view: LayerView) -> str | None:
+    """An attention fused into exSDPAttention takes q, k and v with the same heads: a k or v shared by several
+    q heads (multi-query attention, a head dim of 1 broadcast by the MatMul) is first expanded to every head by
+    an Expand layer named after the tensor's producer, which runs on the CPU (a lone Expand is NPU: this one is
+    the toolkit's own). A lone MatMul (no softmax between two) broadcasts inside exMatMul and needs none."""
+    graph, node = view.graph, view.node
+    for tensor in node.outputs:
+        for user in graph.consumers(tensor) if tensor else ():
+            if user.op_type != "MatMul" or len(user.inputs) < 2:
+                continue
+            if user.inputs[1] == tensor and _sdpa_scores_of(graph, user) is not None:
+                role, other = "value", graph.shape(user.inputs[0])
+            else:
+                pv = [m for after in graph.consumers(user.outputs[0]) for m in _after_scale(graph, after)]
+                if not any(_sdpa_scores_of(graph, m) is user for m in pv):
+                    continue
+                role = "key" if user.inputs[1] == tensor else "query"
+                other = graph.shape(user.inputs[0 if role == "key" else 1])
+            shape = graph.shape(tensor)
+            if _broadcast_heads(shape, other):
+                return (f"the {role} {list(shape or ())} of the fused attention '{user.name}' is shared by "
+                        f"{list(other or ())[:-2]} heads: the toolkit expands it to every head with an Expand layer "
+                        "on the CPU")
+    return None
+
+
+def _after_scale(graph: Graph, node: Node, depth: int = 4) -> list[Node]:
+    """The P.V MatMuls reached from a scores consumer through scale/bias ops and the Softmax."""
+    frontier, found = [node], []
+    for _ in range(depth):
+        nxt: list[Node] = []
+        for current in frontier:
+            if current.op_type == "Softmax":
+                found += [u for u in graph.consumers(current.outputs[0]) if u.op_type == "MatMul"]
+            elif current.op_type in ("Mul", "Div", "Add"):
+                nxt += graph.consumers(current.outputs[0])
+        frontier = nxt
+    return found
+
+
 CHECKS: Mapping[str, Check] = {
     "static_shapes": static_shapes, "dla_batch": dla_batch, "dla_dims": dla_dims,
     "platform_unsupported": platform_unsupported, "rank4": rank4, "spatial_2d": spatial_2d,
@@ -1350,6 +1693,7 @@ CHECKS: Mapping[str, Check] = {
     "token_relayout": token_relayout,
     "head_split": head_split,
     "map_output_relayout": map_output_relayout,
+    "vector_output": vector_output,
     "window_heads": window_heads,
     "norm_relayout": norm_relayout,
     "pixel_rows": pixel_rows,
@@ -1359,6 +1703,9 @@ CHECKS: Mapping[str, Check] = {
     "channel_scatter": channel_scatter,
     "reduce_relayout": reduce_relayout,
     "exmatmul_conv": exmatmul_conv,
+    "sdpa_kv_broadcast": sdpa_kv_broadcast,
+    "width_split": width_split,
+    "level_rows": level_rows,
 }
 
 
@@ -1631,10 +1978,12 @@ def _attention_head_reshape(graph: Graph, node: Node) -> bool:
     """A Reshape splitting a feature map into attention heads or joining them back: it makes or takes an
     operand of a MatMul of two activations, directly or through the Split into q/k/v, and the toolkit
     folds it into exMatMul's operand layout."""
-    def feeds_matmul(tensor: str) -> bool:
-        for _ in range(3):  # heads transposed into tokens (and K^T) on the way
-            users = graph.consumers(tensor)
-            if len(users) != 1 or users[0].op_type != "Transpose":
+    def feeds_matmul(tensor: str, depth: int = 4) -> bool:
+        for _ in range(depth):  # heads transposed into tokens (and K^T), q/k/v unbound and squeezed on the way
+            users = _data_users(graph, tensor)
+            if len(users) == 1 and users[0].op_type == "Split" and depth > 1:
+                return any(feeds_matmul(o, depth - 1) for o in users[0].outputs)
+            if len(users) != 1 or users[0].op_type not in ("Transpose", "Squeeze", "Unsqueeze"):
                 break
             tensor = users[0].outputs[0]
         return _activation_matmul_operand(graph, tensor) is not None
@@ -1648,7 +1997,7 @@ def _attention_head_reshape(graph: Graph, node: Node) -> bool:
         return True
     if producer is not None and producer.op_type == "Split" and any(feeds_matmul(o) for o in producer.outputs):
         return True
-    users = graph.consumers(node.outputs[0])
+    users = _data_users(graph, node.outputs[0])
     if len(users) == 1 and users[0].op_type == "Split":
         return any(feeds_matmul(o) for o in users[0].outputs)
     return feeds_matmul(node.outputs[0])
@@ -1722,7 +2071,7 @@ def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
         return _group_norm_reshape(view, params)
     if node.op_type == "Transpose":
         producer = graph.producer(node.inputs[0])
-        if producer is not None and producer.op_type == "Reshape" and len(graph.consumers(node.inputs[0])) == 1:
+        if producer is not None and producer.op_type == "Reshape" and len(_data_users(graph, node.inputs[0])) == 1:
             return None
         if (producer is not None and producer.op_type == "MatMul") or \
                 _activation_matmul_operand(graph, node.outputs[0]) is not None:
@@ -1735,7 +2084,7 @@ def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
         return None
     if node.op_type == "Reshape" and _attention_head_reshape(graph, node):
         return None
-    users = graph.consumers(node.outputs[0])
+    users = _data_users(graph, node.outputs[0])
     if len(users) == 1 and _moving_transpose(graph, users[0]) and not _token_form(graph, node.inputs[0]):
         return (f"{node.op_type} {list(src)} -> {list(dst)} with the Transpose after it moves data across the "
                 "channel axis")
@@ -1755,6 +2104,11 @@ def _form_channel_change(view: LayerView) -> str | None:
         return None
     if src[-1] == dst[-1] and len(src) in (3, 4) and _token_form(graph, node.inputs[0]):
         return None  # regroups the token axis of a [B, C, 1, N] tensor (e.g. LeViT's subsample)
+    axis = channel_axis(graph, _activation_input(graph, node))
+    carried = _carried_axis(src, axis, dst) if axis is not None else None
+    if (axis is not None and carried is not None and dst[carried] == src[axis] and len(dst) <= 4
+            and src[0] == dst[0]):
+        return None  # keeps the batch and carries the channel whole ([1,H,W,C] -> [1,HW,C]): pixels relabelled
     a, b = _as_npu_4d(src), _as_npu_4d(dst)
     if a is None or b is None or a[1] == b[1] or _unit_stripped(src) == _unit_stripped(dst):
         return None
@@ -1798,7 +2152,11 @@ def _token_form(graph: Graph, tensor: str, depth: int = 32) -> bool:
                 return False
         elif node.op_type not in _LAYOUT_NEUTRAL and node.op_type != "BatchNormalization":
             return False
-        tensor = _activation_input(graph, node)
+        source = _activation_input(graph, node)
+        others = _other_activations(graph, node, source) if node.op_type in _LAYOUT_NEUTRAL and depth > 1 else []
+        if any(_token_form(graph, other, min(depth - 1, _SECOND_LOOK)) for other in others):
+            return True  # a residual Add: the branch fixes the layout
+        tensor = source
     return False
 
 
@@ -1884,7 +2242,8 @@ def _output_relayout(view: LayerView, params: Mapping[str, Any]) -> str | None:
     output is a map's rows (Reshape [1,C,H,W] -> [1,C,H*W]) reached only through ops that commute with that
     reshape, the toolkit moves those ops before it and the output's Reshape is the rows Reshape itself."""
     graph, node = view.graph, view.node
-    align = params["align"][view.precision]
+    precision = "fp16" if node.op_type in params.get("float_outputs", ()) else view.precision
+    align = params["align"][precision]
     if _rows_reshape(graph, node):
         end = _commuted_output(graph, node.outputs[0])
         shape = graph.shape(end) if end else None
@@ -1901,7 +2260,7 @@ def _output_relayout(view: LayerView, params: Mapping[str, Any]) -> str | None:
             if _commutes(graph, node) and _rows_reshape(graph, _commuted_source(graph, node)):
                 return None  # the rows Reshape before it carries the relayout
             return (f"produces the rank-{len(shape)} graph output '{name}' {list(shape)}, last dim not a "
-                    f"multiple of {align} ({view.precision} channel group); the Reshape out of the NPU layout "
+                    f"multiple of {align} ({precision} channel group); the Reshape out of the NPU layout "
                     "that the toolkit appends runs on the CPU ('Unkown op target: 0')")
     return None
 
@@ -1911,7 +2270,10 @@ _COMMUTING_UNARY = frozenset({"Relu", "Sigmoid", "Tanh", "HardSwish", "HardSigmo
 
 
 def _rows_reshape(graph: Graph, node: Node | None) -> bool:
-    """A Reshape/Flatten of a map [1, C, H, W] (H*W > 1) into its rows [1, C, H*W]."""
+    """A Reshape/Flatten of a map [1, C, H, W] (H*W > 1) into its rows [1, C, H*W], or a last-axis Concat of such
+    rows (a detector head joining its levels: the joined rows are still the toolkit's map)."""
+    if node is not None and node.op_type == "Concat" and node.attrs.get("axis") in (2, -1) and node.inputs:
+        return all(_rows_reshape(graph, graph.producer(t)) for t in node.inputs if t)
     if node is None or node.op_type not in ("Reshape", "Flatten") or not node.inputs or not node.outputs:
         return False
     src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
@@ -2012,6 +2374,10 @@ def _pixels_into_channel(view: LayerView, params: Mapping[str, Any]) -> str | No
     """rk3566: as spatial_into_channel, except GroupNorm's reshape into [1, G, L], which is exNorm's own layout."""
     if _group_norm_groups(view.graph, view.node) is not None:
         return None
+    src, dst = view.in_shape(), view.out_shape()
+    form = _as_npu_4d(tuple(dst)) if _static(dst) and len(dst) == 3 else None
+    if _static(src) and len(src) == 4 and form is not None and form[1] == src[1]:
+        return None  # [1, C, H, W] -> [1, C, HW] is held as (1, C, 1, HW): the pixels stay in W, the channel stays
     return _spatial_into_channel(view, params)
 
 
@@ -2041,8 +2407,8 @@ def _tile_repeats(view: LayerView, params: Mapping[str, Any]) -> str | None:
         return None
     repeats = [int(r) for r in value.reshape(-1)]
     tiled = [axis for axis, r in enumerate(repeats) if r != 1]
-    if len(src) == 4 and len(tiled) <= 1:
-        return None
+    if not tiled or (len(src) == 4 and len(tiled) == 1):
+        return None  # every repeat 1: an identity the toolkit drops, whatever the rank
     return (f"Tile of a rank-{len(src)} tensor {list(src)} repeating axes {tiled} ({repeats}): the NPU tiles one "
             "axis of a 4-D map only")
 
