@@ -63,6 +63,7 @@ class Problem:
     weight_bytes: np.ndarray
     act_bytes: np.ndarray
     kernels: np.ndarray
+    chunks: np.ndarray  # per group: pipelined pieces (the exposed overlap divides by them)
     cores: np.ndarray
     boundary: np.ndarray
     bandwidth: np.ndarray
@@ -88,8 +89,8 @@ class Problem:
 
 def build_problem(scenarios: Sequence[Scenario], observed: Sequence[float], profile: Profile) -> Problem:
     blocks: dict[tuple[str, str], int] = {}
-    rows: dict[str, list[Any]] = {k: [] for k in ("block", "stage", "unit", "wb", "ab", "k", "c", "b", "bw", "sram",
-                                             "speed", "mce", "mco", "gpu", "launch", "dram")}
+    rows: dict[str, list[Any]] = {k: [] for k in ("block", "stage", "unit", "wb", "ab", "k", "chunks", "c", "b", "bw",
+                                             "sram", "speed", "mce", "mco", "gpu", "launch", "dram")}
     stage_fixed: list[float] = []
     stage_fixed_gpu: list[float] = []
 
@@ -107,6 +108,7 @@ def build_problem(scenarios: Sequence[Scenario], observed: Sequence[float], prof
             rows["wb"].append(work.weight_bytes)
             rows["ab"].append(work.act_bytes)
             rows["k"].append(work.kernels)
+            rows["chunks"].append(work.chunks)
             rows["c"].append(work.cores)
             rows["b"].append(work.boundary_s)
             rows["bw"].append(stage.bandwidth)
@@ -135,6 +137,7 @@ def build_problem(scenarios: Sequence[Scenario], observed: Sequence[float], prof
         block=np.array(rows["block"], dtype=int), stage=np.array(rows["stage"], dtype=int),
         unit=np.array(rows["unit"], dtype=float).reshape(-1, N_CLASSES), weight_bytes=np.array(rows["wb"]),
         act_bytes=np.array(rows["ab"]), kernels=np.array(rows["k"], dtype=float),
+        chunks=np.array(rows["chunks"], dtype=float),
         cores=np.array(rows["c"], dtype=float), boundary=np.array(rows["b"]), bandwidth=np.array(rows["bw"]),
         in_sram=np.array(rows["sram"], dtype=bool), sram_speedup=np.array(rows["speed"]),
         mc_eff=np.array(rows["mce"], dtype=float).reshape(-1, N_CLASSES), mc_over=np.array(rows["mco"]),
@@ -158,7 +161,7 @@ def _stage_totals(p: Problem, values: np.ndarray) -> tuple[np.ndarray, np.ndarra
     act_bw = weight_bw * np.where(p.in_sram, p.sram_speedup, 1.0)
     memory = p.weight_bytes / weight_bw + p.act_bytes / act_bw
     overhead = values[:, N_CLASSES] * 1e-6 * p.kernels + np.where(split, p.mc_over * 1e-6, 0.0)
-    exposed = (1.0 - values[:, N_CLASSES + 2]) * np.minimum(compute, memory)
+    exposed = (1.0 - values[:, N_CLASSES + 2]) * np.minimum(compute, memory) / p.chunks
     seconds = np.maximum(compute, memory) + exposed + overhead + p.boundary
     seconds = np.where(p.launches > 0, values[:, INFERENCE] * 1e-6 * p.launches, seconds)
     n_stages = len(p.stage_fixed)

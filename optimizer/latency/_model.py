@@ -25,6 +25,15 @@ Physics terms beyond the roofline, each with its formula (README "The latency mo
 - Shared DRAM (concurrent engines: two DLA streams, a GPU engine beside them): each engine's DRAM bytes
   (`dram_bytes`) over its own time give the throughput its co-runners see; the slowdown is PCCS's
   (optimizer/latency/_contention.py, the one contention model; optimizer/calibrate/_situation.py applies it).
+- GPU L2 residency: a GPU kernel reads an activation the previous kernel wrote from the L2, not DRAM, when
+  its bytes (whole batch) are at most GPU_L2_SHARE of `gpu_l2_bytes` (AGX Orin 4 MB: Orin Technical Brief);
+  writes still go to DRAM. Small models at batch 1 keep most activations on chip, a batch of 256 does not.
+- Pipelined chunks: an engine that streams a layer in pieces loads the next piece while it computes this
+  one, so only one piece's worth of the shorter of compute and memory stays exposed:
+  `(1 - overlap) * min(compute, memory) / chunks`. GPU: chunks = waves of thread blocks,
+  ceil(tiles * splits / gpu_sms), of the group's largest tensor-core layer; DLA: CBUF refills,
+  ceil((activation + weight bytes) / DLA_CBUF_BYTES) (NVDLA's CDMA fills the convolution buffer while the
+  MAC array works); the RKNN NPU and a GPU without an SM count keep 1.
 - NPU channel atoms: a convolution's MACs are scaled by `ceil(Cin_g/a_in)*a_in/Cin_g *
   ceil(Cout/a_out)*a_out/Cout` (depthwise: the output factor only), with the atoms `npu_channel_atom_in`/
   `_out` fitted to rknn-toolkit2's per-layer cycle estimates (optimizer/calibrate/_compiler.py).
@@ -67,6 +76,12 @@ class Option:
         return f"{self.device}/{self.precision}{extra}"
 
 
+# share of the GPU L2 a produced activation may take and still be read back from it by the next kernel: the
+# producer's own input and weights stream through the same L2 (assumed)
+GPU_L2_SHARE = 0.5
+# the DLA convolution buffer (CBUF) a layer is streamed through: NVDLA's large configuration (nvdla.org hw
+# architecture: 2-32 banks of 4-32 KiB; nv_full 512 KiB), assumed for the Jetson DLAs
+DLA_CBUF_BYTES = 512 * 1024
 TF32_CLASSES = frozenset({"conv", "gconv", "deconv", "matmul"})  # tensor-core layers; depthwise runs on CUDA cores
 SPARSE_KEEP = {"dense": 1.0, "4:2_in": 0.5, "4:2_out": 0.5, "16:4_in_out": 0.25, "16:4_out_in": 0.25}
 
@@ -83,6 +98,7 @@ class Work:
     cores: int
     boundary_s: float  # model inputs/outputs in the accelerator's formats
     launches: int = 0  # inferences whose fixed per-inference overhead this entry carries
+    chunks: int = 1  # pieces a pipelined engine streams the group in: GPU thread-block waves, DLA CBUF refills
 
 
 def inference_work(launches: int = 1) -> Work:
@@ -103,7 +119,7 @@ def work_seconds(work: Work, const: DeviceConstants, bandwidth: float, sram_byte
     overhead = const.layer_overhead_us * 1e-6 * work.kernels
     if split:
         overhead += const.multicore_overhead_us * 1e-6
-    exposed = (1.0 - const.overlap) * min(compute, memory)
+    exposed = (1.0 - const.overlap) * min(compute, memory) / work.chunks
     return max(compute, memory) + exposed + overhead + work.boundary_s
 
 
@@ -328,6 +344,53 @@ class LatencyModel:
                     external.add(t)
         return self.batch * sum(graph.tensors[t].num_elements or 0 for t in external if t in graph.tensors)
 
+    def _gpu_wave_count(self, group: LayerGroup, precision: str) -> int:
+        """Waves of thread blocks per SM of the group's largest tensor-core layer (1 without an SM count)."""
+        fig = self.target.figures
+        if "gpu_sms" not in fig:
+            return 1
+        sms = int(fig["gpu_sms"].value)
+        most = 1
+        for m in group.members:
+            node = self.graph.node(m)
+            if not node.macs or op_class(self.graph, node) not in TF32_CLASSES or not node.outputs:
+                continue
+            info = self.graph.tensors.get(node.outputs[0])
+            elements = (info.num_elements or 0) * self.batch if info is not None else 0
+            blocks = math.ceil(elements / GPU_TILE_OUTPUTS) * self._gpu_split(node, precision)[0]
+            most = max(most, math.ceil(blocks / sms))
+        return most
+
+    def _dla_refills(self, group: LayerGroup, precision: str, weight_bytes: float) -> int:
+        """Times the DLA's convolution buffer is filled for a group: its activations and weights over
+        DLA_CBUF_BYTES (the DMA fills the next piece while the MACs work on this one)."""
+        elements = self._group_elements(group)
+        return max(1, math.ceil((elements * BYTES_PER_ELEMENT[precision] + weight_bytes) / DLA_CBUF_BYTES))
+
+    def _l2_resident_reads(self, group: LayerGroup, precision: str) -> int:
+        """Activation elements a GPU group reads from the L2 instead of DRAM: a tensor the previous kernel
+        wrote, small enough (its bytes for the whole batch <= GPU_L2_SHARE * gpu_l2_bytes) that the L2
+        still holds it. Writes still reach DRAM (write-back), and model inputs come from DRAM."""
+        fig = self.target.figures
+        if "gpu_l2_bytes" not in fig:
+            return 0
+        limit = GPU_L2_SHARE * fig["gpu_l2_bytes"].value
+        graph = self.graph
+        members = set(group.members)
+        seen: set[str] = set()
+        total = 0
+        for name in group.members:
+            for t in graph.runtime_inputs(graph.node(name)):
+                producer = graph.producer(t)
+                if t in seen or producer is None or (group.fused and producer.name in members):
+                    continue
+                seen.add(t)
+                info = graph.tensors.get(t)
+                elements = (info.num_elements or 0) * self.batch if info is not None else 0
+                if 0 < elements * BYTES_PER_ELEMENT[precision] <= limit:
+                    total += elements
+        return total
+
     @cached_property
     def images(self) -> int:
         """Images per inference. DLA runs a batch image by image, so its per-layer overhead scales with it."""
@@ -357,10 +420,15 @@ class LatencyModel:
             unit["vector"] += other
             keep = SPARSE_KEEP[option.sparsity] if m == group.anchor else 1.0
             weight_bytes += self.graph.weight_bytes(node, precision) * keep
+        elements = self._group_elements(group)
+        if device == "gpu":
+            elements -= self._l2_resident_reads(group, precision)
         return Work(unit_compute_s=tuple(unit[k] for k in OP_CLASSES), weight_bytes=weight_bytes,
-                    act_bytes=float(self._group_elements(group) * BYTES_PER_ELEMENT[precision])
+                    act_bytes=float(elements * BYTES_PER_ELEMENT[precision])
                     + (self._split_k_bytes(group, precision) if device == "gpu" else 0.0),
                     kernels=self._kernels(group) * (self.images if device == "dla" else 1),
+                    chunks=self._gpu_wave_count(group, precision) if device == "gpu" else
+                    self._dla_refills(group, precision, weight_bytes) if device == "dla" else 1,
                     cores=option.cores if device == "npu" else 1,
                     boundary_s=self._boundary_io_s(group, option, default_formats))
 

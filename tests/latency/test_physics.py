@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from types import MappingProxyType
 
@@ -17,7 +18,7 @@ from optimizer.ir import BYTES_PER_ELEMENT, load_model
 from optimizer.latency import OP_CLASSES, LatencyModel, Option, Placement, evaluate, load_profile, parse_profile
 from optimizer.latency._contention import slowdown
 from optimizer.latency._gpu import split_k, split_k_extra_bytes
-from optimizer.latency._model import GPU_TILE_OUTPUTS, Work, wave_utilization, work_seconds
+from optimizer.latency._model import DLA_CBUF_BYTES, GPU_TILE_OUTPUTS, Work, wave_utilization, work_seconds
 from tests.conftest import save_model, value, weight
 
 CATALOG = load_catalog()
@@ -271,3 +272,75 @@ def test_a_gpu_engine_beside_two_dla_streams_shares_the_same_dram(tmp_path):
     fast_gpu = replace(gpu, stage=replace(gpu.stage, bandwidth=4 * gpu.stage.bandwidth))
     fast_apart = score(fast_dla, profile.constants).throughput + score(fast_gpu, profile.constants).throughput
     assert together / apart < score(fast, profile.constants).throughput / fast_apart
+
+
+def _two_convs(tmp_path, c=64, hw=56):
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["h"], name="c1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["h", "w2"], ["y"], name="c2", kernel_shape=[3, 3], pads=[1, 1, 1, 1])]
+    return save_model(tmp_path / "two.onnx", nodes, [value("x", [1, c, hw, hw])], [value("y", None)],
+                      [weight("w1", [c, c, 3, 3]), weight("w2", [c, c, 3, 3])])
+
+
+def test_gpu_reads_a_small_activation_the_previous_kernel_wrote_from_the_l2(tmp_path):
+    """AGX Orin's 4 MB L2: the 64x56x56 INT8 tensor between two convs (200,704 B <= half the L2) is read from
+    the L2, so the second conv moves 200,704 fewer DRAM bytes; its write and the model input still count.
+    At batch 32 (6.4 MB) it no longer fits; Xavier NX's 256 KB L2 (128 KB share) never holds it; a target
+    without an L2 figure (Orin NX) is unchanged."""
+    path = _two_convs(tmp_path)
+    h = 64 * 56 * 56
+    assert h * BYTES_PER_ELEMENT["int8"] <= 0.5 * CATALOG.target("orin-agx").figures["gpu_l2_bytes"].value
+    gpu, dla = Option("gpu", "int8"), Option("dla", "int8")
+
+    def second(lm):
+        group = next(g for g in lm.groups.groups if "c2" in g.members)
+        return group, lm.work(group, gpu), lm._group_elements(group)
+
+    group, work, elements = second(_lm(path, "orin-agx"))
+    assert work.act_bytes == elements - h  # int8: a byte an element (no split-K: 25 tiles fill 16 SMs twice)
+    first = next(g for g in _lm(path, "orin-agx").groups.groups if "c1" in g.members)
+    lm = _lm(path, "orin-agx")
+    assert lm.work(first, gpu).act_bytes == lm._group_elements(first) + lm._split_k_bytes(first, "int8")
+    assert lm.work(group, dla).act_bytes == elements  # the DLA has its own SRAM term, not the GPU L2
+    _, batched, batch_elements = second(_lm(path, "orin-agx", batch=32))
+    assert batched.act_bytes == batch_elements + _lm(path, "orin-agx", batch=32)._split_k_bytes(group, "int8")
+    for target in ("xavier-nx", "orin-nx"):
+        lm = _lm(path, target)
+        g, w, e = second(lm)
+        assert w.act_bytes == e + lm._split_k_bytes(g, "int8")
+    # and the time follows: fewer DRAM bytes, never slower
+    lm = _lm(path, "orin-agx")
+    const = lm.constants("gpu")
+    unresident = replace(work, act_bytes=float(elements))
+    assert work_seconds(work, const, lm.bandwidth, lm.sram_bytes) < \
+        work_seconds(unresident, const, lm.bandwidth, lm.sram_bytes)
+
+
+def test_a_pipelined_engine_exposes_the_overlap_of_one_chunk(tmp_path):
+    """An engine that loads the next piece of a layer while it computes this one exposes only one piece's
+    worth: (1 - overlap) * min(compute, memory) / chunks. GPU: chunks = waves of thread blocks,
+    ceil(tiles * splits / gpu_sms), of the largest tensor-core layer (a 64x56x56 conv on AGX Orin: 13 tiles,
+    one wave, at batch 1; 392 tiles, 25 waves, at batch 32). DLA: CBUF refills, ceil((activation + weight
+    bytes) / 512 KiB). The RKNN NPU keeps 1."""
+    work = Work(unit_compute_s=(1e-3,) + (0.0,) * (len(OP_CLASSES) - 1), weight_bytes=4e6, act_bytes=0.0,
+                kernels=0, cores=1, boundary_s=0.0)
+    const = load_profile("nvidia-dla", prior=True).constants("orin", "gpu")
+    bandwidth = 8e9  # 4 MB in 0.5 ms at bandwidth_efficiency 1
+    const = replace(const, bandwidth_efficiency=1.0, efficiency=dict(const.efficiency, conv=1.0))
+    one = work_seconds(work, const, bandwidth, 0)
+    four = work_seconds(replace(work, chunks=4), const, bandwidth, 0)
+    assert one == pytest.approx(1e-3 + (1 - const.overlap) * 0.5e-3)
+    assert four == pytest.approx(1e-3 + (1 - const.overlap) * 0.5e-3 / 4)
+    path = _conv(tmp_path, c=64, hw=56)
+    for batch in (1, 32):
+        lm = _lm(path, "orin-agx", batch=batch)
+        node, group = lm.graph.node("c"), lm.groups.groups[0]
+        blocks = math.ceil(64 * 56 * 56 * batch / GPU_TILE_OUTPUTS) * lm._gpu_split(node, "int8")[0]
+        assert lm.work(group, Option("gpu", "int8")).chunks == math.ceil(blocks / 16)
+        dla = lm.work(group, Option("dla", "int8"))
+        # int8: input + output 2 x 200,704 B an image, weights 36,864 B
+        assert dla.chunks == math.ceil((2 * 64 * 56 * 56 * batch + 64 * 64 * 9) / DLA_CBUF_BYTES)
+    assert _lm(path, "orin-agx").work(group, Option("gpu", "int8")).chunks == 1
+    assert _lm(path, "orin-agx", batch=32).work(group, Option("gpu", "int8")).chunks == 25
+    assert _lm(path, "orin-agx").work(group, Option("dla", "int8")).chunks == 1  # 438 KB fit one fill
+    npu = _lm(path, "rk3588")
+    assert npu.work(npu.groups.groups[0], Option("npu", "int8")).chunks == 1
