@@ -64,8 +64,9 @@ def _partitions(items):
         yield [[first], *part]
 
 
-def brute_force(lm, objective: str, limit: int = 4) -> int:
-    """Enumerates every option, loadable partition and DLA core; the best valid plan's objective."""
+def brute_force(lm, objective: str, limit: int = 4, cores: int | None = None) -> int:
+    """Enumerates every option, loadable partition and DLA core; the best valid plan's objective (`cores`:
+    throughput plans whose loadables use exactly DLA0..DLA{cores-1}, math.inf when there is none)."""
     allowed = frozenset({"int8", "fp16", "fp32"})
     options = [group_options(lm, g, allowed) for g in range(len(lm.groups.groups))]
     best = math.inf
@@ -76,8 +77,10 @@ def brute_force(lm, objective: str, limit: int = 4) -> int:
                 continue
             cores_choices = ([(0,) * len(part)] if objective != "throughput"
                              else itertools.product((0, 1), repeat=len(part)))
-            for cores in cores_choices:
-                label = {g: (k, cores[k]) for k, block in enumerate(part) for g in block}
+            for on in cores_choices:
+                if cores is not None and set(on) != set(range(cores)):
+                    continue
+                label = {g: (k, on[k]) for k, block in enumerate(part) for g in block}
                 placements = tuple(Placement(o, core=label.get(g, (0, 0))[1], loadable=label.get(g, (-1, 0))[0])
                                    for g, o in enumerate(combo))
                 best = min(best, _score(evaluate(lm, placements), objective))
