@@ -420,3 +420,23 @@ def test_convexity_sized_to_segments_keeps_the_brute_force_optimum(tmp_path, fav
     limit = loadable_limit(request, 4)
     assert _objective(planned) == brute_force(lm, objective, limit)
     assert validate_plan(planned.plan, CATALOG, str(path)) == []
+
+
+@pytest.mark.parametrize("breaking", ["none", "slots", "slots+cores"])
+@pytest.mark.parametrize("shape", ["CCXCC", "CXCXCXC"])
+def test_each_symmetry_breaking_constraint_keeps_the_brute_force_optimum(tmp_path, favour_dla, monkeypatch,
+                                                                          breaking, shape):
+    """Throughput, where both the slot labels and the two DLA cores are interchangeable: the slot order by
+    first member alone, and with slot 0 on DLA0, each prove the brute-force optimum (as the model without
+    either does): each removes copies of plans, never the optimum."""
+    from optimizer.solver import PlanModel
+
+    if breaking == "none":
+        monkeypatch.setattr(PlanModel, "interchangeable_slots", lambda self: False)
+    if breaking != "slots+cores":
+        monkeypatch.setattr(PlanModel, "interchangeable_cores", lambda self: False)
+    path = chain(tmp_path / "m.onnx", shape)
+    planned = _solve(path, "orin-agx", favour_dla, objective="throughput")
+    assert planned.plan.solver.status == "OPTIMAL"
+    assert _objective(planned) == brute_force(_model(path, "orin-agx", favour_dla), "throughput")
+    assert validate_plan(planned.plan, CATALOG, str(path)) == []
