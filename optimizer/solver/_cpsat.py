@@ -28,6 +28,7 @@ from optimizer.latency import (
     tensor_routes,
     transfer_engine,
 )
+from optimizer.solver._order import separators, topological_order
 from optimizer.solver._outcome import Budget, Outcome, Stop
 from optimizer.solver._request import DUAL_STREAMS, PlanRequest
 
@@ -373,8 +374,6 @@ class PlanModel:
     def _segments(self) -> list[set[int]]:
         """The DLA-capable groups split at forced cuts (separators with no DLA option), in graph order; a
         loadable spanning two would be disconnected, so the split removes no connected plan."""
-        from optimizer.solver._decompose import separators, topological_order  # it imports this module
-
         dla = set(self.dla_groups)
         try:
             order = topological_order(self.lm.groups)

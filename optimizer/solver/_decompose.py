@@ -15,7 +15,6 @@ whole graph (fixing the cuts only restricts the plans searched, never the bound)
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 
@@ -27,48 +26,12 @@ from optimizer.fusion import Edge, GroupGraph
 from optimizer.latency import LatencyModel, Placement, evaluate, group_options
 from optimizer.solver._bounds import cheapest_bound_ns, lp_bound_ns
 from optimizer.solver._cpsat import PlanModel, SolveResult
+from optimizer.solver._order import separators, topological_order
 from optimizer.solver._outcome import Budget, Outcome, Stop
 from optimizer.solver._request import PlanRequest
 
 MIN_SHARE_S = 0.05  # deterministic seconds a region solve needs to be worth building (a 100-group one: 0.1 s)
 REGION_GROUPS = 100  # groups per region: the exact model proves one in about 0.1 s (400: nothing found in 0.5 det s)
-
-
-def topological_order(groups: GroupGraph) -> list[int]:
-    """Group indices in a topological order, smallest index first among the ready ones (deterministic)."""
-    n = len(groups.groups)
-    succ: dict[int, list[int]] = {}
-    indegree = [0] * n
-    for a, b in groups.group_edges():
-        succ.setdefault(a, []).append(b)
-        indegree[b] += 1
-    ready = [g for g in range(n) if indegree[g] == 0]
-    heapq.heapify(ready)
-    order = []
-    while ready:
-        g = heapq.heappop(ready)
-        order.append(g)
-        for b in succ.get(g, ()):
-            indegree[b] -= 1
-            if indegree[b] == 0:
-                heapq.heappush(ready, b)
-    if len(order) != n:
-        raise InfeasibleError("the layer-group graph has a cycle; it cannot be split into regions")
-    return order
-
-
-def separators(groups: GroupGraph, order: list[int]) -> list[int]:
-    """Positions p in `order` whose group every path passes: no edge from before p to after p."""
-    position = {g: p for p, g in enumerate(order)}
-    reach = [p for p in range(len(order))]  # the furthest position each position's group feeds
-    for a, b in groups.group_edges():
-        reach[position[a]] = max(reach[position[a]], position[b])
-    out, furthest = [], -1
-    for p in range(len(order)):
-        if furthest <= p:
-            out.append(p)
-        furthest = max(furthest, reach[p])
-    return out
 
 
 def _held_option(lm: LatencyModel, g: int, request: PlanRequest) -> Placement | None:
