@@ -16,6 +16,14 @@ Case grammar (all graphs: input [1,3,H,W] -> Conv -> pattern -> Conv):
     mu:A:B:D:SWAP    Hiera mask units: qkv Reshape [1, A, B, 3, 2, D] + rank-6 Transpose with the token pieces swapped
     reducew:C:H:W    a ReduceSum over W of a conv map, keepdims (RKNN-REDUCE-RELAYOUT)
     headjoin:HEADS:D:N:DMAJOR  P.V joined back into tokens heads-major (0) or d-major (1) (RKNN-CHANNEL-SCATTER)
+    vitattn:N:HEADS:D[:BIAS]  ViT attention on tokens [1, N, heads*D] after an element-wise op: qkv MatMul -> Reshape [1,N,3,h,D] ->
+                     Transpose (2,0,3,1,4) -> Split -> Squeeze -> softmax(Q.K^T).V -> proj MatMul (which layers the
+                     q/k/v unbind and V's transpose become, and whom they are named after)
+    fcout:C:K        a classifier head: a [1, C, 4, 4] map pooled, flattened, Gemm to K classes as the rank-2
+                     graph output (RKNN-VECTOR-OUTPUT: the reshape of (1,K,1,1) into [1, K])
+    mapjoin:HEADS:D:N:VFIRST  conv-map attention joined back into the map: P.V through a channels-last Reshape
+                     [1, H, W, heads*D] + Transpose (0,3,1,2) (MobileNetV4's MQA), or V.P^T reshaped straight
+                     back (YOLO11's PSA) (RKNN-HEAD-SPLIT: the head width of the join)
 Each case converts in a fresh process, FP16 and INT8, and prints the layers of the pattern (op, target,
 shapes, name); the Conv stem and tail are left out.
 """
@@ -28,6 +36,8 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import onnx
@@ -37,21 +47,22 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rknn_build import captured_build
 
 rng = np.random.default_rng(0)
+Built = tuple[onnx.ModelProto, tuple[int, int]]
 
 
-def c(name, a):
+def c(name: str, a: Any) -> onnx.TensorProto:
     return numpy_helper.from_array(np.asarray(a), name)
 
 
-def w(name, shape, s=0.1):
+def w(name: str, shape: tuple[int, ...], s: float = 0.1) -> onnx.TensorProto:
     return c(name, rng.normal(0, s, shape).astype(np.float32))
 
 
-def N(op, i, o, name, **kw):
+def N(op: str, i: list[str], o: list[str], name: str, **kw: Any) -> onnx.NodeProto:
     return helper.make_node(op, i, o, name=name, **kw)
 
 
-def hw_for(n):
+def hw_for(n: int) -> tuple[int, int]:
     """An H x W grid with H*W = n, as square as possible."""
     h = int(n**0.5)
     while n % h:
@@ -59,7 +70,8 @@ def hw_for(n):
     return h, n // h
 
 
-def wrap(name, nodes, inits, cin, h, w_, out_c):
+def wrap(name: str, nodes: list[onnx.NodeProto], inits: list[onnx.TensorProto], cin: int, h: int, w_: int,
+         out_c: int) -> Built:
     head = [N("Conv", ["in", "w0"], ["x"], "pre_conv")]
     tail = [N("Conv", ["y", "w1"], ["out"], "post_conv")]
     g = helper.make_graph(
@@ -73,7 +85,7 @@ def wrap(name, nodes, inits, cin, h, w_, out_c):
     return onnx.shape_inference.infer_shapes(m), (h, w_)
 
 
-def vop(d, n, heads=1):
+def vop(d: int, n: int, heads: int = 1) -> Built:
     """softmax(Q.K^T * s).V with q/k/v from 1x1 convs reshaped to [1, heads, d, N] and transposed to tokens."""
     h, w_ = hw_for(n)
     cin = 32
@@ -98,7 +110,7 @@ def vop(d, n, heads=1):
     return wrap("vop", nodes, inits, cin, h, w_, heads * d)
 
 
-def tokmean(n, ch):
+def tokmean(n: int, ch: int) -> Built:
     """Tokens [1, N, C] from a token MatMul, averaged over the token axis (ReduceMean axes [1])."""
     h, w_ = hw_for(n)
     nodes = [
@@ -112,7 +124,7 @@ def tokmean(n, ch):
     return wrap("tokmean", nodes, inits, ch, h, w_, ch)
 
 
-def tokmix(n, ch):
+def tokmix(n: int, ch: int) -> Built:
     """MLP-Mixer's token mixing on [1, N, C] tokens made by a channel MatMul (the LayerNormalization op needs a
     toolkit rule disabled to build): Transpose (0,2,1), a MatMul over the
     token axis, Transpose back, residual Add; then back to the map through Transpose + Reshape."""
@@ -133,7 +145,7 @@ def tokmix(n, ch):
     return wrap("tokmix", nodes, inits, ch, h, w_, ch)
 
 
-def xca(d, n, heads=1):
+def xca(d: int, n: int, heads: int = 1) -> Built:
     """Cross-covariance attention (XCiT/EdgeNeXt): q, k, v kept as [1, heads, d, N] (channel-major), attention over
     the channels: softmax(Q.K^T) is [d, d] and P.V contracts over V's channel axis."""
     h, w_ = hw_for(n)
@@ -154,7 +166,7 @@ def xca(d, n, heads=1):
     return wrap("xca", nodes, inits, cin, h, w_, heads * d)
 
 
-def gn(ch, groups, side=16):
+def gn(ch: int, groups: int, side: int = 16) -> Built:
     """GroupNorm as exporters write it: Reshape [1, G, C/G*H*W] -> InstanceNormalization -> Reshape back."""
     nodes = [
         N("Reshape", ["x", "s3"], ["r"], "gn_reshape"),
@@ -166,14 +178,14 @@ def gn(ch, groups, side=16):
     return wrap("gn", nodes, inits, ch, side, side, ch)
 
 
-def flat(ch, side):
+def flat(ch: int, side: int) -> Built:
     """Flatten of a [1, C, S, S] map into a vector (a classifier's input), reshaped back to [1, C*S*S, 1, 1]."""
     nodes = [N("Flatten", ["x"], ["f"], "flatten", axis=1), N("Reshape", ["f", "s4"], ["y"], "to_4d")]
     inits = [c("s4", np.array([1, ch * side * side, 1, 1], np.int64))]
     return wrap("flat", nodes, inits, ch, side, side, ch * side * side)
 
 
-def out3(ch, n):
+def out3(ch: int, n: int) -> Built:
     """A 1x1-conv map [1, C, H, W] reshaped to a rank-3 graph output [1, C, N] (no tail Conv)."""
     h, w_ = hw_for(n)
     g = helper.make_graph(
@@ -187,7 +199,7 @@ def out3(ch, n):
     return onnx.shape_inference.infer_shapes(m), (h, w_)
 
 
-def winattn(b, n, heads, d):
+def winattn(b: int, n: int, heads: int, d: int) -> Built:
     """Windowed attention as timm/Swin export it: tokens [B, N, C] with the windows B in the batch axis (here a
     [1, C, B, N] map made channels-last and reshaped), qkv MatMul -> Reshape [B, N, 3, heads, d] -> Transpose
     (2, 0, 3, 1, 4) -> Split/Squeeze -> attention -> Transpose (0, 2, 1, 3) -> Reshape -> proj -> back to the map."""
@@ -219,7 +231,7 @@ def winattn(b, n, heads, d):
     return wrap("winattn", nodes, inits, ch, b, n, ch)
 
 
-def unfoldattn(a, b, heads, d):
+def unfoldattn(a: int, b: int, heads: int, d: int) -> Built:
     """MobileViT-style attention: a [1, C, 2a, 2b] map unfolded into 2x2 patch pixels, [4, a*b, C] tokens (the
     patch pixel in the batch axis) -> the same qkv attention as winattn -> folded back."""
     ch, n = heads * d, a * b
@@ -251,7 +263,7 @@ def unfoldattn(a, b, heads, d):
     return wrap("unfoldattn", nodes, inits, ch, 2 * a, 2 * b, ch)
 
 
-def reducew(ch, h, w_):
+def reducew(ch: int, h: int, w_: int) -> Built:
     """A ReduceSum over W of a conv map [1, C, H, W] (keepdims), its producer an element-wise Mul (MobileViTv2's
     context scores): the toolkit transposes W into the channel for a 1x1 conv and the one-wide result back."""
     nodes = [
@@ -264,7 +276,7 @@ def reducew(ch, h, w_):
     return wrap("reducew", nodes, inits, ch, h, w_, ch)
 
 
-def headjoin(heads, d, n, dmajor):
+def headjoin(heads: int, d: int, n: int, dmajor: int) -> Built:
     """P.V [1, heads, N, d] joined back into tokens [1, N, heads*d]: heads-major ((0,2,1,3), d innermost) or
     d-major ((0,2,3,1), NeST's join: heads innermost), then a token MatMul."""
     h, w_ = hw_for(n)
@@ -286,7 +298,83 @@ def headjoin(heads, d, n, dmajor):
     return wrap("headjoin", nodes, inits, ch, h, w_, ch)
 
 
-def mu(a, b, d, swap):
+def vitattn(n: int, heads: int, d: int, bias: int = 0) -> Built:
+    """Tokens [1, N, C] (a conv map flattened and transposed) -> bias Add -> qkv MatMul -> Reshape [1, N, 3, h, d]
+    -> Transpose (2, 0, 3, 1, 4) -> Split on axis 0 -> Squeeze -> softmax(Q.K^T * s).V -> Transpose (0, 2, 1, 3) ->
+    Reshape [1, N, C] -> proj MatMul -> back to the map."""
+    h, w_ = hw_for(n)
+    ch = heads * d
+    nodes = [
+        N("Reshape", ["x", "s3"], ["r"], "to_tokens_reshape"),
+        N("Transpose", ["r"], ["t"], "to_tokens_transpose", perm=[0, 2, 1]),
+        N("Add", ["t", "b"], ["ln"], "norm"),  # stands in for the LayerNorm (the toolkit's exNorm rule fails on it)
+        N("MatMul", ["ln", "wqkv"], ["qkv0" if bias else "qkv"], "qkv_matmul"),
+        *([N("Add", ["qkv0", "bqkv"], ["qkv"], "qkv_bias")] if bias else []),
+        N("Reshape", ["qkv", "s5"], ["q5"], "qkv_reshape"),
+        N("Transpose", ["q5"], ["qt"], "qkv_transpose", perm=[2, 0, 3, 1, 4]),
+        N("Split", ["qt", "ones"], ["q1", "k1", "v1"], "qkv_split", axis=0),
+        N("Squeeze", ["q1", "ax0"], ["q"], "q_squeeze"),
+        N("Squeeze", ["k1", "ax0"], ["k"], "k_squeeze"),
+        N("Squeeze", ["v1", "ax0"], ["v"], "v_squeeze"),
+        N("Transpose", ["k"], ["kt"], "k_transpose", perm=[0, 1, 3, 2]),
+        N("MatMul", ["q", "kt"], ["a"], "qk"),
+        N("Mul", ["a", "sc"], ["as"], "scale"),
+        N("Softmax", ["as"], ["p"], "softmax", axis=-1),
+        N("MatMul", ["p", "v"], ["o"], "pv"),
+        N("Transpose", ["o"], ["ot"], "o_transpose", perm=[0, 2, 1, 3]),
+        N("Reshape", ["ot", "s_tok"], ["tok"], "o_join"),
+        N("MatMul", ["tok", "wp"], ["pr"], "proj"),
+        N("Transpose", ["pr"], ["pt"], "back_transpose", perm=[0, 2, 1]),
+        N("Reshape", ["pt", "s_map"], ["y"], "back_reshape"),
+    ]
+    inits = [c("s3", np.array([1, ch, n], np.int64)), w("b", (ch,)),
+             w("wqkv", (ch, 3 * ch)), w("bqkv", (3 * ch,)), c("s5", np.array([1, n, 3, heads, d], np.int64)),
+             c("ones", np.array([1, 1, 1], np.int64)), c("ax0", np.array([0], np.int64)), c("sc", np.float32(d**-0.5)),
+             c("s_tok", np.array([1, n, ch], np.int64)), w("wp", (ch, ch)), c("s_map", np.array([1, ch, h, w_], np.int64))]
+    return wrap("vitattn", nodes, inits, ch, h, w_, ch)
+
+
+def fcout(ch: int, k: int) -> Built:
+    """Conv map [1, C, 4, 4] -> GlobalAveragePool -> Flatten -> Gemm (K classes): the graph output [1, K]."""
+    nodes = [N("Conv", ["in", "w0"], ["x"], "pre_conv"), N("GlobalAveragePool", ["x"], ["g"], "pool"),
+             N("Flatten", ["g"], ["f"], "flatten", axis=1), N("Gemm", ["f", "wf", "bf"], ["out"], "fc", transB=1)]
+    g = helper.make_graph(nodes, "fcout", [helper.make_tensor_value_info("in", TensorProto.FLOAT, [1, 3, 4, 4])],
+                          [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)],
+                          [w("w0", (ch, 3, 1, 1)), w("wf", (k, ch)), w("bf", (k,))])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return onnx.shape_inference.infer_shapes(m), (4, 4)
+
+
+def mapjoin(heads: int, d: int, n: int, vfirst: int) -> Built:
+    """Attention on a conv map's heads whose result joins the heads back into the map: q/k/v from 1x1 convs
+    reshaped to [1, heads, d, N]; P.V [1, heads, N, d] -> Transpose (0,2,1,3) -> Reshape [1, H, W, heads*d] ->
+    Transpose (0,3,1,2) (vfirst=0), or V.P^T [1, heads, d, N] -> Reshape [1, heads*d, H, W] (vfirst=1)."""
+    h, w_ = hw_for(n)
+    cin, ch = 32, heads * d
+    nodes = [N("Conv", ["x", f"w{t}"], [f"{t}0"], f"{t}_conv") for t in "qkv"]
+    nodes += [N("Reshape", [f"{t}0", "s"], [f"{t}r"], f"{t}_rs") for t in "qkv"]
+    nodes += [N("Transpose", ["qr"], ["q"], "q_tr", perm=[0, 1, 3, 2]),
+              N("MatMul", ["q", "kr"], ["a"], "qk"),
+              N("Mul", ["a", "sc"], ["as"], "scale"),
+              N("Softmax", ["as"], ["p"], "softmax", axis=-1)]
+    if vfirst:
+        nodes += [N("Transpose", ["p"], ["pt"], "p_tr", perm=[0, 1, 3, 2]),
+                  N("MatMul", ["vr", "pt"], ["o"], "vp"),
+                  N("Reshape", ["o", "s_map"], ["y"], "join_reshape")]
+    else:
+        nodes += [N("Transpose", ["vr"], ["v"], "v_tr", perm=[0, 1, 3, 2]),
+                  N("MatMul", ["p", "v"], ["o"], "pv"),
+                  N("Transpose", ["o"], ["ot"], "join_transpose", perm=[0, 2, 1, 3]),
+                  N("Reshape", ["ot", "s_nhwc"], ["yl"], "join_reshape"),
+                  N("Transpose", ["yl"], ["y"], "to_nchw", perm=[0, 3, 1, 2])]
+    inits = [w(f"w{t}", (ch, cin, 1, 1)) for t in "qkv"] + [
+        c("s", np.array([1, heads, d, n], np.int64)), c("s_map", np.array([1, ch, h, w_], np.int64)),
+        c("s_nhwc", np.array([1, h, w_, ch], np.int64)), c("sc", np.float32(d**-0.5))]
+    return wrap("mapjoin", nodes, inits, cin, h, w_, ch)
+
+
+def mu(a: int, b: int, d: int, swap: int) -> Built:
     """Hiera-style mask units: tokens [1, a*b, C] from a token MatMul -> qkv Reshape [1, a, b, 3, 2, d] ->
     Transpose moving q/k/v and the heads to the front, with the token pieces a, b swapped (1) or kept (0) ->
     q/k/v attention -> back to the map."""
@@ -320,15 +408,15 @@ def mu(a, b, d, swap):
     return wrap("mu", nodes, inits, ch, h, w_, ch)
 
 
-BUILDERS = {"mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
+BUILDERS: dict[str, Callable[..., Built]] = {"vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
 
 
-def build(label):
+def build(label: str) -> Built:
     kind, *args = label.split(":")
     return BUILDERS[kind](*(int(a) for a in args))
 
 
-def convert_case(label, socs):
+def convert_case(label: str, socs: list[str]) -> dict[str, dict[str, Any]]:
     import rknn_log
 
     model, (h, w_) = build(label)
@@ -354,14 +442,14 @@ def convert_case(label, socs):
     return result
 
 
-def _build_log(path, soc, quantize, dataset):
+def _build_log(path: str, soc: str, quantize: bool, dataset: str) -> tuple[str, bool]:
     import re
 
     ok, raw = captured_build(path, soc, quantize, dataset, mean_values=[[0, 0, 0]], std_values=[[1, 1, 1]])
     return re.sub(r"\x1b\[[0-9;]*m", "", raw), ok
 
 
-def main():
+def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("cases", nargs="*")
     parser.add_argument("--socs", default="rk3566")

@@ -43,6 +43,15 @@ class LayerView:
 Check = Callable[["Rule", LayerView], "str | None"]
 
 
+_METADATA_READERS = frozenset({"Shape", "Size"})
+
+
+def _data_users(graph: Graph, tensor: str) -> tuple[Node, ...]:
+    """The consumers that read a tensor's data: a Shape or Size reads only its dims, which the toolkit folds
+    into constants, so it neither holds the tensor in a layout nor forces one."""
+    return tuple(u for u in graph.consumers(tensor) if u.op_type not in _METADATA_READERS)
+
+
 def _dims(values: Sequence[Any]) -> str:
     return "x".join(str(v) for v in values)
 
@@ -531,7 +540,7 @@ def _activation_matmul_operand(graph: Graph, tensor: str, depth: int = 4) -> tup
     """(operand index, MatMul) when `tensor` flows through element-wise ops only into a MatMul of two
     activations (exMatMul: attention's Q.K^T and P.V)."""
     for _ in range(depth):
-        users = graph.consumers(tensor)
+        users = _data_users(graph, tensor)
         if len(users) != 1:
             return None
         user = users[0]
@@ -576,43 +585,107 @@ def _value_operand(graph: Graph, node: Node) -> tuple[int, tuple[Any, ...]] | No
     """(operand index, V's shape) when `node` makes the V operand of attention's P.V (or V.P^T): one operand of
     a MatMul of two activations whose other operand is the Softmax's probabilities."""
     for output in node.outputs:  # a q/k/v Split makes V as one of its outputs; V may have other users too
-        for user in graph.consumers(output):
+        for user in _data_users(graph, output):
             if not _is_activation_matmul(graph, user) or output not in user.inputs[:2]:
                 continue
             index = user.inputs.index(output)
             if _softmax_side(graph, user.inputs[1 - index]):
-                if _from_windowed_heads(graph, output):
+                if _from_windowed_heads(graph, output, split_first=False):
                     return None  # already (b, N, 1, d) after the windowed head split (RKNN-WINDOW-HEADS)
                 shape = graph.shape(output)
                 return (index, shape) if _static(shape) and len(shape) >= 2 else None
     return None
 
 
+_LAYOUT_ONLY = frozenset({"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Flatten"})
+
+
+def _only_user(graph: Graph, tensor: str) -> Node | None:
+    users = _data_users(graph, tensor)
+    return users[0] if len(users) == 1 else None
+
+
+def _unit_move(graph: Graph, node: Node) -> bool:
+    """A Squeeze/Unsqueeze/Reshape that only adds or drops unit axes: the toolkit's 4-D form is unchanged."""
+    src = graph.shape(node.inputs[0]) if node.inputs else None
+    dst = graph.shape(node.outputs[0]) if node.outputs else None
+    return (node.op_type in ("Squeeze", "Unsqueeze", "Reshape") and _static(src) and _static(dst)
+            and _unit_stripped(src) == _unit_stripped(dst))
+
+
+def _split_in_transpose(graph: Graph, split: Node) -> bool:
+    """A q/k/v Split right after the Transpose that unbinds them, when that Transpose only brings channel pieces
+    in front of the token axis (a batch of one: ViT's [1,N,3,h,d] -> [3,1,h,N,d]): NCHW already holds C outside
+    H and W, so the toolkit lowers the pair as one channel split named after the Transpose and the Split has no
+    layer of its own to carry V's move. Bringing q/k/v in front of a real batch (windows, patch pixels: two
+    non-unit axes before it) moves data, and the Split then keeps its layer."""
+    producer = graph.producer(split.inputs[0]) if split.inputs else None
+    if producer is None or producer.op_type != "Transpose":
+        return False
+    src = graph.shape(producer.inputs[0])
+    perm = tuple(producer.attrs.get("perm") or ())
+    if not _static(src) or len(perm) != len(src) or len(src) > 5:
+        return False  # a rank-6 unbind (NesT's blocks axis) is lowered as a Gather, and the Split kept apart
+    source = perm[int(split.attrs.get("axis", 0)) % len(perm)]
+    return sum(1 for d in src[:source] if d != 1) <= 1
+
+
+def _v_carriers(graph: Graph, maker: Node) -> tuple[Node, ...]:
+    """The nodes the V transpose's layers are named after, found from the op making V: a Squeeze/Unsqueeze of a
+    unit axis folds (the layout chain starts before it; a Reshape ending a run keeps the run's layer); a q/k/v
+    Split carries the move of its output, with any Transpose of that output; a head-splitting Reshape right
+    before a Transpose takes it over; a Reshape that only relabels a map (keeps its channel, [1,C,H,W] ->
+    [1,C,HW]) leaves the Transpose its own layer and is relaid out with it."""
+    node = maker
+    for _ in range(4):
+        squeeze = node.op_type in ("Squeeze", "Unsqueeze") and _unit_move(graph, node)
+        producer = graph.producer(_activation_input(graph, node)) if squeeze else None
+        if producer is None or _only_user(graph, _activation_input(graph, node)) is not node:
+            break
+        if producer.op_type == "Split" and _split_in_transpose(graph, producer):
+            break
+        node = producer
+    if node.op_type != "Transpose":
+        return (node,)
+    producer = graph.producer(node.inputs[0])
+    if producer is None or _only_user(graph, node.inputs[0]) is not node:
+        return (node,)
+    if producer.op_type == "Split":
+        return (producer,)
+    if producer.op_type != "Reshape":
+        return (node,)
+    a, b = _as_npu_4d(graph.shape(producer.inputs[0]) or ()), _as_npu_4d(graph.shape(node.inputs[0]) or ())
+    return (producer, node) if a is not None and b is not None and a[1] == b[1] else (producer,)
+
+
+def _downstream_layout(graph: Graph, node: Node, depth: int = 4) -> list[Node]:
+    """`node` and the layout ops its outputs run through, each the only data consumer of its input."""
+    found, frontier = [node], [node]
+    for _ in range(depth):
+        frontier = [u for n in frontier for o in n.outputs for u in (_only_user(graph, o),)
+                    if u is not None and u.op_type in _LAYOUT_ONLY]
+        found += frontier
+    return found
+
+
 def exmatmul_operand(rule: Rule, view: LayerView) -> str | None:
     """The V operand of attention (P.V or V.P^T, P from a Softmax) goes into exMatMul's [b, N, 1, d] form through
-    a Transpose layer named after V's producer; K^T of Q.K^T needs none. The transpose runs on the NPU only when
-    both of V's last two dims are whole 8-byte groups (`align` elements per precision: 4 FP16, 8 INT8). A
-    Transpose making V right after a Reshape is merged into that Reshape, which then carries the layer."""
+    a Transpose layer named after the start of V's layout chain (`_v_carriers`); K^T of Q.K^T needs none. The
+    transpose runs on the NPU only when both of V's last two dims are whole 8-byte groups (`align` elements per
+    precision: 4 FP16, 8 INT8)."""
     node, graph = view.node, view.graph
-    carrier = node
-    if node.op_type == "Reshape" and node.outputs:
-        users = graph.consumers(node.outputs[0])
-        if len(users) == 1 and users[0].op_type == "Transpose":
-            carrier = users[0]
-    elif node.op_type == "Transpose":
-        producer = graph.producer(node.inputs[0])
-        if producer is not None and producer.op_type == "Reshape" and len(graph.consumers(node.inputs[0])) == 1:
-            return None  # merged into the Reshape before it
-    found = _value_operand(graph, carrier)
-    if found is None:
-        return None
-    shape = found[1]
     align = rule.params.get("align", {}).get(view.precision, 1)
-    if shape[-1] % align == 0 and shape[-2] % align == 0:
-        return None  # both dims whole 8-byte groups: the transpose runs on the NPU
-    return (f"{node.op_type} makes the V operand {list(shape)} of attention's softmax(.).V; its last two dims are "
-            f"not both multiples of {align} ({view.precision}: 8-byte groups), so the transpose into exMatMul's "
-            "[b, N, 1, d] form runs on the CPU")
+    for maker in _downstream_layout(graph, node):
+        found = _value_operand(graph, maker)
+        if found is None or node not in _v_carriers(graph, maker):
+            continue
+        shape = found[1]
+        if shape[-1] % align == 0 and shape[-2] % align == 0:
+            return None  # both dims whole 8-byte groups: the transpose runs on the NPU
+        return (f"{node.op_type} starts the layout of the V operand {list(shape)} of attention's softmax(.).V; its "
+                f"last two dims are not both multiples of {align} ({view.precision}: 8-byte groups), so the "
+                "transpose into exMatMul's [b, N, 1, d] form runs on the CPU")
+    return None
 
 
 def _output_token_concat(graph: Graph, node: Node) -> bool:
@@ -820,10 +893,15 @@ def head_split(rule: Rule, view: LayerView) -> str | None:
     if not _static(src) or not _static(dst):
         return None
     a, b = _as_npu_4d(tuple(src)), _as_npu_4d(tuple(dst))
-    if a is not None and b is not None and a[1] == b[1] and not _token_form(graph, node.inputs[0]):
+    axis = channel_axis(graph, node.inputs[0])
+    if (a is not None and b is not None and a[1] == b[1] and not _token_form(graph, node.inputs[0])
+            and axis in (None, 1)):
         return None  # keeps the feature map's channel (a flatten of H, W): no head split
-    channel = _form_channel(graph, node.inputs[0], src)
+    channel = int(src[axis]) if axis is not None and len(src) >= 3 else _form_channel(graph, node.inputs[0], src)
     d = _split_of(channel, dst[1:]) if channel else None
+    if d is None and axis is not None and len(src) >= 3:
+        carried = _carried_axis(src, axis, dst)  # a join merging the heads into the channel, d innermost
+        d = int(src[axis]) if carried is not None and int(dst[carried]) > int(src[axis]) else None
     if d is None:
         back = int(dst[-1]) if len(dst) == 3 else int(dst[1]) if len(dst) == 4 else None
         d = _split_of(back, src[1:]) if back else None
@@ -838,6 +916,22 @@ def map_output_relayout(rule: Rule, view: LayerView) -> str | None:
     return _map_rank3_output(view, rule.params or {})
 
 
+def vector_output(rule: Rule, view: LayerView) -> str | None:
+    """A rank-2 graph output [B, K] (a classifier's logits) leaves the NPU's (B, K, 1, 1) form through a Reshape
+    layer named after it; that Reshape runs on the NPU only when K fills whole 8-byte groups (`align` elements)."""
+    graph, node = view.graph, view.node
+    align = int(rule.params.get("align", {}).get(view.precision, 1))
+    for output in node.outputs:
+        shape = graph.shape(output)
+        if output not in graph.outputs or not _static(shape) or len(shape) != 2 or shape[1] <= 1:
+            continue
+        if shape[1] % align:
+            return (f"makes the rank-2 graph output '{output}' {list(shape)}: the Reshape out of the NPU's "
+                    f"(B, K, 1, 1) form runs on the CPU, K = {shape[1]} is not a multiple of {align} "
+                    f"({view.precision}: 8-byte groups)")
+    return None
+
+
 def _windowed_head_reshape(graph: Graph, node: Node | None) -> bool:
     """A Reshape splitting the channel of windowed tokens [B, N, C] (B > 1: the windows ride in the batch axis)
     into heads, [B, N, (3,) heads, d], for a Transpose that brings the heads before the tokens."""
@@ -848,8 +942,9 @@ def _windowed_head_reshape(graph: Graph, node: Node | None) -> bool:
         return False
     if tuple(dst[:2]) != tuple(src[:2]) or math.prod(int(d) for d in dst[2:]) != int(src[2]):
         return False
-    users = graph.consumers(node.outputs[0])
-    return len(users) == 1 and users[0].op_type == "Transpose" and _windows_in_tokens(graph, node.inputs[0])
+    users = _data_users(graph, node.outputs[0])
+    return (len(users) == 1 and users[0].op_type in ("Transpose", "Split")
+            and _windows_in_tokens(graph, node.inputs[0]))
 
 
 def _windows_in_tokens(graph: Graph, tensor: str, depth: int = 16) -> bool:
@@ -875,14 +970,21 @@ def _windows_in_tokens(graph: Graph, tensor: str, depth: int = 16) -> bool:
     return False
 
 
-def _from_windowed_heads(graph: Graph, tensor: str, depth: int = 5) -> bool:
-    """The tensor is q, k or v unbound from a windowed head split (through Split/Squeeze/Gather/Transpose)."""
+def _from_windowed_heads(graph: Graph, tensor: str, depth: int = 5, split_first: bool = True) -> bool:
+    """The tensor is q, k or v unbound from a windowed head split (through Split/Squeeze/Gather/Transpose): the
+    head Reshape's Transpose moved them into (b, N, 1, d). With `split_first`, also q/k/v split from the head
+    Reshape before their own Transposes (TinyViT), which are still in the token form."""
     for _ in range(depth):
         node = graph.producer(tensor)
         if node is None or node.op_type not in ("Split", "Squeeze", "Gather", "Transpose", "Mul", "Div"):
             return False
         source = node.inputs[0]
-        if node.op_type == "Transpose" and _windowed_head_reshape(graph, graph.producer(source)):
+        producer = graph.producer(source)
+        if node.op_type == "Transpose" and _windowed_head_reshape(graph, producer) and producer is not None \
+                and (split_first or _data_users(graph, producer.outputs[0])[0].op_type == "Transpose"):
+            return True
+        if node.op_type == "Transpose" and split_first and producer is not None and producer.op_type == "Split" \
+                and _windowed_head_reshape(graph, graph.producer(producer.inputs[0])):
             return True
         tensor = source
     return False
@@ -950,6 +1052,16 @@ def _carried_axis(src: Sequence[int], axis: int, dst: Sequence[int]) -> int | No
     return None
 
 
+_SECOND_LOOK = 8  # how deep the other inputs of an element-wise op are traced when the first one fixes nothing
+
+
+def _other_activations(graph: Graph, node: Node, first: str) -> list[str]:
+    """The inputs of an element-wise op other than `first` that carry an activation shaped like its output."""
+    out = graph.shape(node.outputs[0]) if node.outputs else None
+    return [i for i in node.inputs if i and i != first and not graph.is_constant(i) and graph.shape(i) == out
+            and (graph.producer(i) is not None or i in graph.inputs)]
+
+
 def channel_axis(graph: Graph, tensor: str, depth: int = 24) -> int | None:
     """The axis of `tensor` that the rk3566 toolkit holds as the channel of its 4-D form (the innermost C2 block
     of NC1HWC2), traced from the op that fixes it: axis 1 of a feature map (Conv, pooling, a 4-D graph input),
@@ -966,13 +1078,21 @@ def channel_axis(graph: Graph, tensor: str, depth: int = 24) -> int | None:
     if node.op_type in _MAP_OPS:
         return 1 if rank >= 3 else None
     if node.op_type in ("MatMul", "Gemm"):
+        if _is_activation_matmul(graph, node) and _softmax_side(graph, node.inputs[1]):
+            return rank - 2  # V @ P^T: exMatMul keeps V's d, here the rows, as the result's channel
         return rank - 1
     if node.op_type in ("LayerNormalization", "RMSNormalization"):
         return int(node.attrs.get("axis", -1)) % rank
     if node.op_type in ("Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze") or node.op_type in _AXIS_KEEPING:
         source = _activation_input(graph, node)
-        before = graph.shape(source)
         axis = channel_axis(graph, source, depth - 1) if source else None
+        if axis is None and node.op_type in _AXIS_KEEPING:
+            for other in _other_activations(graph, node, source):  # a residual Add: the branch fixes the layout
+                axis = channel_axis(graph, other, min(depth - 1, _SECOND_LOOK))
+                if axis is not None:
+                    source = other
+                    break
+        before = graph.shape(source)
         if axis is None or not _static(before):
             return None
         if node.op_type == "Transpose":
@@ -1350,6 +1470,7 @@ CHECKS: Mapping[str, Check] = {
     "token_relayout": token_relayout,
     "head_split": head_split,
     "map_output_relayout": map_output_relayout,
+    "vector_output": vector_output,
     "window_heads": window_heads,
     "norm_relayout": norm_relayout,
     "pixel_rows": pixel_rows,
@@ -1631,10 +1752,12 @@ def _attention_head_reshape(graph: Graph, node: Node) -> bool:
     """A Reshape splitting a feature map into attention heads or joining them back: it makes or takes an
     operand of a MatMul of two activations, directly or through the Split into q/k/v, and the toolkit
     folds it into exMatMul's operand layout."""
-    def feeds_matmul(tensor: str) -> bool:
-        for _ in range(3):  # heads transposed into tokens (and K^T) on the way
-            users = graph.consumers(tensor)
-            if len(users) != 1 or users[0].op_type != "Transpose":
+    def feeds_matmul(tensor: str, depth: int = 4) -> bool:
+        for _ in range(depth):  # heads transposed into tokens (and K^T), q/k/v unbound and squeezed on the way
+            users = _data_users(graph, tensor)
+            if len(users) == 1 and users[0].op_type == "Split" and depth > 1:
+                return any(feeds_matmul(o, depth - 1) for o in users[0].outputs)
+            if len(users) != 1 or users[0].op_type not in ("Transpose", "Squeeze", "Unsqueeze"):
                 break
             tensor = users[0].outputs[0]
         return _activation_matmul_operand(graph, tensor) is not None
@@ -1648,7 +1771,7 @@ def _attention_head_reshape(graph: Graph, node: Node) -> bool:
         return True
     if producer is not None and producer.op_type == "Split" and any(feeds_matmul(o) for o in producer.outputs):
         return True
-    users = graph.consumers(node.outputs[0])
+    users = _data_users(graph, node.outputs[0])
     if len(users) == 1 and users[0].op_type == "Split":
         return any(feeds_matmul(o) for o in users[0].outputs)
     return feeds_matmul(node.outputs[0])
@@ -1722,7 +1845,7 @@ def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
         return _group_norm_reshape(view, params)
     if node.op_type == "Transpose":
         producer = graph.producer(node.inputs[0])
-        if producer is not None and producer.op_type == "Reshape" and len(graph.consumers(node.inputs[0])) == 1:
+        if producer is not None and producer.op_type == "Reshape" and len(_data_users(graph, node.inputs[0])) == 1:
             return None
         if (producer is not None and producer.op_type == "MatMul") or \
                 _activation_matmul_operand(graph, node.outputs[0]) is not None:
@@ -1735,7 +1858,7 @@ def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
         return None
     if node.op_type == "Reshape" and _attention_head_reshape(graph, node):
         return None
-    users = graph.consumers(node.outputs[0])
+    users = _data_users(graph, node.outputs[0])
     if len(users) == 1 and _moving_transpose(graph, users[0]) and not _token_form(graph, node.inputs[0]):
         return (f"{node.op_type} {list(src)} -> {list(dst)} with the Transpose after it moves data across the "
                 "channel axis")
@@ -1755,6 +1878,11 @@ def _form_channel_change(view: LayerView) -> str | None:
         return None
     if src[-1] == dst[-1] and len(src) in (3, 4) and _token_form(graph, node.inputs[0]):
         return None  # regroups the token axis of a [B, C, 1, N] tensor (e.g. LeViT's subsample)
+    axis = channel_axis(graph, _activation_input(graph, node))
+    carried = _carried_axis(src, axis, dst) if axis is not None else None
+    if (axis is not None and carried is not None and dst[carried] == src[axis] and len(dst) <= 4
+            and src[0] == dst[0]):
+        return None  # keeps the batch and carries the channel whole ([1,H,W,C] -> [1,HW,C]): pixels relabelled
     a, b = _as_npu_4d(src), _as_npu_4d(dst)
     if a is None or b is None or a[1] == b[1] or _unit_stripped(src) == _unit_stripped(dst):
         return None
@@ -1798,7 +1926,11 @@ def _token_form(graph: Graph, tensor: str, depth: int = 32) -> bool:
                 return False
         elif node.op_type not in _LAYOUT_NEUTRAL and node.op_type != "BatchNormalization":
             return False
-        tensor = _activation_input(graph, node)
+        source = _activation_input(graph, node)
+        others = _other_activations(graph, node, source) if node.op_type in _LAYOUT_NEUTRAL and depth > 1 else []
+        if any(_token_form(graph, other, min(depth - 1, _SECOND_LOOK)) for other in others):
+            return True  # a residual Add: the branch fixes the layout
+        tensor = source
     return False
 
 
@@ -2012,6 +2144,10 @@ def _pixels_into_channel(view: LayerView, params: Mapping[str, Any]) -> str | No
     """rk3566: as spatial_into_channel, except GroupNorm's reshape into [1, G, L], which is exNorm's own layout."""
     if _group_norm_groups(view.graph, view.node) is not None:
         return None
+    src, dst = view.in_shape(), view.out_shape()
+    form = _as_npu_4d(tuple(dst)) if _static(dst) and len(dst) == 3 else None
+    if _static(src) and len(src) == 4 and form is not None and form[1] == src[1]:
+        return None  # [1, C, H, W] -> [1, C, HW] is held as (1, C, 1, HW): the pixels stay in W, the channel stays
     return _spatial_into_channel(view, params)
 
 

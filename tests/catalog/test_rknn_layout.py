@@ -4,6 +4,7 @@ RK3566/RK3568, token MatMuls there, and the output relayout on RK3588."""
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
 from onnx import helper
 
@@ -859,3 +860,282 @@ def test_a_reshape_after_a_token_reordering_transpose_takes_its_move_on_rk3566(c
         assert on_npu(catalog, path, "rk3566", precision, node="split")
         assert on_npu(catalog, path, "rk3566", precision, node="perm")
         assert not on_npu(catalog, path, "rk3566", precision, node="merge")
+
+
+@pytest.mark.parametrize(("reader", "cpu"), [("Shape", False), ("Size", False), ("Relu", True)])
+def test_a_shape_read_of_an_attention_operand_keeps_the_head_split_folded_on_rk3566(catalog, tmp_path, reader, cpu):
+    # corpus timm_mobilenetv4_hybrid_medium, timm_tiny_vit_5m_224: Shape(q) feeds the scale arithmetic; the head
+    # Reshape [1,256,7,7] -> [1,4,64,49] is an NPU Reshape layer. A second consumer that reads q's data does
+    # leave q in the map form, and the Reshape + Transpose pair then moves data on its own.
+    path = _conv_map_attention(tmp_path, 2, 16)
+    model = onnx.load(path)
+    model.graph.node.append(helper.make_node(reader, ["q"], ["q_read"], name="reader"))
+    dtype = onnx.TensorProto.FLOAT if reader == "Relu" else onnx.TensorProto.INT64
+    model.graph.output.append(value("q_read", None, dtype))
+    onnx.save(model, path)
+    report = check_graph(load_model(path), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        assert report.verdict("q_rs").runs_on("npu", precision) is not cpu, precision
+
+
+def _head_join(tmp_path, dim, tokens=49, heads=4, v_first=False):
+    """Attention whose result joins its heads back into a map: P.V [1,h,N,d] -> Transpose (0,2,1,3) -> Reshape
+    [1,s,s,h*d] -> Transpose (0,3,1,2) (MobileNetV4's MQA), or V.P^T [1,h,d,N] -> Reshape [1,h*d,s,s] (YOLO11's
+    PSA, LeViT-conv)."""
+    side = int(tokens**0.5)
+    nodes = [helper.make_node("MatMul", ["q", "k"], ["s"], name="qk"),
+             helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1)]
+    if v_first:
+        nodes += [helper.make_node("Transpose", ["p"], ["pt"], name="p_t", perm=[0, 1, 3, 2]),
+                  helper.make_node("MatMul", ["v", "pt"], ["o"], name="pv"),
+                  helper.make_node("Reshape", ["o", "back"], ["o4"], name="join")]
+        back = [1, heads * dim, side, side]
+    else:
+        nodes += [helper.make_node("MatMul", ["p", "v"], ["o"], name="pv"),
+                  helper.make_node("Transpose", ["o"], ["ot"], name="o_t", perm=[0, 2, 1, 3]),
+                  helper.make_node("Reshape", ["ot", "back"], ["o3"], name="join"),
+                  helper.make_node("Transpose", ["o3"], ["o4"], name="to_nchw", perm=[0, 3, 1, 2])]
+        back = [1, side, side, heads * dim]
+    nodes.append(helper.make_node("Relu", ["o4"], ["y"], name="tail"))
+    inputs = [value("q", [1, heads, tokens, dim]), value("k", [1, heads, dim, tokens]),
+              value("v", [1, heads, dim, tokens] if v_first else [1, heads, tokens, dim])]
+    return save_model(tmp_path / f"join{dim}_{v_first}.onnx", nodes, inputs, [value("y", None)],
+                      [const("back", np.array(back, np.int64))])
+
+
+# corpus timm_mobilenetv4_hybrid_medium (P.V, d=64, N=49) and yolo11n_320 / timm_levit_conv_128s (V.P^T, d=64 / 32):
+# the join Reshape layers (h,d,1,N) -> map are NPU in FP16 and INT8; d is V's head width (the channel exMatMul keeps),
+# not a pixel axis of the map. probe tools/probe_rknn_rk3566.py mapjoin:2:D:64:VFIRST, both forms: join_reshape NPU
+# at D=16 in FP16 and INT8, at D=12 NPU in FP16 and CPU in INT8 (the channels-last Transposes have no layer)
+@pytest.mark.parametrize("v_first", [False, True])
+@pytest.mark.parametrize(("dim", "cpu_in"), [(64, set()), (16, set()), (12, {"int8"})])
+def test_a_head_join_takes_the_head_width_from_v_on_rk3566(catalog, tmp_path, v_first, dim, cpu_in):
+    report = check_graph(load_model(_head_join(tmp_path, dim, v_first=v_first)), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        assert report.verdict("join").runs_on("npu", precision) is not (precision in cpu_in), precision
+
+
+def _v_chain(tmp_path, name, v_nodes, v_input, v_shape, q_shape, inits=()):
+    """softmax(Q.K^T).V with V made by `v_nodes` from the graph input `v_input`, ending in tensor 'v'."""
+    heads, tokens, dim = q_shape[-3], q_shape[-2], q_shape[-1]
+    lead = list(q_shape[:-2])
+    nodes = [*v_nodes, helper.make_node("MatMul", ["q", "k"], ["s"], name="qk"),
+             helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1),
+             helper.make_node("MatMul", ["p", "v"], ["o"], name="pv"),
+             helper.make_node("Relu", ["o"], ["y"], name="tail")]
+    del heads
+    inputs = [value("q", q_shape), value("k", [*lead, dim, tokens]), value(v_input, v_shape)]
+    return save_model(tmp_path / f"{name}.onnx", nodes, inputs, [value("y", None)], list(inits))
+
+
+# corpus timm_mobilenetv4_hybrid_medium (MQA): value map [1,64,7,7] -> Reshape [1,64,49] -> Transpose (0,2,1) ->
+# Unsqueeze [1,1,49,64]: layers Reshape_2_output_0_rs and Transpose_2 Target CPU (49 tokens), the Unsqueeze none;
+# a map of 64 pixels is whole 8-byte groups (probe vop: the V transpose rule)
+@pytest.mark.parametrize(("side", "cpu"), [(7, True), (8, False)])
+def test_a_relabelled_map_made_v_is_transposed_with_its_reshape_on_rk3566(catalog, tmp_path, side, cpu):
+    n = side * side
+    nodes = [helper.make_node("Reshape", ["v0", "s3"], ["vr"], name="v_rs"),
+             helper.make_node("Transpose", ["vr"], ["vt"], name="v_tr", perm=[0, 2, 1]),
+             helper.make_node("Unsqueeze", ["vt", "ax1"], ["v"], name="v_unsq")]
+    path = _v_chain(tmp_path, f"mqa{side}", nodes, "v0", [1, 64, side, side], [1, 4, n, 64],
+                    [const("s3", np.array([1, 64, n], np.int64)), const("ax1", np.array([1], np.int64))])
+    report = check_graph(load_model(path), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        assert report.verdict("v_rs").runs_on("npu", precision) is not cpu
+        assert report.verdict("v_tr").runs_on("npu", precision) is not cpu
+        assert report.verdict("v_unsq").runs_on("npu", precision)
+
+
+# q/k/v unbound by a Transpose + Split on axis 0 + Squeeze. In front of a real batch (MobileViT's patch pixels,
+# NesT's windows) the Split keeps its layer and carries V's transpose (corpus timm_mobilevit_xs
+# Split_output_2_rs_tp, timm_nest_tiny: Target CPU, 30 / 196 tokens in INT8); with a batch of one (ViT) the
+# Transpose + Split are one channel split and the Squeeze carries it (corpus timm_deit_tiny_patch16_224
+# Squeeze_2_output_0_rs, 197 tokens: CPU)
+@pytest.mark.parametrize("batch", [4, 1])
+def test_the_split_unbinding_v_carries_its_transpose_only_before_a_real_batch_on_rk3566(catalog, tmp_path, batch):
+    tokens, heads, dim = 30, 2, 16
+    nodes = [helper.make_node("Transpose", ["qkv"], ["t"], name="unbind", perm=[2, 0, 3, 1, 4]),
+             helper.make_node("Split", ["t", "ones"], ["q1", "k1", "v1"], name="split", axis=0),
+             helper.make_node("Squeeze", ["v1", "ax0"], ["v"], name="v_sq")]
+    path = _v_chain(tmp_path, f"unbind{batch}", nodes, "qkv", [batch, tokens, 3, heads, dim],
+                    [batch, heads, tokens, dim],
+                    [const("ones", np.array([1, 1, 1], np.int64)), const("ax0", np.array([0], np.int64))])
+    report = check_graph(load_model(path), catalog, "rk3566")
+    carrier, folded = ("split", "v_sq") if batch > 1 else ("v_sq", "split")
+    assert not report.verdict(carrier).runs_on("npu", "int8")  # 30 tokens: not whole 8-byte groups
+    assert report.verdict(folded).runs_on("npu", "int8")
+    assert "RKNN-EXMATMUL-B" in {v.rule for v in report.verdict(carrier).violations}
+
+
+# corpus timm_tiny_vit_5m_224: Split on the last axis of [16,49,4,96] into q/k/v, V Transpose (0,2,1,3): layers
+# Split_output_2_rs and Split_output_2_tp Target CPU (49 tokens), the Transpose none; 64 tokens: NPU
+@pytest.mark.parametrize(("tokens", "cpu"), [(49, True), (64, False)])
+def test_a_split_before_the_v_transpose_carries_it_on_rk3566(catalog, tmp_path, tokens, cpu):
+    nodes = [helper.make_node("Split", ["qkv", "parts"], ["q1", "k1", "v1"], name="split", axis=3),
+             helper.make_node("Transpose", ["v1"], ["v"], name="v_tr", perm=[0, 2, 1, 3])]
+    path = _v_chain(tmp_path, f"tv{tokens}", nodes, "qkv", [4, tokens, 2, 96], [4, 2, tokens, 32],
+                    [const("parts", np.array([32, 32, 32], np.int64))])
+    report = check_graph(load_model(path), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        assert report.verdict("split").runs_on("npu", precision) is not cpu
+        assert report.verdict("v_tr").runs_on("npu", precision)
+
+
+def _unbound_token_attention(tmp_path, dim, heads=4, batch=4, tokens=64):
+    """MobileViT's transformer: token MatMul -> qkv Reshape [B,N,3,h,d] -> Transpose (2,0,3,1,4) -> Split on axis 0
+    -> Squeeze -> attention -> Transpose (0,2,1,3) -> join Reshape [B,N,h*d]."""
+    ch = heads * dim
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["qkv"], name="qkv_mm"),
+             helper.make_node("Reshape", ["qkv", "s5"], ["r5"], name="split_heads"),
+             helper.make_node("Transpose", ["r5"], ["t5"], name="unbind", perm=[2, 0, 3, 1, 4]),
+             helper.make_node("Split", ["t5", "ones"], ["q1", "k1", "v1"], name="split", axis=0)]
+    nodes += [helper.make_node("Squeeze", [f"{t}1", "ax0"], [t], name=f"{t}_sq") for t in "qkv"]
+    nodes += [helper.make_node("Transpose", ["k"], ["kt"], name="k_t", perm=[0, 1, 3, 2]),
+              helper.make_node("MatMul", ["q", "kt"], ["s"], name="qk"),
+              helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1),
+              helper.make_node("MatMul", ["p", "v"], ["o"], name="pv"),
+              helper.make_node("Transpose", ["o"], ["ot"], name="o_t", perm=[0, 2, 1, 3]),
+              helper.make_node("Reshape", ["ot", "s3"], ["j"], name="join_heads"),
+              helper.make_node("Relu", ["j"], ["y"], name="tail")]
+    inits = [weight("w", [ch, 3 * ch]), const("s5", np.array([batch, tokens, 3, heads, dim], np.int64)),
+             const("ones", np.array([1, 1, 1], np.int64)), const("ax0", np.array([0], np.int64)),
+             const("s3", np.array([batch, tokens, ch], np.int64))]
+    return save_model(tmp_path / f"mvit{dim}.onnx", nodes, [value("x", [batch, tokens, ch])], [value("y", None)],
+                      inits)
+
+
+# corpus timm_mobilevit_xs / xxs: the qkv head split Reshape (4,360,1,64) -> (48,30,1,64) and the join
+# Reshape_1_output_0_rs of d=30 heads are Target CPU in FP16 and INT8; d=24 (stages.2) NPU in both; d=36
+# (stages.4, 144 = 4 x 36) NPU in FP16, CPU in INT8: RKNN-HEAD-SPLIT's 8-byte rule through the q/k/v Split
+@pytest.mark.parametrize(("dim", "cpu_in"), [(24, set()), (30, {"fp16", "int8"}), (36, {"int8"})])
+def test_a_head_split_unbound_by_a_split_follows_the_8_byte_rule_on_rk3566(catalog, tmp_path, dim, cpu_in):
+    report = check_graph(load_model(_unbound_token_attention(tmp_path, dim)), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        for node in ("split_heads", "join_heads"):
+            assert report.verdict(node).runs_on("npu", precision) is not (precision in cpu_in), (node, precision)
+
+
+# corpus timm_tiny_vit_5m_224 stages.2 Reshape [1,14,14,160] -> [1,196,160] of a channels-last map: a Reshape layer
+# (1,160,14,14) -> (1,160,1,196), Target NPU in FP16 and INT8 (the channel stays whole, the pixels are relabelled);
+# merging the batch into the pixels moves data (corpus timm_hiera_tiny_224 unroll/Reshape_7 [64,7,7,96] ->
+# [1,3136,96]: Target CPU), and so does changing the channel ([1,6,6,16] -> [1,36,4,4])
+@pytest.mark.parametrize(("batch", "to", "cpu"), [(1, [1, 36, 16], False), (2, [1, 72, 16], True),
+                                                  (1, [1, 36, 4, 4], True)])
+def test_a_channels_last_map_reshaped_keeping_its_channel_is_a_relabel_on_rk3566(catalog, tmp_path, batch, to, cpu):
+    nodes = [helper.make_node("Conv", ["x", "w"], ["m"], name="conv"),
+             helper.make_node("Transpose", ["m"], ["t"], name="to_nhwc", perm=[0, 2, 3, 1]),
+             helper.make_node("Reshape", ["t", "s"], ["r"], name="n"),
+             helper.make_node("Relu", ["r"], ["y"], name="tail")]
+    path = save_model(tmp_path / f"cl{batch}_{len(to)}.onnx", nodes, [value("x", [batch, 8, 6, 6])],
+                      [value("y", None)], [weight("w", [16, 8, 1, 1]), const("s", np.array(to, np.int64))])
+    report = check_graph(load_model(path), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        assert report.verdict("n").runs_on("npu", precision) is not cpu, precision
+
+
+def _classifier(tmp_path, classes):
+    nodes = [helper.make_node("Conv", ["x", "w"], ["m"], name="conv"),
+             helper.make_node("GlobalAveragePool", ["m"], ["g"], name="pool"),
+             helper.make_node("Flatten", ["g"], ["f"], name="flatten", axis=1),
+             helper.make_node("Gemm", ["f", "wf", "bf"], ["y"], name="fc", transB=1)]
+    inits = [weight("w", [64, 3, 1, 1]), weight("wf", [classes, 64]), weight("bf", [classes])]
+    return save_model(tmp_path / f"fc{classes}.onnx", nodes, [value("x", [1, 3, 4, 4])], [value("y", None)], inits)
+
+
+# probe tools/probe_rknn_rk3566.py fcout:64:K: the Reshape (1,K,1,1) -> (1,K) into the logits is NPU at K = 8, 16,
+# 24, NPU in FP16 / CPU in INT8 at K = 12, 20, CPU in both at K = 10, 1001 (corpus nn_tf_same_pad_cnn: K = 10)
+@pytest.mark.parametrize(("classes", "cpu_in"), [(8, set()), (16, set()), (12, {"int8"}), (20, {"int8"}),
+                                                 (10, {"fp16", "int8"}), (1001, {"fp16", "int8"}), (1000, set())])
+def test_a_classifier_output_needs_whole_8_byte_groups_on_rk3566(catalog, tmp_path, classes, cpu_in):
+    path = _classifier(tmp_path, classes)
+    report = check_graph(load_model(path), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        cpu = precision in cpu_in
+        assert report.verdict("fc").runs_on("npu", precision) is not cpu, precision
+        if cpu:
+            assert "RKNN-VECTOR-OUTPUT" in {v.rule for v in report.verdict("fc").violations}
+    other = check_graph(load_model(path), catalog, "rk3576").verdict("fc")
+    assert "RKNN-VECTOR-OUTPUT" not in {v.rule for v in other.violations}
+
+
+def _split_windowed_attention(tmp_path, windows, tokens, heads=2, dim=16):
+    """TinyViT's windowed attention: tokens of B windows [B, N, C] -> qkv MatMul -> Reshape [B, N, heads, 3d] ->
+    Split on the last axis into q, k, v -> one Transpose each (q, v (0,2,1,3), k (0,2,3,1)) -> scale Muls ->
+    softmax(Q.K^T).V."""
+    ch = heads * dim
+    nodes = [helper.make_node("Transpose", ["x"], ["xl"], name="to_tokens", perm=[0, 2, 3, 1]),
+             helper.make_node("Reshape", ["xl", "s3"], ["t"], name="to_windows"),
+             helper.make_node("MatMul", ["t", "wqkv"], ["qkv"], name="qkv_mm"),
+             helper.make_node("Reshape", ["qkv", "s4"], ["qkv4"], name="qkv_reshape"),
+             helper.make_node("Split", ["qkv4", "parts"], ["q1", "k1", "v1"], name="split", axis=3),
+             helper.make_node("Transpose", ["q1"], ["q2"], name="q_transpose", perm=[0, 2, 1, 3]),
+             helper.make_node("Transpose", ["k1"], ["k2"], name="k_transpose", perm=[0, 2, 3, 1]),
+             helper.make_node("Transpose", ["v1"], ["v"], name="v_transpose", perm=[0, 2, 1, 3]),
+             helper.make_node("Mul", ["q2", "scale"], ["q"], name="q_scale"),
+             helper.make_node("Mul", ["k2", "scale"], ["kt"], name="k_scale"),
+             helper.make_node("MatMul", ["q", "kt"], ["s"], name="qk"),
+             helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1),
+             helper.make_node("MatMul", ["p", "v"], ["o"], name="pv"),
+             helper.make_node("Relu", ["o"], ["y"], name="tail")]
+    inits = [weight("wqkv", [ch, 3 * ch]), const("s4", np.array([windows, tokens, heads, 3 * dim], np.int64)),
+             const("s3", np.array([windows, tokens, ch], np.int64)),
+             const("parts", np.array([dim, dim, dim], np.int64)), const("scale", np.array(0.25, np.float32))]
+    return save_model(tmp_path / f"swin{windows}_{tokens}.onnx", nodes, [value("x", [1, ch, windows, tokens])],
+                      [value("y", None)], inits, opset=13)
+
+
+# corpus timm_tiny_vit_5m_224 (16 windows of 49 tokens): attn/Reshape (16,384,1,49) -> (16,4,96,49) Target CPU, the
+# scaled q and k relaid out into exMatMul's form (Mul_output_0_tp_rs, Mul_1_output_0_rs) CPU, V's Split_output_2_rs
+# and _tp CPU, FP16 and INT8; the Q/K transposes follow the 8-byte rule (64 tokens: NPU); one window folds
+@pytest.mark.parametrize(("windows", "tokens"), [(4, 49), (4, 64), (1, 64)])
+def test_a_windowed_head_split_through_a_split_on_rk3566(catalog, tmp_path, windows, tokens):
+    report = check_graph(load_model(_split_windowed_attention(tmp_path, windows, tokens)), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        windowed = windows > 1
+        assert report.verdict("qkv_reshape").runs_on("npu", precision) is not windowed
+        qk_cpu = windowed and tokens % 4 != 0
+        for node in ("q_scale", "k_scale"):
+            assert report.verdict(node).runs_on("npu", precision) is not qk_cpu, (node, precision)
+        assert report.verdict("split").runs_on("npu", precision) is not (tokens % 4 != 0)  # V's transpose
+
+
+def test_a_rank6_unbind_keeps_the_split_as_the_v_carrier_on_rk3566(catalog, tmp_path):
+    # corpus timm_nest_tiny levels.2 (one block): Transpose (3,0,4,1,2,5) of [1,1,196,3,12,32] is a Reshape + Gather
+    # and the Split a Split_to4D layer of its own, which carries V's transpose (Split_output_2_rs_tp, CPU in INT8)
+    tokens, heads, dim = 30, 2, 16
+    nodes = [helper.make_node("Transpose", ["qkv"], ["t"], name="unbind", perm=[3, 0, 4, 1, 2, 5]),
+             helper.make_node("Split", ["t", "ones"], ["q1", "k1", "v1"], name="split", axis=0),
+             helper.make_node("Squeeze", ["v1", "ax0"], ["v"], name="v_sq")]
+    path = _v_chain(tmp_path, "unbind6", nodes, "qkv", [1, 1, tokens, 3, heads, dim], [1, heads, 1, tokens, dim],
+                    [const("ones", np.array([1, 1, 1], np.int64)), const("ax0", np.array([0], np.int64))])
+    report = check_graph(load_model(path), catalog, "rk3566")
+    assert not report.verdict("split").runs_on("npu", "int8")
+    assert report.verdict("v_sq").runs_on("npu", "int8")
+
+
+# corpus yolov8n_obb_320 / yolo11n_obb_320 / yolov8n_pose_320 heads: Reshape [1,1,40,40] -> [1,1,1600] (and the
+# 20x20, 10x10 levels) is Target NPU in FP16 and INT8: a rank-3 [1,C,N] is held as (1,C,1,N), the pixels stay in W;
+# into a rank-2 vector [1,C*H*W] (held as (1,K,1,1)) they move into the channel (tv_alexnet /Flatten: CPU)
+@pytest.mark.parametrize(("shape", "to", "cpu"), [([1, 1, 8, 8], [1, 1, 64], False), ([1, 4, 8, 8], [1, 4, 64], False),
+                                                  ([1, 1, 8, 8], [1, 64], True)])
+def test_a_map_reshaped_into_rows_keeps_its_pixels_in_w_on_rk3566(catalog, tmp_path, shape, to, cpu):
+    path = _inner(tmp_path, [helper.make_node("Reshape", ["a", "s"], ["b"], name="n")], shape,
+                  [const("s", np.array(to, np.int64))])
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision) is not cpu, precision
+
+
+@pytest.mark.parametrize("branch_first", [False, True])
+def test_a_residual_add_takes_its_token_layout_from_the_branch_on_rk3566(catalog, tmp_path, branch_first):
+    # corpus timm_vit_little_patch16_reg4_gap_256: the residual stream starts at a Concat of register tokens that
+    # fixes no layout, the MLP branch's MatMul does; the head's token mean /ReduceMean then has its CPU transpose
+    # back (ReduceMean_output_0_tp_rs, FP16 and INT8), whichever input of the residual Add comes first
+    adds = ["mm", "x"] if branch_first else ["x", "mm"]
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["mm"], name="fc"),
+             helper.make_node("Add", adds, ["r"], name="residual"),
+             helper.make_node("ReduceMean", ["r"], ["y"], name="n", axes=[1], keepdims=0)]
+    path = save_model(tmp_path / f"res{int(branch_first)}.onnx", nodes, [value("x", [1, 64, 32])], [value("y", None)],
+                      [weight("w", [32, 32])], opset=13)
+    for precision in ("fp16", "int8"):
+        assert not on_npu(catalog, path, "rk3566", precision), precision
+    assert on_npu(catalog, path, "rk3562", "int8")
