@@ -28,7 +28,6 @@ from optimizer.latency import (
     tensor_routes,
     transfer_engine,
 )
-from optimizer.solver._order import separators, topological_order
 from optimizer.solver._outcome import Budget, Outcome, Stop
 from optimizer.solver._request import DUAL_STREAMS, PlanRequest
 
@@ -331,11 +330,7 @@ class PlanModel:
         """DLA-LOADABLES convexity: no path leaves a loadable and re-enters it (TensorRT cannot build a
         loadable that depends on itself through the GPU). A group downstream of a member (after) and
         upstream of a member (before) must itself be a member. after/before are only bounded below, so
-        minimisation keeps them at the reachability they encode.
-
-        Sized to the problem: a group off the DLA that every path passes (a forced cut) splits the graph into
-        segments no connected loadable can span, so each slot picks one segment and after/before exist only
-        between a segment's first and last DLA-capable groups, not along the whole graph."""
+        minimisation keeps them at the reachability they encode."""
         m = self.model
         edges = self.lm.groups.group_edges()
         succ: dict[int, list[int]] = {}
@@ -343,51 +338,26 @@ class PlanModel:
         for a, b in edges:
             succ.setdefault(a, []).append(b)
             pred.setdefault(b, []).append(a)
-        segments = [set(self.dla_groups)] if self.explain else self._segments()
+        downstream = self._reach(self.dla_groups, succ)
+        upstream = self._reach(self.dla_groups, pred)
+        middle = sorted(downstream & upstream)
         for s in self.slots:
-            if len(segments) > 1:
-                picks = [m.new_bool_var(f"loadable_segment[{s},{k}]") for k in range(len(segments))]
-                m.add_at_most_one(picks)
-                for pick, members in zip(picks, segments):
-                    for g in sorted(members):
-                        m.add(self.inslot[g, s] <= pick)
-        for members in segments:
-            middle = self._reach(members, succ) & self._reach(members, pred)
-            for s in self.slots:
-                after = {g: m.new_bool_var(f"after_loadable[{self.groups[g].anchor},{s}]") for g in sorted(middle)}
-                before = {g: m.new_bool_var(f"before_loadable[{self.groups[g].anchor},{s}]") for g in sorted(middle)}
-                for a, b in edges:
-                    if b in middle:
-                        if a in members:
-                            m.add(after[b] >= self.inslot[a, s])
-                        if a in middle:
-                            m.add(after[b] >= after[a])
-                    if a in middle:
-                        if b in members:
-                            m.add(before[a] >= self.inslot[b, s])
-                        if b in middle:
-                            m.add(before[a] >= before[b])
-                for g in sorted(middle):
-                    inside = self.inslot.get((g, s), 0)
-                    m.add(after[g] + before[g] <= 1 + inside)
-
-    def _segments(self) -> list[set[int]]:
-        """The DLA-capable groups split at forced cuts (separators with no DLA option), in graph order; a
-        loadable spanning two would be disconnected, so the split removes no connected plan."""
-        dla = set(self.dla_groups)
-        try:
-            order = topological_order(self.lm.groups)
-        except InfeasibleError:  # a cyclic group graph has no separators: one segment, the unsized model
-            return [dla]
-        segments: list[set[int]] = [set()]
-        cuts = {p for p in separators(self.lm.groups, order) if order[p] not in dla}
-        for p, g in enumerate(order):
-            if p in cuts:
-                if segments[-1]:
-                    segments.append(set())
-            elif g in dla:
-                segments[-1].add(g)
-        return [members for members in segments if members]
+            after = {g: m.new_bool_var(f"after_loadable[{self.groups[g].anchor},{s}]") for g in downstream}
+            before = {g: m.new_bool_var(f"before_loadable[{self.groups[g].anchor},{s}]") for g in upstream}
+            for a, b in edges:
+                if b in after:
+                    if (a, s) in self.inslot:
+                        m.add(after[b] >= self.inslot[a, s])
+                    if a in after:
+                        m.add(after[b] >= after[a])
+                if a in before:
+                    if (b, s) in self.inslot:
+                        m.add(before[a] >= self.inslot[b, s])
+                    if b in before:
+                        m.add(before[a] >= before[b])
+            for g in middle:
+                inside = self.inslot.get((g, s), 0)
+                m.add(after[g] + before[g] <= 1 + inside)
 
     @staticmethod
     def _reach(starts: Iterable[int], nxt: Mapping[int, list[int]]) -> set[int]:

@@ -15,6 +15,8 @@ whole graph (fixing the cuts only restricts the plans searched, never the bound)
 
 from __future__ import annotations
 
+import bisect
+import heapq
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 
@@ -26,12 +28,48 @@ from optimizer.fusion import Edge, GroupGraph
 from optimizer.latency import LatencyModel, Placement, evaluate, group_options
 from optimizer.solver._bounds import cheapest_bound_ns, lp_bound_ns
 from optimizer.solver._cpsat import PlanModel, SolveResult
-from optimizer.solver._order import separators, topological_order
 from optimizer.solver._outcome import Budget, Outcome, Stop
 from optimizer.solver._request import PlanRequest
 
 MIN_SHARE_S = 0.05  # deterministic seconds a region solve needs to be worth building (a 100-group one: 0.1 s)
 REGION_GROUPS = 100  # groups per region: the exact model proves one in about 0.1 s (400: nothing found in 0.5 det s)
+
+
+def topological_order(groups: GroupGraph) -> list[int]:
+    """Group indices in a topological order, smallest index first among the ready ones (deterministic)."""
+    n = len(groups.groups)
+    succ: dict[int, list[int]] = {}
+    indegree = [0] * n
+    for a, b in groups.group_edges():
+        succ.setdefault(a, []).append(b)
+        indegree[b] += 1
+    ready = [g for g in range(n) if indegree[g] == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        g = heapq.heappop(ready)
+        order.append(g)
+        for b in succ.get(g, ()):
+            indegree[b] -= 1
+            if indegree[b] == 0:
+                heapq.heappush(ready, b)
+    if len(order) != n:
+        raise InfeasibleError("the layer-group graph has a cycle; it cannot be split into regions")
+    return order
+
+
+def separators(groups: GroupGraph, order: list[int]) -> list[int]:
+    """Positions p in `order` whose group every path passes: no edge from before p to after p."""
+    position = {g: p for p, g in enumerate(order)}
+    reach = [p for p in range(len(order))]  # the furthest position each position's group feeds
+    for a, b in groups.group_edges():
+        reach[position[a]] = max(reach[position[a]], position[b])
+    out, furthest = [], -1
+    for p in range(len(order)):
+        if furthest <= p:
+            out.append(p)
+        furthest = max(furthest, reach[p])
+    return out
 
 
 def _held_option(lm: LatencyModel, g: int, request: PlanRequest) -> Placement | None:
@@ -83,7 +121,7 @@ def choose_cuts(lm: LatencyModel, order: list[int], request: PlanRequest, size: 
         cut = min(window, key=penalty)
         cuts.append(cut)
         start = cut
-        k = next((i for i, s in enumerate(seps) if s > cut), len(seps))
+        k = bisect.bisect_right(seps, cut)
     return cuts
 
 
@@ -115,11 +153,12 @@ class Region:
 
 
 def _region(lm: LatencyModel, members: list[int], held: Mapping[int, Placement], first: bool,
-            request: PlanRequest) -> Region:
+            request: PlanRequest, into: Mapping[int, list[int]]) -> Region:
     local = {g: k for k, g in enumerate(members)}
-    inside = set(members[0 if first else 1:])  # edges are counted in the region of their consumer
-    edges = tuple(Edge(e.tensor, local[e.src] if e.src >= 0 else -1, local[e.dst]) for e in lm.groups.edges
-                  if e.dst in inside and (e.src < 0 or e.src in local))
+    inside = members[0 if first else 1:]  # edges are counted in the region of their consumer
+    kept = sorted(i for g in inside for i in into.get(g, ()))  # in the whole graph's order
+    edges = tuple(Edge(e.tensor, local[e.src] if e.src >= 0 else -1, local[e.dst])
+                  for e in (lm.groups.edges[i] for i in kept) if e.src < 0 or e.src in local)
     outputs = {t: local[g] for t, g in lm.groups.outputs.items() if g in local}
     sub = GroupGraph(lm.graph, tuple(lm.groups.groups[g] for g in members), edges,
                      _LocalIndex(lm.groups.node_group, local), outputs)
@@ -155,10 +194,13 @@ def regions(lm: LatencyModel, request: PlanRequest, size: int = REGION_GROUPS,
         if option is not None:
             held[g] = option
     bounds = [0, *cuts, len(order) - 1]
+    into: dict[int, list[int]] = {}  # consumer group -> the indices of its edges
+    for i, e in enumerate(lm.groups.edges):
+        into.setdefault(e.dst, []).append(i)
     out = []
     for r in range(len(bounds) - 1):
         members = order[bounds[r]:bounds[r + 1] + 1] if r < len(bounds) - 2 else order[bounds[r]:]
-        out.append(_region(lm, members, {g: held[g] for g in members if g in held}, r == 0, request))
+        out.append(_region(lm, members, {g: held[g] for g in members if g in held}, r == 0, request, into))
     return out
 
 

@@ -393,35 +393,6 @@ def test_a_hint_in_another_labelling_is_relabelled_to_the_canonical_one(tmp_path
                                      Placement(dla, 0, 2))
 
 
-def _sized_convexity_graph(path):
-    """A -> Exp(GPU) -> Add <- A, then a GPU-only cut, then a lone conv: two segments, one inner GPU group."""
-    return build_model(path, [conv("A", "x", "a"), gpu_only("B", "a", "b"), add("C", "a", "b", "c"),
-                              gpu_only("X", "c", "d"), conv("D", "d", "y")])
-
-
-@pytest.mark.parametrize("objective", ["latency", "throughput"])
-@pytest.mark.parametrize("max_loadables", [1, None])
-def test_convexity_sized_to_segments_keeps_the_brute_force_optimum(tmp_path, favour_dla, objective, max_loadables):
-    """Convexity variables exist only between a segment's DLA groups (the inner GPU op B, not the forced cut X
-    nor anything past it), each slot in one segment, and every optimum survives."""
-    from optimizer.solver import PlanModel
-
-    path = _sized_convexity_graph(tmp_path / "m.onnx")
-    lm = _model(path, "orin-agx", favour_dla)
-    report = check_graph(lm.graph, CATALOG, "orin-agx")
-    request = PlanRequest(objective=objective, max_loadables=max_loadables)
-    model = PlanModel(lm, report, CATALOG, request)
-    names = [v.name for v in model.model.proto.variables]
-    assert {n.split("[")[1].split(",")[0] for n in names if n.startswith(("after_loadable", "before_loadable"))} \
-        == {"B"}
-    assert sum(n.startswith("loadable_segment") for n in names) == 2 * len(model.slots)
-    planned = _solve(path, "orin-agx", favour_dla, objective=objective, max_loadables=max_loadables)
-    assert planned.plan.solver.status == "OPTIMAL"
-    limit = loadable_limit(request, 4)
-    assert _objective(planned) == brute_force(lm, objective, limit)
-    assert validate_plan(planned.plan, CATALOG, str(path)) == []
-
-
 @pytest.mark.parametrize("breaking", ["none", "slots", "slots+cores"])
 @pytest.mark.parametrize("shape", ["CCXCC", "CXCXCXC"])
 def test_each_symmetry_breaking_constraint_keeps_the_brute_force_optimum(tmp_path, favour_dla, monkeypatch,
