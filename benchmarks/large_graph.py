@@ -8,7 +8,8 @@ an op DLA cannot run (Sin), so TensorRT's default placement has many DLA regions
 merges, and regions past the loadable limit. Reports exit code, plan status and gap, wall time and peak
 resident memory and CPU time (user + system) of the edgeplan process (from /usr/bin/time -v, or
 resource.getrusage), and the load average at the end (wall time on a loaded machine overstates the work).
-`--baselines` instead times the baselines in this process (gpu_only, trt_default) on the same model.
+`--baselines` instead times the baselines in this process (gpu_only, trt_default) on the same model, and
+`--stages` the CPU time of each phase of `optimize` (and of writing the plan files) in this process.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import onnx
 from _zoo import EDGEPLAN
@@ -55,8 +57,8 @@ class _Builder:
     """Conv weights as never-read external data, so a large generated model stays a small file."""
 
     def __init__(self) -> None:
-        self.nodes: list = []
-        self.inits: list = []
+        self.nodes: list[onnx.NodeProto] = []
+        self.inits: list[TensorProto] = []
         self.offset = 0
 
     def conv(self, x: str, c_in: int, c_out: int, k: int, name: str) -> str:
@@ -70,7 +72,7 @@ class _Builder:
         self.inits.append(weight)
         return self.op("Conv", [x, weight.name], name, kernel_shape=[k, k], pads=[k // 2] * 4)
 
-    def op(self, op_type: str, inputs: list[str], name: str, **attrs) -> str:
+    def op(self, op_type: str, inputs: list[str], name: str, **attrs: Any) -> str:
         self.nodes.append(helper.make_node(op_type, inputs, [f"t_{name}"], name=name, **attrs))
         return f"t_{name}"
 
@@ -136,6 +138,23 @@ def time_baselines(model_path: Path, target: str) -> str:
             f"({on_dla} groups on DLA in {loadables} loadables)")
 
 
+def time_stages(model_path: Path, target: str, time_limit: float, out: Path) -> str:
+    """CPU seconds of each phase of `optimize` in this process (its progress callback marks where each begins),
+    then of writing the plan files: the stage that grows faster than the graph shows here."""
+    from optimizer.plan import optimize, write_plan_files
+    from optimizer.plan._build import PHASES
+    from optimizer.solver import PlanRequest
+
+    marks: list[float] = []
+    planned = optimize(str(model_path), target, PlanRequest(objective="latency", time_limit_s=time_limit),
+                       progress=lambda step, steps, phase: marks.append(time.process_time()))
+    started = time.process_time()
+    write_plan_files(planned, out)
+    spent = [f"{name} {b - a:.2f}" for name, a, b in zip(PHASES, marks, marks[1:])]
+    return (f"{len(planned.groups.groups)} groups on {target}, {planned.plan.solver.status}: CPU s "
+            + ", ".join(spent) + f", writing the plan files {time.process_time() - started:.2f}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--nodes", type=int, default=100_000)
@@ -143,6 +162,7 @@ def main() -> int:
     parser.add_argument("--time-limit", type=float, default=60.0)
     parser.add_argument("--dag", action="store_true", help="a branching DAG instead of a chain")
     parser.add_argument("--baselines", action="store_true", help="time the baselines in-process, no optimize")
+    parser.add_argument("--stages", action="store_true", help="CPU time of each optimize phase, in-process")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         model = Path(tmp) / ("dag.onnx" if args.dag else "chain.onnx")
@@ -151,8 +171,11 @@ def main() -> int:
             print(("DAG, " if args.dag else "chain, ") + time_baselines(model, args.target))
             return 0
         out = Path(tmp) / "plan"
-        command = [EDGEPLAN, "optimize", str(model), "--target", args.target, "--out", str(out), "--time-limit",
-                   str(args.time_limit)]
+        if args.stages:
+            print(("DAG, " if args.dag else "chain, ") + time_stages(model, args.target, args.time_limit, out))
+            return 0
+        command = [EDGEPLAN, "optimize", "-q", str(model), "--target", args.target, "--out", str(out),
+                   "--time-limit", str(args.time_limit)]
         timed = ["/usr/bin/time", "-v", *command] if Path("/usr/bin/time").exists() else command
         started = time.monotonic()
         result = subprocess.run(timed, capture_output=True, text=True)
@@ -167,10 +190,12 @@ def main() -> int:
         if (out / "plan.json").exists():
             plan = json.loads((out / "plan.json").read_text())
             status, gap, latency = plan["solver"]["status"], plan["solver"].get("gap"), plan["predicted"]["latency_ms"]
-        errors = [line for line in result.stderr.splitlines() if line.startswith("edgeplan:")]
+        lines = result.stderr.splitlines()  # -q: only warnings and errors (no progress lines)
+        errors = [line for line in lines if line.startswith("edgeplan: error:")]
+        warnings = sum(line.startswith("edgeplan: warning:") for line in lines)
         print(f"{args.nodes} nodes on {args.target}: exit {result.returncode}, status {status}, gap {gap}, "
               f"latency {latency} ms, wall {wall:.1f} s, CPU {cpu:.1f} s, peak RSS {peak_kb / 1024:.0f} MiB, "
-              f"load average {load:.1f}"
+              f"load average {load:.1f}" + (f", {warnings} warnings" if warnings else "")
               + (f"; {errors[0]}" if errors else ""))
     return 0
 

@@ -16,6 +16,7 @@ Folded constants and weight-only nodes (e.g. DequantizeLinear of a weight) join 
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -110,6 +111,66 @@ class Contraction:
         return root
 
 
+def topological_positions(c: Contraction, units: list[int]) -> dict[int, int] | None:
+    """A topological position per unit (smallest index first among the ready ones), None on a cycle."""
+    indeg = {u: len(c.pred[u]) for u in units}
+    ready = [u for u in units if indeg[u] == 0]
+    heapq.heapify(ready)
+    pos: dict[int, int] = {}
+    while ready:
+        u = heapq.heappop(ready)
+        pos[u] = len(pos)
+        for v in c.succ[u]:
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                heapq.heappush(ready, v)
+    return pos if len(pos) == len(units) else None
+
+
+def reach_before(c: Contraction, pos: dict[int, int], a: int, b: int) -> set[int] | None:
+    """The units reachable from a that sit before b; None when one of them leads to b (another path).
+
+    Only units placed before b can lie on a path to b, so the search stays between a and b."""
+    limit = pos[b]
+    seen: set[int] = set()
+    stack = [s for s in c.succ[a] if s != b and pos[s] < limit]
+    while stack:
+        x = stack.pop()
+        if x in seen:
+            continue
+        seen.add(x)
+        for y in c.succ[x]:
+            if y == b:
+                return None
+            if pos[y] < limit and y not in seen:
+                stack.append(y)
+    return seen
+
+
+def merge_ordered(c: Contraction, pos: dict[int, int], a: int, b: int, forward: set[int]) -> int:
+    """Contracts a->b and keeps pos topological: b's ancestors after a first, the merged unit, then the
+    units reachable from a (`forward`, from reach_before), in the slots these units held."""
+    low = pos[a]
+    backward: set[int] = set()
+    stack = [p for p in c.pred[b] if pos[p] > low]
+    while stack:
+        x = stack.pop()
+        if x not in backward:
+            backward.add(x)
+            stack.extend(p for p in c.pred[x] if pos[p] > low and p not in backward)
+    slots = sorted([low, pos[b], *(pos[x] for x in backward), *(pos[x] for x in forward)])
+    first = sorted(backward, key=pos.__getitem__)
+    last = sorted(forward, key=pos.__getitem__)
+    root = c.merge(a, b)
+    del pos[b if root == a else a]
+    for slot, x in zip(slots, first):
+        pos[x] = slot
+    pos[root] = slots[len(first)]
+    for slot, x in zip(slots[len(slots) - len(last):], last):
+        pos[x] = slot
+    return root
+
+
 def _support(report: CheckReport, node: Node) -> Support:
     verdict = report.verdicts[node.index]
     return frozenset((acc, p) for acc, per in verdict.supported.items() for p, ok in per.items() if ok)
@@ -120,6 +181,7 @@ def _weight_only(graph: Graph, node: Node) -> bool:
 
 
 def _reaches(uf: Contraction, start: int, goals: set[int]) -> bool:
+    """Unbounded search: only for a contracted graph with a cycle, where no topological order exists."""
     seen, stack = {start}, [start]
     while stack:
         for nxt in uf.succ.get(stack.pop(), ()):
@@ -136,6 +198,7 @@ def _fuse_residual_sums(graph: Graph, runtime: list[Node], support: list[Support
     """Conv + residual Add (TensorRT's convolution/element-wise fusion): the sum joins the latest
     convolution group feeding it, when that keeps the group convex."""
     producer_of = {out: i for i, n in enumerate(runtime) for out in n.outputs if out}
+    pos = topological_positions(uf, [r for r in range(len(runtime)) if uf.find(r) == r])
     for i, n in enumerate(runtime):
         inputs = graph.runtime_inputs(n)
         if n.op_type not in RESIDUAL_SUMS or len(inputs) != 2 or i in fused_with:
@@ -150,10 +213,17 @@ def _fuse_residual_sums(graph: Graph, runtime: list[Node], support: list[Support
             anchor = runtime[u]
             if anchor.op_type not in ("Conv", "ConvTranspose") or support[u] != support[i]:
                 continue
-            if _reaches(uf, u, set(preds) - {u}):
+            target = uf.find(i)
+            # The sum's group is fed by u and the other operand's group only, so "u reaches the other
+            # operand" is "another path leads from u to the sum", searched only between the two.
+            forward = reach_before(uf, pos, u, target) if pos is not None else set()
+            if forward is None or (pos is None and _reaches(uf, u, set(preds) - {u})):
                 continue
             fused_with.add(i)
-            uf.merge(u, i)
+            if pos is None:
+                uf.merge(u, target)
+            else:
+                merge_ordered(uf, pos, u, target, forward)
             break
 
 

@@ -167,6 +167,230 @@ for _c, _h, _w, _b in ((32, 16, 16, 8), (96, 28, 28, 14), (64, 32, 32, 8), (72, 
     CASES[f"winpart_{_c}_{_h}_{_w}_{_b}"] = (lambda c=_c, h=_h, w=_w, b=_b: window_partition(c, h, w, b))
 
 
+def shared_kv(heads: int, kv_heads: int, c: int, h: int, w: int, softmax: bool = True) -> onnx.ModelProto:
+    """Multi-query / grouped-query attention on a map [1,C,H,W] (MobileNetV4's MQA): q [1,heads,N,C/heads] from
+    the map, k and v [1,kv_heads,N,d] from 1x1 Convs, each MatMul broadcasting the kv heads over the q heads;
+    the result is folded back into the map for the tail Conv."""
+    d, n = c // heads, h * w
+    nodes = [
+        node("Reshape", ["x", "sq"], ["q4"], "q_reshape"),
+        node("Transpose", ["q4"], ["q"], "q_transpose", perm=[0, 1, 3, 2]),
+        node("Conv", ["x", "wk"], ["km"], "k_conv"),
+        node("Reshape", ["km", "skv"], ["kt"], "k_reshape"),
+        node("Mul", ["kt", "scale"], ["ks"], "k_scale"),
+        node("Conv", ["x", "wv"], ["vm"], "v_conv"),
+        node("Reshape", ["vm", "skv"], ["v4"], "v_reshape"),
+        node("Transpose", ["v4"], ["v"], "v_transpose", perm=[0, 1, 3, 2]),
+        node("MatMul", ["q", "ks"], ["s"], "scores"),
+    ]
+    if softmax:
+        nodes.append(node("Softmax", ["s"], ["p"], "softmax", axis=-1))
+    nodes += [
+        node("MatMul", ["p" if softmax else "s", "v"], ["o"], "context"),
+        node("Transpose", ["o"], ["ot"], "o_transpose", perm=[0, 1, 3, 2]),
+        node("Reshape", ["ot", "sm"], ["y"], "o_reshape"),
+    ]
+    return graph("kv", (1, c, h, w), nodes, [
+        const("sq", np.array([1, heads, d, n], np.int64)), weight("wk", (kv_heads * d, c, 1, 1)),
+        weight("wv", (kv_heads * d, c, 1, 1)), const("skv", np.array([1, kv_heads, d, n], np.int64)),
+        const("scale", np.array([0.25], np.float32)), const("sm", np.array([1, c, h, w], np.int64))])
+
+
+def tile_identity(rank: int) -> onnx.ModelProto:
+    """Conv [1,16,8,8] -> (Unsqueeze to rank 5) -> Tile with every repeat 1 -> back to the map -> Conv (GCViT's
+    global query, tiled over a batch of 1)."""
+    if rank == 4:
+        return graph("ti", (1, 16, 8, 8), [node("Tile", ["x", "r"], ["y"], "tile")],
+                     [const("r", np.ones(4, np.int64))])
+    return graph("ti", (1, 16, 8, 8), [
+        node("Unsqueeze", ["x", "ax"], ["u"], "unsqueeze"),
+        node("Tile", ["u", "r"], ["t"], "tile"),
+        node("Reshape", ["t", "s"], ["y"], "back"),
+    ], [const("ax", np.array([1], np.int64)), const("r", np.ones(5, np.int64)),
+        const("s", np.array([1, 16, 8, 8], np.int64))])
+
+
+def patch_unfold(c: int, h: int, w: int, p: int = 2) -> onnx.ModelProto:
+    """MobileViT's unfold and fold: Conv [1,C,H,W] -> Reshape [C*H/p, p, W/p, p] -> Transpose (0,2,1,3) ->
+    Reshape [1,C,HW/p^2,p^2] -> Transpose (0,3,2,1) -> Reshape [p^2, HW/p^2, C] -> MatMul (C x C) -> the
+    same steps back -> Conv."""
+    n = (h // p) * (w // p)
+    return graph("pu", (1, c, h, w), [
+        node("Reshape", ["x", "s1"], ["a"], "unfold_reshape"),
+        node("Transpose", ["a"], ["b"], "unfold_transpose", perm=[0, 2, 1, 3]),
+        node("Reshape", ["b", "s2"], ["cc"], "unfold_reshape_1"),
+        node("Transpose", ["cc"], ["d"], "unfold_transpose_1", perm=[0, 3, 2, 1]),
+        node("Reshape", ["d", "s3"], ["tok"], "unfold_reshape_2"),
+        node("MatMul", ["tok", "wm"], ["mm"], "token_linear"),
+        node("Reshape", ["mm", "s4"], ["e"], "fold_reshape"),
+        node("Transpose", ["e"], ["f"], "fold_transpose", perm=[0, 3, 2, 1]),
+        node("Reshape", ["f", "s5"], ["g"], "fold_reshape_1"),
+        node("Transpose", ["g"], ["hh"], "fold_transpose_1", perm=[0, 2, 1, 3]),
+        node("Reshape", ["hh", "s6"], ["y"], "fold_reshape_2"),
+    ], [const("s1", np.array([c * h // p, p, w // p, p], np.int64)),
+        const("s2", np.array([1, c, n, p * p], np.int64)),
+        const("s3", np.array([p * p, n, c], np.int64)), weight("wm", (c, c)),
+        const("s4", np.array([1, p * p, n, c], np.int64)),
+        const("s5", np.array([c * h // p, w // p, p, p], np.int64)),
+        const("s6", np.array([1, c, h, w], np.int64))])
+
+
+def window_tokens(c: int, h: int, w: int, block: int) -> onnx.ModelProto:
+    """TinyViT/Swin-style window partition into a rank-3 batch of windows: Conv [1,C,H,W] -> Transpose
+    (0,2,3,1) -> Reshape [1,gh,b,gw,b,C] -> Transpose (0,1,3,2,4,5) -> Reshape [gh*gw,b*b,C] -> MatMul -> the
+    same steps back -> Conv (window_partition with a rank-4 [1,gh*gw,b*b,C] result is NesT's)."""
+    gh, gw = h // block, w // block
+    return graph("wt", (1, c, h, w), [
+        node("Transpose", ["x"], ["nhwc"], "to_nhwc", perm=[0, 2, 3, 1]),
+        node("Reshape", ["nhwc", "s6"], ["r6"], "blockify_reshape"),
+        node("Transpose", ["r6"], ["t6"], "blockify_transpose", perm=[0, 1, 3, 2, 4, 5]),
+        node("Reshape", ["t6", "s3"], ["blocks"], "blocks_reshape"),
+        node("MatMul", ["blocks", "wm"], ["act"], "per_block"),
+        node("Reshape", ["act", "s6b"], ["b6"], "deblock_reshape"),
+        node("Transpose", ["b6"], ["u6"], "deblock_transpose", perm=[0, 1, 3, 2, 4, 5]),
+        node("Reshape", ["u6", "snhwc"], ["back"], "deblock_merge"),
+        node("Transpose", ["back"], ["y"], "to_nchw", perm=[0, 3, 1, 2]),
+    ], [const("s6", np.array([1, gh, block, gw, block, c], np.int64)),
+        const("s3", np.array([gh * gw, block * block, c], np.int64)), weight("wm", (c, c)),
+        const("s6b", np.array([1, gh, gw, block, block, c], np.int64)),
+        const("snhwc", np.array([1, h, w, c], np.int64))])
+
+
+def head_levels(c: int, split: int = 0) -> onnx.ModelProto:
+    """A detector head's flatten-and-join: Conv [1,C,40,40] and two stride-2 Convs (20x20, 10x10), each Reshape
+    [1,C,HW], Concat on the last axis [1,C,2100] -> Sigmoid -> the rank-3 graph output; with `split`, the
+    joined tensor is cut into [1,C/split,split,2100] (YOLO pose's keypoints), scaled and joined back."""
+    nodes = [node("Conv", ["x", "w20"], ["m20"], "down20", strides=[2, 2]),
+             node("Conv", ["m20", "w10"], ["m10"], "down10", strides=[2, 2]),
+             node("Reshape", ["x", "s40"], ["f40"], "flat40"), node("Reshape", ["m20", "s20"], ["f20"], "flat20"),
+             node("Reshape", ["m10", "s10"], ["f10"], "flat10"),
+             node("Concat", ["f40", "f20", "f10"], ["cat"], "levels", axis=2)]
+    inits = [weight("w20", (c, c, 1, 1)), weight("w10", (c, c, 1, 1)), const("s40", np.array([1, c, 1600], np.int64)),
+             const("s20", np.array([1, c, 400], np.int64)), const("s10", np.array([1, c, 100], np.int64))]
+    if split:  # as the DFL: split, softmax over the pieces, sum them (a split joined straight back folds away)
+        nodes += [node("Reshape", ["cat", "ss"], ["k4"], "split_channels"),
+                  node("Softmax", ["k4"], ["k4s"], "pieces_softmax", axis=2),
+                  node("ReduceSum", ["k4s", "ax"], ["y"], "pieces_sum", keepdims=0)]
+        inits += [const("ss", np.array([1, c // split, split, 2100], np.int64)), const("ax", np.array([2], np.int64))]
+    else:
+        nodes.append(node("Sigmoid", ["cat"], ["y"], "act"))
+    return graph("hl", (1, c, 40, 40), nodes, inits, tail=None)
+
+
+for _c, _split in ((51, 0), (24, 0), (16, 0), (8, 0), (80, 0), (20, 0), (51, 3), (48, 3), (64, 16), (64, 8),
+                   (32, 8), (48, 16), (64, 4)):
+    _label = f"levels_{_c}" + (f"_split{_split}" if _split else "")
+    CASES[_label] = (lambda c=_c, sp=_split: head_levels(c, sp))
+    CASE_SOCS[_label] = "rk3588"
+def softmax_output(n: int, dual: bool) -> onnx.ModelProto:
+    """A classifier ending in Softmax: Conv [1,16,4,4] -> GlobalAveragePool -> Flatten -> Gemm (n classes) ->
+    Softmax -> the graph output; with `dual`, the logits are a graph output too (as ultralytics' cls export)."""
+    m = graph("so", (1, 16, 4, 4), [
+        node("GlobalAveragePool", ["x"], ["p"], "gap"),
+        node("Flatten", ["p"], ["f"], "flatten", axis=1),
+        node("Gemm", ["f", "gw", "gb"], ["logits"], "fc", transB=1),
+        node("Softmax", ["logits"], ["y"], "softmax", axis=1),
+    ], [weight("gw", (n, 16)), weight("gb", (n,))], tail=None)
+    if dual:
+        m.graph.output.append(helper.make_tensor_value_info("logits", TensorProto.FLOAT, None))
+    return m
+
+
+for _n in (1000, 1008, 100):
+    for _dual in (False, True):
+        _label = f"smout_{_n}" + ("_dual" if _dual else "")
+        CASES[_label] = (lambda n=_n, d=_dual: softmax_output(n, d))
+        CASE_SOCS[_label] = "rk3588"
+def obb_head(angle: bool, classes: int = 80, h: int = 16, decode: bool = False, cls_first: bool = False) -> onnx.ModelProto:
+    """A YOLO head at 16x16 and 8x8: boxes through a DFL (batch form), classes as flattened maps joined on the last
+    axis -> Sigmoid (map form), and with `angle` an OBB angle branch (map form, Sigmoid -> Sub -> Mul, also read
+    by a Cos as the box decoding reads it); all joined on axis 1 into the rank-3 graph output."""
+    nodes = [node("MaxPool", ["x"], ["xs"], "pool", kernel_shape=[2, 2], strides=[2, 2])]
+    inits: list[onnx.TensorProto] = []
+    branches = [("box", 64), ("cls", classes)] + ([("ang", 1)] if angle else [])
+    n = h * h + (h // 2) ** 2
+    for branch, ch in branches:
+        for i, (m, hw) in enumerate((("x", h * h), ("xs", (h // 2) ** 2))):
+            nodes += [node("Conv", [m, f"w{branch}{i}"], [f"{branch}{i}"], f"{branch}_conv{i}"),
+                      node("Reshape", [f"{branch}{i}", f"s{branch}{i}"], [f"{branch}{i}r"], f"{branch}_flat{i}")]
+            inits += [weight(f"w{branch}{i}", (ch, 16, 1, 1)), const(f"s{branch}{i}", np.array([1, ch, hw], np.int64))]
+        nodes.append(node("Concat", [f"{branch}0r", f"{branch}1r"], [f"{branch}_all"], f"{branch}_concat", axis=2))
+    nodes += [node("Sigmoid", ["cls_all"], ["cls_sig"], "cls_sigmoid"),
+              node("Reshape", ["box_all", "s4"], ["b4"], "dfl_reshape"),
+              node("Softmax", ["b4"], ["bs"], "dfl_softmax", axis=2),
+              node("ReduceSum", ["bs", "ax"], ["box_dfl"], "dfl_sum", keepdims=0),
+              node("Mul", ["box_dfl", "stride"], ["box_dec"], "box_mul")]
+    inits += [const("s4", np.array([1, 4, 16, n], np.int64)), const("ax", np.array([2], np.int64)),
+              const("stride", np.array(8.0, np.float32))]
+    joined = ["box_dec", "cls_sig"]
+    if decode:  # YOLOv8's dist2bbox after the DFL: split lt/rb, anchors -/+, centre and size, joined back
+        nodes += [node("Split", ["box_dec", "two"], ["lt", "rb"], "box_split", axis=1),
+                  node("Sub", ["anchors", "lt"], ["x1y1"], "box_sub"), node("Add", ["anchors", "rb"], ["x2y2"], "box_add"),
+                  node("Add", ["x1y1", "x2y2"], ["c2"], "box_csum"), node("Mul", ["c2", "halfc"], ["cxy"], "box_centre"),
+                  node("Sub", ["x2y2", "x1y1"], ["wh"], "box_size"),
+                  node("Concat", ["cxy", "wh"], ["box_xywh"], "box_join", axis=1)]
+        inits += [const("two", np.array([2, 2], np.int64)), const("anchors", np.zeros((1, 2, n), np.float32)),
+                  const("halfc", np.array(0.5, np.float32))]
+        joined = ["box_xywh", "cls_sig"]
+    if cls_first:
+        joined = joined[::-1]
+    if angle:
+        nodes += [node("Sigmoid", ["ang_all"], ["a1"], "ang_sigmoid"), node("Sub", ["a1", "half"], ["a2"], "ang_sub"),
+                  node("Mul", ["a2", "pi"], ["ang"], "ang_mul"), node("Cos", ["ang"], ["cos"], "ang_cos"),
+                  node("Mul", ["box_dec", "cos"], ["box_rot"], "box_rotate")]
+        inits += [const("half", np.array(0.5, np.float32)), const("pi", np.array(3.14159, np.float32))]
+        joined = ["box_rot", "cls_sig", "ang"]
+    nodes.append(node("Concat", joined, ["y"], "head_concat", axis=1))
+    return graph("obb", (1, 16, h, h), nodes, inits, tail=None)
+
+
+def window_residual(c: int, h: int, block: int, rank: int) -> onnx.ModelProto:
+    """TinyViT's block: Conv map -> Transpose (0,2,3,1) -> window partition (rank-3 or rank-4 windows) ->
+    MatMul -> back to NHWC -> Add to the NHWC map itself (the residual) -> Transpose back -> Conv."""
+    g = h // block
+    wshape = [g * g, block * block, c] if rank == 3 else [1, g * g, block * block, c]
+    return graph("wr", (1, c, h, h), [
+        node("Transpose", ["x"], ["nhwc"], "to_nhwc", perm=[0, 2, 3, 1]),
+        node("Reshape", ["nhwc", "s6"], ["r6"], "blockify_reshape"),
+        node("Transpose", ["r6"], ["t6"], "blockify_transpose", perm=[0, 1, 3, 2, 4, 5]),
+        node("Reshape", ["t6", "sw"], ["blocks"], "blocks_reshape"),
+        node("MatMul", ["blocks", "wm"], ["act"], "per_block"),
+        node("Reshape", ["act", "s6b"], ["b6"], "deblock_reshape"),
+        node("Transpose", ["b6"], ["u6"], "deblock_transpose", perm=[0, 1, 3, 2, 4, 5]),
+        node("Reshape", ["u6", "snhwc"], ["back"], "deblock_merge"),
+        node("Add", ["back", "nhwc"], ["res"], "residual"),
+        node("Transpose", ["res"], ["y"], "to_nchw", perm=[0, 3, 1, 2]),
+    ], [const("s6", np.array([1, g, block, g, block, c], np.int64)), const("sw", np.array(wshape, np.int64)),
+        weight("wm", (c, c)), const("s6b", np.array([1, g, g, block, block, c], np.int64)),
+        const("snhwc", np.array([1, h, h, c], np.int64))])
+
+
+for _angle, _h in ((False, 16), (True, 16), (False, 20), (True, 20), (False, 12), (False, 24)):
+    CASES[f"obbhead_{int(_angle)}_{_h}"] = (lambda a=_angle, h=_h: obb_head(a, h=h))
+    CASE_SOCS[f"obbhead_{int(_angle)}_{_h}"] = "rk3588"
+for _label, _dec, _first in (("decode", True, False), ("clsfirst", False, True), ("decode_clsfirst", True, True)):
+    CASES[f"detecthead_{_label}_20"] = (lambda d=_dec, f=_first: obb_head(False, h=20, decode=d, cls_first=f))
+    CASE_SOCS[f"detecthead_{_label}_20"] = "rk3588"
+for _c, _h, _b, _r in ((128, 28, 7, 3), (128, 28, 7, 4), (96, 56, 14, 4), (96, 56, 14, 3)):
+    CASES[f"winres_{_c}_{_h}_{_b}_r{_r}"] = (lambda c=_c, h=_h, b=_b, r=_r: window_residual(c, h, b, r))
+    CASE_SOCS[f"winres_{_c}_{_h}_{_b}_r{_r}"] = "rk3588"
+for _hq, _hk, _c, _h, _w, _sm in ((4, 1, 64, 8, 8, True), (4, 4, 64, 8, 8, True),
+                                  (4, 1, 64, 8, 8, False), (8, 1, 128, 7, 7, True), (2, 1, 32, 4, 4, True)):
+    _label = f"kv_{_hq}_{_hk}_{_c}_{_h}_{_w}{'' if _sm else '_nosm'}"
+    CASES[_label] = (lambda hq=_hq, hk=_hk, c=_c, h=_h, w=_w, sm=_sm: shared_kv(hq, hk, c, h, w, sm))
+    CASE_SOCS[_label] = "rk3588,rk3576"
+for _rank in (4, 5):
+    CASES[f"tileone_{_rank}"] = (lambda r=_rank: tile_identity(r))
+    CASE_SOCS[f"tileone_{_rank}"] = "rk3588,rk3576"
+for _c, _h, _w in ((144, 8, 8), (96, 8, 8), (64, 8, 16), (64, 16, 8), (64, 4, 4), (64, 12, 12), (64, 16, 16),
+                   (64, 24, 24), (96, 32, 32), (64, 32, 32), (32, 8, 8), (64, 4, 8), (64, 8, 24)):
+    CASES[f"unfold_{_c}_{_h}_{_w}"] = (lambda c=_c, h=_h, w=_w: patch_unfold(c, h, w))
+    CASE_SOCS[f"unfold_{_c}_{_h}_{_w}"] = "rk3588"
+for _c, _h, _w, _b in ((128, 28, 28, 7), (96, 28, 28, 14), (160, 14, 14, 7), (64, 32, 32, 8)):
+    CASES[f"wintok_{_c}_{_h}_{_w}_{_b}"] = (lambda c=_c, h=_h, w=_w, b=_b: window_tokens(c, h, w, b))
+    CASE_SOCS[f"wintok_{_c}_{_h}_{_w}_{_b}"] = "rk3588"
+
+
 def _sweep() -> dict[str, Callable[[], onnx.ModelProto]]:
     """Common op variants, one per case, between two Convs on [1,16,8,8] (no model family in mind): compared
     with edgeplan's verdicts by `--out DIR` and benchmarks-free `python tools/compare_probe.py DIR`."""

@@ -713,16 +713,97 @@ def _from_map_concat(graph: Graph, tensor: str, depth: int = 6) -> bool:
     return False
 
 
+def _map_form_input(graph: Graph, tensor: str) -> bool:
+    """An input of the output Concat still in feature-map form, and read by that Concat alone (a map-form tensor
+    another op reads in batch form, as the OBB angle the box decoding uses, is relaid out for that op anyway)."""
+    return _from_map_concat(graph, tensor) and len(graph.consumers(tensor)) == 1
+
+
+def _scalar_step(graph: Graph, node: Node) -> bool:
+    """A unary op, or an element-wise op with a one-element constant: the toolkit can move a relayout past it."""
+    runtime = [i for i in node.inputs if i and not graph.is_constant(i)]
+    if len(runtime) != 1 or len(node.outputs) != 1:
+        return False
+    if node.op_type in _COMMUTING_UNARY:
+        return True
+    constants = [graph.constants.get(i) for i in node.inputs if i and graph.is_constant(i)]
+    return node.op_type in ("Add", "Sub", "Mul", "Div") and all(c is not None and c.size == 1 for c in constants)
+
+
+def _decoded(graph: Graph, tensor: str, depth: int = 8) -> bool:
+    """The tensor is made, through element-wise ops, by one that joins two activations (YOLO's dist2bbox after
+    the DFL: anchors minus and plus distances, centre and size joined): a box branch held in batch form."""
+    for _ in range(depth):
+        producer = graph.producer(tensor)
+        if producer is None:
+            return False
+        runtime = [i for i in producer.inputs if i and not graph.is_constant(i)]
+        if len(runtime) >= 2 and (producer.op_type in _LAYOUT_NEUTRAL or producer.op_type == "Concat"):
+            return True
+        if len(runtime) != 1 or producer.op_type not in _LAYOUT_NEUTRAL:
+            return False
+        tensor = runtime[0]
+    return False
+
+
+def _output_concat_input(graph: Graph, node: Node) -> str | None:
+    """The input of an output Concat that `node`'s result reaches through scalar steps with one reader each."""
+    tensor = node.outputs[0] if node.outputs else ""
+    for _ in range(6):
+        users = graph.consumers(tensor) if tensor else []
+        if any(_output_token_concat(graph, u) for u in users):
+            return tensor
+        if len(users) != 1 or not _scalar_step(graph, users[0]):
+            return None
+        tensor = users[0].outputs[0]
+    return None
+
+
+def _majority_relayout(graph: Graph, node: Node) -> str | None:
+    """rk3588: the output Concat is joined in the form most inputs have; in a tie, in batch form only when a
+    batch-form input is decoded (YOLOv8's dist2bbox), else in map form. A batch-form input of a map-form join is
+    relaid out, and the relayout moves up past scalar steps to the op that made the tensor. "" means the rule
+    does not decide here (the batch-form join: the general rule applies)."""
+    tensor = _output_concat_input(graph, node)
+    if tensor is None:
+        return None
+    concats = [user for user in graph.consumers(tensor) if _output_token_concat(graph, user)]
+    inputs = [t for c in concats for t in c.inputs if t and not graph.is_constant(t)]
+    maps = sum(_map_form_input(graph, t) for t in inputs)
+    batch = [t for t in inputs if not _map_form_input(graph, t)]
+    if 2 * maps < len(inputs) or (2 * maps == len(inputs) and any(_decoded(graph, t) for t in batch)):
+        return ""
+    if _map_form_input(graph, tensor) or _scalar_step(graph, node):
+        return None  # joined in map form as it is; or the relayout moves further up, past this node
+    return (f"{node.op_type} makes a batch-form input of the output Concat beside {maps} of {len(inputs)} inputs in "
+            "feature-map form: the Concat is joined in map form and this input's relayout into it runs on the CPU")
+
+
 def head_relayout(rule: Rule, view: LayerView) -> str | None:
     """A map-form input of the output Concat is relaid out only when another input is in batch form (a box
-    branch after the DFL): with every input in map form the Concat is joined there and nothing moves."""
+    branch after the DFL): with every input in map form the Concat is joined there and nothing moves. On the
+    targets in `majority`, the Concat takes the form most of its inputs have (a tie: batch form only beside a
+    decoded box branch): with more map-form inputs (a segmentation head's classes and mask coefficients beside
+    the boxes) the batch-form box branch is the one relaid out. On the targets in `align`, nothing is relaid
+    out when the box count N fills whole 16-byte groups."""
     node, graph = view.node, view.graph
     if not node.outputs:
         return None
+    if view.target.rules_id in rule.params.get("majority", ()):
+        tensor = _output_concat_input(graph, node)
+        concat = next((u for u in graph.consumers(tensor) if _output_token_concat(graph, u)), None) if tensor else None
+        align = rule.params.get("align", {}).get(view.target.rules_id, {}).get(view.precision)
+        out = graph.shape(concat.outputs[0]) if concat is not None else None
+        if align and _static(out) and out and out[-1] % int(align) == 0:
+            return None  # whole 16-byte groups of boxes: the two forms are the same bytes, nothing is relaid out
+        decided = _majority_relayout(graph, node)
+        if decided != "":
+            return decided
     concats = [user for user in graph.consumers(node.outputs[0]) if _output_token_concat(graph, user)]
     if not concats or not _from_map_concat(graph, node.outputs[0]):
         return None
-    if not any(not _from_map_concat(graph, t) for c in concats for t in c.inputs if t and not graph.is_constant(t)):
+    inputs = [t for c in concats for t in c.inputs if t and not graph.is_constant(t)]
+    if not any(not _from_map_concat(graph, t) for t in inputs):
         return None
     return (f"{node.op_type} feeds the output Concat in feature-map form; its relayout into the Concat's "
             "(C, 1, 1, N) batch form moves data across the channel axis and runs on the CPU")
@@ -1338,6 +1419,84 @@ def pixel_rows(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
+def _patch_split(wide: tuple[int, ...], split: tuple[int, ...]) -> bool:
+    """`split` is the map `wide` [1, C, H, W] cut into patch rows [C*H/ph, ph, W/pw, pw] with ph and pw above 1
+    (MobileViT's unfold): H and W are each split, and the pieces of W stay the last two axes."""
+    if len(wide) != 4 or len(split) != 4 or wide[0] != 1:
+        return False
+    _, channels, height, width = wide
+    rows, ph, pieces, pw = split
+    return (1 < ph < height and height % ph == 0 and rows == channels * height // ph and pw > 1
+            and pieces * pw == width)
+
+
+def _next_to_map_op(graph: Graph, tensor: str, upstream: bool, depth: int = 3) -> bool:
+    """`tensor` is made by (upstream) or feeds (downstream) a convolution or pooling, through element-wise ops."""
+    frontier = [tensor]
+    for _ in range(depth):
+        nodes = ([p for p in map(graph.producer, frontier) if p is not None] if upstream
+                 else [u for t in frontier for u in graph.consumers(t)])
+        if any(n.op_type in _MAP_OPS for n in nodes):
+            return True
+        frontier = [t for n in nodes if n.op_type in _AXIS_KEEPING
+                    for t in (([i for i in n.inputs if i and not graph.is_constant(i)]) if upstream else n.outputs)]
+    return False
+
+
+def width_split(rule: Rule, view: LayerView) -> str | None:
+    """A Reshape that cuts a map's W axis into (W/p, p) pieces (or joins them back) moves data inside each row
+    of W pixels; the NPU does it only when a row fills whole 16-byte groups."""
+    graph, node = view.graph, view.node
+    if node.op_type != "Reshape" or not node.inputs or not node.outputs:
+        return None
+    src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
+    if not _static(src) or not _static(dst) or math.prod(src) != math.prod(dst):
+        return None
+    align = int(rule.params["align"][view.precision])
+    for wide, split, verb in ((src, dst, "cuts"), (dst, src, "joins")):
+        if not _next_to_map_op(graph, node.inputs[0] if verb == "cuts" else node.outputs[0], verb == "cuts"):
+            continue  # not a feature map (the patch tokens between the unfold's steps are 4-D too)
+        if _patch_split(wide, split) and wide[-1] % align:
+            return (f"Reshape {list(src)} -> {list(dst)} {verb} the {wide[-1]}-pixel rows of a map into "
+                    f"({split[-2]}, {split[-1]}) pieces: a row of {wide[-1]} is not a multiple of {align}")
+    return None
+
+
+def _joins_levels(graph: Graph, tensor: str) -> bool:
+    """`tensor` [1, C, N] enters a last-axis Concat of rank-3 tensors: a detector head joining its levels."""
+    return any(user.op_type == "Concat" and user.attrs.get("axis") in (2, -1)
+               and len(graph.shape(user.outputs[0]) or ()) == 3 for user in graph.consumers(tensor))
+
+
+def level_rows(rule: Rule, view: LayerView) -> str | None:
+    """A detector head flattens each level's map (1, C, H, W) into (1, C, H*W) and joins the levels on the
+    last axis; the toolkit regroups each level's pixels into rows of the joined map's width, which needs no
+    data move when the channels fill whole channel groups or the H*W pixels whole 16-byte groups. Cutting the
+    joined channels into groups [1, C/b, b, N] (the DFL's bins, YOLO pose's keypoint triples) moves them out of
+    that map form, again free only for whole channel groups."""
+    graph, node = view.graph, view.node
+    if node.op_type != "Reshape" or not node.inputs or not node.outputs:
+        return None
+    src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
+    if not _static(src) or not _static(dst) or len(src) < 3 or src[0] != 1:
+        return None
+    group, align = int(rule.params["group"][view.precision]), int(rule.params["align"][view.precision])
+    if (len(src) == 3 and len(dst) == 4 and dst[0] == 1 and dst[1] * dst[2] == src[1] and dst[3] == src[2]
+            and dst[2] % group and _from_map_concat(graph, node.inputs[0])):
+        return (f"Reshape {list(src)} -> {list(dst)} cuts the joined head levels' {src[1]} channels into groups of "
+                f"{dst[2]} (not a multiple of {group}): the toolkit moves them out of its map form on the CPU")
+    if len(src) != 4 or len(dst) != 3:
+        return None
+    channels, pixels = src[1], src[2] * src[3]
+    if tuple(dst) != (1, channels, pixels) or channels == 1 or not _joins_levels(graph, node.outputs[0]):
+        return None  # one channel is a flat row: RKNN-PIXEL-ROWS
+    if channels % group and pixels % align:
+        return (f"Reshape {list(src)} -> {list(dst)} flattens a head level of {channels} channels (not a multiple of "
+                f"{group}) and {src[2]}x{src[3]} = {pixels} pixels (not a multiple of {align}) before the levels "
+                "are joined: the regrouping runs on the CPU")
+    return None
+
+
 def radix_row(rule: Rule, view: LayerView) -> str | None:
     """The tensor split attention sums over its radix axis is relaid out as flat rows (1, R, 1, C*H*W) by a
     Reshape named after the node making it: on the CPU when a row exceeds the SoC's byte limit or, where the
@@ -1368,13 +1527,15 @@ def radix_row(rule: Rule, view: LayerView) -> str | None:
 
 def _window_partition(graph: Graph, tensor: str) -> bool:
     """The map `tensor` [1, C, H, W] is cut into windows as NesT blockifies: a Transpose (0, 2, 3, 1) straight
-    into a rank-6 Reshape [1, H/b, b, W/b, b, C] with more than one window."""
+    into a rank-6 Reshape [1, H/b, b, W/b, b, C] with more than one window, the NHWC map read by nothing else."""
     shape = graph.shape(tensor)
     if not _static(shape) or len(shape) != 4 or shape[0] != 1:
         return False
     for user in graph.consumers(tensor):
         if user.op_type != "Transpose" or tuple(user.attrs.get("perm") or ()) != (0, 2, 3, 1):
             continue
+        if len(graph.consumers(user.outputs[0])) != 1:
+            continue  # the NHWC map is read again (TinyViT's residual): exWindow works in channel form
         for reshape in graph.consumers(user.outputs[0]):
             target = graph.shape(reshape.outputs[0]) if reshape.op_type == "Reshape" else None
             if (_static(target) and len(target) == 6 and target[0] == 1 and target[5] == shape[1]
@@ -1449,6 +1610,68 @@ def width_sum_transpose(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
+def _sdpa_scores_of(graph: Graph, node: Node) -> Node | None:
+    """The Q.K^T MatMul whose scores (through scale/bias ops) `node`'s Softmax normalises, when `node` is the
+    P.V MatMul of an attention the toolkit fuses into exSDPAttention."""
+    if node.op_type != "MatMul" or len(node.inputs) < 2 or sdpa_channels(graph, node) is None:
+        return None
+    softmax = graph.producer(node.inputs[0])
+    scores = graph.producer(softmax.inputs[0]) if softmax is not None else None
+    while scores is not None and scores.op_type in ("Mul", "Div", "Add"):
+        scores = next((graph.producer(i) for i in scores.inputs if i and not graph.is_constant(i)), None)
+    return scores
+
+
+def _broadcast_heads(shape: Shape, other: Shape) -> bool:
+    """`shape` is broadcast over `other`'s batch (head) dims: a dim of 1 (or a missing one) against one above 1."""
+    if not _static(shape) or not _static(other) or len(shape) < 3 or len(other) < 3:
+        return False
+    mine, theirs = list(shape[:-2]), list(other[:-2])
+    width = max(len(mine), len(theirs))
+    mine, theirs = [1] * (width - len(mine)) + mine, [1] * (width - len(theirs)) + theirs
+    return any(a == 1 and b > 1 for a, b in zip(mine, theirs))
+
+
+def sdpa_kv_broadcast(rule: Rule, view: LayerView) -> str | None:
+    """An attention fused into exSDPAttention takes q, k and v with the same heads: a k or v shared by several
+    q heads (multi-query attention, a head dim of 1 broadcast by the MatMul) is first expanded to every head by
+    an Expand layer named after the tensor's producer, which runs on the CPU (a lone Expand is NPU: this one is
+    the toolkit's own). A lone MatMul (no softmax between two) broadcasts inside exMatMul and needs none."""
+    graph, node = view.graph, view.node
+    for tensor in node.outputs:
+        for user in graph.consumers(tensor) if tensor else ():
+            if user.op_type != "MatMul" or len(user.inputs) < 2:
+                continue
+            if user.inputs[1] == tensor and _sdpa_scores_of(graph, user) is not None:
+                role, other = "value", graph.shape(user.inputs[0])
+            else:
+                pv = [m for after in graph.consumers(user.outputs[0]) for m in _after_scale(graph, after)]
+                if not any(_sdpa_scores_of(graph, m) is user for m in pv):
+                    continue
+                role = "key" if user.inputs[1] == tensor else "query"
+                other = graph.shape(user.inputs[0 if role == "key" else 1])
+            shape = graph.shape(tensor)
+            if _broadcast_heads(shape, other):
+                return (f"the {role} {list(shape or ())} of the fused attention '{user.name}' is shared by "
+                        f"{list(other or ())[:-2]} heads: the toolkit expands it to every head with an Expand layer "
+                        "on the CPU")
+    return None
+
+
+def _after_scale(graph: Graph, node: Node, depth: int = 4) -> list[Node]:
+    """The P.V MatMuls reached from a scores consumer through scale/bias ops and the Softmax."""
+    frontier, found = [node], []
+    for _ in range(depth):
+        nxt: list[Node] = []
+        for current in frontier:
+            if current.op_type == "Softmax":
+                found += [u for u in graph.consumers(current.outputs[0]) if u.op_type == "MatMul"]
+            elif current.op_type in ("Mul", "Div", "Add"):
+                nxt += graph.consumers(current.outputs[0])
+        frontier = nxt
+    return found
+
+
 CHECKS: Mapping[str, Check] = {
     "static_shapes": static_shapes, "dla_batch": dla_batch, "dla_dims": dla_dims,
     "platform_unsupported": platform_unsupported, "rank4": rank4, "spatial_2d": spatial_2d,
@@ -1480,6 +1703,9 @@ CHECKS: Mapping[str, Check] = {
     "channel_scatter": channel_scatter,
     "reduce_relayout": reduce_relayout,
     "exmatmul_conv": exmatmul_conv,
+    "sdpa_kv_broadcast": sdpa_kv_broadcast,
+    "width_split": width_split,
+    "level_rows": level_rows,
 }
 
 
@@ -2016,7 +2242,8 @@ def _output_relayout(view: LayerView, params: Mapping[str, Any]) -> str | None:
     output is a map's rows (Reshape [1,C,H,W] -> [1,C,H*W]) reached only through ops that commute with that
     reshape, the toolkit moves those ops before it and the output's Reshape is the rows Reshape itself."""
     graph, node = view.graph, view.node
-    align = params["align"][view.precision]
+    precision = "fp16" if node.op_type in params.get("float_outputs", ()) else view.precision
+    align = params["align"][precision]
     if _rows_reshape(graph, node):
         end = _commuted_output(graph, node.outputs[0])
         shape = graph.shape(end) if end else None
@@ -2033,7 +2260,7 @@ def _output_relayout(view: LayerView, params: Mapping[str, Any]) -> str | None:
             if _commutes(graph, node) and _rows_reshape(graph, _commuted_source(graph, node)):
                 return None  # the rows Reshape before it carries the relayout
             return (f"produces the rank-{len(shape)} graph output '{name}' {list(shape)}, last dim not a "
-                    f"multiple of {align} ({view.precision} channel group); the Reshape out of the NPU layout "
+                    f"multiple of {align} ({precision} channel group); the Reshape out of the NPU layout "
                     "that the toolkit appends runs on the CPU ('Unkown op target: 0')")
     return None
 
@@ -2043,7 +2270,10 @@ _COMMUTING_UNARY = frozenset({"Relu", "Sigmoid", "Tanh", "HardSwish", "HardSigmo
 
 
 def _rows_reshape(graph: Graph, node: Node | None) -> bool:
-    """A Reshape/Flatten of a map [1, C, H, W] (H*W > 1) into its rows [1, C, H*W]."""
+    """A Reshape/Flatten of a map [1, C, H, W] (H*W > 1) into its rows [1, C, H*W], or a last-axis Concat of such
+    rows (a detector head joining its levels: the joined rows are still the toolkit's map)."""
+    if node is not None and node.op_type == "Concat" and node.attrs.get("axis") in (2, -1) and node.inputs:
+        return all(_rows_reshape(graph, graph.producer(t)) for t in node.inputs if t)
     if node is None or node.op_type not in ("Reshape", "Flatten") or not node.inputs or not node.outputs:
         return False
     src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
@@ -2177,8 +2407,8 @@ def _tile_repeats(view: LayerView, params: Mapping[str, Any]) -> str | None:
         return None
     repeats = [int(r) for r in value.reshape(-1)]
     tiled = [axis for axis, r in enumerate(repeats) if r != 1]
-    if len(src) == 4 and len(tiled) <= 1:
-        return None
+    if not tiled or (len(src) == 4 and len(tiled) == 1):
+        return None  # every repeat 1: an identity the toolkit drops, whatever the rank
     return (f"Tile of a rank-{len(src)} tensor {list(src)} repeating axes {tiled} ({repeats}): the NPU tiles one "
             "axis of a 4-D map only")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 
-from optimizer.fusion import Contraction, GroupGraph
+from optimizer.fusion import Contraction, GroupGraph, merge_ordered, reach_before, topological_positions
 from optimizer.latency import Placement
 
 
@@ -39,64 +39,6 @@ def _other_path(c: Contraction, a: int, b: int) -> bool:
     return False
 
 
-def _positions(c: Contraction, units: list[int]) -> dict[int, int] | None:
-    """A topological position per unit (smallest index first among the ready ones), None on a cycle."""
-    indeg = {u: len(c.pred[u]) for u in units}
-    ready = [u for u in units if indeg[u] == 0]
-    heapq.heapify(ready)
-    pos: dict[int, int] = {}
-    while ready:
-        u = heapq.heappop(ready)
-        pos[u] = len(pos)
-        for v in c.succ[u]:
-            indeg[v] -= 1
-            if indeg[v] == 0:
-                heapq.heappush(ready, v)
-    return pos if len(pos) == len(units) else None
-
-
-def _reach_before(c: Contraction, pos: dict[int, int], a: int, b: int) -> set[int] | None:
-    """The units reachable from a that sit before b; None when one of them leads to b (another path)."""
-    limit = pos[b]
-    seen: set[int] = set()
-    stack = [s for s in c.succ[a] if s != b and pos[s] < limit]
-    while stack:
-        x = stack.pop()
-        if x in seen:
-            continue
-        seen.add(x)
-        for y in c.succ[x]:
-            if y == b:
-                return None
-            if pos[y] < limit and y not in seen:
-                stack.append(y)
-    return seen
-
-
-def _merge(c: Contraction, pos: dict[int, int], a: int, b: int, forward: set[int]) -> int:
-    """Contracts a->b and keeps pos topological: b's ancestors after a first, the merged unit, then the
-    units reachable from a, in the slots these units held (ancestors move earlier, descendants later)."""
-    low = pos[a]
-    backward: set[int] = set()
-    stack = [p for p in c.pred[b] if pos[p] > low]
-    while stack:
-        x = stack.pop()
-        if x not in backward:
-            backward.add(x)
-            stack.extend(p for p in c.pred[x] if pos[p] > low and p not in backward)
-    slots = sorted([low, pos[b], *(pos[x] for x in backward), *(pos[x] for x in forward)])
-    first = sorted(backward, key=pos.__getitem__)
-    last = sorted(forward, key=pos.__getitem__)
-    root = c.merge(a, b)
-    del pos[b if root == a else a]
-    for slot, x in zip(slots, first):
-        pos[x] = slot
-    pos[root] = slots[len(first)]
-    for slot, x in zip(slots[len(slots) - len(last):], last):
-        pos[x] = slot
-    return root
-
-
 def build_subgraphs(groups: GroupGraph, placements: tuple[Placement, ...]) -> tuple[Subgraph, ...]:
     n = len(placements)
     c = Contraction(n, groups.group_edges())
@@ -106,7 +48,7 @@ def build_subgraphs(groups: GroupGraph, placements: tuple[Placement, ...]) -> tu
             c.merge(slot_members[0], g)
     mergeable = [p.loadable < 0 for p in placements]
     device = [p.device for p in placements]
-    pos = _positions(c, [g for g in range(n) if c.find(g) == g])
+    pos = topological_positions(c, [g for g in range(n) if c.find(g) == g])
     queue = sorted(range(n), reverse=True)
     while queue:
         a = c.find(queue.pop())
@@ -118,9 +60,9 @@ def build_subgraphs(groups: GroupGraph, placements: tuple[Placement, ...]) -> tu
                     queue.append(c.merge(a, b))
                     break
                 continue
-            forward = _reach_before(c, pos, a, b)
+            forward = reach_before(c, pos, a, b)
             if forward is not None:
-                queue.append(_merge(c, pos, a, b, forward))
+                queue.append(merge_ordered(c, pos, a, b, forward))
                 break
     members: dict[int, list[int]] = {}
     for g in range(n):

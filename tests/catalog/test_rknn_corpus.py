@@ -23,6 +23,17 @@ CITED = [
     ("tv_resnet18", "rk3566", "int8", "/fc/Gemm", False),  # a 2-D Gemm has no token transpose
     ("yolov8n_320", "rk3588", "fp16", "/model.22/Concat_3", True),  # [1,84,2100]
     ("yolov8n_320", "rk3588", "int8", "/model.22/Sigmoid", True),  # RKNN-HEAD-RELAYOUT
+    ("yolov8n_seg_320", "rk3588", "fp16", "/model.22/Mul_2", True),  # RKNN-HEAD-RELAYOUT, map-form majority
+    ("yolov8n_seg_320", "rk3588", "int8", "/model.22/Sigmoid", False),
+    ("yolov8n_seg_320", "rk3566", "fp16", "/model.22/Mul_2", True),  # the same majority form on rk3566
+    ("yolov8n_seg_320", "rk3566", "int8", "/model.22/Sigmoid", False),
+    ("timm_mobilenetv4_hybrid_medium", "rk3576", "int8", "/blocks/blocks.2/blocks.2.4/attn/Mul_1", True),  # SHARED-KV
+    ("timm_mobilenetv4_hybrid_medium", "rv1126b", "fp16", "/blocks/blocks.2/blocks.2.4/attn/Unsqueeze_1", True),
+    ("timm_mobilenetv4_hybrid_medium", "rk3588", "fp16", "/blocks/blocks.2/blocks.2.4/attn/MatMul_1", False),
+    ("timm_gcvit_xxtiny", "rk3562", "fp16", "/stages/stages.2/blocks.1/attn/Tile", False),  # repeats all 1
+    ("timm_mobilevit_xs", "rk3588", "int8", "/stages/stages.4/stages.4.1/Reshape", True),  # RKNN-WIDTH-SPLIT
+    ("timm_mobilevit_xs", "rk3588", "fp16", "/stages/stages.4/stages.4.1/Reshape", False),
+    ("timm_mobilevit_xs", "rk3588", "int8", "/stages/stages.3/stages.3.1/Reshape", False),  # 16-pixel rows
     ("yolov8n_320", "rk3566", "fp16", "/model.22/Sigmoid", True),
     ("yolov8n_320", "rk3576", "fp16", "/model.22/Sigmoid", False),
     ("yolov8n_320", "rk3566", "int8", "/model.22/Concat_3", True),  # output Concat relayout on rk3566

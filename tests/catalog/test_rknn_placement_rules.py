@@ -4,6 +4,7 @@ pixel rows (RKNN-PIXEL-ROWS), split attention's radix rows (RKNN-RADIX-ROW), Red
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
 from onnx import helper
 
@@ -330,3 +331,256 @@ def test_rk3576_int8_width_sum_transposes_on_the_cpu_beyond_512_pixels(catalog, 
 def test_attention_scores_summed_over_w_are_no_map(catalog, tmp_path):
     path = _width_sum(tmp_path, (196, 196), scores=True)
     assert "RKNN-WIDTH-SUM" not in violations(catalog, path, "rk3576", "int8", node="src")
+
+
+def _shared_kv(tmp_path, kv_heads, softmax=True, heads=4, d=16, n=64):
+    """Attention on tokens: q [1,heads,n,d] and k^T [1,kv_heads,d,n] from inputs, each through a named op (the
+    toolkit names its Expand after the operand's producer); softmax(q.k^T).v, or q.k^T.v with no Softmax."""
+    nodes = [helper.make_node("Relu", ["q_in"], ["q"], name="q_src"),
+             helper.make_node("Mul", ["k_in", "scale"], ["k"], name="k_src"),
+             helper.make_node("Relu", ["v_in"], ["v"], name="v_src"),
+             helper.make_node("MatMul", ["q", "k"], ["s"], name="scores")]
+    if softmax:
+        nodes.append(helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1))
+    nodes.append(helper.make_node("MatMul", ["p" if softmax else "s", "v"], ["y"], name="context"))
+    inputs = [value("q_in", [1, heads, n, d]), value("k_in", [1, kv_heads, d, n]), value("v_in", [1, kv_heads, n, d])]
+    return save_model(tmp_path / f"kv{kv_heads}{softmax}.onnx", nodes, inputs, [value("y", None)],
+                      [const("scale", np.array([0.25], np.float32))])
+
+
+@pytest.mark.parametrize(("kv_heads", "softmax", "expanded"), [
+    (1, True, True),  # multi-query attention (corpus timm_mobilenetv4_hybrid_medium, probe kv_4_1_64_8_8)
+    (4, True, False),  # one key/value head per query head (probe kv_4_4_64_8_8)
+    (1, False, False),  # no Softmax: no exSDPAttention, exMatMul broadcasts itself (probe kv_4_1_64_8_8_nosm)
+])
+def test_a_key_and_value_shared_by_query_heads_are_expanded_on_the_cpu(catalog, tmp_path, kv_heads, softmax,
+                                                                        expanded):
+    path = _shared_kv(tmp_path, kv_heads, softmax)
+    for target in ("rk3588", "rk3576", "rk3562", "rv1126b"):
+        for precision in ("fp16", "int8"):
+            verdict = _verdicts(catalog, path, target, precision)
+            assert verdict("k_src") is not expanded and verdict("v_src") is not expanded
+            assert verdict("q_src") and verdict("scores") and verdict("context")
+            assert ("RKNN-SDPA-SHARED-KV" in violations(catalog, path, target, precision, node="k_src")) is expanded
+    assert "RKNN-SDPA-SHARED-KV" not in violations(catalog, path, "rk3566", "fp16", node="v_src")
+
+
+@pytest.mark.parametrize(("shape", "repeats", "on_npu"), [
+    ([1, 1, 14, 14, 256], [1, 1, 1, 1, 1], True),  # corpus timm_gcvit_xxtiny /attn/Tile: an identity
+    ([1, 16, 64], [1, 1, 1], True),  # probe tileone_*: no Tile layer at any rank
+    ([1, 1, 14, 14, 256], [2, 1, 1, 1, 1], False),  # a real repeat on a rank-5 tensor
+])
+def test_a_tile_that_repeats_nothing_is_an_identity_at_any_rank(catalog, tmp_path, shape, repeats, on_npu):
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"),
+             helper.make_node("Tile", ["a", "r"], ["t"], name="n"),
+             helper.make_node("Relu", ["t"], ["y"], name="tail")]
+    path = save_model(tmp_path / f"tile1_{len(shape)}{repeats[0]}.onnx", nodes, [value("x", shape)],
+                      [value("y", None)], [const("r", np.array(repeats, np.int64))])
+    for target in ("rk3588", "rk3576", "rk3562", "rv1126b"):
+        for precision in ("fp16", "int8"):
+            assert _verdicts(catalog, path, target, precision)("n") is on_npu
+
+
+def _unfold(tmp_path, c, h, w, conv=True):
+    """x -> (Conv 1x1 | Relu) -> Reshape [C*H/2, 2, W/2, 2] ("n", MobileViT's unfold) -> Relu -> Reshape back
+    ("back") -> (Conv 1x1 | Relu) -> y."""
+    def mapper(name, src, dst):
+        if conv:
+            return helper.make_node("Conv", [src, f"w_{name}"], [dst], name=name)
+        return helper.make_node("Relu", [src], [dst], name=name)
+    nodes = [mapper("head", "x", "a"),
+             helper.make_node("Reshape", ["a", "s1"], ["b"], name="n"),
+             helper.make_node("Relu", ["b"], ["r"], name="mid"),
+             helper.make_node("Reshape", ["r", "s2"], ["m"], name="back"),
+             mapper("tail", "m", "y")]
+    inits = [const("s1", np.array([c * h // 2, 2, w // 2, 2], np.int64)), const("s2", np.array([1, c, h, w], np.int64))]
+    if conv:
+        inits += [weight("w_head", [c, c, 1, 1]), weight("w_tail", [c, c, 1, 1])]
+    return save_model(tmp_path / f"unfold{c}_{h}_{w}{conv}.onnx", nodes, [value("x", [1, c, h, w])],
+                      [value("y", None)], inits)
+
+
+@pytest.mark.parametrize(("chw", "cpu_in"), [
+    ((144, 8, 8), {"int8"}),  # corpus timm_mobilevit_xs stage 4: 8-byte rows in INT8
+    ((64, 16, 8), {"int8"}),  # probe unfold_64_16_8: H plays no part
+    ((64, 8, 16), set()),  # probe unfold_64_8_16: 16-pixel rows are whole 16-byte groups in both
+    ((64, 24, 24), {"int8"}),  # probe unfold_64_24_24: 48 bytes in FP16, 24 in INT8
+    ((64, 12, 12), {"fp16", "int8"}),  # probe unfold_64_12_12: 24 bytes in FP16
+    ((64, 32, 32), set()),
+])
+def test_rk3588_cuts_map_rows_into_patches_on_the_npu_only_in_whole_16_byte_groups(catalog, tmp_path, chw, cpu_in):
+    path = _unfold(tmp_path, *chw)
+    for precision in ("fp16", "int8"):
+        verdict = _verdicts(catalog, path, "rk3588", precision)
+        assert verdict("n") is (precision not in cpu_in) and verdict("back") is (precision not in cpu_in)
+        assert ("RKNN-WIDTH-SPLIT" in violations(catalog, path, "rk3588", precision)) is (precision in cpu_in)
+        assert _verdicts(catalog, path, "rk3576", precision)("n")
+
+
+def test_patch_rows_away_from_a_map_op_are_no_map(catalog, tmp_path):
+    """MobileViT's patch tokens [1, C, N, 4] between the unfold's steps have the same shape pattern."""
+    path = _unfold(tmp_path, 144, 8, 8, conv=False)
+    assert _verdicts(catalog, path, "rk3588", "int8")("n") and _verdicts(catalog, path, "rk3588", "int8")("back")
+
+
+def _seg_head(tmp_path, map_branches, h=10, decode=False):
+    """A detector head joined on axis 1 into the graph output: a DFL-like box branch (batch form, [1,4,N]; with
+    `decode`, YOLOv8's dist2bbox after it) and `map_branches` branches of flattened maps joined on the last axis
+    (map form: classes, mask coefficients); N = h*h + (h/2)^2 boxes (125 by default: not a multiple of 8)."""
+    n = h * h + (h // 2) ** 2
+    nodes = [helper.make_node("MaxPool", ["x"], ["xs"], name="pool", kernel_shape=[2, 2], strides=[2, 2])]
+    inits = []
+    joined = []
+    for branch, ch in (("box", 64), *((f"map{b}", 16) for b in range(map_branches))):
+        for i, (m, hw) in enumerate((("x", h * h), ("xs", (h // 2) ** 2))):
+            nodes += [helper.make_node("Conv", [m, f"w{branch}{i}"], [f"{branch}{i}"], name=f"{branch}_conv{i}"),
+                      helper.make_node("Reshape", [f"{branch}{i}", f"s{branch}{i}"], [f"{branch}{i}r"],
+                                       name=f"{branch}_flat{i}")]
+            inits += [weight(f"w{branch}{i}", [ch, 8, 1, 1]), const(f"s{branch}{i}", np.array([1, ch, hw], np.int64))]
+        nodes.append(helper.make_node("Concat", [f"{branch}0r", f"{branch}1r"], [f"{branch}_all"],
+                                      name=f"{branch}_concat", axis=2))
+        if branch != "box":
+            nodes.append(helper.make_node("Sigmoid", [f"{branch}_all"], [f"{branch}_sig"], name=f"{branch}_sigmoid"))
+            joined.append(f"{branch}_sig")
+    nodes += [helper.make_node("Reshape", ["box_all", "s4"], ["b4"], name="dfl_reshape"),
+              helper.make_node("Softmax", ["b4"], ["bs"], name="dfl_softmax", axis=2),
+              helper.make_node("ReduceSum", ["bs", "ax"], ["box_dfl"], name="dfl_sum", keepdims=0),
+              helper.make_node("Mul", ["box_dfl", "stride"], ["box_dec"], name="box_mul")]
+    inits += [const("s4", np.array([1, 4, 16, n], np.int64)), const("ax", np.array([2], np.int64)),
+              const("stride", np.float32(8))]
+    box = "box_dec"
+    if decode:
+        nodes += [helper.make_node("Split", ["box_dec", "two"], ["lt", "rb"], name="box_split", axis=1),
+                  helper.make_node("Sub", ["anchors", "lt"], ["x1y1"], name="box_sub"),
+                  helper.make_node("Add", ["anchors", "rb"], ["x2y2"], name="box_add"),
+                  helper.make_node("Concat", ["x1y1", "x2y2"], ["box_out"], name="box_join", axis=1)]
+        inits += [const("two", np.array([2, 2], np.int64)), const("anchors", np.zeros((1, 2, n), np.float32))]
+        box = "box_out"
+    nodes.append(helper.make_node("Concat", [box, *joined], ["y"], name="head_concat", axis=1))
+    return save_model(tmp_path / f"seghead{map_branches}_{h}{decode}.onnx", nodes, [value("x", [1, 8, h, h])],
+                      [value("y", None)], inits)
+
+
+@pytest.mark.parametrize(("map_branches", "decode", "box_relaid_at"), [
+    (2, True, "box_join"),  # corpus yolov8n_seg_320: classes and mask coefficients in map form, the boxes relaid
+    (2, False, "dfl_sum"),  # the relayout moves up past the scalar stride Mul (probe obbhead_0_20's box_dfl_rs)
+    (1, True, None),  # a tie beside a decoded box branch (corpus yolov8n_320, probe detecthead_decode_20): batch
+    (1, False, "dfl_sum"),  # a tie beside a bare DFL (probe obbhead_0_20, detecthead_clsfirst_20): map form
+])
+def test_rk3588_output_concat_takes_the_form_most_inputs_have(catalog, tmp_path, map_branches, decode, box_relaid_at):
+    path = _seg_head(tmp_path, map_branches, decode=decode)
+    for precision in ("fp16", "int8"):
+        verdict = _verdicts(catalog, path, "rk3588", precision)
+        for name in ("dfl_sum", "box_mul", *(("box_join",) if decode else ())):
+            assert verdict(name) is (name != box_relaid_at)
+        assert all(verdict(f"map{b}_sigmoid") is (box_relaid_at is not None) for b in range(map_branches))
+        assert _verdicts(catalog, path, "rk3576", precision)("dfl_sum")
+
+
+def _levels(tmp_path, c):
+    """A head joining three levels: x [1,C,40,40] and two 2x2 max-pools (20x20, 10x10), each Reshape [1,C,HW]
+    ("flat40", "flat20", "flat10"), Concat on the last axis -> Sigmoid -> y."""
+    nodes = [helper.make_node("MaxPool", ["x"], ["m20"], name="pool20", kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("MaxPool", ["m20"], ["m10"], name="pool10", kernel_shape=[2, 2], strides=[2, 2])]
+    inits = []
+    for size, src in ((40, "x"), (20, "m20"), (10, "m10")):
+        nodes.append(helper.make_node("Reshape", [src, f"s{size}"], [f"f{size}"], name=f"flat{size}"))
+        inits.append(const(f"s{size}", np.array([1, c, size * size], np.int64)))
+    nodes += [helper.make_node("Concat", ["f40", "f20", "f10"], ["cat"], name="levels", axis=2),
+              helper.make_node("Sigmoid", ["cat"], ["y"], name="act")]
+    return save_model(tmp_path / f"levels{c}.onnx", nodes, [value("x", [1, c, 40, 40])], [value("y", None)], inits)
+
+
+@pytest.mark.parametrize(("c", "cpu_in"), [
+    (51, {"fp16", "int8"}),  # corpus yolov8n_pose_320 /model.22/Reshape_8 (17 keypoints x 3)
+    (24, {"int8"}),  # probe levels_24: a multiple of 8, not of 16
+    (48, set()),  # probe levels_48_split3's flatten: whole groups in both
+    (20, {"fp16", "int8"}),  # probe levels_20
+    (80, set()),  # corpus yolov8n_320 classes
+])
+def test_rk3588_head_level_flatten_needs_whole_channel_or_pixel_groups(catalog, tmp_path, c, cpu_in):
+    path = _levels(tmp_path, c)
+    for precision in ("fp16", "int8"):
+        verdict = _verdicts(catalog, path, "rk3588", precision)
+        assert verdict("flat10") is (precision not in cpu_in)
+        assert verdict("flat40") and verdict("flat20")  # 1600 and 400 pixels: whole 16-byte groups
+        assert _verdicts(catalog, path, "rk3576", precision)("flat10")
+
+
+@pytest.mark.parametrize(("b", "cpu_in"), [(3, {"fp16", "int8"}), (4, {"fp16", "int8"}), (8, {"int8"}), (16, set())])
+def test_rk3588_cutting_joined_head_channels_needs_whole_channel_groups(catalog, tmp_path, b, cpu_in):
+    """corpus yolov8n_pose_320 /model.22/Reshape_9 (b = 3) CPU, the DFL (b = 16) NPU; probe levels_C_splitB."""
+    path = _levels(tmp_path, 48)
+    model = onnx.load(path)
+    act = next(n for n in model.graph.node if n.name == "act")
+    model.graph.node.remove(act)
+    model.graph.node.extend([helper.make_node("Reshape", ["cat", "ss"], ["k4"], name="n"),
+                             helper.make_node("Softmax", ["k4"], ["y"], name="pieces", axis=2)])
+    model.graph.initializer.append(const("ss", np.array([1, 48 // b, b, 2100], np.int64)))
+    onnx.save(model, path)
+    for precision in ("fp16", "int8"):
+        assert _verdicts(catalog, path, "rk3588", precision)("n") is (precision not in cpu_in)
+        assert _verdicts(catalog, path, "rk3576", precision)("n")
+
+
+@pytest.mark.parametrize(("n", "cpu_in"), [(1000, set()), (1008, set()), (100, {"fp16", "int8"})])
+def test_rk3588_a_softmax_output_relayout_follows_fp16_alignment_in_int8(catalog, tmp_path, n, cpu_in):
+    """corpus yolov8n_cls_224 /model.9/Softmax [1,1000]; probe smout_N: the Softmax runs in FLOAT16 in INT8."""
+    nodes = [helper.make_node("Gemm", ["x", "gw"], ["logits"], name="fc", transB=1),
+             helper.make_node("Softmax", ["logits"], ["y"], name="n", axis=1)]
+    path = save_model(tmp_path / f"smout{n}.onnx", nodes, [value("x", [1, 16])], [value("y", None)],
+                      [weight("gw", [n, 16])])
+    for precision in ("fp16", "int8"):
+        assert _verdicts(catalog, path, "rk3588", precision)("n") is (precision not in cpu_in)
+
+
+@pytest.mark.parametrize(("residual", "cpu"), [(False, True), (True, False)])
+def test_rk3588_window_partition_of_a_map_read_again_keeps_the_channel(catalog, tmp_path, residual, cpu):
+    """corpus timm_tiny_vit_5m_224 (NHWC map also read by the residual Add: exWindow in channel form) against
+    NesT's partition (probe winres_128_28_7_r3 vs wintok_128_28_28_7, rk3588 FP16, 200704 bytes)."""
+    c, h, block = 128, 28, 7
+    g = h // block
+    nodes = [helper.make_node("Relu", ["x"], ["m"], name="src"),
+             helper.make_node("Transpose", ["m"], ["t"], name="nhwc", perm=[0, 2, 3, 1]),
+             helper.make_node("Reshape", ["t", "s6"], ["r6"], name="blocks6"),
+             helper.make_node("Transpose", ["r6"], ["t6"], name="blocks_t", perm=[0, 1, 3, 2, 4, 5]),
+             helper.make_node("Reshape", ["t6", "s3"], ["b"], name="blocks"),
+             helper.make_node("Relu", ["b"], ["y"], name="tail")]
+    outputs = [value("y", None)]
+    if residual:
+        nodes.append(helper.make_node("Relu", ["t"], ["z"], name="residual_reader"))
+        outputs.append(value("z", None))
+    inits = [const("s6", np.array([1, g, block, g, block, c], np.int64)),
+             const("s3", np.array([g * g, block * block, c], np.int64))]
+    path = save_model(tmp_path / f"winres{residual}.onnx", nodes, [value("x", [1, c, h, h])], outputs, inits)
+    assert _verdicts(catalog, path, "rk3588", "fp16")("src") is not cpu
+
+
+@pytest.mark.parametrize(("h", "cpu_in"), [(16, set()), (24, set()), (10, {"fp16", "int8"}), (12, {"fp16", "int8"})])
+def test_rk3588_head_with_whole_groups_of_boxes_relays_nothing_out(catalog, tmp_path, h, cpu_in):
+    """probe obbhead_0_16 / obbhead_0_24: N = 320 / 720 boxes (multiples of 16) leave every node on the NPU;
+    N = 125 and 180 (probe obbhead_0_12) are multiples of neither 8 nor 16."""
+    path = _seg_head(tmp_path, 1, h, decode=True)
+    for precision in ("fp16", "int8"):
+        assert _verdicts(catalog, path, "rk3588", precision)("map0_sigmoid") is (precision not in cpu_in)
+
+
+def test_rk3588_joined_levels_carry_the_output_relayout_past_their_sigmoid(catalog, tmp_path):
+    """probe levels_80: Concat of level rows -> Sigmoid -> output [1,80,2100]: the Sigmoid moves before the
+    relayout, whose CPU Reshape is named after the Concat."""
+    path = _levels(tmp_path, 80)
+    for precision in ("fp16", "int8"):
+        verdict = _verdicts(catalog, path, "rk3588", precision)
+        assert not verdict("levels") and verdict("act")
+        assert _verdicts(catalog, path, "rk3576", precision)("levels")
+
+
+def test_reshapes_of_scalars_meet_every_rknn_rule_without_error(catalog, tmp_path):
+    """A Reshape of a rank-0 tensor (tv_ssdlite320_mobilenet_v3_large's anchor arithmetic) has no dims to test."""
+    nodes = [helper.make_node("Reshape", ["x", "s0"], ["a"], name="to_scalar"),
+             helper.make_node("Reshape", ["a", "s1"], ["y"], name="n")]
+    path = save_model(tmp_path / "scalar.onnx", nodes, [value("x", [1])], [value("y", None)],
+                      [const("s0", np.array([], np.int64)), const("s1", np.array([1], np.int64))])
+    for target in ("rk3588", "rk3576", "rk3562", "rv1126b"):
+        for precision in ("fp16", "int8"):
+            assert _verdicts(catalog, path, target, precision)("n")

@@ -196,11 +196,12 @@ def test_flatten_of_pixels_into_channels(catalog, build, target, shape, on_npu, 
 
 
 def _head(tmp_path, dfl_box):
-    """A detector head joined on axis 1 into the [1, 4 + 16, 80] output: classes are two flattened maps
-    joined on the last axis then Sigmoid; boxes the same maps (map form) or a DFL-like path (batch form)."""
+    """A detector head joined on axis 1 into the [1, 4 + 16, 125] output (125 boxes, unaligned as YOLO's 2100):
+    classes are two flattened maps joined on the last axis then Sigmoid; boxes the same maps (map form) or a
+    DFL-like path (batch form)."""
     nodes, inits = [helper.make_node("MaxPool", ["x"], ["xs"], name="pool", kernel_shape=[2, 2], strides=[2, 2])], []
     for branch, ch in (("cls", 16), ("box", 64 if dfl_box else 4)):
-        for i, (m, hw) in enumerate((("x", 64), ("xs", 16))):
+        for i, (m, hw) in enumerate((("x", 100), ("xs", 25))):
             nodes += [helper.make_node("Conv", [m, f"w{branch}{i}"], [f"{branch}{i}"], name=f"{branch}_conv{i}"),
                       helper.make_node("Reshape", [f"{branch}{i}", f"s{branch}{i}"], [f"{branch}{i}r"],
                                        name=f"{branch}_flat{i}")]
@@ -209,16 +210,23 @@ def _head(tmp_path, dfl_box):
                                       name=f"{branch}_concat", axis=2))
     nodes.append(helper.make_node("Sigmoid", ["cls_all"], ["cls_sig"], name="cls_sigmoid"))
     box = "box_all"
-    if dfl_box:  # [1,64,80] -> [1,4,16,80] -> softmax over the 16 bins -> weighted sum -> [1,4,80]
+    if dfl_box:  # [1,64,125] -> [1,4,16,125] -> softmax over the 16 bins -> weighted sum -> [1,4,80]
         nodes += [helper.make_node("Reshape", ["box_all", "s4"], ["b4"], name="dfl_reshape"),
                   helper.make_node("Softmax", ["b4"], ["bs"], name="dfl_softmax", axis=2),
                   helper.make_node("ReduceSum", ["bs", "ax"], ["box_dfl"], name="dfl_sum", keepdims=0)]
-        inits += [const("s4", np.array([1, 4, 16, 80], np.int64)), const("ax", np.array([2], np.int64))]
+        inits += [const("s4", np.array([1, 4, 16, 125], np.int64)), const("ax", np.array([2], np.int64))]
         box = "box_dfl"
-    nodes += [helper.make_node("Mul", [box, "stride"], ["box_dec"], name="box_mul"),
-              helper.make_node("Concat", ["box_dec", "cls_sig"], ["y"], name="head_concat", axis=1)]
+    nodes.append(helper.make_node("Mul", [box, "stride"], ["box_dec"], name="box_mul"))
     inits.append(const("stride", np.float32(8)))
-    return save_model(tmp_path / f"head{dfl_box}.onnx", nodes, [value("x", [1, 8, 8, 8])], [value("y", None)], inits)
+    if dfl_box:  # YOLOv8's dist2bbox: anchors -/+ the distances, joined back (the box branch stays in batch form)
+        nodes += [helper.make_node("Split", ["box_dec", "two"], ["lt", "rb"], name="box_split", axis=1),
+                  helper.make_node("Sub", ["anchors", "lt"], ["x1y1"], name="box_sub"),
+                  helper.make_node("Add", ["anchors", "rb"], ["x2y2"], name="box_add"),
+                  helper.make_node("Concat", ["x1y1", "x2y2"], ["box_out"], name="box_join", axis=1)]
+        inits += [const("two", np.array([2, 2], np.int64)), const("anchors", np.zeros((1, 2, 125), np.float32))]
+    nodes.append(helper.make_node("Concat", ["box_out" if dfl_box else "box_dec", "cls_sig"], ["y"],
+                                  name="head_concat", axis=1))
+    return save_model(tmp_path / f"head{dfl_box}.onnx", nodes, [value("x", [1, 8, 10, 10])], [value("y", None)], inits)
 
 
 @pytest.mark.parametrize("precision", ["fp16", "int8"])

@@ -14,7 +14,7 @@ from optimizer.latency import LatencyModel, evaluate, load_profile
 from optimizer.plan import optimize, validate_plan
 from optimizer.plan._baselines import gpu_only as all_on_gpu
 from optimizer.solver import Budget, PlanModel, PlanRequest, lower_bound_ns
-from optimizer.solver._decompose import decomposed_solve, separators, topological_order
+from optimizer.solver._decompose import decomposed_solve, regions, separators, topological_order
 from tests.solver.conftest import add, build_model, chain, conv, gpu_only
 
 CATALOG = load_catalog()
@@ -53,6 +53,23 @@ def test_separators_are_exactly_the_positions_no_edge_jumps(tmp_path, favour_dla
     seps = separators(lm.groups, order)
     assert seps == [p for p in range(len(order)) if p not in jumped]
     assert 0 < len(seps) < len(order)  # the skips leave some positions out
+
+
+def test_every_edge_lies_in_exactly_one_region_in_the_graphs_order(tmp_path, favour_dla):
+    """Each region's edges are those of the whole graph whose consumer it holds (its first member excepted,
+    after the first region) and whose producer it holds or is a model input, in the whole graph's order."""
+    lm, _ = _model(_branchy(tmp_path), "orin-agx", favour_dla)
+    parts = regions(lm, PlanRequest(), size=4)
+    assert len(parts) >= 3
+    counted = []
+    for r, part in enumerate(parts):
+        members = part.members
+        inside = set(members[0 if r == 0 else 1:])
+        expected = [e for e in lm.groups.edges if e.dst in inside and (e.src < 0 or e.src in members)]
+        got = [(e.tensor, members[e.src] if e.src >= 0 else -1, members[e.dst]) for e in part.model.groups.edges]
+        assert got == [(e.tensor, e.src, e.dst) for e in expected]
+        counted += expected
+    assert sorted(counted, key=lm.groups.edges.index) == list(lm.groups.edges)
 
 
 @pytest.mark.parametrize("target", ["orin-agx", "xavier-agx"])
