@@ -1,6 +1,6 @@
 """The CP-SAT planner: decisions per layer group under every catalog rule, explained when infeasible."""
 
-from optimizer.solver._bounds import cheapest_bound_ns, lower_bound_ns, lp_bound_ns
+from optimizer.solver._bounds import LP_MAX_GROUPS, cheapest_bound_ns, lower_bound_ns, lp_bound_ns, throughput_lp_ns
 from optimizer.solver._cpsat import Choice, PlanModel, SolveResult, loadable_limit
 from optimizer.solver._decompose import decomposed_solve
 from optimizer.solver._hints import balanced_hint
@@ -17,6 +17,7 @@ from optimizer.solver._request import (
 __all__ = [
     "DETERMINISTIC_PER_SECOND",
     "DUAL_STREAMS",
+    "LP_MAX_GROUPS",
     "OBJECTIVES",
     "PIN_DEVICES",
     "WALL_FACTOR",
@@ -35,5 +36,6 @@ __all__ = [
     "lower_bound_ns",
     "lp_bound_ns",
     "parse_assignments",
+    "throughput_lp_ns",
     "wall_cap_s",
 ]

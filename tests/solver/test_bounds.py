@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from optimizer.solver import PlanRequest, cheapest_bound_ns, loadable_limit, lower_bound_ns, lp_bound_ns
-from optimizer.solver._bounds import latency_lp_ns
+from optimizer.solver._bounds import latency_lp_ns, throughput_lp_ns
 from tests.solver.conftest import chain
 from tests.solver.test_cpsat import TINY, _model, brute_force
 
-SHAPES = {**TINY, "long": lambda p: chain(p, "CXCXCXC")}
+SHAPES = {**TINY, "long": lambda p: chain(p, "CXCXCXC"), "convs": lambda p: chain(p, "CCCC")}
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
@@ -23,6 +23,8 @@ def test_lp_bound_is_a_bound_on_jetson(tmp_path, favour_dla, shape, objective, f
     assert lp is not None and lp <= optimum
     raised = latency_lp_ns(lm, request)  # with the one launch a plan on the DLA pays
     assert raised is not None and lp <= raised <= optimum
+    launched = throughput_lp_ns(lm, request)  # throughput: each DLA core in use pays one launch
+    assert launched is not None and lp <= launched <= optimum
     best = raised if objective == "latency" else lp
     assert cheapest_bound_ns(lm, request) <= lower_bound_ns(lm, request) == max(best, cheapest_bound_ns(lm, request))
 
@@ -37,6 +39,27 @@ def test_the_launch_raised_lp_meets_the_optimum_of_a_dla_chain(tmp_path, favour_
     lp = lp_bound_ns(lm, request)
     assert lp is not None and lp < optimum
     assert latency_lp_ns(lm, request) == min(optimum, lp + lm.launch_ns())
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+@pytest.mark.parametrize("favour", [False, True])
+def test_the_launch_raised_throughput_lp_is_below_the_optimum_and_above_the_lp(tmp_path, favour_dla, shape, favour):
+    """Throughput with the DLA favoured: every DLA core in use pays at least one launch, which the plain LP
+    leaves out. Each per-core-count LP bounds the plans on that many cores (brute force restricted to them),
+    and the smallest is the bound: at or below the optimum, and above the plain LP on a chain of DLA
+    convolutions (where, on Orin's profile, it is the optimum itself)."""
+    lm = _model(SHAPES[shape](tmp_path / "m.onnx"), "orin-agx", favour_dla if favour else None)
+    request = PlanRequest(objective="throughput")
+    optimum = brute_force(lm, "throughput")
+    lp = lp_bound_ns(lm, request)
+    launched = throughput_lp_ns(lm, request)
+    assert lp is not None and launched is not None and lp <= launched <= optimum
+    if shape == "convs":  # the balanced plan runs both cores, each paying its launch
+        assert lp < launched
+        assert favour or launched == optimum
+    for cores in (1, 2):
+        on_k = lp_bound_ns(lm, request, used_cores=cores, launch_ns=lm.launch_ns())
+        assert on_k is not None and on_k <= brute_force(lm, "throughput", cores=cores)
 
 
 @pytest.mark.parametrize("target", ["rk3588", "rk3576"])

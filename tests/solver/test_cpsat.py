@@ -64,8 +64,9 @@ def _partitions(items):
         yield [[first], *part]
 
 
-def brute_force(lm, objective: str, limit: int = 4) -> int:
-    """Enumerates every option, loadable partition and DLA core; the best valid plan's objective."""
+def brute_force(lm, objective: str, limit: int = 4, cores: int | None = None) -> int:
+    """Enumerates every option, loadable partition and DLA core; the best valid plan's objective (`cores`:
+    throughput plans whose loadables use exactly DLA0..DLA{cores-1}, math.inf when there is none)."""
     allowed = frozenset({"int8", "fp16", "fp32"})
     options = [group_options(lm, g, allowed) for g in range(len(lm.groups.groups))]
     best = math.inf
@@ -76,8 +77,10 @@ def brute_force(lm, objective: str, limit: int = 4) -> int:
                 continue
             cores_choices = ([(0,) * len(part)] if objective != "throughput"
                              else itertools.product((0, 1), repeat=len(part)))
-            for cores in cores_choices:
-                label = {g: (k, cores[k]) for k, block in enumerate(part) for g in block}
+            for on in cores_choices:
+                if cores is not None and set(on) != set(range(cores)):
+                    continue
+                label = {g: (k, on[k]) for k, block in enumerate(part) for g in block}
                 placements = tuple(Placement(o, core=label.get(g, (0, 0))[1], loadable=label.get(g, (-1, 0))[0])
                                    for g, o in enumerate(combo))
                 best = min(best, _score(evaluate(lm, placements), objective))
@@ -388,3 +391,23 @@ def test_a_hint_in_another_labelling_is_relabelled_to_the_canonical_one(tmp_path
     hint = (Placement(dla, 1, 2), Placement(gpu), Placement(dla, 0, 0), Placement(gpu), Placement(dla, 1, 1))
     assert model.canonical(hint) == (Placement(dla, 0, 0), Placement(gpu), Placement(dla, 1, 1), Placement(gpu),
                                      Placement(dla, 0, 2))
+
+
+@pytest.mark.parametrize("breaking", ["none", "slots", "slots+cores"])
+@pytest.mark.parametrize("shape", ["CCXCC", "CXCXCXC"])
+def test_each_symmetry_breaking_constraint_keeps_the_brute_force_optimum(tmp_path, favour_dla, monkeypatch,
+                                                                          breaking, shape):
+    """Throughput, where both the slot labels and the two DLA cores are interchangeable: the slot order by
+    first member alone, and with slot 0 on DLA0, each prove the brute-force optimum (as the model without
+    either does): each removes copies of plans, never the optimum."""
+    from optimizer.solver import PlanModel
+
+    if breaking == "none":
+        monkeypatch.setattr(PlanModel, "interchangeable_slots", lambda self: False)
+    if breaking != "slots+cores":
+        monkeypatch.setattr(PlanModel, "interchangeable_cores", lambda self: False)
+    path = chain(tmp_path / "m.onnx", shape)
+    planned = _solve(path, "orin-agx", favour_dla, objective="throughput")
+    assert planned.plan.solver.status == "OPTIMAL"
+    assert _objective(planned) == brute_force(_model(path, "orin-agx", favour_dla), "throughput")
+    assert validate_plan(planned.plan, CATALOG, str(path)) == []

@@ -1,0 +1,79 @@
+"""The throughput bounds on every zoo model: the plain LP, the launch-raised LP, and the gap each leaves.
+
+One command:  python benchmarks/throughput_bound.py [--zoo ../shared/zoo] [--targets orin-agx,xavier-agx]
+              [--plans benchmarks/results/planner_zoo-throughput.csv] [--models a,b]
+For each case it builds the latency model as `optimize` does and solves the plain LP relaxation
+(`lp_bound_ns`) and the launch-raised one (`throughput_lp_ns`: one LP per number of DLA cores in use, each
+used core paying a launch), with their CPU time. With `--plans` (a `planner_zoo.py --objective throughput`
+CSV) it also prints each plan's objective and gap against the bound it reported and against the raised LP,
+which is what `optimize` now reports for a plan the search left unproven (the search itself is unchanged).
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+import time
+from pathlib import Path
+
+from _zoo import DYNAMIC_SHAPES, zoo_parser
+
+from optimizer.catalog import load_catalog
+from optimizer.check import check_graph
+from optimizer.fusion import build_groups
+from optimizer.ir import load_model
+from optimizer.latency import LatencyModel, load_profile
+from optimizer.solver import PlanRequest, lp_bound_ns, throughput_lp_ns
+
+
+def _bounds(model: Path, target: str) -> tuple[int, int, int, float]:
+    shapes = None
+    if model.stem in DYNAMIC_SHAPES:
+        name, dims = DYNAMIC_SHAPES[model.stem].split("=")
+        shapes = {name: tuple(int(d) for d in dims.split("x"))}
+    catalog = load_catalog()
+    spec = catalog.target(target)
+    report = check_graph(load_model(str(model), shapes), catalog, target)
+    groups = build_groups(report)
+    lm = LatencyModel(groups, catalog, spec, load_profile(spec.family, None), io=report.io)
+    request = PlanRequest(objective="throughput")
+    started = time.process_time()
+    plain = lp_bound_ns(lm, request) or 0
+    raised = throughput_lp_ns(lm, request) or 0
+    return len(groups.groups), plain, raised, time.process_time() - started
+
+
+def main() -> int:
+    parser = zoo_parser()
+    parser.add_argument("--targets", default="orin-agx,xavier-agx")
+    parser.add_argument("--plans", default=None, help="a planner_zoo.py --objective throughput CSV")
+    parser.add_argument("--models", default="", help="comma-separated zoo stems (default: every model)")
+    args = parser.parse_args()
+    plans = {}
+    if args.plans:
+        with open(args.plans, newline="") as handle:
+            plans = {(r["model"], r["target"]): r for r in csv.DictReader(handle)}
+    models = sorted(Path(args.zoo).glob("*.onnx"))
+    if args.models:
+        models = [m for m in models if m.stem in args.models.split(",")]
+    print("| model | target | groups | LP us | launch-raised LP us | LP CPU s | plan ms | status, gap reported | "
+          "with the raised LP |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for model in models:
+        for target in args.targets.split(","):
+            groups, plain, raised, cpu = _bounds(model, target)
+            row = plans.get((model.name, target))
+            cells = ["-", "-", "-"]
+            if row and row.get("objective_ms"):
+                objective, bound = float(row["objective_ms"]), float(row["bound_ms"])
+                better = max(bound, min(raised / 1e6, objective))
+                gap = (objective - better) / objective if objective else 0.0
+                cells = [f"{objective:.4f}", f"{row['status']} {float(row['gap']):.1%}",
+                         "OPTIMAL" if gap <= 0 else f"FEASIBLE {gap:.1%}"]
+            print(f"| {model.stem} | {target} | {groups} | {plain / 1e3:.1f} | {raised / 1e3:.1f} | {cpu:.2f} | "
+                  + " | ".join(cells) + " |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
