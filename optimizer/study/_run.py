@@ -353,6 +353,19 @@ def _heartbeat(storage: optuna.storages.RDBStorage, trial_id: int) -> Iterator[N
         thread.join()
 
 
+def _fail_orphans(study: optuna.Study, storage: optuna.storages.RDBStorage) -> None:
+    """A worker asks for its trial, records its first heartbeat and names itself ("worker") all under the
+    lock, so a RUNNING trial with no name seen by the lock's holder lost its worker inside the lock, maybe
+    before any heartbeat; fail_stale_trials never fails a trial without one, and resume would wait forever."""
+    callback = storage.get_heartbeat_stale_trial_callback()
+    for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+        if "worker" in trial.user_attrs:
+            continue
+        with contextlib.suppress(optuna.exceptions.UpdateFinishedTrialError):
+            if storage.set_trial_state_values(trial._trial_id, state=optuna.trial.TrialState.FAIL) and callback:
+                callback(study, storage.get_trial(trial._trial_id))
+
+
 def _execute(space: _Space, storage_url: str, new_study: bool = False,
              progress: Callable[[int, int], None] | None = None) -> optuna.Study:
     """Runs trials until n_trials are done. Counting and asking are one step under a lock, so workers never
@@ -367,6 +380,7 @@ def _execute(space: _Space, storage_url: str, new_study: bool = False,
     while True:
         with _lock(storage_url), _quiet():
             optuna.storages.fail_stale_trials(study)
+            _fail_orphans(study, storage)
             taken = _count(study, STATES_TAKEN)
             trial = study.ask() if taken < cfg.n_trials else None
             if trial is not None:

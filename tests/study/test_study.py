@@ -109,6 +109,24 @@ def test_sigkill_mid_trial_then_resume_gives_the_exact_count(tmp_path):
     assert len(rows) == len(states)
 
 
+def test_resume_fails_a_trial_whose_worker_died_before_its_first_heartbeat(tmp_path):
+    """A worker killed between asking for its trial and recording the first heartbeat leaves a RUNNING trial
+    that Optuna's stale-trial check never fails (it has no heartbeat); resume must not wait for it forever."""
+    import optuna
+
+    folder = tmp_path / "out"
+    run_study(str(_config(tmp_path, n_trials=2, name="o")), str(folder))
+    orphan = optuna.load_study(study_name="o", storage=f"sqlite:///{folder / 'study.db'}").ask()
+    assert orphan.number == 2
+    config = folder / "config.toml"
+    config.write_text(re.sub(r"n_trials = 2\b", "n_trials = 3", config.read_text()))
+    result = subprocess.run([EDGEPLAN, "study", "resume", str(folder)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    states = _states(folder / "study.db")
+    assert sum(s == "COMPLETE" for _, s in states) == 3
+    assert dict(states)[2] == "FAIL" and not any(s == "RUNNING" for _, s in states)
+
+
 def test_bad_configs(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text('name = "x"\nmodel = "m.onnx"\ntarget = "orin-agx"\nobjective = "latency"\nn_trials = 0\nseed = 0\n')
