@@ -111,6 +111,30 @@ class Contraction:
         return root
 
 
+def other_path(c: Contraction, a: int, b: int) -> bool:
+    """Is b reachable from a other than by the direct edge? Unbounded: only for a contracted graph with a
+    cycle (a non-convex loadable makes one), where no topological order exists."""
+    stack = [n for n in c.succ[a] if n != b]
+    seen: set[int] = set()
+    while stack:
+        n = stack.pop()
+        if n == b:
+            return True
+        if n not in seen:
+            seen.add(n)
+            stack.extend(c.succ[n])
+    return False
+
+
+def merge_if_convex(c: Contraction, pos: dict[int, int] | None, a: int, b: int) -> int | None:
+    """Contracts the edge a->b unless another path joins them (the merged unit would not be convex): the new
+    root, or None. With positions the search stays between a and b and the positions stay topological."""
+    if pos is None:
+        return None if other_path(c, a, b) else c.merge(a, b)
+    forward = reach_before(c, pos, a, b)
+    return None if forward is None else merge_ordered(c, pos, a, b, forward)
+
+
 def topological_positions(c: Contraction, units: list[int]) -> dict[int, int] | None:
     """A topological position per unit (smallest index first among the ready ones), None on a cycle."""
     indeg = {u: len(c.pred[u]) for u in units}
@@ -180,19 +204,6 @@ def _weight_only(graph: Graph, node: Node) -> bool:
     return not node.folded and not node.opaque and bool(node.inputs) and not graph.runtime_inputs(node)
 
 
-def _reaches(uf: Contraction, start: int, goals: set[int]) -> bool:
-    """Unbounded search: only for a contracted graph with a cycle, where no topological order exists."""
-    seen, stack = {start}, [start]
-    while stack:
-        for nxt in uf.succ.get(stack.pop(), ()):
-            if nxt in goals:
-                return True
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
-    return False
-
-
 def _fuse_residual_sums(graph: Graph, runtime: list[Node], support: list[Support], uf: Contraction,
                         fused_with: set[int]) -> None:
     """Conv + residual Add (TensorRT's convolution/element-wise fusion): the sum joins the latest
@@ -213,18 +224,11 @@ def _fuse_residual_sums(graph: Graph, runtime: list[Node], support: list[Support
             anchor = runtime[u]
             if anchor.op_type not in ("Conv", "ConvTranspose") or support[u] != support[i]:
                 continue
-            target = uf.find(i)
             # The sum's group is fed by u and the other operand's group only, so "u reaches the other
-            # operand" is "another path leads from u to the sum", searched only between the two.
-            forward = reach_before(uf, pos, u, target) if pos is not None else set()
-            if forward is None or (pos is None and _reaches(uf, u, set(preds) - {u})):
-                continue
-            fused_with.add(i)
-            if pos is None:
-                uf.merge(u, target)
-            else:
-                merge_ordered(uf, pos, u, target, forward)
-            break
+            # operand" is "another path leads from u to the sum".
+            if merge_if_convex(uf, pos, u, uf.find(i)) is not None:
+                fused_with.add(i)
+                break
 
 
 def build_groups(report: CheckReport) -> GroupGraph:

@@ -11,7 +11,7 @@ from onnx import helper
 import optimizer.fusion
 from optimizer.catalog import load_catalog
 from optimizer.check import check_graph
-from optimizer.fusion import Contraction, build_groups, merge_ordered, reach_before, topological_positions
+from optimizer.fusion import Contraction, build_groups, merge_ordered, other_path, reach_before, topological_positions
 from optimizer.ir import load_model
 from tests.conftest import ZOO, const, needs_zoo, save_model, value, weight
 
@@ -97,19 +97,6 @@ def test_groups_are_convex_on_the_zoo():
             assert len(groups.groups) < len(groups.graph.nodes)
 
 
-def _other_path(c: Contraction, a: int, b: int) -> bool:
-    """Brute force: does a path other than the edge a->b lead from a to b in the contracted graph?"""
-    stack, seen = [x for x in c.succ[a] if x != b], set()
-    while stack:
-        x = stack.pop()
-        if x == b:
-            return True
-        if x not in seen:
-            seen.add(x)
-            stack.extend(c.succ[x])
-    return False
-
-
 def test_bounded_search_answers_like_brute_force_and_keeps_the_order():
     """reach_before (searching only between a and b) against an unbounded search, over random merges of
     random DAGs; after every merge the positions are still a topological order of the contracted graph."""
@@ -130,7 +117,7 @@ def test_bounded_search_answers_like_brute_force_and_keeps_the_order():
             a, b = rng.choice(edges)
             forward = reach_before(c, pos, a, b)
             answers[forward is None] += 1
-            assert (forward is None) == _other_path(c, a, b)
+            assert (forward is None) == other_path(c, a, b)
             if forward is None:
                 continue
             merge_ordered(c, pos, a, b, forward)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 
-from optimizer.fusion import Contraction, GroupGraph, merge_ordered, reach_before, topological_positions
+from optimizer.fusion import Contraction, GroupGraph, merge_if_convex, topological_positions
 from optimizer.latency import Placement
 
 
@@ -22,21 +22,6 @@ class Subgraph:
     device: str
     groups: tuple[int, ...]
     loadable: int  # DLA slot, -1 elsewhere
-
-
-def _other_path(c: Contraction, a: int, b: int) -> bool:
-    """Is b reachable from a other than by the direct edge? (Unbounded: for a contracted graph with a
-    cycle, which only a non-convex loadable makes, where no topological order exists.)"""
-    stack = [n for n in c.succ[a] if n != b]
-    seen: set[int] = set()
-    while stack:
-        n = stack.pop()
-        if n == b:
-            return True
-        if n not in seen:
-            seen.add(n)
-            stack.extend(c.succ[n])
-    return False
 
 
 def build_subgraphs(groups: GroupGraph, placements: tuple[Placement, ...]) -> tuple[Subgraph, ...]:
@@ -55,14 +40,9 @@ def build_subgraphs(groups: GroupGraph, placements: tuple[Placement, ...]) -> tu
         for b in sorted(c.succ.get(a, ())):
             if not (mergeable[a] and mergeable[b]) or device[a] != device[b]:
                 continue
-            if pos is None:
-                if not _other_path(c, a, b):
-                    queue.append(c.merge(a, b))
-                    break
-                continue
-            forward = reach_before(c, pos, a, b)
-            if forward is not None:
-                queue.append(merge_ordered(c, pos, a, b, forward))
+            root = merge_if_convex(c, pos, a, b)
+            if root is not None:
+                queue.append(root)
                 break
     members: dict[int, list[int]] = {}
     for g in range(n):

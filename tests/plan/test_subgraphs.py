@@ -10,7 +10,7 @@ import pytest
 from onnx import helper
 
 from optimizer.check import check_graph
-from optimizer.fusion import Contraction, build_groups
+from optimizer.fusion import Contraction, build_groups, other_path
 from optimizer.ir import load_model
 from optimizer.latency import LatencyModel, Option, Placement, load_profile
 from optimizer.plan import Subgraph, build_subgraphs, gpu_only, trt_default
@@ -26,23 +26,12 @@ def _reference_subgraphs(groups, placements: tuple[Placement, ...]) -> tuple[Sub
         for g in members[1:]:
             c.merge(members[0], g)
 
-    def other_path(a: int, b: int) -> bool:
-        stack, seen = [x for x in c.succ[a] if x != b], set()
-        while stack:
-            x = stack.pop()
-            if x == b:
-                return True
-            if x not in seen:
-                seen.add(x)
-                stack.extend(c.succ[x])
-        return False
-
     queue = sorted(range(n), reverse=True)
     while queue:
         a = c.find(queue.pop())
         for b in sorted(c.succ[a]):
             same = placements[a].device == placements[b].device
-            if placements[a].loadable < 0 and placements[b].loadable < 0 and same and not other_path(a, b):
+            if placements[a].loadable < 0 and placements[b].loadable < 0 and same and not other_path(c, a, b):
                 queue.append(c.merge(a, b))
                 break
     members: dict[int, list[int]] = {}
