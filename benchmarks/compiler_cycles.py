@@ -21,6 +21,7 @@ from _zoo import REPO
 from optimizer.calibrate._compiler import (
     class_shape,
     compiled_layers,
+    conv_cycle_error,
     fit_shape,
     hold_out_by_family,
     macs_per_cycle,
@@ -56,6 +57,13 @@ def main() -> int:
     print("NPU MAC array per core (padded MACs per NPU cycle, median of the largest fifth of conv layers):")
     for (soc, precision), macs in macs_per_cycle(layers).items():
         print(f"  {soc} {precision}: {macs:.0f}")
+    plain, _ = compiled_layers(read_layer_table(args.layers), Path(args.models), families, load_catalog(),
+                               atoms=(16, 16))
+    before = conv_cycle_error(plain)
+    print("conv NPU cycles as padded MACs / array width, median |error| (16-channel padding -> the target's "
+          "MAC-array term, optimizer/latency/_rknn.py; targets without array figures keep the padding):")
+    for key, (count, error) in conv_cycle_error(layers).items():
+        print(f"  {key[0]} {key[1]}: {count} layers, {before[key][1]:.1%} -> {error:.1%}")
     for line in skipped:
         print(f"skipped {line}")
     return 0

@@ -5,7 +5,8 @@ non-zero for convolutions and matmuls only, shared/spec/rknn-toolkit.md). They a
 figures, not timings, so they fix the *shape* of the per-layer model (how op classes and tensor shapes
 compare), while the absolute scale stays anchored on the published whole-model rows:
 
-    npu_cycles(layer) ~ r[class] * 2*MACs/peak          (relative cost of each op class)
+    npu_cycles(layer) ~ r[class] * 2*MACs*pad/peak      (relative cost of each op class; pad: the MAC-array
+                                                          term of optimizer/latency/_rknn.py on dense convs)
     ddr_cycles(layer) ~ m * (weight_bytes + activation_bytes)
     total(layer)      = max(npu_cycles, ddr_cycles)
 
@@ -33,6 +34,7 @@ from optimizer.errors import EdgeplanError
 from optimizer.ir import BYTES_PER_ELEMENT, Graph, load_model
 from optimizer.latency import op_class
 from optimizer.latency._model import channel_padding
+from optimizer.latency._rknn import array_figures, conv_array_factor
 
 
 @dataclass(frozen=True)
@@ -95,10 +97,12 @@ def compiled_layers(rows: Iterable[Mapping[str, str]], models: Path, families: M
         fig = target.figures
         pad_in, pad_out = atoms or (int(fig["npu_channel_atom_in"].value) if "npu_channel_atom_in" in fig else 1,
                                     int(fig["npu_channel_atom_out"].value) if "npu_channel_atom_out" in fig else 1)
+        array = None if atoms else array_figures(fig, precision)  # the model's own MAC-array term
+        factor = conv_array_factor(graph, node, *array) if array else None
         out.append(CompiledLayer(
             model=model, family=families.get(model, model), soc=soc, precision=precision, node=node_name,
             op_class=op_class(graph, node),
-            unit_compute_s=2 * node.macs * channel_padding(graph, node, pad_in, pad_out) / peak,
+            unit_compute_s=2 * node.macs * (factor or channel_padding(graph, node, pad_in, pad_out)) / peak,
             bytes=float(graph.weight_bytes(node, precision) + graph.activation_elements(node) * bpe),
             npu_cycles=npu, ddr_cycles=ddr, total_cycles=total, peak_ops=peak))
     return out, skipped
@@ -208,4 +212,17 @@ def macs_per_cycle(layers: Sequence[CompiledLayer], share: float = 0.2) -> dict[
         convs.sort(key=lambda x: x.unit_compute_s)
         big = convs[int(len(convs) * (1 - share)):]
         out[(soc, precision)] = float(np.median([x.unit_compute_s * x.peak_ops / 2 / x.npu_cycles for x in big]))
+    return out
+
+
+def conv_cycle_error(layers: Sequence[CompiledLayer]) -> dict[tuple[str, str], tuple[int, float]]:
+    """Per (soc, precision): conv layers and the median |error| of their NPU cycles predicted as padded MACs
+    over the array width (`macs_per_cycle`): how well the padding term in `unit_compute_s` explains the
+    compiler's per-layer cost of convolutions of every shape."""
+    arrays = macs_per_cycle(layers)
+    out: dict[tuple[str, str], tuple[int, float]] = {}
+    for key, macs in arrays.items():
+        convs = [x for x in layers if (x.soc, x.precision) == key and x.op_class == "conv" and x.npu_cycles > 0]
+        errors = [abs(x.unit_compute_s * x.peak_ops / 2 / macs / x.npu_cycles - 1) for x in convs]
+        out[key] = (len(convs), float(np.median(errors)))
     return out
