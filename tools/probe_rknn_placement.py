@@ -391,6 +391,101 @@ for _c, _h, _w, _b in ((128, 28, 28, 7), (96, 28, 28, 14), (160, 14, 14, 7), (64
     CASE_SOCS[f"wintok_{_c}_{_h}_{_w}_{_b}"] = "rk3588"
 
 
+def _scatter_indices(shape: tuple[int, ...], region: tuple[slice, ...], reverse_last: bool = False) -> np.ndarray:
+    """Element indices [*region_shape, rank] of `region` of a tensor of `shape`, in order (or with the last
+    axis reversed)."""
+    axes = [np.arange(n)[r] for n, r in zip(shape, region)]
+    if reverse_last:
+        axes[-1] = axes[-1][::-1]
+    grids = np.meshgrid(*axes, indexing="ij")
+    return np.stack(grids, axis=-1).astype(np.int64)
+
+
+def scatter_nd(c: int, h: int, w: int, form: str) -> onnx.ModelProto:
+    """Conv map x [1,C,H,W] -> ScatterND(x, constant indices, Sigmoid(x) or a piece of it) -> Conv: does the
+    toolkit's optimiser rewrite a constant-index ScatterND, and for which index patterns? `form`: full (every
+    element, in order: MViTv2's relative-position write with no class token), full_rev (every element, W
+    reversed), corner (x[:, :, 1:, 1:], MViTv2 with a class token), rows (index tuples of length 1: the whole
+    tensor as one slice), chan (tuples of length 2: the first C/2 channels), expand (full, but the indices built
+    at run time from constants by Expand/Unsqueeze/Concat, as the MViTv2 export writes them)."""
+    shape = (1, c, h, w)
+    nodes = [node("Sigmoid", ["x"], ["s"], "upd_act")]
+    inits: list[onnx.TensorProto] = []
+    upd = "s"
+    if form in ("full", "full_rev"):
+        inits.append(const("idx", _scatter_indices(shape, (slice(None),) * 4, form == "full_rev")))
+    elif form == "corner":
+        inits += [const("idx", _scatter_indices(shape, (slice(None), slice(None), slice(1, None), slice(1, None)))),
+                  const("st", np.array([1, 1], np.int64)), const("en", np.array([h, w], np.int64)),
+                  const("ax", np.array([2, 3], np.int64))]
+        nodes.append(node("Slice", ["s", "st", "en", "ax"], ["sp"], "upd_slice"))
+        upd = "sp"
+    elif form == "rows":
+        inits.append(const("idx", np.zeros((1, 1), np.int64)))
+    elif form == "chan":
+        inits += [const("idx", np.array([[0, k] for k in range(c // 2)], np.int64)),
+                  const("st", np.array([0], np.int64)), const("en", np.array([c // 2], np.int64)),
+                  const("ax", np.array([1], np.int64)), const("sr", np.array([c // 2, h, w], np.int64))]
+        nodes += [node("Slice", ["s", "st", "en", "ax"], ["sp"], "upd_slice"),
+                  node("Reshape", ["sp", "sr"], ["spr"], "upd_reshape")]
+        upd = "spr"
+    elif form == "expand":
+        full = np.array(shape, np.int64)
+        inits += [const("zero", np.array([0], np.int64)), const("full", full),
+                  const("ch", np.arange(c, dtype=np.int64).reshape(c, 1, 1)),
+                  const("hh", np.arange(h, dtype=np.int64).reshape(h, 1)), const("ww", np.arange(w, dtype=np.int64)),
+                  const("last", np.array([-1], np.int64))]
+        parts = []
+        for k, src in enumerate(("zero", "ch", "hh", "ww")):
+            nodes += [node("Expand", [src, "full"], [f"e{k}"], f"idx_expand{k}"),
+                      node("Unsqueeze", [f"e{k}", "last"], [f"u{k}"], f"idx_unsqueeze{k}")]
+            parts.append(f"u{k}")
+        nodes.append(node("Concat", parts, ["idx"], "idx_concat", axis=4))
+    else:
+        raise ValueError(form)
+    nodes.append(node("ScatterND", ["x", "idx", upd], ["y"], "scatter"))
+    return graph("snd", shape, nodes, inits)
+
+
+for _form in ("full", "full_rev", "corner", "rows", "chan", "expand"):
+    CASES[f"scatter_{_form}"] = (lambda f=_form: scatter_nd(16, 8, 8, f))
+
+
+def grid_window(c: int, h: int, g: int, mode: str) -> onnx.ModelProto:
+    """MaxViT's partitions of an NHWC map [1,H,W,C] (n = H/g): the block form cuts g x g windows of neighbours,
+    Reshape [1,n,g,n,g,C] -> Transpose (0,1,3,2,4,5); the grid form takes every n-th pixel, Reshape
+    [1,g,n,g,n,C] -> Transpose (0,2,4,1,3,5); each -> Reshape [n*n,g,g,C] -> MatMul (C x C) -> its reverse
+    (block: the same Transpose; grid: Reshape [1,n,n,g,g,C] -> Transpose (0,3,1,4,2,5)) -> Reshape [1,H,W,C].
+    `mode`: block, grid, grid_reverse (the grid reverse alone on the map, no partition before it),
+    grid_forward (the grid partition, then the block reverse)."""
+    n = h // g
+    nodes = [node("Transpose", ["x"], ["nhwc"], "to_nhwc", perm=[0, 2, 3, 1])]
+    inits = [weight("wm", (c, c)), const("snhwc", np.array([1, h, h, c], np.int64)),
+             const("swin", np.array([n * n, g, g, c], np.int64))]
+    src = "nhwc"
+    if mode in ("block", "grid", "grid_forward"):
+        grid = mode != "block"
+        inits.append(const("s6", np.array([1, g, n, g, n, c] if grid else [1, n, g, n, g, c], np.int64)))
+        nodes += [node("Reshape", [src, "s6"], ["r6"], "part_reshape"),
+                  node("Transpose", ["r6"], ["t6"], "part_transpose", perm=[0, 2, 4, 1, 3, 5] if grid else [0, 1, 3, 2, 4, 5]),
+                  node("Reshape", ["t6", "swin"], ["win"], "win_reshape"),
+                  node("MatMul", ["win", "wm"], ["act"], "per_window")]
+        src = "act"
+    reverse_grid = mode in ("grid", "grid_reverse")
+    inits.append(const("s6b", np.array([1, n, n, g, g, c] if reverse_grid else [1, n, g, n, g, c], np.int64)))
+    nodes += [node("Reshape", [src, "s6b"], ["b6"], "rev_reshape"),
+              node("Transpose", ["b6"], ["u6"], "rev_transpose", perm=[0, 3, 1, 4, 2, 5] if reverse_grid else [0, 1, 3, 2, 4, 5]),
+              node("Reshape", ["u6", "snhwc"], ["back"], "rev_merge"),
+              node("Transpose", ["back"], ["y"], "to_nchw", perm=[0, 3, 1, 2])]
+    return graph("gw", (1, c, h, h), nodes, inits)
+
+
+for _c, _h, _g, _mode in ((32, 16, 8, "grid"), (32, 16, 8, "block"), (32, 16, 8, "grid_reverse"),
+                          (32, 16, 8, "grid_forward"), (32, 8, 8, "grid"), (32, 32, 8, "grid"), (64, 16, 4, "grid"),
+                          (32, 16, 8, "grid_reverse"), (16, 12, 4, "grid"), (16, 12, 4, "grid_reverse")):
+    CASES[f"gridwin_{_mode}_{_c}_{_h}_{_g}"] = (lambda c=_c, h=_h, g=_g, m=_mode: grid_window(c, h, g, m))
+
+
 def _sweep() -> dict[str, Callable[[], onnx.ModelProto]]:
     """Common op variants, one per case, between two Convs on [1,16,8,8] (no model family in mind): compared
     with edgeplan's verdicts by `--out DIR` and benchmarks-free `python tools/compare_probe.py DIR`."""

@@ -11,6 +11,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeGuard
 
+import numpy as np
+
+from optimizer.ir._fold import build_time_value
+
 if TYPE_CHECKING:
     from optimizer.catalog._schema import Family, Rule, Target
     from optimizer.ir import Graph, Node
@@ -1462,6 +1466,44 @@ def width_split(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
+_LAYOUT_OPS = frozenset({"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten"})
+_GRID_MERGE = (0, 3, 1, 4, 2, 5)
+
+
+def _grid_merge(graph: Graph, node: Node) -> bool:
+    """A Transpose of channel-last windows [1, nh, nw, gh, gw, C] into [1, gh, nh, gw, nw, C]: MaxViT's grid
+    reverse, each pixel row made of the in-window index outside the window index (the inverse of the grid
+    partition (0,2,4,1,3,5)), with more than one window on each axis."""
+    if node.op_type != "Transpose" or tuple(node.attrs.get("perm") or ()) != _GRID_MERGE:
+        return False
+    shape = graph.shape(node.inputs[0]) if node.inputs else None
+    return _static(shape) and len(shape) == 6 and all(d > 1 for d in shape[1:5])
+
+
+def grid_merge(rule: Rule, view: LayerView) -> str | None:
+    """rknn-toolkit2 lowers window partitions (block and grid) and the block merge as exWindow, but not the grid
+    merge: that one becomes a 5-D Transpose (C, nh, nw, gh, gw) -> (C, gh, nh, gw, nw) on the CPU, named after
+    the last op of the run of layout ops it sits in, which carries the verdict."""
+    graph, node = view.graph, view.node
+    if node.op_type not in _LAYOUT_OPS or not node.outputs:
+        return None
+    users = _data_users(graph, node.outputs[0])
+    if len(users) == 1 and users[0].op_type in _LAYOUT_OPS:
+        return None  # not the last op of its run
+    current: Node | None = node
+    for _ in range(8):
+        if current is None or current.op_type not in _LAYOUT_OPS:
+            return None
+        if _grid_merge(graph, current):
+            dims = graph.shape(current.inputs[0])
+            return (f"{current.op_type} {current.name} merges grid windows {list(dims or ())} back into pixels "
+                    "(perm (0,3,1,4,2,5)): no exWindow form, a 5-D Transpose on the CPU")
+        if current is not node and len(_data_users(graph, current.outputs[0])) != 1:
+            return None
+        current = graph.producer(current.inputs[0]) if current.inputs else None
+    return None
+
+
 def _joins_levels(graph: Graph, tensor: str) -> bool:
     """`tensor` [1, C, N] enters a last-axis Concat of rank-3 tensors: a detector head joining its levels."""
     return any(user.op_type == "Concat" and user.attrs.get("axis") in (2, -1)
@@ -1673,6 +1715,7 @@ def _after_scale(graph: Graph, node: Node, depth: int = 4) -> list[Node]:
 
 
 CHECKS: Mapping[str, Check] = {
+    "grid_merge": grid_merge,
     "static_shapes": static_shapes, "dla_batch": dla_batch, "dla_dims": dla_dims,
     "platform_unsupported": platform_unsupported, "rank4": rank4, "spatial_2d": spatial_2d,
     "fc_weights": fc_weights, "each_in_range": each_in_range, "in_range": in_range, "in_set": in_set,
@@ -2413,6 +2456,30 @@ def _tile_repeats(view: LayerView, params: Mapping[str, Any]) -> str | None:
             "axis of a 4-D map only")
 
 
+def _identity_scatter(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """A ScatterND whose build-time indices list every element of its data in order overwrites all of it: its
+    output is its updates, and the toolkit's optimiser removes it (torch writes `x[:, :, a:, b:] = y` with
+    a = b = 0 this way). Any other write (a part, a reordering, run-time indices) is a CPU ScatterND."""
+    graph, node = view.graph, view.node
+    reduction = node.attrs.get("reduction", "none")
+    if len(node.inputs) < 3 or (reduction or "none") != "none":
+        return f"ScatterND with reduction '{reduction}' runs on the CPU"
+    data, indices, updates = (graph.shape(t) for t in node.inputs[:3])
+    if not (_static(data) and _static(indices) and _static(updates)) or not indices:
+        return "ScatterND with unknown shapes runs on the CPU"
+    depth = indices[-1]
+    if not 0 < depth <= len(data) or tuple(indices[:-1]) != tuple(data[:depth]) or tuple(updates) != tuple(data):
+        return (f"ScatterND writes {list(indices[:-1])} of data {list(data)}: a partial write runs on the CPU "
+                "(only a write of every element is removed)")
+    value = build_time_value(graph, node.inputs[1])
+    if value is None:
+        return "ScatterND with run-time indices runs on the CPU"
+    grid = np.moveaxis(np.indices(tuple(data[:depth]), dtype=np.int64), 0, -1)
+    if value.shape != grid.shape or not np.array_equal(value, grid):
+        return "ScatterND indices do not list the data's elements in order: it runs on the CPU"
+    return None
+
+
 Condition = Callable[[LayerView, Mapping[str, Any]], "str | None"]
 
 
@@ -2640,4 +2707,5 @@ CONDITIONS: Mapping[str, Condition] = {
     "channel_reduce": _channel_reduce,
     "tile_repeats": _tile_repeats,
     "layout_chain": _layout_chain,
+    "identity_scatter": _identity_scatter,
 }

@@ -584,3 +584,102 @@ def test_reshapes_of_scalars_meet_every_rknn_rule_without_error(catalog, tmp_pat
     for target in ("rk3588", "rk3576", "rk3562", "rv1126b"):
         for precision in ("fp16", "int8"):
             assert _verdicts(catalog, path, target, precision)("n")
+
+
+def _grid(shape, region, reverse_last=False):
+    axes = [np.arange(n)[r] for n, r in zip(shape, region)]
+    if reverse_last:
+        axes[-1] = axes[-1][::-1]
+    return np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).astype(np.int64)
+
+
+def _scatter(tmp_path, form, shape=(1, 16, 8, 8)):
+    """x -> Relu -> ScatterND(data, indices of `form`, Sigmoid(data) or a piece of it) ("n") -> Relu -> y, as
+    tools/probe_rknn_placement.py scatter_* builds it."""
+    c, h, w = shape[1:]
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"), helper.make_node("Sigmoid", ["a"], ["s"], name="upd")]
+    inits, inputs, upd = [], [value("x", list(shape))], "s"
+    if form in ("full", "full_rev"):
+        inits.append(const("idx", _grid(shape, (slice(None),) * 4, form == "full_rev")))
+    elif form == "rows":
+        inits.append(const("idx", np.zeros((1, 1), np.int64)))
+    elif form == "corner":
+        inits += [const("idx", _grid(shape, (slice(None), slice(None), slice(1, None), slice(1, None)))),
+                  const("st", np.array([1, 1], np.int64)), const("en", np.array([h, w], np.int64)),
+                  const("ax", np.array([2, 3], np.int64))]
+        nodes.append(helper.make_node("Slice", ["s", "st", "en", "ax"], ["sp"], name="piece"))
+        upd = "sp"
+    elif form == "runtime":
+        inputs.append(value("idx", [*shape, 4], onnx.TensorProto.INT64))
+    else:  # "expand": the grid built from small constants, larger than the import folds (torch's x[:, :, 0:, 0:] = y)
+        inits += [const("zero", np.array([0], np.int64)), const("full", np.array(shape, np.int64)),
+                  const("ch", np.arange(c, dtype=np.int64).reshape(c, 1, 1)),
+                  const("hh", np.arange(h, dtype=np.int64).reshape(h, 1)), const("ww", np.arange(w, dtype=np.int64)),
+                  const("last", np.array([-1], np.int64))]
+        for k, src in enumerate(("zero", "ch", "hh", "ww")):
+            nodes += [helper.make_node("Expand", [src, "full"], [f"e{k}"], name=f"expand{k}"),
+                      helper.make_node("Unsqueeze", [f"e{k}", "last"], [f"u{k}"], name=f"unsqueeze{k}")]
+        nodes.append(helper.make_node("Concat", ["u0", "u1", "u2", "u3"], ["idx"], name="grid", axis=4))
+    nodes += [helper.make_node("ScatterND", ["a", "idx", upd], ["t"], name="n"),
+              helper.make_node("Relu", ["t"], ["y"], name="tail")]
+    return save_model(tmp_path / f"scatter_{form}.onnx", nodes, inputs, [value("y", None)], inits)
+
+
+@pytest.mark.parametrize(("form", "shape", "removed"), [
+    ("full", (1, 16, 8, 8), True),  # probe scatter_full: every element in order, no layer
+    ("rows", (1, 16, 8, 8), True),  # probe scatter_rows: one index tuple naming the whole batch
+    ("expand", (1, 1, 300, 256), True),  # probe scatter_expand; corpus timm_mvitv2_tiny (76800 elements per part)
+    ("full_rev", (1, 16, 8, 8), False),  # probe scatter_full_rev: every element, W reversed
+    ("corner", (1, 16, 8, 8), False),  # probe scatter_corner: x[:, :, 1:, 1:]
+    ("runtime", (1, 16, 8, 8), False),  # indices known only at run time
+])
+def test_a_scatter_that_overwrites_every_element_in_order_is_removed(catalog, tmp_path, form, shape, removed):
+    path = _scatter(tmp_path, form, shape)
+    for target in ("rk3588", "rk3576", "rk3566", "rk3562", "rv1126b"):
+        for precision in ("fp16", "int8"):
+            assert _verdicts(catalog, path, target, precision)("n") is removed
+            assert ("RKNN-OP-NPU" in violations(catalog, path, target, precision)) is not removed
+
+
+def _grid_window(tmp_path, h, g, mode):
+    """x NHWC [1,H,H,8] -> (partition, block or grid -> Relu) -> merge (block or grid) -> Reshape [1,H,H,8] ("n")
+    -> Relu -> y, as tools/probe_rknn_placement.py gridwin_* builds it."""
+    n, c = h // g, 8
+    nodes, inits, src = [], [const("s4", np.array([1, h, h, c], np.int64)),
+                             const("sw", np.array([n * n, g, g, c], np.int64))], "x"
+    if mode in ("block", "grid", "grid_forward"):
+        grid = mode != "block"
+        inits.append(const("s6", np.array([1, g, n, g, n, c] if grid else [1, n, g, n, g, c], np.int64)))
+        nodes += [helper.make_node("Reshape", ["x", "s6"], ["r6"], name="part"),
+                  helper.make_node("Transpose", ["r6"], ["t6"], name="part_t",
+                                   perm=[0, 2, 4, 1, 3, 5] if grid else [0, 1, 3, 2, 4, 5]),
+                  helper.make_node("Reshape", ["t6", "sw"], ["w"], name="windows"),
+                  helper.make_node("Relu", ["w"], ["a"], name="per_window")]
+        src = "a"
+    merge_grid = mode in ("grid", "grid_merge")
+    inits.append(const("s6b", np.array([1, n, n, g, g, c] if merge_grid else [1, n, g, n, g, c], np.int64)))
+    nodes += [helper.make_node("Reshape", [src, "s6b"], ["b6"], name="merge_r"),
+              helper.make_node("Transpose", ["b6"], ["u6"], name="merge_t",
+                               perm=[0, 3, 1, 4, 2, 5] if merge_grid else [0, 1, 3, 2, 4, 5]),
+              helper.make_node("Reshape", ["u6", "s4"], ["m"], name="n"),
+              helper.make_node("Relu", ["m"], ["y"], name="tail")]
+    return save_model(tmp_path / f"grid_{mode}_{h}_{g}.onnx", nodes, [value("x", [1, h, h, c])], [value("y", None)],
+                      inits)
+
+
+@pytest.mark.parametrize(("mode", "h", "g", "cpu"), [
+    ("grid", 16, 8, True),  # probe gridwin_grid_32_16_8: 2 windows per axis
+    ("grid", 12, 4, True),  # probe gridwin_grid_16_12_4
+    ("grid_merge", 16, 8, True),  # probe gridwin_grid_reverse_32_16_8: the merge alone
+    ("grid", 8, 8, False),  # probe gridwin_grid_32_8_8: one window per axis, nothing moves
+    ("block", 16, 8, False),  # probe gridwin_block_32_16_8: exWindow both ways
+    ("grid_forward", 16, 8, False),  # probe gridwin_grid_forward_32_16_8: grid partition, block merge
+])
+def test_merging_grid_windows_back_into_pixels_is_a_cpu_transpose(catalog, tmp_path, mode, h, g, cpu):
+    path = _grid_window(tmp_path, h, g, mode)
+    for target in ("rk3588", "rk3576", "rk3562", "rv1126b"):
+        for precision in ("fp16", "int8"):
+            verdict = _verdicts(catalog, path, target, precision)
+            assert verdict("n") is not cpu  # the last op of the layout run carries the layer
+            assert verdict("merge_t") and verdict("merge_r")
+            assert ("RKNN-GRID-MERGE" in violations(catalog, path, target, precision)) is cpu
