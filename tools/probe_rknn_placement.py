@@ -486,6 +486,23 @@ for _c, _h, _g, _mode in ((32, 16, 8, "grid"), (32, 16, 8, "block"), (32, 16, 8,
     CASES[f"gridwin_{_mode}_{_c}_{_h}_{_g}"] = (lambda c=_c, h=_h, g=_g, m=_mode: grid_window(c, h, g, m))
 
 
+def map_softmax(c: int, h: int, w: int) -> onnx.ModelProto:
+    """Conv [1,C,H,W] -> Softmax over W -> Conv: attention scores held as a map (heads in the channel axis), as
+    CaiT's talking heads and MViTv2's relative-position scores reach their Softmax."""
+    return graph("sm", (1, c, h, w), [node("Softmax", ["x"], ["y"], "softmax", axis=3)], [])
+
+
+for _c, _h, _w in ((4, 196, 196), (8, 49, 196), (1, 256, 256), (8, 128, 128), (16, 128, 128), (1, 512, 256),
+                   (2, 256, 256), (4, 128, 256), (1, 392, 196), (6, 128, 128), (12, 128, 128), (1, 128, 1024),
+                   (1, 1024, 128), (32, 64, 64), (2, 196, 196), (3, 196, 196), (4, 128, 128), (5, 128, 128),
+                   (1, 784, 196), (1, 1568, 196), (8, 196, 196), (4, 256, 256), (1, 128, 136), (1, 128, 160),
+                   (1, 128, 192), (1, 128, 224), (1, 160, 128), (1, 192, 128), (1, 64, 320), (1, 264, 256),
+                   (1, 257, 256), (1, 288, 256), (1, 1024, 64), (1, 64, 1024), (1, 136, 128), (1, 144, 128),
+                   (1, 2048, 32), (1, 32, 2048), (1, 128, 129), (1, 129, 128)):
+    CASES[f"mapsm_{_c}_{_h}_{_w}"] = (lambda c=_c, h=_h, w=_w: map_softmax(c, h, w))
+    CASE_SOCS[f"mapsm_{_c}_{_h}_{_w}"] = "rk3588"
+
+
 def _sweep() -> dict[str, Callable[[], onnx.ModelProto]]:
     """Common op variants, one per case, between two Convs on [1,16,8,8] (no model family in mind): compared
     with edgeplan's verdicts by `--out DIR` and benchmarks-free `python tools/compare_probe.py DIR`."""

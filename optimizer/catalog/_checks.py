@@ -2480,6 +2480,40 @@ def _identity_scatter(view: LayerView, params: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _build_time_only(graph: Graph, tensor: str, limit: int = 256) -> bool:
+    """The tensor is computed from constants alone (ConViT's positional scores from fixed relative indices): the
+    toolkit folds it, whatever its size."""
+    pending, seen = [tensor], set()
+    while pending:
+        name = pending.pop()
+        if name in seen or graph.is_constant(name):
+            continue
+        seen.add(name)
+        producer = graph.producer(name)
+        if producer is None or len(seen) > limit:
+            return False
+        pending.extend(t for t in (*producer.inputs, *producer.outer_inputs) if t)
+    return True
+
+
+def _map_softmax_plane(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """rk3588 runs a Softmax over the last axis of a map (1,C,H,W) (heads in the channel axis, as CaiT's talking
+    heads and MViTv2's relative-position scores reach it) on the NPU only while one channel's plane H*W fits;
+    attention scores straight from a MatMul are held with the heads in the batch axis, (h,N,1,M), one row a plane."""
+    graph, node = view.graph, view.node
+    shape = graph.shape(node.inputs[0]) if node.inputs else None
+    if not _static(shape) or len(shape) != 4 or shape[0] != 1 or node.attrs.get("axis", -1) not in (3, -1):
+        return None
+    if _from_matmul(graph, node.inputs[0]) or _build_time_only(graph, node.inputs[0]):
+        return None
+    limit = int(params["max_plane"][view.precision])
+    plane = shape[2] * shape[3]
+    if plane <= limit:
+        return None
+    return (f"Softmax over the last axis of a map {list(shape)}: a plane of {shape[2]}x{shape[3]} = {plane} exceeds "
+            f"{limit} elements in {view.precision.upper()}; it runs on the CPU")
+
+
 Condition = Callable[[LayerView, Mapping[str, Any]], "str | None"]
 
 
@@ -2708,4 +2742,5 @@ CONDITIONS: Mapping[str, Condition] = {
     "tile_repeats": _tile_repeats,
     "layout_chain": _layout_chain,
     "identity_scatter": _identity_scatter,
+    "map_softmax_plane": _map_softmax_plane,
 }

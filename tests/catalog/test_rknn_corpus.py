@@ -92,6 +92,12 @@ CITED = [
     ("timm_maxvit_rmlp_pico_rw_256", "rk3576", "int8", "/stages/stages.0/blocks/blocks.0/attn_grid/Reshape_3", True),
     ("timm_maxvit_rmlp_pico_rw_256", "rk3562", "fp16", "/stages/stages.3/blocks/blocks.0/attn_grid/Reshape_3", False),
     ("timm_maxvit_rmlp_pico_rw_256", "rv1126b", "fp16", "/stages/stages.0/blocks/blocks.0/attn_block/Reshape_3", False),
+    # rk3588 Softmax of a map: one plane of at most 65536 (FP16) / 16384 (INT8) elements
+    ("timm_cait_xxs24_224", "rk3588", "int8", "/blocks/blocks.0/attn/Softmax", True),
+    ("timm_cait_xxs24_224", "rk3588", "fp16", "/blocks/blocks.0/attn/Softmax", False),
+    ("timm_mvitv2_tiny", "rk3588", "fp16", "/stages.0/blocks.0/attn/Softmax", True),
+    ("timm_mvitv2_tiny", "rk3588", "int8", "/stages.3/blocks.1/attn/Softmax", False),  # (1,8,49,49)
+    ("timm_convit_tiny", "rk3588", "int8", "/blocks.0/attn/Softmax_1", False),  # positional: from constants
 ]
 
 

@@ -683,3 +683,34 @@ def test_merging_grid_windows_back_into_pixels_is_a_cpu_transpose(catalog, tmp_p
             assert verdict("n") is not cpu  # the last op of the layout run carries the layer
             assert verdict("merge_t") and verdict("merge_r")
             assert ("RKNN-GRID-MERGE" in violations(catalog, path, target, precision)) is cpu
+
+
+def _softmax(tmp_path, shape, scores=False):
+    """x -> Relu -> Softmax over the last axis ("n") -> Relu -> y; with `scores`, the Softmax reads q.k^T of two
+    activations (attention scores, held with the heads in the batch axis)."""
+    nodes, inputs = [helper.make_node("Relu", ["x"], ["a"], name="head")], [value("x", shape)]
+    if scores:
+        inputs.append(value("k", [shape[0], shape[1], shape[3], 16]))
+        nodes = [helper.make_node("Relu", ["x"], ["q"], name="head"),
+                 helper.make_node("Transpose", ["k"], ["kt"], name="kt", perm=[0, 1, 3, 2]),
+                 helper.make_node("MatMul", ["q", "kt"], ["a"], name="scores")]
+        inputs[0] = value("x", [shape[0], shape[1], shape[2], 16])
+    nodes += [helper.make_node("Softmax", ["a"], ["s"], name="n", axis=-1), helper.make_node("Relu", ["s"], ["y"], name="tail")]
+    return save_model(tmp_path / f"sm{'x'.join(map(str, shape))}{scores}.onnx", nodes, inputs, [value("y", None)])
+
+
+@pytest.mark.parametrize(("shape", "cpu_in"), [
+    ([1, 1, 256, 256], {"int8"}),  # probe mapsm_1_256_256: a 65536-element plane
+    ([1, 1, 2048, 32], {"int8"}),  # probe mapsm_1_2048_32: H and W alone do not decide it
+    ([1, 1, 257, 256], {"fp16", "int8"}),  # probe mapsm_1_257_256: 65792
+    ([1, 32, 128, 128], set()),  # probe mapsm_32_64_64 / 16_128_128: 16384 per plane, whatever C
+    ([1, 1, 128, 129], {"int8"}),  # probe mapsm_1_128_129: 16512
+    ([1, 4, 196, 196], {"int8"}),  # corpus timm_cait_xxs24_224 talking heads
+])
+def test_rk3588_softmax_of_a_map_fits_one_plane(catalog, tmp_path, shape, cpu_in):
+    path = _softmax(tmp_path, shape)
+    for precision in ("fp16", "int8"):
+        assert _verdicts(catalog, path, "rk3588", precision)("n") is (precision not in cpu_in)
+        assert _verdicts(catalog, path, "rk3576", precision)("n")
+    scores = _softmax(tmp_path, shape, scores=True)  # the same scores from a MatMul: one row per plane
+    assert _verdicts(catalog, scores, "rk3588", "int8")("n")
