@@ -503,6 +503,58 @@ for _c, _h, _w in ((4, 196, 196), (8, 49, 196), (1, 256, 256), (8, 128, 128), (1
     CASE_SOCS[f"mapsm_{_c}_{_h}_{_w}"] = "rk3588"
 
 
+def map_tokens(c: int, h: int, w: int) -> onnx.ModelProto:
+    """A map flattened into tokens and back (CoaT's convolutional position encoding, any hybrid's patch tokens):
+    Conv [1,C,H,W] -> Reshape [1,C,HW] -> Transpose (0,2,1) -> MatMul (C x C) -> Transpose (0,2,1) -> Reshape
+    [1,C,H,W] -> Conv."""
+    return graph("mt", (1, c, h, w), [
+        node("Reshape", ["x", "s3"], ["r3"], "flatten"),
+        node("Transpose", ["r3"], ["tok"], "to_tokens", perm=[0, 2, 1]),
+        node("MatMul", ["tok", "wm"], ["mm"], "token_linear"),
+        node("Transpose", ["mm"], ["back3"], "from_tokens", perm=[0, 2, 1]),
+        node("Reshape", ["back3", "s4"], ["y"], "unflatten"),
+    ], [const("s3", np.array([1, c, h * w], np.int64)), weight("wm", (c, c)),
+        const("s4", np.array([1, c, h, w], np.int64))])
+
+
+for _c, _h, _w in ((152, 14, 14), (152, 7, 7), (152, 28, 28), (152, 8, 8), (160, 14, 14), (144, 14, 14),
+                   (136, 14, 14), (152, 12, 12), (152, 10, 10), (24, 7, 7), (20, 7, 7), (12, 14, 14)):
+    CASES[f"maptok_{_c}_{_h}_{_w}"] = (lambda c=_c, h=_h, w=_w: map_tokens(c, h, w))
+
+
+def cls_tokens_map(c: int, h: int, w: int) -> onnx.ModelProto:
+    """CoaT's convolutional position encoding between class-token blocks: tokens [1,1+HW,C] (a class token
+    joined in front) -> Slice the class token off -> Transpose (0,2,1) -> Reshape [1,C,H,W] ("unflat") ->
+    depthwise 3x3 Conv + the map itself -> Reshape [1,C,HW] ("flat") -> Transpose (0,2,1) -> Concat the class
+    token back -> MatMul; the probe's own Conv map enters as tokens the same way and leaves as a map."""
+    n = h * w
+    nodes = [node("Reshape", ["x", "s3"], ["r0"], "flat0"), node("Transpose", ["r0"], ["t0"], "tok0", perm=[0, 2, 1]),
+             node("Concat", ["cls", "t0"], ["c0"], "join0", axis=1),
+             node("MatMul", ["c0", "wm0"], ["m0"], "mix0"),
+             node("Slice", ["m0", "one", "big", "ax1"], ["s0"], "drop_cls"),
+             node("Transpose", ["s0"], ["u0"], "untok", perm=[0, 2, 1]),
+             node("Reshape", ["u0", "s4"], ["map"], "unflat"),
+             node("Conv", ["map", "wdw", "bdw"], ["pe"], "pe_conv", group=c, pads=[1, 1, 1, 1]),
+             node("Add", ["pe", "map"], ["res"], "pe_add"),
+             node("Reshape", ["res", "s3"], ["r1"], "flat"), node("Transpose", ["r1"], ["t1"], "tok1", perm=[0, 2, 1]),
+             node("Concat", ["cls", "t1"], ["c1"], "join1", axis=1),
+             node("MatMul", ["c1", "wm1"], ["m1"], "mix1"),
+             node("Slice", ["m1", "one", "big", "ax1"], ["s1"], "drop_cls1"),
+             node("Transpose", ["s1"], ["u1"], "untok1", perm=[0, 2, 1]),
+             node("Reshape", ["u1", "s4"], ["y"], "unflat_out")]
+    return graph("ct", (1, c, h, w), nodes, [
+        const("s3", np.array([1, c, n], np.int64)), const("s4", np.array([1, c, h, w], np.int64)),
+        weight("cls", (1, 1, c)), weight("wm0", (c, c)), weight("wm1", (c, c)), weight("wdw", (c, 1, 3, 3)),
+        weight("bdw", (c,)), const("one", np.array([1], np.int64)), const("big", np.array([n + 1], np.int64)),
+        const("ax1", np.array([1], np.int64))])
+
+
+for _c, _h, _w in ((152, 14, 14), (152, 7, 7), (152, 28, 28), (152, 8, 8), (160, 14, 14), (144, 14, 14),
+                   (136, 14, 14), (152, 12, 12), (24, 7, 7), (20, 7, 7), (256, 14, 14), (320, 7, 7)):
+    CASES[f"clsmap_{_c}_{_h}_{_w}"] = (lambda c=_c, h=_h, w=_w: cls_tokens_map(c, h, w))
+    CASE_SOCS[f"clsmap_{_c}_{_h}_{_w}"] = "rk3588,rk3576"
+
+
 def _sweep() -> dict[str, Callable[[], onnx.ModelProto]]:
     """Common op variants, one per case, between two Convs on [1,16,8,8] (no model family in mind): compared
     with edgeplan's verdicts by `--out DIR` and benchmarks-free `python tools/compare_probe.py DIR`."""

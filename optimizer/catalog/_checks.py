@@ -1510,12 +1510,52 @@ def _joins_levels(graph: Graph, tensor: str) -> bool:
                and len(graph.shape(user.outputs[0]) or ()) == 3 for user in graph.consumers(tensor))
 
 
+_PER_TOKEN = frozenset({"Transpose", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Erf", "Gelu",
+                        "HardSwish", "HardSigmoid", "Clip", "LeakyRelu", "Softplus", "Identity", "Dropout",
+                        "LayerNormalization"})
+
+
+def _pointwise_conv(graph: Graph, node: Node) -> bool:
+    """A 1x1 convolution with stride 1, no padding and one group: it commutes with a reshape of the pixels."""
+    kernel = node.attrs.get("kernel_shape") or ()
+    return (node.op_type == "Conv" and tuple(kernel) == (1, 1) and node.attrs.get("group", 1) == 1
+            and not any(node.attrs.get("pads") or ()) and all(s == 1 for s in node.attrs.get("strides") or (1, 1)))
+
+
+def _token_round_trip(graph: Graph, node: Node, map_shape: tuple[int, ...], downstream: bool, depth: int = 10) -> bool:
+    """Between this flatten and an unflatten back to the same map (or this unflatten and the flatten it undoes)
+    the tokens pass only per-token ops (a constant-weight MatMul, element-wise ops, LayerNorm): the toolkit runs
+    the whole stretch on the map as 1x1 convolutions and neither reshape has a layer (probe maptok_*)."""
+    current = node
+    for _ in range(depth):
+        if downstream:
+            users = _data_users(graph, current.outputs[0])
+            if len(users) != 1:
+                return False
+            current = users[0]
+        else:
+            runtime = graph.runtime_inputs(current)
+            producer = graph.producer(runtime[0]) if len(runtime) == 1 or current is node else None
+            if producer is None:
+                return False
+            current = producer
+        if current.op_type == "Reshape":
+            other = graph.shape(current.outputs[0] if downstream else current.inputs[0])
+            return _static(other) and tuple(other) == tuple(map_shape)
+        if current.op_type in ("MatMul", "Gemm"):
+            if not any(graph.is_constant(t) for t in current.inputs[1:2]):
+                return False
+        elif current.op_type not in _PER_TOKEN:
+            return False
+    return False
+
+
 def level_rows(rule: Rule, view: LayerView) -> str | None:
-    """A detector head flattens each level's map (1, C, H, W) into (1, C, H*W) and joins the levels on the
-    last axis; the toolkit regroups each level's pixels into rows of the joined map's width, which needs no
-    data move when the channels fill whole channel groups or the H*W pixels whole 16-byte groups. Cutting the
-    joined channels into groups [1, C/b, b, N] (the DFL's bins, YOLO pose's keypoint triples) moves them out of
-    that map form, again free only for whole channel groups."""
+    """A map (1, C, H, W) flattened into rows (1, C, H*W) (a detector head's levels before they are joined, a
+    hybrid's map into tokens) or rows unflattened into a map for a convolution: the toolkit regroups the pixels,
+    which needs no data move when the channels fill whole channel groups or the H*W pixels whole 16-byte groups.
+    Cutting the joined channels into groups [1, C/b, b, N] (the DFL's bins, YOLO pose's keypoint triples) moves
+    them out of that map form, again free only for whole channel groups."""
     graph, node = view.graph, view.node
     if node.op_type != "Reshape" or not node.inputs or not node.outputs:
         return None
@@ -1527,15 +1567,29 @@ def level_rows(rule: Rule, view: LayerView) -> str | None:
             and dst[2] % group and _from_map_concat(graph, node.inputs[0])):
         return (f"Reshape {list(src)} -> {list(dst)} cuts the joined head levels' {src[1]} channels into groups of "
                 f"{dst[2]} (not a multiple of {group}): the toolkit moves them out of its map form on the CPU")
+    if len(src) == 3 and len(dst) == 4 and tuple(src) == (1, dst[1], dst[2] * dst[3]) and dst[2] > 1 \
+            and dst[3] > 1 and dst[1] > 1 and _next_to_map_op(graph, node.outputs[0], upstream=False):
+        channels = dst[1]
+        users = _data_users(graph, node.outputs[0])
+        conv_out = graph.shape(users[0].outputs[0]) if len(users) == 1 and _pointwise_conv(graph, users[0]) else None
+        if _static(conv_out) and len(conv_out) == 4:
+            channels = conv_out[1]  # the toolkit convolves the rows first
+        if channels % group and src[2] % align and not _token_round_trip(graph, node, tuple(dst), downstream=False):
+            return (f"Reshape {list(src)} -> {list(dst)} unflattens rows of {channels} channels (not a multiple of "
+                    f"{group}) and {src[2]} pixels (not a multiple of {align}) into a map: the regrouping runs on "
+                    "the CPU")
+        return None
     if len(src) != 4 or len(dst) != 3:
         return None
     channels, pixels = src[1], src[2] * src[3]
-    if tuple(dst) != (1, channels, pixels) or channels == 1 or not _joins_levels(graph, node.outputs[0]):
+    if tuple(dst) != (1, channels, pixels) or channels == 1:
         return None  # one channel is a flat row: RKNN-PIXEL-ROWS
-    if channels % group and pixels % align:
-        return (f"Reshape {list(src)} -> {list(dst)} flattens a head level of {channels} channels (not a multiple of "
-                f"{group}) and {src[2]}x{src[3]} = {pixels} pixels (not a multiple of {align}) before the levels "
-                "are joined: the regrouping runs on the CPU")
+    if not (_joins_levels(graph, node.outputs[0]) or _next_to_map_op(graph, node.inputs[0], upstream=True)):
+        return None  # not a feature map (a token tensor split into heads is 4-D too)
+    if channels % group and pixels % align and not _token_round_trip(graph, node, tuple(src), downstream=True):
+        return (f"Reshape {list(src)} -> {list(dst)} flattens a map of {channels} channels (not a multiple of "
+                f"{group}) and {src[2]}x{src[3]} = {pixels} pixels (not a multiple of {align}) into rows: the "
+                "regrouping runs on the CPU")
     return None
 
 

@@ -98,6 +98,11 @@ CITED = [
     ("timm_mvitv2_tiny", "rk3588", "fp16", "/stages.0/blocks.0/attn/Softmax", True),
     ("timm_mvitv2_tiny", "rk3588", "int8", "/stages.3/blocks.1/attn/Softmax", False),  # (1,8,49,49)
     ("timm_convit_tiny", "rk3588", "int8", "/blocks.0/attn/Softmax_1", False),  # positional: from constants
+    # RKNN-LEVEL-ROWS beyond detector heads: CoaT's map <-> rows, 152 channels and 196/49 pixels unaligned in INT8
+    ("timm_coat_tiny", "rk3588", "int8", "/serial_blocks3.1/cpe3/Reshape", True),
+    ("timm_coat_tiny", "rk3588", "int8", "/serial_blocks4.0/cpe4/Reshape_1", True),
+    ("timm_coat_tiny", "rk3588", "fp16", "/serial_blocks3.1/cpe3/Reshape", False),
+    ("timm_coat_tiny", "rk3588", "int8", "/serial_blocks2.1/cpe2/Reshape", False),  # 784 pixels
 ]
 
 

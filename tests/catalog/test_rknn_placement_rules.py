@@ -714,3 +714,66 @@ def test_rk3588_softmax_of_a_map_fits_one_plane(catalog, tmp_path, shape, cpu_in
         assert _verdicts(catalog, path, "rk3576", precision)("n")
     scores = _softmax(tmp_path, shape, scores=True)  # the same scores from a MatMul: one row per plane
     assert _verdicts(catalog, scores, "rk3588", "int8")("n")
+
+
+def _cls_map(tmp_path, c, h, w, tail_1x1=False):
+    """CoaT's position encoding between class-token blocks, as tools/probe_rknn_placement.py clsmap_* builds it:
+    tokens [1,1+HW,C] -> Slice the class token off -> Transpose -> Reshape [1,C,H,W] ("unflat") -> depthwise Conv
+    + the map -> Reshape [1,C,HW] ("flat") -> Transpose -> Concat the class token -> MatMul -> y."""
+    n = h * w
+    nodes = [helper.make_node("Slice", ["x", "one", "big", "ax"], ["s0"], name="drop_cls"),
+             helper.make_node("Transpose", ["s0"], ["u0"], name="untok", perm=[0, 2, 1]),
+             helper.make_node("Reshape", ["u0", "s4"], ["m"], name="unflat")]
+    inits = [const("one", np.array([1], np.int64)), const("big", np.array([n + 1], np.int64)),
+             const("ax", np.array([1], np.int64)), const("s4", np.array([1, c, h, w], np.int64)),
+             const("s3", np.array([1, c, n], np.int64)), weight("cls", [1, 1, c]), weight("wm", [c, c])]
+    if tail_1x1:  # the map goes on to a 1x1 convolution only: the toolkit convolves the rows first
+        nodes.append(helper.make_node("Conv", ["m", "w1"], ["y"], name="pw"))
+        inits.append(weight("w1", [16, c, 1, 1]))
+    else:
+        nodes += [helper.make_node("Conv", ["m", "wdw"], ["pe"], name="pe", group=c, pads=[1, 1, 1, 1]),
+                  helper.make_node("Add", ["pe", "m"], ["res"], name="pe_add"),
+                  helper.make_node("Reshape", ["res", "s3"], ["r"], name="flat"),
+                  helper.make_node("Transpose", ["r"], ["t"], name="tok", perm=[0, 2, 1]),
+                  helper.make_node("Concat", ["cls", "t"], ["j"], name="join", axis=1),
+                  helper.make_node("MatMul", ["j", "wm"], ["y"], name="mix")]
+        inits.append(weight("wdw", [c, 1, 3, 3]))
+    return save_model(tmp_path / f"clsmap{c}_{h}_{w}{tail_1x1}.onnx", nodes, [value("x", [1, n + 1, c])],
+                      [value("y", None)], inits)
+
+
+@pytest.mark.parametrize(("c", "hw", "cpu_in"), [
+    (152, 14, {"int8"}),  # probe clsmap_152_14_14; corpus timm_coat_tiny serial_blocks3
+    (152, 28, set()),  # probe clsmap_152_28_28: 784 pixels fill 16-byte groups
+    (160, 14, set()),  # probe clsmap_160_14_14: 160 channels fill whole groups
+    (20, 7, {"fp16", "int8"}),  # probe clsmap_20_7_7: neither in either precision
+])
+def test_rk3588_map_to_rows_and_back_needs_whole_channel_or_pixel_groups(catalog, tmp_path, c, hw, cpu_in):
+    path = _cls_map(tmp_path, c, hw, hw)
+    for precision in ("fp16", "int8"):
+        verdict = _verdicts(catalog, path, "rk3588", precision)
+        assert verdict("unflat") is (precision not in cpu_in) and verdict("flat") is (precision not in cpu_in)
+        assert ("RKNN-LEVEL-ROWS" in violations(catalog, path, "rk3588", precision, node="flat")) is (precision in cpu_in)
+        assert _verdicts(catalog, path, "rk3576", precision)("flat")
+
+
+def test_rk3588_rows_into_a_pointwise_convolution_take_its_output_channels(catalog, tmp_path):
+    """probe clsmap_*: the toolkit runs a 1x1 convolution on the rows before the unflatten, so the unflatten
+    regroups the convolution's 16 channels (a whole group) instead of the 152 it was given."""
+    assert _verdicts(catalog, _cls_map(tmp_path, 152, 14, 14, tail_1x1=True), "rk3588", "int8")("unflat")
+
+
+def test_rk3588_tokens_that_only_pass_per_token_ops_return_to_the_map_without_a_reshape(catalog, tmp_path):
+    """probe maptok_152_14_14: map -> rows -> Transpose -> MatMul -> Transpose -> map runs as a 1x1 Conv."""
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"),
+             helper.make_node("Reshape", ["a", "s3"], ["r"], name="flat"),
+             helper.make_node("Transpose", ["r"], ["t"], name="tok", perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["t", "wm"], ["m"], name="mix"),
+             helper.make_node("Transpose", ["m"], ["b"], name="untok", perm=[0, 2, 1]),
+             helper.make_node("Reshape", ["b", "s4"], ["u"], name="unflat"),
+             helper.make_node("Conv", ["u", "wc"], ["y"], name="tail")]  # 152 channels out: no group either way
+    path = save_model(tmp_path / "maptok.onnx", nodes, [value("x", [1, 152, 14, 14])], [value("y", None)],
+                      [const("s3", np.array([1, 152, 196], np.int64)), const("s4", np.array([1, 152, 14, 14], np.int64)),
+                       weight("wm", [152, 152]), weight("wc", [152, 152, 1, 1])])
+    verdict = _verdicts(catalog, path, "rk3588", "int8")
+    assert verdict("flat") and verdict("unflat")
