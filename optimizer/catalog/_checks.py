@@ -1434,13 +1434,15 @@ def _patch_split(wide: tuple[int, ...], split: tuple[int, ...]) -> bool:
             and pieces * pw == width)
 
 
-def _next_to_map_op(graph: Graph, tensor: str, upstream: bool, depth: int = 3) -> bool:
-    """`tensor` is made by (upstream) or feeds (downstream) a convolution or pooling, through element-wise ops."""
+def _next_to_map_op(graph: Graph, tensor: str, upstream: bool, depth: int = 3,
+                    ops: frozenset[str] = _MAP_OPS) -> bool:
+    """`tensor` is made by (upstream) or feeds (downstream) a convolution or pooling (`ops`), through element-wise
+    ops."""
     frontier = [tensor]
     for _ in range(depth):
         nodes = ([p for p in map(graph.producer, frontier) if p is not None] if upstream
                  else [u for t in frontier for u in graph.consumers(t)])
-        if any(n.op_type in _MAP_OPS for n in nodes):
+        if any(n.op_type in ops for n in nodes):
             return True
         frontier = [t for n in nodes if n.op_type in _AXIS_KEEPING
                     for t in (([i for i in n.inputs if i and not graph.is_constant(i)]) if upstream else n.outputs)]
@@ -1510,6 +1512,7 @@ def _joins_levels(graph: Graph, tensor: str) -> bool:
                and len(graph.shape(user.outputs[0]) or ()) == 3 for user in graph.consumers(tensor))
 
 
+_RESAMPLING = _MAP_OPS | {"Resize", "Upsample"}  # ops that read a tensor as a map of pixels
 _PER_TOKEN = frozenset({"Transpose", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Erf", "Gelu",
                         "HardSwish", "HardSigmoid", "Clip", "LeakyRelu", "Softplus", "Identity", "Dropout",
                         "LayerNormalization"})
@@ -1568,7 +1571,7 @@ def level_rows(rule: Rule, view: LayerView) -> str | None:
         return (f"Reshape {list(src)} -> {list(dst)} cuts the joined head levels' {src[1]} channels into groups of "
                 f"{dst[2]} (not a multiple of {group}): the toolkit moves them out of its map form on the CPU")
     if len(src) == 3 and len(dst) == 4 and tuple(src) == (1, dst[1], dst[2] * dst[3]) and dst[2] > 1 \
-            and dst[3] > 1 and dst[1] > 1 and _next_to_map_op(graph, node.outputs[0], upstream=False):
+            and dst[3] > 1 and dst[1] > 1 and _next_to_map_op(graph, node.outputs[0], upstream=False, ops=_RESAMPLING):
         channels = dst[1]
         users = _data_users(graph, node.outputs[0])
         conv_out = graph.shape(users[0].outputs[0]) if len(users) == 1 and _pointwise_conv(graph, users[0]) else None
@@ -1584,7 +1587,8 @@ def level_rows(rule: Rule, view: LayerView) -> str | None:
     channels, pixels = src[1], src[2] * src[3]
     if tuple(dst) != (1, channels, pixels) or channels == 1:
         return None  # one channel is a flat row: RKNN-PIXEL-ROWS
-    if not (_joins_levels(graph, node.outputs[0]) or _next_to_map_op(graph, node.inputs[0], upstream=True)):
+    if not (_joins_levels(graph, node.outputs[0]) or _next_to_map_op(graph, node.inputs[0], upstream=True,
+                                                                      ops=_RESAMPLING)):
         return None  # not a feature map (a token tensor split into heads is 4-D too)
     if channels % group and pixels % align and not _token_round_trip(graph, node, tuple(src), downstream=True):
         return (f"Reshape {list(src)} -> {list(dst)} flattens a map of {channels} channels (not a multiple of "
@@ -1966,6 +1970,8 @@ def _linear_resize(view: LayerView, params: Mapping[str, Any]) -> str | None:
     """A linear Resize runs on the NPU only at whole-number scales, up or down per axis, without align_corners."""
     mode = view.attr("mode")
     mode = mode.decode() if isinstance(mode, bytes) else mode
+    if mode in params.get("cpu_interpolation", ()):
+        return f"{mode} Resize runs on the CPU"
     if mode != "linear":
         return None
     ctm = view.attr("coordinate_transformation_mode")

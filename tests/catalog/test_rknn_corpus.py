@@ -103,6 +103,8 @@ CITED = [
     ("timm_coat_tiny", "rk3588", "int8", "/serial_blocks4.0/cpe4/Reshape_1", True),
     ("timm_coat_tiny", "rk3588", "fp16", "/serial_blocks3.1/cpe3/Reshape", False),
     ("timm_coat_tiny", "rk3588", "int8", "/serial_blocks2.1/cpe2/Reshape", False),  # 784 pixels
+    ("timm_coat_tiny", "rk3588", "int8", "/parallel_blocks.0/Reshape_3", True),  # map rows around a Resize
+    ("timm_crossvit_tiny_240", "rk3562", "int8", "/Resize", True),  # cubic
 ]
 
 

@@ -777,3 +777,35 @@ def test_rk3588_tokens_that_only_pass_per_token_ops_return_to_the_map_without_a_
                        weight("wm", [152, 152]), weight("wc", [152, 152, 1, 1])])
     verdict = _verdicts(catalog, path, "rk3588", "int8")
     assert verdict("flat") and verdict("unflat")
+
+
+@pytest.mark.parametrize(("mode", "size", "on_npu"), [
+    ("cubic", 224, False),  # probe cubic_240_224; corpus timm_crossvit_tiny_240 /Resize
+    ("cubic", 256, False),  # probe cubic_224_240 (up, not a whole scale)
+    ("nearest", 224, True),  # nearest at any scale stays on the NPU
+])
+def test_cubic_resize_runs_on_the_cpu(catalog, tmp_path, mode, size, on_npu):
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"),
+             helper.make_node("Resize", ["a", "", "", "sz"], ["r"], name="n", mode=mode),
+             helper.make_node("Relu", ["r"], ["y"], name="tail")]
+    path = save_model(tmp_path / f"resize_{mode}{size}.onnx", nodes, [value("x", [1, 3, 240, 240])],
+                      [value("y", None)], [const("sz", np.array([1, 3, size, size], np.int64))])
+    for target in ("rk3588", "rk3576", "rk3562", "rv1126b"):
+        for precision in ("fp16", "int8"):
+            assert _verdicts(catalog, path, target, precision)("n") is on_npu
+
+
+def test_rk3588_map_rows_around_a_resize_follow_the_same_groups(catalog, tmp_path):
+    """corpus timm_coat_tiny parallel blocks: rows [1,152,196] -> map [1,152,14,14] -> Resize x2 -> map ->
+    rows [1,152,784]: the 196-pixel unflatten is CPU in INT8, the 784-pixel flatten is not."""
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"),
+             helper.make_node("Reshape", ["a", "s4"], ["m"], name="n"),
+             helper.make_node("Resize", ["m", "", "sc"], ["u"], name="up", mode="linear"),
+             helper.make_node("Reshape", ["u", "s3"], ["r"], name="flat"),
+             helper.make_node("Relu", ["r"], ["y"], name="tail")]
+    path = save_model(tmp_path / "resize_rows.onnx", nodes, [value("x", [1, 152, 196])], [value("y", None)],
+                      [const("s4", np.array([1, 152, 14, 14], np.int64)), const("s3", np.array([1, 152, 784], np.int64)),
+                       const("sc", np.array([1, 1, 2, 2], np.float32))])
+    verdict = _verdicts(catalog, path, "rk3588", "int8")
+    assert not verdict("n") and verdict("flat")
+    assert _verdicts(catalog, path, "rk3588", "fp16")("n")
