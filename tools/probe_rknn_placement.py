@@ -610,6 +610,47 @@ for _s, _o in ((240, 224), (16, 32), (16, 8), (16, 15), (16, 24), (16, 48), (32,
     CASES[f"cubic_{_s}_{_o}"] = (lambda s=_s, o=_o: cubic_resize(s, o))
 
 
+def decomposed_rel_pos(heads: int, q: int, k: int, d: int = 16) -> onnx.ModelProto:
+    """MViTv2's (and SAM's) decomposed relative position: scores = q k^T [1,h,N,M] (N = q*q, M = k*k) viewed as
+    [1,h,q,q,k,k] ("scores_grid"), + rel_h [1,h,q,q,k] unsqueezed at the last axis ("rel_h_unsqueeze") + rel_w
+    unsqueezed at axis -2 ("rel_w_unsqueeze"), merged back to [1,h,N,M] ("scores_merge") -> Softmax -> . v. q, k
+    and v come from the map [1,h*d,q,q] (k, v pooled by a stride-q/k Conv); rel_h and rel_w are q's pieces
+    times constant tables (MatMul [d,k])."""
+    c, n, m = heads * d, q * q, k * k
+    stride = q // k
+    nodes = [node("Reshape", ["x", "sq"], ["q4"], "q_reshape"), node("Transpose", ["q4"], ["qq"], "q_transpose", perm=[0, 1, 3, 2]),
+             node("Conv", ["x", "wk"], ["km"], "k_pool", strides=[stride, stride], group=c),
+             node("Reshape", ["km", "sk"], ["k4"], "k_reshape"),
+             node("Conv", ["x", "wv"], ["vm"], "v_pool", strides=[stride, stride], group=c),
+             node("Reshape", ["vm", "sk"], ["v4"], "v_reshape"), node("Transpose", ["v4"], ["vv"], "v_transpose", perm=[0, 1, 3, 2]),
+             node("MatMul", ["qq", "k4"], ["s"], "scores"),
+             node("Reshape", ["qq", "sq5"], ["q5"], "q_grid"),
+             node("MatMul", ["q5", "rh"], ["relh"], "rel_h"), node("MatMul", ["q5", "rw"], ["relw"], "rel_w"),
+             node("Reshape", ["s", "s6"], ["s6o"], "scores_grid"),
+             node("Unsqueeze", ["relh", "last"], ["relh6"], "rel_h_unsqueeze"),
+             node("Add", ["s6o", "relh6"], ["a1"], "add_h"),
+             node("Unsqueeze", ["relw", "second"], ["relw6"], "rel_w_unsqueeze"),
+             node("Add", ["a1", "relw6"], ["a2"], "add_w"),
+             node("Reshape", ["a2", "s4"], ["sm"], "scores_merge"),
+             node("Softmax", ["sm"], ["p"], "softmax", axis=-1),
+             node("MatMul", ["p", "vv"], ["o"], "context"),
+             node("Transpose", ["o"], ["ot"], "o_transpose", perm=[0, 1, 3, 2]),
+             node("Reshape", ["ot", "sout"], ["y"], "o_reshape")]
+    return graph("drp", (1, c, q, q), nodes, [
+        const("sq", np.array([1, heads, d, n], np.int64)), weight("wk", (c, 1, 1, 1)), weight("wv", (c, 1, 1, 1)),
+        const("sk", np.array([1, heads, d, m], np.int64)), const("sq5", np.array([1, heads, q, q, d], np.int64)),
+        weight("rh", (d, k)), weight("rw", (d, k)), const("s6", np.array([1, heads, q, q, k, k], np.int64)),
+        const("last", np.array([-1], np.int64)), const("second", np.array([-2], np.int64)),
+        const("s4", np.array([1, heads, n, m], np.int64)), const("sout", np.array([1, c, q, q], np.int64))])
+
+
+for _hd, _q, _k in ((4, 14, 14), (4, 14, 7), (4, 28, 14), (2, 28, 14), (4, 16, 16), (4, 16, 8), (8, 7, 7), (4, 12, 12),
+                    (4, 28, 28), (4, 8, 4), (4, 14, 28)):
+    if _q % _k == 0:
+        CASES[f"relpos_{_hd}_{_q}_{_k}"] = (lambda hd=_hd, q=_q, k=_k: decomposed_rel_pos(hd, q, k))
+        CASE_SOCS[f"relpos_{_hd}_{_q}_{_k}"] = "rk3588,rk3576"
+
+
 def _sweep() -> dict[str, Callable[[], onnx.ModelProto]]:
     """Common op variants, one per case, between two Convs on [1,16,8,8] (no model family in mind): compared
     with edgeplan's verdicts by `--out DIR` and benchmarks-free `python tools/compare_probe.py DIR`."""

@@ -1506,6 +1506,58 @@ def grid_merge(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
+def _score_grid_view(graph: Graph, node: Node) -> tuple[int, int, int] | None:
+    """(heads, N, M) when `node` is a Reshape viewing attention scores [1,h,N,M] made by a MatMul of two
+    activations as a grid [1,h,qh,qw,kh,kw] (N = qh*qw, M = kh*kw), as decomposed relative positions add to them."""
+    if node.op_type != "Reshape" or not node.inputs:
+        return None
+    src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
+    if not (_static(src) and _static(dst)) or len(src) != 4 or len(dst) != 6 or src[0] != 1:
+        return None
+    if tuple(dst[:2]) != tuple(src[:2]) or dst[2] * dst[3] != src[2] or dst[4] * dst[5] != src[3]:
+        return None
+    producer = graph.producer(node.inputs[0])
+    if producer is None or not _is_activation_matmul(graph, producer):
+        return None
+    return src[1], src[2], src[3]
+
+
+def score_grid(rule: Rule, view: LayerView) -> str | None:
+    """rk3588 relays attention scores out of exMatMul's (h, N, 1, M) form into a map (1, h*N, kh, kw) for the grid
+    adds, free only when the N rows or the M columns fill whole 16-byte groups, and back into (1, h, N, M) after
+    them, free only when the M columns do."""
+    graph, node = view.graph, view.node
+    align = int(rule.params["align"][view.precision])
+    if _is_activation_matmul(graph, node) and node.outputs:
+        for user in _data_users(graph, node.outputs[0]):
+            grid = _score_grid_view(graph, user)
+            if grid is not None and grid[0] > 1 and grid[1] % align and grid[2] % align:
+                return (f"attention scores [1,{grid[0]},{grid[1]},{grid[2]}] viewed as a grid: neither N = {grid[1]} "
+                        f"nor M = {grid[2]} is a multiple of {align}; their relayout runs on the CPU")
+        return None
+    if node.op_type != "Reshape" or not node.inputs:
+        return None
+    src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
+    if not (_static(src) and _static(dst)) or len(src) != 6 or len(dst) != 4 or dst[3] != src[4] * src[5]:
+        return None
+    current: Node | None = graph.producer(node.inputs[0])
+    for _ in range(6):  # back through the grid's element-wise adds to the view of the scores
+        if current is None:
+            return None
+        if _score_grid_view(graph, current) is not None:
+            break
+        if current.op_type not in ("Add", "Sub", "Mul", "Div"):
+            return None
+        grids = [t for t in graph.runtime_inputs(current) if graph.shape(t) == tuple(src)]
+        current = graph.producer(grids[0]) if grids else None
+    else:
+        return None
+    if dst[3] % align:
+        return (f"Reshape {list(src)} -> {list(dst)} merges a grid of attention scores back: M = {dst[3]} is not a "
+                f"multiple of {align}; the relayout runs on the CPU")
+    return None
+
+
 def _joins_levels(graph: Graph, tensor: str) -> bool:
     """`tensor` [1, C, N] enters a last-axis Concat of rank-3 tensors: a detector head joining its levels."""
     return any(user.op_type == "Concat" and user.attrs.get("axis") in (2, -1)
@@ -1773,6 +1825,7 @@ def _after_scale(graph: Graph, node: Node, depth: int = 4) -> list[Node]:
 
 
 CHECKS: Mapping[str, Check] = {
+    "score_grid": score_grid,
     "grid_merge": grid_merge,
     "static_shapes": static_shapes, "dla_batch": dla_batch, "dla_dims": dla_dims,
     "platform_unsupported": platform_unsupported, "rank4": rank4, "spatial_2d": spatial_2d,
@@ -2556,6 +2609,25 @@ def _build_time_only(graph: Graph, tensor: str, limit: int = 256) -> bool:
     return True
 
 
+def _free_grid_merge(graph: Graph, node: Node, align: int) -> bool:
+    """`node` merges a grid of attention scores [1,h,qh,qw,kh,kw] back into [1,h,N,M] with M a whole number of
+    `align`-element groups (an NPU Reshape, RKNN-SCORE-GRID)."""
+    if node.op_type != "Reshape" or not node.inputs:
+        return False
+    src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
+    if not (_static(src) and _static(dst)) or len(src) != 6 or len(dst) != 4 or dst[3] % align:
+        return False
+    current = graph.producer(node.inputs[0])
+    for _ in range(6):
+        if current is None:
+            return False
+        if _score_grid_view(graph, current) is not None:
+            return True
+        grids = [t for t in graph.runtime_inputs(current) if graph.shape(t) == tuple(src)]
+        current = graph.producer(grids[0]) if current.op_type in ("Add", "Sub", "Mul", "Div") and grids else None
+    return False
+
+
 def _map_softmax_plane(view: LayerView, params: Mapping[str, Any]) -> str | None:
     """rk3588 runs a Softmax over the last axis of a map (1,C,H,W) (heads in the channel axis, as CaiT's talking
     heads and MViTv2's relative-position scores reach it) on the NPU only while one channel's plane H*W fits;
@@ -2567,6 +2639,9 @@ def _map_softmax_plane(view: LayerView, params: Mapping[str, Any]) -> str | None
     if _from_matmul(graph, node.inputs[0]) or _build_time_only(graph, node.inputs[0]):
         return None
     limit = int(params["max_plane"][view.precision])
+    merge = graph.producer(node.inputs[0])
+    if merge is not None and _free_grid_merge(graph, merge, int(params["grid_align"][view.precision])):
+        limit = int(params["max_plane"]["fp16"])  # measured: INT8 then keeps the FP16 plane (probe relpos_*)
     plane = shape[2] * shape[3]
     if plane <= limit:
         return None

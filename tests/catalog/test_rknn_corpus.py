@@ -105,6 +105,11 @@ CITED = [
     ("timm_coat_tiny", "rk3588", "int8", "/serial_blocks2.1/cpe2/Reshape", False),  # 784 pixels
     ("timm_coat_tiny", "rk3588", "int8", "/parallel_blocks.0/Reshape_3", True),  # map rows around a Resize
     ("timm_crossvit_tiny_240", "rk3562", "int8", "/Resize", True),  # cubic
+    # RKNN-SCORE-GRID: decomposed relative positions
+    ("timm_mvitv2_tiny", "rk3588", "fp16", "/stages.2/blocks.1/attn/MatMul", True),  # N = M = 196
+    ("timm_mvitv2_tiny", "rk3588", "int8", "/stages.2/blocks.0/attn/MatMul", False),  # M = 784
+    ("timm_mvitv2_tiny", "rk3588", "fp16", "/stages.0/blocks.0/attn/Reshape_9", True),  # M = 196, one head
+    ("timm_mvitv2_tiny", "rk3588", "int8", "/stages.1/blocks.0/attn/Reshape_9", False),  # M = 784
 ]
 
 

@@ -809,3 +809,45 @@ def test_rk3588_map_rows_around_a_resize_follow_the_same_groups(catalog, tmp_pat
     verdict = _verdicts(catalog, path, "rk3588", "int8")
     assert not verdict("n") and verdict("flat")
     assert _verdicts(catalog, path, "rk3588", "fp16")("n")
+
+
+def _rel_pos(tmp_path, heads, q, k, d=16):
+    """Scores of two activations [1,h,q*q,k*k] ("scores") viewed as [1,h,q,q,k,k] ("grid"), + a broadcast
+    rel_w term [1,h,q,q,1,k], merged back ("n") -> Softmax ("sm") -> y: MViTv2's decomposed relative position, as
+    tools/probe_rknn_placement.py relpos_* builds it."""
+    n, m = q * q, k * k
+    nodes = [helper.make_node("MatMul", ["qq", "kk"], ["s"], name="scores"),
+             helper.make_node("Reshape", ["s", "s6"], ["g"], name="grid"),
+             helper.make_node("Add", ["g", "rel"], ["a"], name="add_w"),
+             helper.make_node("Reshape", ["a", "s4"], ["mg"], name="n"),
+             helper.make_node("Softmax", ["mg"], ["y"], name="sm", axis=-1)]
+    inputs = [value("qq", [1, heads, n, d]), value("kk", [1, heads, d, m]), value("rel", [1, heads, q, q, 1, k])]
+    return save_model(tmp_path / f"relpos{heads}_{q}_{k}.onnx", nodes, inputs, [value("y", None)],
+                      [const("s6", np.array([1, heads, q, q, k, k], np.int64)),
+                       const("s4", np.array([1, heads, n, m], np.int64))])
+
+
+@pytest.mark.parametrize(("heads", "q", "k", "scores_cpu", "merge_cpu"), [
+    (4, 14, 14, True, True),  # probe relpos_4_14_14; corpus timm_mvitv2_tiny stage 2
+    (8, 7, 7, True, True),  # probe relpos_8_7_7
+    (4, 28, 14, False, True),  # probe relpos_4_28_14: N = 784 fills the groups
+    (4, 12, 12, False, False),  # probe relpos_4_12_12: 144 in both
+    (1, 14, 14, False, True),  # one head: the scores keep their batch axis (corpus stage 0: merge CPU)
+])
+def test_rk3588_relays_a_score_grid_unless_its_rows_or_columns_fill_groups(catalog, tmp_path, heads, q, k,
+                                                                           scores_cpu, merge_cpu):
+    path = _rel_pos(tmp_path, heads, q, k)
+    for precision in ("fp16", "int8"):
+        verdict = _verdicts(catalog, path, "rk3588", precision)
+        assert verdict("scores") is not scores_cpu and verdict("n") is not merge_cpu
+        assert verdict("grid") and verdict("add_w")
+        assert _verdicts(catalog, path, "rk3576", precision)("scores") and _verdicts(catalog, path, "rk3576", precision)("n")
+
+
+def test_rk3588_int8_softmax_after_a_free_grid_merge_keeps_the_fp16_plane(catalog, tmp_path):
+    """probe relpos_4_16_16: (1,4,256,256) after an NPU merge is an NPU Softmax in INT8; relpos_4_14_14's
+    (1,4,196,196) after a CPU merge is CPU in INT8 only."""
+    assert _verdicts(catalog, _rel_pos(tmp_path, 4, 16, 16), "rk3588", "int8")("sm")
+    aligned_not = _rel_pos(tmp_path, 4, 14, 14)
+    assert not _verdicts(catalog, aligned_not, "rk3588", "int8")("sm")
+    assert _verdicts(catalog, aligned_not, "rk3588", "fp16")("sm")
