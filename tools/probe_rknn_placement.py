@@ -555,15 +555,21 @@ for _c, _h, _w in ((152, 14, 14), (152, 7, 7), (152, 28, 28), (152, 8, 8), (160,
     CASE_SOCS[f"clsmap_{_c}_{_h}_{_w}"] = "rk3588,rk3576"
 
 
-def conv_rel_pos(heads: int, d: int, h: int, w: int) -> onnx.ModelProto:
+def conv_rel_pos(heads: int, d: int, h: int, w: int, cls: bool = False) -> onnx.ModelProto:
     """CoaT's factorised attention with its convolutional relative position (crpe): the map x [1,C,H,W] as
     tokens [1,N,C] -> qkv MatMul -> Reshape [1,N,3,h,d] -> Transpose (2,0,3,1,4) -> Split -> Squeeze -> q, k, v
     [1,h,N,d]; crpe: v -> Transpose (0,1,3,2) -> Reshape [1,C,H,W] ("to_map") -> depthwise 3x3 Conv -> Reshape
     [1,h,d,N] ("from_map") -> Transpose -> q * it; attention q (softmax(k)^T v) + crpe -> Transpose -> Reshape
-    [1,N,C] -> MatMul -> Transpose -> Reshape back to the map."""
+    [1,N,C] -> MatMul -> Transpose -> Reshape back to the map. With `cls` a class token is joined in front
+    (N+1 tokens), crpe takes q and v without it (Slice) and pads its result back (Pad), as CoaT does."""
     c, n = heads * d, h * w
-    nodes = [node("Reshape", ["x", "s3"], ["r0"], "flat"), node("Transpose", ["r0"], ["tok"], "to_tokens", perm=[0, 2, 1]),
-             node("MatMul", ["tok", "wqkv"], ["qkv"], "qkv"),
+    t = n + 1 if cls else n
+    nodes = [node("Reshape", ["x", "s3"], ["r0"], "flat"), node("Transpose", ["r0"], ["tok0"], "to_tokens", perm=[0, 2, 1])]
+    if cls:
+        nodes.append(node("Concat", ["clstok", "tok0"], ["tok"], "join_cls", axis=1))
+    else:
+        nodes.append(node("Identity", ["tok0"], ["tok"], "no_cls"))
+    nodes += [node("MatMul", ["tok", "wqkv"], ["qkv"], "qkv"),
              node("Reshape", ["qkv", "s5"], ["q5"], "qkv_reshape"),
              node("Transpose", ["q5"], ["qt"], "qkv_transpose", perm=[2, 0, 3, 1, 4]),
              node("Split", ["qt", "ones3"], ["qs", "ks", "vs"], "qkv_split", axis=0),
@@ -572,30 +578,48 @@ def conv_rel_pos(heads: int, d: int, h: int, w: int) -> onnx.ModelProto:
              node("Softmax", ["k"], ["ksm"], "k_softmax", axis=2),
              node("Transpose", ["ksm"], ["kt"], "k_transpose", perm=[0, 1, 3, 2]),
              node("MatMul", ["kt", "v"], ["kv"], "kv"), node("MatMul", ["q", "kv"], ["att"], "qkv_att"),
-             node("Transpose", ["v"], ["vt"], "v_transpose", perm=[0, 1, 3, 2]),
-             node("Reshape", ["vt", "s4"], ["vm"], "to_map"),
-             node("Conv", ["vm", "wdw", "bdw"], ["vc"], "crpe_conv", group=c, pads=[1, 1, 1, 1]),
-             node("Reshape", ["vc", "sh"], ["vh"], "from_map"),
-             node("Transpose", ["vh"], ["vht"], "crpe_transpose", perm=[0, 1, 3, 2]),
-             node("Mul", ["q", "vht"], ["ev"], "crpe_mul"),
-             node("Add", ["att", "ev"], ["o"], "combine"),
-             node("Transpose", ["o"], ["ot"], "heads_join", perm=[0, 2, 1, 3]),
-             node("Reshape", ["ot", "stok"], ["oj"], "heads_reshape"),
-             node("MatMul", ["oj", "wp"], ["pj"], "proj"),
-             node("Transpose", ["pj"], ["pt"], "to_channels", perm=[0, 2, 1]),
-             node("Reshape", ["pt", "s4"], ["y"], "unflat")]
+             ]
+    qi, vi = "q", "v"
+    if cls:
+        nodes += [node("Slice", ["q", "one", "big", "two"], ["qs1"], "q_img"),
+                  node("Slice", ["v", "one", "big", "two"], ["vs1"], "v_img")]
+        qi, vi = "qs1", "vs1"
+    nodes += [node("Transpose", [vi], ["vt"], "v_transpose", perm=[0, 1, 3, 2]),
+              node("Reshape", ["vt", "s4"], ["vm"], "to_map"),
+              node("Conv", ["vm", "wdw", "bdw"], ["vc"], "crpe_conv", group=c, pads=[1, 1, 1, 1]),
+              node("Reshape", ["vc", "sh"], ["vh"], "from_map"),
+              node("Transpose", ["vh"], ["vht"], "crpe_transpose", perm=[0, 1, 3, 2]),
+              node("Mul", [qi, "vht"], ["ev0"], "crpe_mul")]
+    if cls:
+        nodes.append(node("Pad", ["ev0", "pads"], ["ev"], "crpe_pad"))
+    else:
+        nodes.append(node("Identity", ["ev0"], ["ev"], "no_pad"))
+    nodes += [node("Add", ["att", "ev"], ["o"], "combine"),
+              node("Transpose", ["o"], ["ot"], "heads_join", perm=[0, 2, 1, 3]),
+              node("Reshape", ["ot", "stok"], ["oj"], "heads_reshape"),
+              node("MatMul", ["oj", "wp"], ["pj"], "proj")]
+    if cls:
+        nodes.append(node("Slice", ["pj", "one", "big", "one"], ["pjs"], "drop_cls"))
+    else:
+        nodes.append(node("Identity", ["pj"], ["pjs"], "keep"))
+    nodes += [node("Transpose", ["pjs"], ["pt"], "to_channels", perm=[0, 2, 1]),
+              node("Reshape", ["pt", "s4"], ["y"], "unflat")]
     return graph("crpe", (1, c, h, w), nodes, [
         const("s3", np.array([1, c, n], np.int64)), weight("wqkv", (c, 3 * c)),
-        const("s5", np.array([1, n, 3, heads, d], np.int64)), const("ones3", np.array([1, 1, 1], np.int64)),
+        const("s5", np.array([1, t, 3, heads, d], np.int64)), const("ones3", np.array([1, 1, 1], np.int64)),
         const("zero", np.array([0], np.int64)), const("s4", np.array([1, c, h, w], np.int64)),
         weight("wdw", (c, 1, 3, 3)), weight("bdw", (c,)), const("sh", np.array([1, heads, d, n], np.int64)),
-        const("stok", np.array([1, n, c], np.int64)), weight("wp", (c, c))])
+        const("stok", np.array([1, t, c], np.int64)), weight("wp", (c, c)), weight("clstok", (1, 1, c)),
+        const("one", np.array([1], np.int64)), const("big", np.array([t], np.int64)),
+        const("two", np.array([2], np.int64)), const("pads", np.array([0, 0, 1, 0, 0, 0, 0, 0], np.int64))])
 
 
 for _hd, _d, _h in ((8, 8, 56), (8, 16, 28), (8, 32, 14), (8, 40, 7), (8, 19, 28), (8, 19, 14), (8, 16, 32),
                     (8, 16, 16), (8, 8, 32), (8, 16, 24), (8, 16, 40), (8, 8, 40), (8, 32, 16), (8, 16, 12)):
     CASES[f"crpe_{_hd}_{_d}_{_h}"] = (lambda hd=_hd, d=_d, h=_h: conv_rel_pos(hd, d, h, h))
     CASE_SOCS[f"crpe_{_hd}_{_d}_{_h}"] = "rk3588"
+    CASES[f"crpecls_{_hd}_{_d}_{_h}"] = (lambda hd=_hd, d=_d, h=_h: conv_rel_pos(hd, d, h, h, cls=True))
+    CASE_SOCS[f"crpecls_{_hd}_{_d}_{_h}"] = "rk3588"
 
 
 def cubic_resize(size: int, out: int, ctm: str = "half_pixel") -> onnx.ModelProto:

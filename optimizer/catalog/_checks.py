@@ -1558,6 +1558,70 @@ def score_grid(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
+_HEAD_PATH = frozenset({"Transpose", "Add", "Sub", "Mul", "Div", "Identity"})
+
+
+def _token_axis_edit(graph: Graph, node: Node, ops: tuple[str, ...]) -> bool:
+    """A Slice or Pad of attention heads [1,h,T,d] on the token axis (dropping or restoring a class token)."""
+    if node.op_type not in ops:
+        return False
+    if node.op_type == "Pad":
+        value = graph.constants.get(node.inputs[1]) if len(node.inputs) > 1 else None
+        pads = [int(v) for v in value.reshape(-1)] if value is not None else list(node.attrs.get("pads") or ())
+        return len(pads) == 8 and any(pads[i] for i in (2, 6)) and not any(pads[i] for i in (0, 1, 3, 4, 5, 7))
+    value = graph.constants.get(node.inputs[3]) if len(node.inputs) > 3 else None
+    axes = [int(v) for v in value.reshape(-1)] if value is not None else list(node.attrs.get("axes") or ())
+    return axes in ([2], [-2])
+
+
+def _reaches_token_edit(graph: Graph, tensor: str, upstream: bool, ops: tuple[str, ...], depth: int = 4) -> bool:
+    current = tensor
+    for _ in range(depth):
+        nodes = ([graph.producer(current)] if upstream else list(_data_users(graph, current)))
+        if len(nodes) != 1 or nodes[0] is None:
+            return False
+        hop = nodes[0]
+        if _token_axis_edit(graph, hop, ops):
+            return True
+        if hop.op_type not in _HEAD_PATH or not hop.outputs:
+            return False
+        runtime = graph.runtime_inputs(hop)
+        current = (runtime[0] if runtime else "") if upstream else hop.outputs[0]
+        if not current:
+            return False
+    return False
+
+
+def class_token_map(rule: Rule, view: LayerView) -> str | None:
+    """Attention heads of a token sequence that carries a class token, turned into a map for a convolution
+    (CoaT's convolutional relative position: the image tokens sliced out, [1,h,d,N] -> [1,h*d,H,W]) and back
+    ([1,h*d,H,W] -> [1,h,d,N], padded with the class token's row again): rk3588 regroups the N pixels between
+    the two forms, free only for whole 16-byte groups, and in INT8 only while the map fits 128 KiB."""
+    graph, node = view.graph, view.node
+    if node.op_type != "Reshape" or not node.inputs:
+        return None
+    src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
+    if not (_static(src) and _static(dst)) or len(src) != 4 or len(dst) != 4 or src[0] != 1 or dst[0] != 1:
+        return None
+    align = int(rule.params["align"][view.precision])
+    if src[1] * src[2] == dst[1] and src[3] == dst[2] * dst[3] and src[1] > 1 and dst[2] > 1 \
+            and _reaches_token_edit(graph, node.inputs[0], upstream=True, ops=("Slice",)):
+        if view.precision not in rule.params["to_map_precisions"]:
+            return None
+        pixels, elements = src[3], math.prod(src)
+        limit = rule.params["max_elements"].get(view.precision)
+        if pixels % align or (limit is not None and elements > int(limit)):
+            return (f"Reshape {list(src)} -> {list(dst)} turns the image tokens' heads into a map: {pixels} pixels "
+                    f"(not a multiple of {align})" + ("" if limit is None or elements <= int(limit) else
+                                                     f", {elements} elements (over {limit})") + "; it runs on the CPU")
+        return None
+    if dst[1] * dst[2] == src[1] and dst[3] == src[2] * src[3] and dst[1] > 1 and src[2] > 1 and dst[3] % align \
+            and _reaches_token_edit(graph, node.outputs[0], upstream=False, ops=("Pad",)):
+        return (f"Reshape {list(src)} -> {list(dst)} cuts a map back into the heads of tokens padded with a class "
+                f"token: {dst[3]} pixels are not a multiple of {align}; it runs on the CPU")
+    return None
+
+
 def _joins_levels(graph: Graph, tensor: str) -> bool:
     """`tensor` [1, C, N] enters a last-axis Concat of rank-3 tensors: a detector head joining its levels."""
     return any(user.op_type == "Concat" and user.attrs.get("axis") in (2, -1)
@@ -1825,6 +1889,7 @@ def _after_scale(graph: Graph, node: Node, depth: int = 4) -> list[Node]:
 
 
 CHECKS: Mapping[str, Check] = {
+    "class_token_map": class_token_map,
     "score_grid": score_grid,
     "grid_merge": grid_merge,
     "static_shapes": static_shapes, "dla_batch": dla_batch, "dla_dims": dla_dims,

@@ -110,6 +110,11 @@ CITED = [
     ("timm_mvitv2_tiny", "rk3588", "int8", "/stages.2/blocks.0/attn/MatMul", False),  # M = 784
     ("timm_mvitv2_tiny", "rk3588", "fp16", "/stages.0/blocks.0/attn/Reshape_9", True),  # M = 196, one head
     ("timm_mvitv2_tiny", "rk3588", "int8", "/stages.1/blocks.0/attn/Reshape_9", False),  # M = 784
+    # RKNN-CLS-MAP: CoaT's crpe with a class token
+    ("timm_coat_lite_tiny", "rk3588", "fp16", "/serial_blocks3.0/factoratt_crpe/crpe3/Reshape_1", True),
+    ("timm_coat_lite_tiny", "rk3588", "int8", "/serial_blocks1.0/factoratt_crpe/crpe1/Reshape", True),  # 200704
+    ("timm_coat_lite_tiny", "rk3588", "int8", "/serial_blocks2.0/factoratt_crpe/crpe2/Reshape", False),
+    ("timm_coat_lite_tiny", "rk3588", "fp16", "/serial_blocks1.0/factoratt_crpe/crpe1/Reshape_1", False),
 ]
 
 

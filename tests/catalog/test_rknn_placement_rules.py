@@ -851,3 +851,50 @@ def test_rk3588_int8_softmax_after_a_free_grid_merge_keeps_the_fp16_plane(catalo
     aligned_not = _rel_pos(tmp_path, 4, 14, 14)
     assert not _verdicts(catalog, aligned_not, "rk3588", "int8")("sm")
     assert _verdicts(catalog, aligned_not, "rk3588", "fp16")("sm")
+
+
+def _cls_crpe(tmp_path, d, s, cls=True):
+    """CoaT's convolutional relative position on 8 heads of d channels with a class token (probe crpecls_8_D_S):
+    v [1,8,1+N,d] -> Slice the class token off (or not) -> Transpose -> Reshape [1,8d,S,S] ("to_map") -> depthwise
+    Conv -> Reshape [1,8,d,N] ("from_map") -> Transpose -> * q -> Pad the class token's row back (or not) -> y."""
+    n, c = s * s, 8 * d
+    t = n + 1 if cls else n
+    nodes = [helper.make_node("Relu", ["v"], ["vr"], name="head")]
+    src = "vr"
+    inits = [const("one", np.array([1], np.int64)), const("big", np.array([t], np.int64)),
+             const("two", np.array([2], np.int64)), const("s4", np.array([1, c, s, s], np.int64)),
+             const("sh", np.array([1, 8, d, n], np.int64)), weight("wdw", [c, 1, 3, 3]),
+             const("pads", np.array([0, 0, 1, 0, 0, 0, 0, 0], np.int64))]
+    if cls:
+        nodes.append(helper.make_node("Slice", ["vr", "one", "big", "two"], ["vs"], name="v_img"))
+        src = "vs"
+    nodes += [helper.make_node("Transpose", [src], ["vt"], name="vt", perm=[0, 1, 3, 2]),
+              helper.make_node("Reshape", ["vt", "s4"], ["vm"], name="to_map"),
+              helper.make_node("Conv", ["vm", "wdw"], ["vc"], name="conv", group=c, pads=[1, 1, 1, 1]),
+              helper.make_node("Reshape", ["vc", "sh"], ["vh"], name="from_map"),
+              helper.make_node("Transpose", ["vh"], ["vht"], name="back", perm=[0, 1, 3, 2]),
+              helper.make_node("Mul", ["q", "vht"], ["e"], name="mul")]
+    if cls:
+        nodes.append(helper.make_node("Pad", ["e", "pads"], ["y"], name="pad"))
+    else:
+        nodes.append(helper.make_node("Relu", ["e"], ["y"], name="tail"))
+    return save_model(tmp_path / f"clscrpe{d}_{s}{cls}.onnx", nodes,
+                      [value("v", [1, 8, t, d]), value("q", [1, 8, n, d])], [value("y", None)], inits)
+
+
+@pytest.mark.parametrize(("d", "s", "to_map_cpu", "from_map_cpu"), [
+    (32, 14, {"int8"}, {"fp16", "int8"}),  # probe crpecls_8_32_14; corpus timm_coat_lite_tiny crpe3
+    (16, 28, set(), set()),  # probe crpecls_8_16_28: 784 pixels, 100352 elements
+    (8, 56, {"int8"}, set()),  # probe crpecls_8_8_56: 200704 elements > 131072
+    (16, 32, set(), set()),  # probe crpecls_8_16_32: 131072 elements, just inside
+    (40, 7, {"int8"}, {"fp16", "int8"}),  # probe crpecls_8_40_7
+])
+def test_rk3588_class_token_heads_into_a_map_and_back(catalog, tmp_path, d, s, to_map_cpu, from_map_cpu):
+    path = _cls_crpe(tmp_path, d, s)
+    for precision in ("fp16", "int8"):
+        verdict = _verdicts(catalog, path, "rk3588", precision)
+        assert verdict("to_map") is (precision not in to_map_cpu)
+        assert verdict("from_map") is (precision not in from_map_cpu)
+        assert _verdicts(catalog, path, "rk3576", precision)("from_map")
+    plain = _cls_crpe(tmp_path, d, s, cls=False)  # probe crpe_8_32_14: no class token, no Slice or Pad
+    assert _verdicts(catalog, plain, "rk3588", "int8")("from_map")
