@@ -86,12 +86,12 @@ CITED = [
     ("nn_sdpa_causal_d128_h4", "rk3566", "fp16", "/proj/Add", True),  # a token output after the bias Add
     ("nn_sdpa_causal_d128_h4", "rk3566", "fp16", "/proj/MatMul", False),
     # a ScatterND writing every element in order (attn[:, :, 0:, 0:] = rel) is removed
-    ("timm_mvitv2_tiny", "rk3576", "fp16", "/stages.0/blocks.0/attn/ScatterND", False),
-    ("timm_mvitv2_tiny", "rv1126b", "int8", "/stages.1/blocks.0/attn/ScatterND", False),  # 4.9M-element indices
+    ("timm_mvitv2_tiny", "rk3588", "fp16", "/stages.0/blocks.0/attn/ScatterND", False),
+    ("timm_mvitv2_tiny", "rk3588", "int8", "/stages.1/blocks.0/attn/ScatterND", False),  # 4.9M-element indices
     # RKNN-GRID-MERGE: MaxViT's grid reverse (n = 8) is a CPU 5-D Transpose; with one window per axis nothing moves
     ("timm_maxvit_rmlp_pico_rw_256", "rk3576", "int8", "/stages/stages.0/blocks/blocks.0/attn_grid/Reshape_3", True),
-    ("timm_maxvit_rmlp_pico_rw_256", "rk3562", "fp16", "/stages/stages.3/blocks/blocks.0/attn_grid/Reshape_3", False),
-    ("timm_maxvit_rmlp_pico_rw_256", "rv1126b", "fp16", "/stages/stages.0/blocks/blocks.0/attn_block/Reshape_3", False),
+    ("timm_maxvit_rmlp_pico_rw_256", "rk3576", "fp16", "/stages/stages.3/blocks/blocks.0/attn_grid/Reshape_3", False),
+    ("timm_maxvit_rmlp_pico_rw_256", "rk3576", "fp16", "/stages/stages.0/blocks/blocks.0/attn_block/Reshape_3", False),
     # rk3588 Softmax of a map: one plane of at most 65536 (FP16) / 16384 (INT8) elements
     ("timm_cait_xxs24_224", "rk3588", "int8", "/blocks/blocks.0/attn/Softmax", True),
     ("timm_cait_xxs24_224", "rk3588", "fp16", "/blocks/blocks.0/attn/Softmax", False),
