@@ -675,6 +675,41 @@ for _hd, _q, _k in ((4, 14, 14), (4, 14, 7), (4, 28, 14), (2, 28, 14), (4, 16, 1
         CASE_SOCS[f"relpos_{_hd}_{_q}_{_k}"] = "rk3588,rk3576"
 
 
+def conv_windows(c: int, h: int, g: int, crop: bool, conv: bool = True) -> onnx.ModelProto:
+    """EfficientViT-M's local window attention: an NHWC map [1,H,W,C] cut into G x G windows (block partition),
+    the windows as a batch of NCHW maps [n*n,C,G,G] (Transpose (0,3,1,2)) through a Conv (or a Relu), back to NHWC
+    (Transpose (0,2,3,1)), the block merge, with `crop` the padding crop (two Slices that keep everything), and the
+    map back to NCHW (Transpose (0,3,1,2), "to_nchw")."""
+    n = h // g
+    nodes = [node("Transpose", ["x"], ["nhwc"], "to_nhwc", perm=[0, 2, 3, 1]),
+             node("Reshape", ["nhwc", "s6"], ["r6"], "part_reshape"),
+             node("Transpose", ["r6"], ["t6"], "part_transpose", perm=[0, 1, 3, 2, 4, 5]),
+             node("Reshape", ["t6", "sw"], ["win"], "win_reshape"),
+             node("Transpose", ["win"], ["wn"], "win_nchw", perm=[0, 3, 1, 2]),
+             (node("Conv", ["wn", "wc"], ["wa"], "per_window") if conv else node("Relu", ["wn"], ["wa"], "per_window")),
+             node("Transpose", ["wa"], ["wh"], "win_nhwc", perm=[0, 2, 3, 1]),
+             node("Reshape", ["wh", "s6b"], ["b6"], "merge_reshape"),
+             node("Transpose", ["b6"], ["u6"], "merge_transpose", perm=[0, 1, 3, 2, 4, 5]),
+             node("Reshape", ["u6", "s4"], ["m"], "merge_map")]
+    inits = [const("s6", np.array([1, n, g, n, g, c], np.int64)), const("sw", np.array([n * n, g, g, c], np.int64)),
+             weight("wc", (c, c, 1, 1)), const("s6b", np.array([1, n, n, g, g, c], np.int64)),
+             const("s4", np.array([1, h, h, c], np.int64))]
+    last = "m"
+    if crop:
+        nodes += [node("Slice", ["m", "zero", "hh", "one"], ["c1"], "crop_h"),
+                  node("Slice", ["c1", "zero", "hh", "two"], ["c2"], "crop_w")]
+        inits += [const("zero", np.array([0], np.int64)), const("hh", np.array([h], np.int64)),
+                  const("one", np.array([1], np.int64)), const("two", np.array([2], np.int64))]
+        last = "c2"
+    nodes.append(node("Transpose", [last], ["y"], "to_nchw", perm=[0, 3, 1, 2]))
+    return graph("cw", (1, c, h, h), nodes, inits)
+
+
+for _crop in (False, True):
+    for _conv in (True, False):
+        CASES[f"convwin_{int(_crop)}{int(_conv)}_64_14_7"] = (lambda cr=_crop, cv=_conv: conv_windows(64, 14, 7, cr, cv))
+
+
 def _sweep() -> dict[str, Callable[[], onnx.ModelProto]]:
     """Common op variants, one per case, between two Convs on [1,16,8,8] (no model family in mind): compared
     with edgeplan's verdicts by `--out DIR` and benchmarks-free `python tools/compare_probe.py DIR`."""
