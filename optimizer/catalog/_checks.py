@@ -1522,12 +1522,31 @@ def _score_grid_view(graph: Graph, node: Node) -> tuple[int, int, int] | None:
     return src[1], src[2], src[3]
 
 
+def _grid_column(graph: Graph, node: Node, align: int) -> str | None:
+    """A relative-position term [1,h,qh,qw,kh] unsqueezed at the last axis into a column [...,kh,1] and added to
+    a score grid: held as (1, h*qh*qw, kh, 1), the relayout from the term's (h*qh, qw, 1, kh) form is free only
+    when the qw rows fill 16-byte groups."""
+    out = graph.shape(node.outputs[0]) if node.outputs else None
+    if not _static(out) or len(out) != 6 or out[5] != 1 or out[4] == 1:
+        return None
+    for user in _data_users(graph, node.outputs[0]):
+        if user.op_type != "Add":
+            continue
+        others = [graph.producer(t) for t in graph.runtime_inputs(user) if t != node.outputs[0]]
+        if any(p is not None and _score_grid_view(graph, p) is not None for p in others) and out[3] % align:
+            return (f"Unsqueeze to a column {list(out)} for a grid of attention scores: qw = {out[3]} is not a "
+                    f"multiple of {align}; its relayout runs on the CPU")
+    return None
+
+
 def score_grid(rule: Rule, view: LayerView) -> str | None:
     """rk3588 relays attention scores out of exMatMul's (h, N, 1, M) form into a map (1, h*N, kh, kw) for the grid
     adds, free only when the N rows or the M columns fill whole 16-byte groups, and back into (1, h, N, M) after
     them, free only when the M columns do."""
     graph, node = view.graph, view.node
     align = int(rule.params["align"][view.precision])
+    if node.op_type == "Unsqueeze" and view.precision in rule.params["column_precisions"]:
+        return _grid_column(graph, node, align)
     if _is_activation_matmul(graph, node) and node.outputs:
         for user in _data_users(graph, node.outputs[0]):
             grid = _score_grid_view(graph, user)

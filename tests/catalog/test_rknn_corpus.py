@@ -110,6 +110,8 @@ CITED = [
     ("timm_mvitv2_tiny", "rk3588", "int8", "/stages.2/blocks.0/attn/MatMul", False),  # M = 784
     ("timm_mvitv2_tiny", "rk3588", "fp16", "/stages.0/blocks.0/attn/Reshape_9", True),  # M = 196, one head
     ("timm_mvitv2_tiny", "rk3588", "int8", "/stages.1/blocks.0/attn/Reshape_9", False),  # M = 784
+    ("timm_mvitv2_tiny", "rk3588", "int8", "/stages.2/blocks.1/attn/Unsqueeze", True),  # rel_h column, qw = 14
+    ("timm_mvitv2_tiny", "rk3588", "fp16", "/stages.2/blocks.1/attn/Unsqueeze", False),
     # RKNN-CLS-MAP: CoaT's crpe with a class token
     ("timm_coat_lite_tiny", "rk3588", "fp16", "/serial_blocks3.0/factoratt_crpe/crpe3/Reshape_1", True),
     ("timm_coat_lite_tiny", "rk3588", "int8", "/serial_blocks1.0/factoratt_crpe/crpe1/Reshape", True),  # 200704
