@@ -16,14 +16,19 @@ Case grammar (all graphs: input [1,3,H,W] -> Conv -> pattern -> Conv):
     mu:A:B:D:SWAP    Hiera mask units: qkv Reshape [1, A, B, 3, 2, D] + rank-6 Transpose with the token pieces swapped
     reducew:C:H:W    a ReduceSum over W of a conv map, keepdims (RKNN-REDUCE-RELAYOUT)
     headjoin:HEADS:D:N:DMAJOR  P.V joined back into tokens heads-major (0) or d-major (1) (RKNN-CHANNEL-SCATTER)
-    vitattn:N:HEADS:D[:BIAS]  ViT attention on tokens [1, N, heads*D] after an element-wise op: qkv MatMul -> Reshape [1,N,3,h,D] ->
+    vitattn:N:HEADS:D[:BIAS[:RES]]  ViT attention on tokens [1, N, heads*D] after an element-wise op: qkv MatMul -> Reshape [1,N,3,h,D] ->
                      Transpose (2,0,3,1,4) -> Split -> Squeeze -> softmax(Q.K^T).V -> proj MatMul (which layers the
-                     q/k/v unbind and V's transpose become, and whom they are named after)
+                     q/k/v unbind and V's transpose become, and whom they are named after); RES 1 adds Q to
+                     P.V before the head join (MViTv2's residual pooling)
     fcout:C:K        a classifier head: a [1, C, 4, 4] map pooled, flattened, Gemm to K classes as the rank-2
                      graph output (RKNN-VECTOR-OUTPUT: the reshape of (1,K,1,1) into [1, K])
     mapjoin:HEADS:D:N:VFIRST  conv-map attention joined back into the map: P.V through a channels-last Reshape
                      [1, H, W, heads*D] + Transpose (0,3,1,2) (MobileNetV4's MQA), or V.P^T reshaped straight
                      back (YOLO11's PSA) (RKNN-HEAD-SPLIT: the head width of the join)
+talk:HEADS:D:N:FORM:SIDE  talking-heads attention (CaiT, EfficientFormerV2): the scores' heads mixed by a
+                     1x1 Conv (FORM 0) or by a Transpose (0,2,3,1) + constant MatMul over the heads + Transpose
+                     (0,3,1,2) (FORM 1), before the Softmax (SIDE 1), after it (SIDE 2) or both (SIDE 3)
+                     (RKNN-EXMATMUL-CONV: which relayouts the heads mix costs and whom they are named after)
 Each case converts in a fresh process, FP16 and INT8, and prints the layers of the pattern (op, target,
 shapes, name); the Conv stem and tail are left out.
 """
@@ -108,6 +113,45 @@ def vop(d: int, n: int, heads: int = 1) -> Built:
         c("sc", np.float32(d**-0.5)),
     ]
     return wrap("vop", nodes, inits, cin, h, w_, heads * d)
+
+
+def talk(heads: int, d: int, n: int, form: int, side: int) -> Built:
+    """softmax(mix(Q.K^T * s)).V with q/k/v from 1x1 convs as [1, heads, N, d]; mix mixes the heads of the
+    scores [1, heads, N, N] with a 1x1 Conv (form 0) or a Transpose to heads-last, a constant MatMul over
+    the heads and the Transpose back (form 1); side 1: before the Softmax, 2: after it, 3: both."""
+    h, w_ = hw_for(n)
+    cin = 32
+    nodes = [N("Conv", ["x", f"w{t}"], [f"{t}0"], f"{t}_conv") for t in "qkv"]
+    for t in "qkv":
+        nodes += [N("Reshape", [f"{t}0", "s"], [f"{t}r"], f"{t}_rs"),
+                  N("Transpose", [f"{t}r"], [t], f"{t}_tr", perm=[0, 1, 3, 2])]
+    inits = [w(f"w{t}", (heads * d, cin, 1, 1)) for t in "qkv"] + [
+        c("s", np.array([1, heads, d, n], np.int64)),
+        c("s4", np.array([1, heads * d, h, w_], np.int64)),
+        c("sc", np.float32(d**-0.5)),
+    ]
+
+    def mix(src: str, tag: str) -> str:
+        if form == 0:
+            nodes.append(N("Conv", [src, f"wm_{tag}"], [f"{tag}_m"], f"{tag}_conv"))
+            inits.append(w(f"wm_{tag}", (heads, heads, 1, 1)))
+            return f"{tag}_m"
+        nodes.extend([N("Transpose", [src], [f"{tag}_t"], f"{tag}_tr_in", perm=[0, 2, 3, 1]),
+                      N("MatMul", [f"{tag}_t", f"wm_{tag}"], [f"{tag}_mm"], f"{tag}_matmul"),
+                      N("Transpose", [f"{tag}_mm"], [f"{tag}_m"], f"{tag}_tr_out", perm=[0, 3, 1, 2])])
+        inits.append(w(f"wm_{tag}", (heads, heads)))
+        return f"{tag}_m"
+
+    nodes += [N("Transpose", ["k"], ["kt"], "k_t", perm=[0, 1, 3, 2]),
+              N("MatMul", ["q", "kt"], ["a"], "qk"),
+              N("Mul", ["a", "sc"], ["as"], "scale")]
+    scores = mix("as", "pre") if side & 1 else "as"
+    nodes.append(N("Softmax", [scores], ["p"], "softmax", axis=-1))
+    probs = mix("p", "post") if side & 2 else "p"
+    nodes += [N("MatMul", [probs, "v"], ["o"], "pv"),
+              N("Transpose", ["o"], ["ot"], "o_tr", perm=[0, 1, 3, 2]),
+              N("Reshape", ["ot", "s4"], ["y"], "o_rs")]
+    return wrap("talk", nodes, inits, cin, h, w_, heads * d)
 
 
 def tokmean(n: int, ch: int) -> Built:
@@ -298,10 +342,10 @@ def headjoin(heads: int, d: int, n: int, dmajor: int) -> Built:
     return wrap("headjoin", nodes, inits, ch, h, w_, ch)
 
 
-def vitattn(n: int, heads: int, d: int, bias: int = 0) -> Built:
+def vitattn(n: int, heads: int, d: int, bias: int = 0, res: int = 0) -> Built:
     """Tokens [1, N, C] (a conv map flattened and transposed) -> bias Add -> qkv MatMul -> Reshape [1, N, 3, h, d]
-    -> Transpose (2, 0, 3, 1, 4) -> Split on axis 0 -> Squeeze -> softmax(Q.K^T * s).V -> Transpose (0, 2, 1, 3) ->
-    Reshape [1, N, C] -> proj MatMul -> back to the map."""
+    -> Transpose (2, 0, 3, 1, 4) -> Split on axis 0 -> Squeeze -> softmax(Q.K^T * s).V [+ Q with res 1, MViTv2's
+    residual pooling] -> Transpose (0, 2, 1, 3) -> Reshape [1, N, C] -> proj MatMul -> back to the map."""
     h, w_ = hw_for(n)
     ch = heads * d
     nodes = [
@@ -320,7 +364,8 @@ def vitattn(n: int, heads: int, d: int, bias: int = 0) -> Built:
         N("MatMul", ["q", "kt"], ["a"], "qk"),
         N("Mul", ["a", "sc"], ["as"], "scale"),
         N("Softmax", ["as"], ["p"], "softmax", axis=-1),
-        N("MatMul", ["p", "v"], ["o"], "pv"),
+        N("MatMul", ["p", "v"], ["o0" if res else "o"], "pv"),
+        *([N("Add", ["o0", "q"], ["o"], "residual")] if res else []),
         N("Transpose", ["o"], ["ot"], "o_transpose", perm=[0, 2, 1, 3]),
         N("Reshape", ["ot", "s_tok"], ["tok"], "o_join"),
         N("MatMul", ["tok", "wp"], ["pr"], "proj"),
@@ -408,7 +453,7 @@ def mu(a: int, b: int, d: int, swap: int) -> Built:
     return wrap("mu", nodes, inits, ch, h, w_, ch)
 
 
-BUILDERS: dict[str, Callable[..., Built]] = {"vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
+BUILDERS: dict[str, Callable[..., Built]] = {"talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
 
 
 def build(label: str) -> Built:

@@ -565,17 +565,18 @@ def _behind_transpose(graph: Graph, tensor: str, depth: int = 4) -> bool:
     return False
 
 
-def _softmax_side(graph: Graph, tensor: str, depth: int = 4) -> bool:
+def _softmax_side(graph: Graph, tensor: str, depth: int = 6) -> bool:
     """The tensor is attention's probability matrix: a Softmax output, possibly transposed (V @ P^T) or mixed and
     renormalised by element-wise ops (ConViT's gated sum of two softmaxes divided by its row sum) or mixed across
-    heads by a convolution (EfficientFormerV2's talking heads)."""
+    heads by a convolution (EfficientFormerV2's talking heads) or by a constant MatMul over the heads between two
+    transposes (CaiT's talking heads, `_heads_mix`)."""
     node = graph.producer(tensor)
     if node is not None and node.op_type == "Transpose":
         node = graph.producer(node.inputs[0])
     for _ in range(depth):
         if node is None or node.op_type == "Softmax":
             break
-        if node.op_type not in ("Mul", "Add", "Div", "Sub", "Conv"):
+        if node.op_type not in ("Mul", "Add", "Div", "Sub", "Conv", "Transpose") and not _const_matmul(graph, node):
             return False
         node = graph.producer(_activation_input(graph, node))
     return node is not None and node.op_type == "Softmax"
@@ -1303,12 +1304,77 @@ def _reaches(graph: Graph, tensor: str, want: Callable[[Node], bool], depth: int
     return None
 
 
+_TO_LAST, _FROM_LAST = (0, 2, 3, 1), (0, 3, 1, 2)
+
+
+def _heads_mix(graph: Graph, node: Node | None) -> bool:
+    """A constant MatMul over the heads of attention scores: [B, h, N, M] brought heads-last by a Transpose
+    (0, 2, 3, 1), multiplied by an [h, h] weight (CaiT's talking heads). The toolkit runs it as a 1x1 Conv with
+    the heads as its channel, like EfficientFormerV2's Conv."""
+    if not _const_matmul(graph, node) or node is None:
+        return False
+    before = graph.producer(node.inputs[0])
+    weight = graph.shape(node.inputs[1])
+    return (before is not None and before.op_type == "Transpose"
+            and tuple(before.attrs.get("perm") or ()) == _TO_LAST
+            and _static(weight) and len(weight) == 2 and weight[0] == weight[1])
+
+
+def _score_source(graph: Graph, tensor: str, depth: int = 4) -> Node | None:
+    """The MatMul of two activations whose result `tensor` is, through score steps (scale, bias, Softmax)."""
+    for _ in range(depth):
+        node = graph.producer(tensor)
+        if node is None:
+            return None
+        if _is_activation_matmul(graph, node):
+            return node
+        if node.op_type not in _SCORE_STEPS:
+            return None
+        tensor = _activation_input(graph, node)
+    return None
+
+
+def _heads_mix_transpose(graph: Graph, node: Node) -> str | None:
+    """A Transpose of CaiT-style talking heads that carries a relayout (probe tools/probe_rknn_rk3566.py talk):
+    the one bringing exMatMul's scores heads-last into the mixing MatMul (the relayout out of (h, N, 1, M)),
+    and the one bringing the mixed heads back when its result goes straight into a MatMul of two activations
+    (the relayout into exMatMul's form). With a Softmax between the mix and that MatMul the Softmax runs in
+    the Conv's form and the relayout after it is named after the chain's first Transpose instead."""
+    perm = tuple(node.attrs.get("perm") or ())
+    users = _data_users(graph, node.outputs[0]) if node.outputs else ()
+    if perm == _TO_LAST and len(users) == 1 and _heads_mix(graph, users[0]) \
+            and _score_source(graph, node.inputs[0]) is not None:
+        return (f"Transpose brings the heads of attention scores last for the heads-mixing MatMul "
+                f"{users[0].name}: the scores are relaid out of exMatMul's form on the CPU")
+    if perm != _FROM_LAST:
+        return None
+    source = graph.producer(node.inputs[0])
+    if source is not None and source.op_type == "Add":
+        source = graph.producer(_activation_input(graph, source))
+    if not _heads_mix(graph, source):
+        return None
+    tensor = node.outputs[0]
+    for _ in range(4):
+        users = _data_users(graph, tensor)
+        if len(users) != 1:
+            return None
+        if _is_activation_matmul(graph, users[0]):
+            return (f"Transpose brings the mixed heads back into the MatMul of two activations {users[0].name}: "
+                    "relaid into exMatMul's form on the CPU")
+        if users[0].op_type not in ("Mul", "Add", "Div", "Sub"):
+            return None
+        tensor = users[0].outputs[0]
+    return None
+
+
 def exmatmul_conv(rule: Rule, view: LayerView) -> str | None:
     """exMatMul holds its result and operands as (b, rows, 1, cols), the leading dims (heads) in the batch axis;
     a convolution over those heads (talking heads on the attention scores) needs them as its channel, so the
     toolkit relays the scores out of exMatMul's form (a layer named after the MatMul) and back into it (named
     after the Conv), both on the CPU on rk3566."""
     graph, node = view.graph, view.node
+    if node.op_type == "Transpose" and node.inputs and node.outputs:
+        return _heads_mix_transpose(graph, node)
     if _is_activation_matmul(graph, node) and node.outputs:
         conv = _reaches(graph, node.outputs[0], lambda n: n.op_type == "Conv")
         if conv is not None:
@@ -2073,8 +2139,7 @@ def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
         producer = graph.producer(node.inputs[0])
         if producer is not None and producer.op_type == "Reshape" and len(_data_users(graph, node.inputs[0])) == 1:
             return None
-        if (producer is not None and producer.op_type == "MatMul") or \
-                _activation_matmul_operand(graph, node.outputs[0]) is not None:
+        if _matmul_result(graph, node.inputs[0]) or _activation_matmul_operand(graph, node.outputs[0]) is not None:
             return None  # folded into exMatMul's operand or result layout
         if _channels_last_pair(graph, node) or _to_form_channel(graph, node):
             return None
@@ -2089,6 +2154,21 @@ def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
         return (f"{node.op_type} {list(src)} -> {list(dst)} with the Transpose after it moves data across the "
                 "channel axis")
     return _form_channel_change(view)
+
+
+def _matmul_result(graph: Graph, tensor: str, depth: int = 4) -> bool:
+    """The tensor is a MatMul's result, directly or through element-wise ops (MViTv2's residual pooling adds q to
+    P.V, CoaT adds its convolutional position term): it is still held in the MatMul's layout."""
+    for _ in range(depth):
+        node = graph.producer(tensor)
+        if node is None:
+            return False
+        if node.op_type == "MatMul":
+            return True
+        if node.op_type not in _LAYOUT_NEUTRAL:
+            return False
+        tensor = _activation_input(graph, node)
+    return False
 
 
 def _form_channel_change(view: LayerView) -> str | None:

@@ -85,6 +85,16 @@ CITED = [
     ("tv_alexnet", "rk3566", "int8", "/Flatten", True),  # 256x6x6 pixels folded into the channel axis
     ("nn_sdpa_causal_d128_h4", "rk3566", "fp16", "/proj/Add", True),  # a token output after the bias Add
     ("nn_sdpa_causal_d128_h4", "rk3566", "fp16", "/proj/MatMul", False),
+    # RKNN-EXMATMUL-CONV, CaiT's talking heads written as Transpose + constant MatMul + Transpose
+    ("timm_cait_xxs24_224", "rk3566", "fp16", "/blocks/blocks.0/attn/Transpose_2", True),
+    ("timm_cait_xxs24_224", "rk3566", "int8", "/blocks/blocks.0/attn/Transpose_5", True),
+    ("timm_cait_xxs24_224", "rk3566", "int8", "/blocks/blocks.0/attn/Transpose_3", False),
+    ("timm_cait_xxs24_224", "rk3566", "fp16", "/blocks/blocks.0/attn/Transpose_4", False),
+    ("timm_cait_xxs24_224", "rk3566", "int8", "/blocks/blocks.0/attn/Gather_2", True),  # V: 196 tokens, INT8
+    ("timm_cait_xxs24_224", "rk3566", "fp16", "/blocks/blocks.0/attn/Gather_2", False),
+    # the head join after an Add on P.V is exMatMul's layout
+    ("timm_mvitv2_tiny", "rk3566", "int8", "/stages.1/blocks.0/attn/Transpose_8", False),
+    ("timm_coat_lite_tiny", "rk3566", "fp16", "/serial_blocks1.0/factoratt_crpe/Transpose_2", False),
 ]
 
 

@@ -1139,3 +1139,81 @@ def test_a_residual_add_takes_its_token_layout_from_the_branch_on_rk3566(catalog
     for precision in ("fp16", "int8"):
         assert not on_npu(catalog, path, "rk3566", precision), precision
     assert on_npu(catalog, path, "rk3562", "int8")
+
+
+def _transpose_talking_heads(tmp_path, side, pre_perm=(0, 2, 3, 1), heads=4):
+    """CaiT's talking heads: the scores' heads mixed by Transpose (0,2,3,1) -> MatMul [h, h] -> Add -> Transpose
+    (0,3,1,2), before the Softmax (side 1), after it (side 2) or both (side 3)."""
+    nodes = [helper.make_node("MatMul", ["q", "k"], ["s"], name="qk")]
+    inits = []
+
+    def mix(src, tag):
+        nodes.extend([helper.make_node("Transpose", [src], [f"{tag}_t"], name=f"{tag}_tr_in", perm=list(pre_perm)),
+                      helper.make_node("MatMul", [f"{tag}_t", f"w_{tag}"], [f"{tag}_mm"], name=f"{tag}_matmul"),
+                      helper.make_node("Add", [f"{tag}_mm", f"b_{tag}"], [f"{tag}_b"], name=f"{tag}_bias"),
+                      helper.make_node("Transpose", [f"{tag}_b"], [f"{tag}_m"], name=f"{tag}_tr_out",
+                                       perm=[0, 3, 1, 2])])
+        inits.extend([weight(f"w_{tag}", [heads, heads]), weight(f"b_{tag}", [heads])])
+        return f"{tag}_m"
+
+    scores = mix("s", "pre") if side & 1 else "s"
+    nodes.append(helper.make_node("Softmax", [scores], ["p0"], name="softmax", axis=-1))
+    probs = mix("p0", "post") if side & 2 else "p0"
+    nodes += [helper.make_node("MatMul", [probs, "v"], ["o"], name="pv"),
+              helper.make_node("Relu", ["o"], ["y"], name="tail")]
+    return save_model(tmp_path / f"tth{side}.onnx", nodes,
+                      [value("q", [1, heads, 16, 8]), value("k", [1, heads, 8, 16]), value("v", [1, heads, 16, 8])],
+                      [value("y", None)], inits)
+
+
+# probe tools/probe_rknn_rk3566.py talk:4:32:64:1:SIDE and talk:4:32:49:1:3 (FP16 and INT8, 2026-12-01): the
+# Transpose bringing exMatMul's scores heads-last carries the CPU relayout out of (h, N, 1, N) (pre_t_tp_rs_tp#1,
+# post_t_tp_rs_tp#1); the one bringing the mixed heads back is CPU when it feeds P.V directly (post_m_tp_rs#3),
+# NPU when a Softmax follows (the relayout after the Softmax is named after the first Transpose); with both mixes
+# the scores stay in the Conv's form through the Softmax, so post_tr_in has no layer (corpus timm_cait_xxs24_224
+# Transpose_2 and Transpose_5 CPU, Transpose_3 and Transpose_4 NPU, FP16 and INT8)
+@pytest.mark.parametrize(("side", "cpu"), [
+    (3, {"pre_tr_in", "post_tr_out"}), (1, {"pre_tr_in"}), (2, {"post_tr_in", "post_tr_out"})])
+def test_talking_heads_by_transpose_and_matmul_relayout_exmatmul_scores_on_rk3566(catalog, tmp_path, side, cpu):
+    path = _transpose_talking_heads(tmp_path, side)
+    report = check_graph(load_model(path), catalog, "rk3566")
+    names = {"pre_tr_in", "pre_tr_out", "post_tr_in", "post_tr_out"} if side == 3 else \
+        ({"pre_tr_in", "pre_tr_out"} if side == 1 else {"post_tr_in", "post_tr_out"})
+    for precision in ("fp16", "int8"):
+        for name in names:
+            assert report.verdict(name).runs_on("npu", precision) is (name not in cpu), (name, precision)
+        assert report.verdict("qk").runs_on("npu", precision)
+    assert check_graph(load_model(path), catalog, "rk3588").verdict(min(cpu)).runs_on("npu", "fp16")
+
+
+def test_a_transpose_keeping_the_heads_is_no_talking_heads_relayout_on_rk3566(catalog, tmp_path):
+    # just outside: the same graph with a Transpose that does not bring the heads last (the MatMul mixes the
+    # last score axis, not the heads) is not this relayout
+    path = _transpose_talking_heads(tmp_path, 2, pre_perm=(0, 1, 3, 2), heads=16)
+    violations_ = check_graph(load_model(path), catalog, "rk3566").verdict("post_tr_in").violations
+    assert "RKNN-EXMATMUL-CONV" not in {v.rule for v in violations_}
+
+
+# probe tools/probe_rknn_rk3566.py vitattn:64:2:32:1:1 and vitattn:49:2:40:1:1 (FP16 and INT8, 2026-12-01): Q added
+# to P.V before the head join (MViTv2's residual pooling) becomes exMatMul's third input; the join Transpose
+# (0,2,1,3) and Reshape have no layer of their own, as without the Add (vitattn:64:2:32:1:0)
+@pytest.mark.parametrize("residual", [False, True])
+def test_a_head_join_after_a_residual_add_on_pv_folds_on_rk3566(catalog, tmp_path, residual):
+    nodes = [helper.make_node("MatMul", ["p", "v"], ["o0" if residual else "o"], name="pv"),
+             *([helper.make_node("Add", ["o0", "q"], ["o"], name="res")] if residual else []),
+             helper.make_node("Transpose", ["o"], ["ot"], name="n", perm=[0, 2, 1, 3]),
+             helper.make_node("Reshape", ["ot", "s"], ["j"], name="join"),
+             helper.make_node("MatMul", ["j", "w"], ["y"], name="proj")]
+    path = save_model(tmp_path / f"rj{int(residual)}.onnx", nodes,
+                      [value("p", [1, 2, 49, 49]), value("v", [1, 2, 49, 40]), value("q", [1, 2, 49, 40])],
+                      [value("y", None)], [const("s", np.array([1, 49, 80], np.int64)), weight("w", [80, 80])])
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision), precision
+
+
+def test_a_transpose_of_a_map_after_an_add_still_moves_data_on_rk3566(catalog, tmp_path):
+    # just outside: the same (0,2,1,3) after an Add of two maps (no MatMul behind it) is a gather
+    nodes = [helper.make_node("Add", ["a", "a"], ["s"], name="add"),
+             helper.make_node("Transpose", ["s"], ["b"], name="n", perm=[0, 2, 1, 3])]
+    path = _inner(tmp_path, nodes, [1, 8, 4, 4])
+    assert not on_npu(catalog, path, "rk3566")
