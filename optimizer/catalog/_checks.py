@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeGuard
 
+from optimizer.catalog._layout import in_identity_run
+
 if TYPE_CHECKING:
     from optimizer.catalog._schema import Family, Rule, Target
     from optimizer.ir import Graph, Node
@@ -2628,7 +2630,10 @@ def _reorders(graph: Graph, node: Node) -> bool:
 
 
 def _moves_alone(view: LayerView, params: Mapping[str, Any]) -> str | None:
-    """The verdict a layout op gets on its own (before the chain it sits in is merged)."""
+    """The verdict a layout op gets on its own (before the chain it sits in is merged); none inside a stretch
+    of layout ops that composes to a reshape keeping the channel (`in_identity_run`)."""
+    if in_identity_run(view.graph, view.node):
+        return None
     for condition in _ALONE:
         reason = condition(view, params)
         if reason is not None:
@@ -2668,7 +2673,8 @@ def _chain_moves_after(view: LayerView, params: Mapping[str, Any], limit: int = 
                 continue
             seen.add(user.name)
             member = _member_view(view, user)
-            reason = _moves_alone(member, params) if user.op_type == "Transpose" else _form_channel_change(member)
+            reason = _moves_alone(member, params) if user.op_type == "Transpose" else \
+                None if in_identity_run(graph, user) else _form_channel_change(member)
             if reason is not None:
                 return f"{user.op_type} {user.name}: {reason}"
             frontier.append(user)
@@ -2680,6 +2686,8 @@ def _layout_chain(view: LayerView, params: Mapping[str, Any]) -> str | None:
     Gather/Split) and lowers it once, from its first op that moves data: a later member has no layer of its
     own (NPU), and the first mover carries the move of the whole chain, so it is CPU when any later member
     would move data across the channel on its own."""
+    if in_identity_run(view.graph, view.node):
+        return None
     if _chain_mover_before(view, params) is not None:
         return None
     if view.node.op_type in _RESHAPES and _next_reshape(view.graph, view.node) is not None:
