@@ -29,6 +29,13 @@ talk:HEADS:D:N:FORM:SIDE  talking-heads attention (CaiT, EfficientFormerV2): the
                      1x1 Conv (FORM 0) or by a Transpose (0,2,3,1) + constant MatMul over the heads + Transpose
                      (0,3,1,2) (FORM 1), before the Softmax (SIDE 1), after it (SIDE 2) or both (SIDE 3)
                      (RKNN-EXMATMUL-CONV: which relayouts the heads mix costs and whom they are named after)
+bilstm:H:W:C:HID:SWAP  Sequencer2D's bidirectional LSTM over the rows of a [1, C, H, W] map made channels-last
+                     (batch W); SWAP 1 runs it over the columns by swapping H and W with (0,2,1,3) + Reshape +
+                     (1,0,2) and back (layout runs that compose to a reshape; the direction join Transpose
+                     (0,2,1,3) + Reshape of Y [seq, 2, batch, HID])
+winpart:NH:NW:WS:C:FLAT  Swin's window partition of a [1, C, NH*WS, NW*WS] map made channels-last: Reshape
+                     [1, NH, WS, NW, WS, C] -> Transpose (0,1,3,2,4,5) -> Reshape [NH*NW, WS, WS, C] (FLAT 1: and
+                     Reshape [NH*NW, WS*WS, C] tokens) -> token MatMul -> the reverse back to the map
 Each case converts in a fresh process, FP16 and INT8, and prints the layers of the pattern (op, target,
 shapes, name); the Conv stem and tail are left out.
 """
@@ -152,6 +159,59 @@ def talk(heads: int, d: int, n: int, form: int, side: int) -> Built:
               N("Transpose", ["o"], ["ot"], "o_tr", perm=[0, 1, 3, 2]),
               N("Reshape", ["ot", "s4"], ["y"], "o_rs")]
     return wrap("talk", nodes, inits, cin, h, w_, heads * d)
+
+
+def bilstm(h: int, w_: int, ch: int, hid: int, swap: int) -> Built:
+    """[1, C, H, W] -> (0,2,3,1) -> [1, H, W, C] -> [H, W, C] (SWAP 1: (0,2,1,3) -> [W, H, C] -> (1,0,2) -> back
+    to [H, W, C] in memory order) -> bidirectional LSTM (seq H, batch W) -> Y [H, 2, W, HID] -> (0,2,1,3) ->
+    Reshape [H, W, 2*HID] (SWAP 1: the swaps undone the same way) -> [1, H, W, 2*HID] -> (0,3,1,2) -> map."""
+    nodes = [N("Transpose", ["x"], ["xl"], "to_last", perm=[0, 2, 3, 1])]
+    if swap:
+        nodes += [N("Transpose", ["xl"], ["xs"], "swap_in", perm=[0, 2, 1, 3]),
+                  N("Reshape", ["xs", "s_wh"], ["xr"], "seq_reshape"),
+                  N("Transpose", ["xr"], ["seq"], "seq_first", perm=[1, 0, 2])]
+    else:
+        nodes += [N("Reshape", ["xl", "s_hw"], ["seq"], "seq_reshape")]
+    nodes += [N("LSTM", ["seq", "wl", "rl", "bl"], ["yl"], "lstm", direction="bidirectional", hidden_size=hid),
+              N("Transpose", ["yl"], ["yt"], "join_transpose", perm=[0, 2, 1, 3]),
+              N("Reshape", ["yt", "s_join"], ["yj"], "join_reshape")]
+    if swap:
+        nodes += [N("Transpose", ["yj"], ["ys"], "seq_back", perm=[1, 0, 2]),
+                  N("Reshape", ["ys", "s_map_wh"], ["ym"], "map_reshape"),
+                  N("Transpose", ["ym"], ["yl4"], "swap_out", perm=[0, 2, 1, 3])]
+    else:
+        nodes += [N("Reshape", ["yj", "s_map"], ["yl4"], "map_reshape")]
+    nodes += [N("Transpose", ["yl4"], ["y"], "to_first", perm=[0, 3, 1, 2])]
+    inits = [w("wl", (2, 4 * hid, ch)), w("rl", (2, 4 * hid, hid)), w("bl", (2, 8 * hid)),
+             c("s_hw", np.array([h, w_, ch], np.int64)), c("s_wh", np.array([w_, h, ch], np.int64)),
+             c("s_join", np.array([h, w_, 2 * hid], np.int64)), c("s_map", np.array([1, h, w_, 2 * hid], np.int64)),
+             c("s_map_wh", np.array([1, w_, h, 2 * hid], np.int64))]
+    return wrap("bilstm", nodes, inits, ch, h, w_, 2 * hid)
+
+
+def winpart(nh: int, nw: int, ws: int, ch: int, flat: int) -> Built:
+    """[1, C, H, W] -> (0,2,3,1) -> [1, NH, WS, NW, WS, C] -> (0,1,3,2,4,5) -> [B, WS, WS, C] (-> [B, WS*WS, C])
+    -> MatMul [C, C] -> the window reverse -> (0,3,1,2) -> map."""
+    b, h, w_ = nh * nw, nh * ws, nw * ws
+    win = [b, ws * ws, ch] if flat else [b, ws, ws, ch]
+    nodes = [N("Transpose", ["x"], ["xl"], "to_last", perm=[0, 2, 3, 1]),
+             N("Reshape", ["xl", "s6"], ["x6"], "part_reshape"),
+             N("Transpose", ["x6"], ["xt"], "part_transpose", perm=[0, 1, 3, 2, 4, 5]),
+             N("Reshape", ["xt", "s_win"], ["xw"], "part_windows")]
+    tokens = "xw"
+    if flat:
+        nodes.append(N("Reshape", ["xw", "s_tok"], ["xf"], "part_tokens"))
+        tokens = "xf"
+    nodes += [N("MatMul", [tokens, "wm"], ["m"], "token_matmul"),
+              N("Reshape", ["m", "s_back6"], ["m6"], "rev_reshape"),
+              N("Transpose", ["m6"], ["mt"], "rev_transpose", perm=[0, 1, 3, 2, 4, 5]),
+              N("Reshape", ["mt", "s_map"], ["ml"], "rev_map"),
+              N("Transpose", ["ml"], ["y"], "to_first", perm=[0, 3, 1, 2])]
+    inits = [w("wm", (ch, ch)), c("s6", np.array([1, nh, ws, nw, ws, ch], np.int64)),
+             c("s_win", np.array([b, ws, ws, ch], np.int64)), c("s_tok", np.array([b, ws * ws, ch], np.int64)),
+             c("s_back6", np.array([1, nh, nw, ws, ws, ch], np.int64)), c("s_map", np.array([1, h, w_, ch], np.int64))]
+    del win
+    return wrap("winpart", nodes, inits, ch, h, w_, ch)
 
 
 def tokmean(n: int, ch: int) -> Built:
@@ -453,7 +513,7 @@ def mu(a: int, b: int, d: int, swap: int) -> Built:
     return wrap("mu", nodes, inits, ch, h, w_, ch)
 
 
-BUILDERS: dict[str, Callable[..., Built]] = {"talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
+BUILDERS: dict[str, Callable[..., Built]] = {"winpart": winpart, "bilstm": bilstm, "talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
 
 
 def build(label: str) -> Built:

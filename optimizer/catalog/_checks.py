@@ -2143,7 +2143,7 @@ def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
             return None
         if _matmul_result(graph, node.inputs[0]) or _activation_matmul_operand(graph, node.outputs[0]) is not None:
             return None  # folded into exMatMul's operand or result layout
-        if _channels_last_pair(graph, node) or _to_form_channel(graph, node):
+        if _channels_last_pair(graph, node) or _to_form_channel(graph, node) or _direction_join(graph, node):
             return None
         if _moving_transpose(graph, node):
             perm = list(view.attr("perm") or ())
@@ -2156,6 +2156,20 @@ def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
         return (f"{node.op_type} {list(src)} -> {list(dst)} with the Transpose after it moves data across the "
                 "channel axis")
     return _form_channel_change(view)
+
+
+def _direction_join(graph: Graph, node: Node) -> bool:
+    """The Transpose (0, 2, 1, 3) of a bidirectional LSTM/GRU's Y [seq, 2, batch, hidden] followed by the
+    Reshape merging the directions into [seq, batch, 2*hidden], as torch exports it: exLSTM/exGRU write that
+    joined form themselves, at any batch."""
+    producer = graph.producer(node.inputs[0])
+    shape = graph.shape(node.inputs[0])
+    if (producer is None or producer.op_type not in ("LSTM", "GRU") or producer.outputs[0] != node.inputs[0]
+            or tuple(node.attrs.get("perm") or ()) != (0, 2, 1, 3) or not _static(shape) or shape[1] != 2):
+        return False
+    user = _only_user(graph, node.outputs[0])
+    out = graph.shape(user.outputs[0]) if user is not None and user.op_type == "Reshape" else None
+    return _static(out) and tuple(out) == (shape[0], shape[2], 2 * shape[3])
 
 
 def _matmul_result(graph: Graph, tensor: str, depth: int = 4) -> bool:

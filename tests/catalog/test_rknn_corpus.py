@@ -95,6 +95,11 @@ CITED = [
     # the head join after an Add on P.V is exMatMul's layout
     ("timm_mvitv2_tiny", "rk3566", "int8", "/stages.1/blocks.0/attn/Transpose_8", False),
     ("timm_coat_lite_tiny", "rk3566", "fp16", "/serial_blocks1.0/factoratt_crpe/Transpose_2", False),
+    # layout runs composing to a reshape, and the LSTM direction join (Sequencer2D)
+    ("timm_sequencer2d_s", "rk3566", "int8", "/stages/stages.0/blocks/blocks.0/rnn_tokens/Transpose", False),
+    ("timm_sequencer2d_s", "rk3566", "fp16", "/stages/stages.0/blocks/blocks.0/rnn_tokens/rnn_v/Transpose", False),
+    ("timm_sequencer2d_s", "rk3566", "fp16", "/stages/stages.0/blocks/blocks.0/rnn_tokens/rnn_h/Transpose_1", False),
+    ("timm_sequencer2d_s", "rk3566", "int8", "/stages/stages.0/blocks/blocks.0/rnn_tokens/rnn_h/Transpose", True),
 ]
 
 

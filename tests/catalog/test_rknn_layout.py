@@ -1217,3 +1217,45 @@ def test_a_transpose_of_a_map_after_an_add_still_moves_data_on_rk3566(catalog, t
              helper.make_node("Transpose", ["s"], ["b"], name="n", perm=[0, 2, 1, 3])]
     path = _inner(tmp_path, nodes, [1, 8, 4, 4])
     assert not on_npu(catalog, path, "rk3566")
+
+
+# probe tools/probe_rknn_rk3566.py bilstm:8:8:32:16:1 (FP16 and INT8, 2026-12-01): (0,2,1,3) + Reshape + (1,0,2)
+# swap H and W of [1, H, W, C] twice, composing to a reshape: none of them has a layer (corpus timm_sequencer2d_s
+# rnn_tokens/Transpose and rnn_v/Transpose: NPU, FP16 and INT8)
+@pytest.mark.parametrize("swap_back", [True, False])
+def test_a_layout_run_composing_to_a_reshape_lowers_to_nothing_on_rk3566(catalog, tmp_path, swap_back):
+    nodes = [helper.make_node("Transpose", ["a"], ["t"], name="n", perm=[0, 2, 1, 3]),
+             helper.make_node("Reshape", ["t", "s"], ["r" if swap_back else "b"], name="r"),
+             *([helper.make_node("Transpose", ["r"], ["b"], name="back", perm=[1, 0, 2])] if swap_back else [])]
+    path = _inner(tmp_path, nodes, [1, 8, 6, 16], [const("s", np.array([6, 8, 16], np.int64))])
+    report = check_graph(load_model(path), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        assert report.verdict("n").runs_on("npu", precision) is swap_back, precision
+        if swap_back:
+            assert report.verdict("back").runs_on("npu", precision)
+
+
+def _bilstm(tmp_path, batch, lstm=True):
+    """Y [seq, 2, batch, hidden] of a bidirectional LSTM (or a Relu of the same shape) -> Transpose (0,2,1,3) ->
+    Reshape [seq, batch, 2*hidden]: torch's direction join."""
+    seq, hidden = 8, 16
+    first = helper.make_node("LSTM", ["x", "w", "r"], ["y0"], name="lstm", direction="bidirectional",
+                             hidden_size=hidden) if lstm else helper.make_node("Relu", ["x"], ["y0"], name="lstm")
+    nodes = [first,
+             helper.make_node("Transpose", ["y0"], ["t"], name="n", perm=[0, 2, 1, 3]),
+             helper.make_node("Reshape", ["t", "s"], ["j"], name="join"),
+             helper.make_node("Relu", ["j"], ["y"], name="tail")]
+    x = [seq, batch, 32] if lstm else [seq, 2, batch, hidden]
+    return save_model(tmp_path / f"bl{batch}{int(lstm)}.onnx", nodes, [value("x", x)], [value("y", None)],
+                      [weight("w", [2, 4 * hidden, 32]), weight("r", [2, 4 * hidden, hidden]),
+                       const("s", np.array([seq, batch, 2 * hidden], np.int64))])
+
+
+# probe tools/probe_rknn_rk3566.py bilstm:8:8:32:16:0 and bilstm:8:1:32:16:0 (FP16 and INT8, 2026-12-01): exLSTM
+# writes Y as (seq, 2, batch, hidden) and the join Transpose has no layer of its own at batch 8 or 1 (corpus
+# timm_sequencer2d_s rnn_h/Transpose_1 at batch 32 and 16: NPU)
+@pytest.mark.parametrize(("batch", "lstm", "cpu"), [(4, True, False), (1, True, False), (4, False, True)])
+def test_the_direction_join_of_a_bidirectional_lstm_is_exlstm_s_own_on_rk3566(catalog, tmp_path, batch, lstm, cpu):
+    path = _bilstm(tmp_path, batch, lstm)
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision) is not cpu, precision
