@@ -1390,6 +1390,85 @@ def exmatmul_conv(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
+_WINDOW_PERM = (0, 1, 3, 2, 4, 5)
+_RUN_RESHAPES = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze"})
+
+
+def _window_windows(graph: Graph, transpose: Node) -> tuple[bool, int] | None:
+    """(is a partition, window count) for a 2-D window Transpose (0, 1, 3, 2, 4, 5): a partition takes
+    [b, nH, wh, nW, ww, C] split from a map [b, H, W, C]; a reverse takes [b, nH, nW, wh, ww, C] split from
+    windows [b*nH*nW, ...] in the batch."""
+    src = graph.shape(transpose.inputs[0]) if transpose.inputs else None
+    if transpose.op_type != "Transpose" or tuple(transpose.attrs.get("perm") or ()) != _WINDOW_PERM \
+            or not _static(src) or len(src) != 6:
+        return None
+    split = graph.producer(transpose.inputs[0])
+    before = graph.shape(split.inputs[0]) if split is not None and split.op_type == "Reshape" else None
+    if not _static(before) or not before:
+        return None
+    if len(before) == 4 and tuple(before[:3]) == (src[0], src[1] * src[2], src[3] * src[4]):
+        return True, int(src[1] * src[3])
+    if int(before[0]) == src[0] * src[1] * src[2]:
+        return False, int(src[1] * src[2])
+    return None
+
+
+def _window_tokens_out(graph: Graph, transpose: Node | None, node: Node) -> bool:
+    """`node` makes rank-3 windowed tokens [b*nH*nW, wh*ww, C] out of the partition `transpose`'s
+    [b, nH, wh, nW, ww, C] (windows in the batch axis, as Swin's attention takes them)."""
+    src = graph.shape(transpose.inputs[0]) if transpose is not None else None
+    out = graph.shape(node.outputs[0]) if node.outputs else None
+    return (_static(src) and _static(out) and len(src) == 6 and len(out) == 3
+            and tuple(out) == (src[0] * src[1] * src[3], src[2] * src[4], src[5]))
+
+
+def window_tokens(rule: Rule, view: LayerView) -> str | None:
+    """A 2-D window partition runs as exWindow on the NPU, which leaves the windows inside the pixels,
+    (C, 1, B, N); making them the batch of windowed tokens [B, N, C] (B > 1) is a relayout on the CPU, named
+    after the last reshape of the partition's layout run; the window reverse needs the tokens back in that
+    form, a relayout named after the op that makes them (probe tools/probe_rknn_rk3566.py winpart)."""
+    graph, node = view.graph, view.node
+    if node.op_type in _RUN_RESHAPES and node.inputs:
+        users = _data_users(graph, node.outputs[0]) if node.outputs else ()
+        if len(users) == 1 and users[0].op_type in _RUN_RESHAPES:
+            return None  # not the last reshape of the run
+        tensor, transpose = node.inputs[0], None
+        for _ in range(4):
+            producer = graph.producer(tensor)
+            if producer is None or len(_data_users(graph, tensor)) != 1:
+                break
+            if producer.op_type == "Transpose":
+                transpose = producer
+                break
+            if producer.op_type not in _RUN_RESHAPES:
+                break
+            tensor = producer.inputs[0]
+        found = _window_windows(graph, transpose) if transpose is not None else None
+        if found is not None and found[0] and found[1] > 1 and _window_tokens_out(graph, transpose, node):
+            return (f"{node.op_type} makes the {found[1]} windows of the 2-D window partition {transpose.name} "  # type: ignore[union-attr]
+                    "the batch of windowed tokens: a relayout out of exWindow's form on the CPU")
+        return None
+    shape = graph.shape(node.outputs[0]) if node.outputs else None
+    if node.op_type in _LAYOUT_ONLY or not _static(shape) or len(shape) != 3:
+        return None  # the reverse takes rank-3 windowed tokens [B, N, C]
+    tensor = node.outputs[0]
+    for _ in range(4):
+        users = _data_users(graph, tensor)
+        if len(users) != 1:
+            return None
+        user = users[0]
+        if user.op_type == "Transpose":
+            found = _window_windows(graph, user)
+            if found is not None and not found[0] and found[1] > 1:
+                return (f"makes the windowed tokens the window reverse {user.name} takes: relaid into exWindow's "
+                        "form on the CPU")
+            return None
+        if user.op_type not in _RUN_RESHAPES:
+            return None
+        tensor = user.outputs[0]
+    return None
+
+
 def sdpa_channels(graph: Graph, node: Node) -> tuple[int, int] | None:
     """(query channel, value channel) when `node` is the P.V MatMul of an attention, softmax(Q.K^T [* s]).V,
     the pattern the toolkit fuses into exSDPAttention; the channel is the last (per-head) dim of Q and V."""
@@ -1771,6 +1850,7 @@ CHECKS: Mapping[str, Check] = {
     "channel_scatter": channel_scatter,
     "reduce_relayout": reduce_relayout,
     "exmatmul_conv": exmatmul_conv,
+    "window_tokens": window_tokens,
     "sdpa_kv_broadcast": sdpa_kv_broadcast,
     "width_split": width_split,
     "level_rows": level_rows,

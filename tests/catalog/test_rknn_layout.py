@@ -1259,3 +1259,55 @@ def test_the_direction_join_of_a_bidirectional_lstm_is_exlstm_s_own_on_rk3566(ca
     path = _bilstm(tmp_path, batch, lstm)
     for precision in ("fp16", "int8"):
         assert on_npu(catalog, path, "rk3566", precision) is not cpu, precision
+
+
+def _window_partition(tmp_path, n, ws=7, ch=64, flat=True):
+    """Swin's window partition of channels-last tokens [1, n*ws, n*ws, C] (made by a MatMul, as Swin's by its
+    LayerNorm) into n*n windows, a token MatMul (+ bias), the reverse."""
+    b, side = n * n, n * ws
+    nodes = [helper.make_node("MatMul", ["x", "wx"], ["xm"], name="embed"),
+             helper.make_node("Reshape", ["xm", "s6"], ["x6"], name="part_reshape"),
+             helper.make_node("Transpose", ["x6"], ["xt"], name="part_transpose", perm=[0, 1, 3, 2, 4, 5]),
+             helper.make_node("Reshape", ["xt", "s_win"], ["xw"], name="part_windows")]
+    tokens = "xw"
+    if flat:
+        nodes.append(helper.make_node("Reshape", ["xw", "s_tok"], ["xf"], name="part_tokens"))
+        tokens = "xf"
+    nodes += [helper.make_node("MatMul", [tokens, "wm"], ["m0"], name="token_matmul"),
+              helper.make_node("Add", ["m0", "bm"], ["m"], name="bias"),
+              helper.make_node("Reshape", ["m", "s_back6"], ["m6"], name="rev_reshape"),
+              helper.make_node("Transpose", ["m6"], ["mt"], name="rev_transpose", perm=[0, 1, 3, 2, 4, 5]),
+              helper.make_node("Reshape", ["mt", "s_map"], ["ml"], name="rev_map"),
+              helper.make_node("Relu", ["ml"], ["y"], name="tail")]
+    inits = [weight("wx", [ch, ch]), weight("wm", [ch, ch]), weight("bm", [ch]),
+             const("s6", np.array([1, n, ws, n, ws, ch], np.int64)),
+             const("s_win", np.array([b, ws, ws, ch], np.int64)), const("s_tok", np.array([b, ws * ws, ch], np.int64)),
+             const("s_back6", np.array([1, n, n, ws, ws, ch], np.int64)),
+             const("s_map", np.array([1, side, side, ch], np.int64))]
+    return save_model(tmp_path / f"wp{n}{ws}{int(flat)}.onnx", nodes, [value("x", [1, side, side, ch])],
+                      [value("y", None)], inits)
+
+
+# probe tools/probe_rknn_rk3566.py winpart:2:2:7:64:1, winpart:2:2:8:64:1 and winpart:1:1:7:64:1 (FP16 and INT8,
+# 2026-12-01): with 4 windows the Reshape into tokens (xf_rs) and the token op before the reverse (m_rs_tp) carry
+# CPU relayouts out of and back into exWindow's form, at window size 7 or 8; with one window there is no layer
+@pytest.mark.parametrize(("n", "ws", "cpu"), [(2, 7, True), (2, 8, True), (1, 7, False)])
+def test_windowed_tokens_of_a_window_partition_are_relaid_out_on_rk3566(catalog, tmp_path, n, ws, cpu):
+    path = _window_partition(tmp_path, n, ws)
+    report = check_graph(load_model(path), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        for name in ("part_tokens", "bias"):
+            assert report.verdict(name).runs_on("npu", precision) is not cpu, (name, precision)
+            if cpu:
+                assert "RKNN-WINDOW-TOKENS" in {v.rule for v in report.verdict(name).violations}
+        for name in ("part_reshape", "part_transpose", "part_windows", "rev_reshape", "rev_transpose"):
+            assert report.verdict(name).runs_on("npu", precision), (name, precision)
+    assert check_graph(load_model(path), catalog, "rk3588").verdict("part_tokens").runs_on("npu", "int8")
+
+
+def test_rank4_windows_are_no_windowed_tokens_on_rk3566(catalog, tmp_path):
+    # just outside: windows kept as [B, ws, ws, C] (MaxViT: corpus timm_maxvit_rmlp_pico_rw_256 attn_block/Reshape_1
+    # and attn/proj/Add, no layer of their own in FP16 and INT8) are not made tokens by the partition
+    report = check_graph(load_model(_window_partition(tmp_path, 2, flat=False)), catalog, "rk3566")
+    for name in ("part_windows", "bias"):
+        assert "RKNN-WINDOW-TOKENS" not in {v.rule for v in report.verdict(name).violations}
