@@ -197,9 +197,9 @@ def winpart(nh: int, nw: int, ws: int, ch: int, flat: int) -> Built:
     nodes = [N("Transpose", ["x"], ["xl"], "to_last", perm=[0, 2, 3, 1]),
              N("Reshape", ["xl", "s6"], ["x6"], "part_reshape"),
              N("Transpose", ["x6"], ["xt"], "part_transpose", perm=[0, 1, 3, 2, 4, 5]),
-             N("Reshape", ["xt", "s_win"], ["xw"], "part_windows")]
+             N("Reshape", ["xt", "s_tok" if flat == 2 else "s_win"], ["xw"], "part_windows")]
     tokens = "xw"
-    if flat:
+    if flat == 1:
         nodes.append(N("Reshape", ["xw", "s_tok"], ["xf"], "part_tokens"))
         tokens = "xf"
     nodes += [N("MatMul", [tokens, "wm"], ["m"], "token_matmul"),

@@ -1016,7 +1016,7 @@ def vector_output(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
-def _windowed_head_reshape(graph: Graph, node: Node | None) -> bool:
+def _windowed_head_reshape(graph: Graph, node: Node | None, relaid: bool = True) -> bool:
     """A Reshape splitting the channel of windowed tokens [B, N, C] (B > 1: the windows ride in the batch axis)
     into heads, [B, N, (3,) heads, d], for a Transpose that brings the heads before the tokens."""
     if node is None or node.op_type != "Reshape" or not node.outputs:
@@ -1028,21 +1028,31 @@ def _windowed_head_reshape(graph: Graph, node: Node | None) -> bool:
         return False
     users = _data_users(graph, node.outputs[0])
     return (len(users) == 1 and users[0].op_type in ("Transpose", "Split")
-            and _windows_in_tokens(graph, node.inputs[0]))
+            and _windows_in_tokens(graph, node.inputs[0], relaid=relaid))
 
 
-def _windows_in_tokens(graph: Graph, tensor: str, depth: int = 16) -> bool:
+def _windows_in_tokens(graph: Graph, tensor: str, depth: int = 16, relaid: bool = True) -> bool:
     """The windows in the batch axis of `tensor` [B, N, C] were cut out without moving data (a Reshape of the
     token axis or of a map made channels-last by (0, 2, 3, 1), or a 2-D window partition, exWindow), so the
     toolkit still holds them inside the token axis, (1, C, B, N). Windows brought into the batch by a 4-D
     Transpose that moves data (MobileViT's unfold, a CPU relayout) are a plain batch instead, and its head split
-    folds."""
+    folds. With `relaid`, so are windows a 2-D partition made [B, ws, ws, C] and then rank-3 tokens
+    (RKNN-WINDOW-TOKENS relays them into the batch): their head Transpose and Q/K then fold as in a plain batch
+    (corpus timm_swin_tiny_patch4_window7_224, timm_davit_tiny, timm_gcvit_xxtiny attn/Transpose, Mul,
+    Transpose_1: no layer; the head split Reshape keeps its CPU layer). A partition reshaped straight into the
+    tokens keeps the heads' relayouts (corpus nn_window_attention_pad_roll, timm_tiny_vit_5m_224)."""
     for _ in range(depth):
         node = graph.producer(tensor)
         if node is None:
             return False
         if node.op_type == "Reshape":
             src = graph.shape(node.inputs[0])
+            windows = graph.producer(node.inputs[0])
+            window = graph.producer(windows.inputs[0]) if windows is not None and windows.op_type == "Reshape" \
+                else None
+            if relaid and window is not None and window.op_type == "Transpose" \
+                    and _window_tokens_out(graph, window, node):
+                return False  # RKNN-WINDOW-TOKENS relaid the windows into the batch
             if _static(src) and src and src[0] == 1:
                 before = graph.producer(node.inputs[0])
                 return not (before is not None and _moving_transpose(graph, before)
@@ -1094,7 +1104,7 @@ def window_heads(rule: Rule, view: LayerView) -> str | None:
     then need a transpose into exMatMul's [b, K, 1, m] form (V does not), which runs on the NPU only when both
     of their last two dims are whole 8-byte groups (`align`: 4 FP16, 8 INT8)."""
     node, graph = view.node, view.graph
-    if _windowed_head_reshape(graph, node):
+    if _windowed_head_reshape(graph, node, relaid=False):
         return (f"Reshape splits windowed tokens {list(view.in_shape() or ())} into heads; with the windows in the "
                 "batch axis the head split moves data (a CPU Reshape and Transpose)")
     if node.op_type == "Transpose" and _windowed_head_reshape(graph, graph.producer(node.inputs[0])):

@@ -105,6 +105,9 @@ CITED = [
     ("timm_swin_tiny_patch4_window7_224", "rk3566", "int8", "/layers/layers.1/blocks/blocks.0/attn/proj/Add", True),
     ("timm_tiny_vit_5m_224", "rk3566", "fp16", "/stages/stages.1/blocks/blocks.0/attn/Reshape", True),
     ("timm_maxvit_rmlp_pico_rw_256", "rk3566", "int8", "/stages/stages.2/blocks/blocks.0/attn_block/Reshape_1", False),
+    ("timm_swin_tiny_patch4_window7_224", "rk3566", "fp16", "/layers/layers.1/blocks/blocks.0/attn/Transpose", False),
+    ("timm_swin_tiny_patch4_window7_224", "rk3566", "int8", "/layers/layers.1/blocks/blocks.0/attn/Reshape", True),
+    ("timm_swin_tiny_patch4_window7_224", "rk3566", "fp16", "/layers/layers.1/blocks/blocks.0/attn/Split", True),
 ]
 
 

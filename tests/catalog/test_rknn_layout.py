@@ -1311,3 +1311,47 @@ def test_rank4_windows_are_no_windowed_tokens_on_rk3566(catalog, tmp_path):
     report = check_graph(load_model(_window_partition(tmp_path, 2, flat=False)), catalog, "rk3566")
     for name in ("part_windows", "bias"):
         assert "RKNN-WINDOW-TOKENS" not in {v.rule for v in report.verdict(name).violations}
+
+
+def _partitioned_attention(tmp_path, intermediate):
+    """Windowed attention on 4 windows of 49 tokens cut by a 2-D window partition of channels-last tokens, through
+    [4, 7, 7, C] (Swin) or straight into [4, 49, C] (TinyViT)."""
+    ch, heads, dim = 32, 2, 16
+    nodes = [helper.make_node("MatMul", ["x", "wx"], ["xm"], name="embed"),
+             helper.make_node("Reshape", ["xm", "s6"], ["x6"], name="part_reshape"),
+             helper.make_node("Transpose", ["x6"], ["xt"], name="part_transpose", perm=[0, 1, 3, 2, 4, 5])]
+    if intermediate:
+        nodes += [helper.make_node("Reshape", ["xt", "s_win"], ["xw"], name="part_windows"),
+                  helper.make_node("Reshape", ["xw", "s3"], ["t"], name="to_windows")]
+    else:
+        nodes += [helper.make_node("Reshape", ["xt", "s3"], ["t"], name="to_windows")]
+    nodes += [helper.make_node("MatMul", ["t", "wqkv"], ["qkv"], name="qkv_mm"),
+              helper.make_node("Reshape", ["qkv", "s5"], ["qkv5"], name="qkv_reshape"),
+              helper.make_node("Transpose", ["qkv5"], ["qkvt"], name="qkv_transpose", perm=[2, 0, 3, 1, 4]),
+              helper.make_node("Split", ["qkvt", "ones"], ["q1", "k1", "v1"], name="split", axis=0)]
+    nodes += [helper.make_node("Squeeze", [f"{t}1", "ax0"], [t], name=f"{t}_squeeze") for t in "qkv"]
+    nodes += [helper.make_node("Transpose", ["k"], ["kt"], name="k_transpose", perm=[0, 1, 3, 2]),
+              helper.make_node("MatMul", ["q", "kt"], ["s"], name="qk"),
+              helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1),
+              helper.make_node("MatMul", ["p", "v"], ["o"], name="pv"),
+              helper.make_node("Relu", ["o"], ["y"], name="tail")]
+    inits = [weight("wx", [ch, ch]), weight("wqkv", [ch, 3 * ch]),
+             const("s6", np.array([1, 2, 7, 2, 7, ch], np.int64)), const("s_win", np.array([4, 7, 7, ch], np.int64)),
+             const("s3", np.array([4, 49, ch], np.int64)), const("s5", np.array([4, 49, 3, heads, dim], np.int64)),
+             const("ones", np.array([1, 1, 1], np.int64)), const("ax0", np.array([0], np.int64))]
+    return save_model(tmp_path / f"pa{int(intermediate)}.onnx", nodes, [value("x", [1, 14, 14, ch])],
+                      [value("y", None)], inits, opset=13)
+
+
+# corpus timm_swin_tiny_patch4_window7_224, timm_davit_tiny, timm_gcvit_xxtiny (partition through [B, 7, 7, C],
+# relaid into the batch by RKNN-WINDOW-TOKENS): attn/Reshape CPU, attn/Transpose and the Q/K operands (49 tokens)
+# no layer, FP16 and INT8; straight into the tokens (nn_window_attention_pad_roll, timm_tiny_vit_5m_224) the head
+# Transpose and Q/K stay CPU (RKNN-WINDOW-HEADS)
+@pytest.mark.parametrize("intermediate", [True, False])
+def test_windows_relaid_into_the_batch_fold_their_head_transpose_on_rk3566(catalog, tmp_path, intermediate):
+    report = check_graph(load_model(_partitioned_attention(tmp_path, intermediate)), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        assert not report.verdict("to_windows").runs_on("npu", precision)  # RKNN-WINDOW-TOKENS either way
+        assert not report.verdict("qkv_reshape").runs_on("npu", precision)
+        assert report.verdict("qkv_transpose").runs_on("npu", precision) is intermediate, precision
+        assert report.verdict("q_squeeze").runs_on("npu", precision) is intermediate, precision
