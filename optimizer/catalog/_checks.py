@@ -1401,13 +1401,15 @@ def exmatmul_conv(rule: Rule, view: LayerView) -> str | None:
 
 
 _WINDOW_PERM = (0, 1, 3, 2, 4, 5)
+_REVERSE_BY_OP = 16  # probe winpart: the reverse's relayout is named after the token op with 4, 9, 16 windows, not 25
 _RUN_RESHAPES = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze"})
 
 
 def _window_windows(graph: Graph, transpose: Node) -> tuple[bool, int] | None:
     """(is a partition, window count) for a 2-D window Transpose (0, 1, 3, 2, 4, 5): a partition takes
     [b, nH, wh, nW, ww, C] split from a map [b, H, W, C]; a reverse takes [b, nH, nW, wh, ww, C] split from
-    windows [b*nH*nW, ...] in the batch."""
+    windows [b*nH*nW, ...] in the batch. Only a square grid of windows (nH = nW) is relaid out: the probe's
+    4x5 and 2x8 grids stay in exWindow's form end to end (no CPU layer)."""
     src = graph.shape(transpose.inputs[0]) if transpose.inputs else None
     if transpose.op_type != "Transpose" or tuple(transpose.attrs.get("perm") or ()) != _WINDOW_PERM \
             or not _static(src) or len(src) != 6:
@@ -1417,9 +1419,9 @@ def _window_windows(graph: Graph, transpose: Node) -> tuple[bool, int] | None:
     if not _static(before) or not before:
         return None
     if len(before) == 4 and tuple(before[:3]) == (src[0], src[1] * src[2], src[3] * src[4]):
-        return True, int(src[1] * src[3])
+        return (True, int(src[1] * src[3])) if src[1] == src[3] else None
     if int(before[0]) == src[0] * src[1] * src[2]:
-        return False, int(src[1] * src[2])
+        return (False, int(src[1] * src[2])) if src[1] == src[2] else None
     return None
 
 
@@ -1469,7 +1471,7 @@ def window_tokens(rule: Rule, view: LayerView) -> str | None:
         user = users[0]
         if user.op_type == "Transpose":
             found = _window_windows(graph, user)
-            if found is not None and not found[0] and found[1] > 1:
+            if found is not None and not found[0] and 1 < found[1] <= _REVERSE_BY_OP:
                 return (f"makes the windowed tokens the window reverse {user.name} takes: relaid into exWindow's "
                         "form on the CPU")
             return None

@@ -1261,10 +1261,11 @@ def test_the_direction_join_of_a_bidirectional_lstm_is_exlstm_s_own_on_rk3566(ca
         assert on_npu(catalog, path, "rk3566", precision) is not cpu, precision
 
 
-def _window_partition(tmp_path, n, ws=7, ch=64, flat=True):
-    """Swin's window partition of channels-last tokens [1, n*ws, n*ws, C] (made by a MatMul, as Swin's by its
-    LayerNorm) into n*n windows, a token MatMul (+ bias), the reverse."""
-    b, side = n * n, n * ws
+def _window_partition(tmp_path, n, ws=7, ch=64, flat=True, nw=None):
+    """Swin's window partition of channels-last tokens [1, n*ws, nw*ws, C] (made by a MatMul, as Swin's by its
+    LayerNorm) into n*nw windows (nw = n unless given), a token MatMul (+ bias), the reverse."""
+    nw = n if nw is None else nw
+    b, side = n * nw, n * ws
     nodes = [helper.make_node("MatMul", ["x", "wx"], ["xm"], name="embed"),
              helper.make_node("Reshape", ["xm", "s6"], ["x6"], name="part_reshape"),
              helper.make_node("Transpose", ["x6"], ["xt"], name="part_transpose", perm=[0, 1, 3, 2, 4, 5]),
@@ -1280,25 +1281,28 @@ def _window_partition(tmp_path, n, ws=7, ch=64, flat=True):
               helper.make_node("Reshape", ["mt", "s_map"], ["ml"], name="rev_map"),
               helper.make_node("Relu", ["ml"], ["y"], name="tail")]
     inits = [weight("wx", [ch, ch]), weight("wm", [ch, ch]), weight("bm", [ch]),
-             const("s6", np.array([1, n, ws, n, ws, ch], np.int64)),
+             const("s6", np.array([1, n, ws, nw, ws, ch], np.int64)),
              const("s_win", np.array([b, ws, ws, ch], np.int64)), const("s_tok", np.array([b, ws * ws, ch], np.int64)),
-             const("s_back6", np.array([1, n, n, ws, ws, ch], np.int64)),
-             const("s_map", np.array([1, side, side, ch], np.int64))]
-    return save_model(tmp_path / f"wp{n}{ws}{int(flat)}.onnx", nodes, [value("x", [1, side, side, ch])],
+             const("s_back6", np.array([1, n, nw, ws, ws, ch], np.int64)),
+             const("s_map", np.array([1, side, nw * ws, ch], np.int64))]
+    return save_model(tmp_path / f"wp{n}{nw}{ws}{int(flat)}.onnx", nodes, [value("x", [1, side, nw * ws, ch])],
                       [value("y", None)], inits)
 
 
-# probe tools/probe_rknn_rk3566.py winpart:2:2:7:64:1, winpart:2:2:8:64:1 and winpart:1:1:7:64:1 (FP16 and INT8,
-# 2026-12-01): with 4 windows the Reshape into tokens (xf_rs) and the token op before the reverse (m_rs_tp) carry
-# CPU relayouts out of and back into exWindow's form, at window size 7 or 8; with one window there is no layer
-@pytest.mark.parametrize(("n", "ws", "cpu"), [(2, 7, True), (2, 8, True), (1, 7, False)])
-def test_windowed_tokens_of_a_window_partition_are_relaid_out_on_rk3566(catalog, tmp_path, n, ws, cpu):
-    path = _window_partition(tmp_path, n, ws)
+# probe tools/probe_rknn_rk3566.py winpart:N:NW:WS:64:1 (FP16 and INT8, 2026-12-01): with a square grid of 4, 9, 16
+# or 25 windows the Reshape into tokens (xf_rs) is a CPU relayout out of exWindow's form, at window size 7 or 8;
+# the token op before the reverse carries the relayout back (m_rs_tp) with 4-16 windows, not with 25 (there it is
+# named after the token reshape); one window, or a 4x5 / 2x8 grid, has no CPU layer at all
+@pytest.mark.parametrize(("n", "ws", "nw", "cpu"), [
+    (2, 7, None, {"part_tokens", "bias"}), (2, 8, None, {"part_tokens", "bias"}), (4, 7, None, {"part_tokens", "bias"}),
+    (5, 7, None, {"part_tokens"}), (1, 7, None, set()), (4, 7, 5, set()), (2, 7, 8, set())])
+def test_windowed_tokens_of_a_window_partition_are_relaid_out_on_rk3566(catalog, tmp_path, n, ws, nw, cpu):
+    path = _window_partition(tmp_path, n, ws, nw=nw)
     report = check_graph(load_model(path), catalog, "rk3566")
     for precision in ("fp16", "int8"):
         for name in ("part_tokens", "bias"):
-            assert report.verdict(name).runs_on("npu", precision) is not cpu, (name, precision)
-            if cpu:
+            assert report.verdict(name).runs_on("npu", precision) is (name not in cpu), (name, precision)
+            if name in cpu:
                 assert "RKNN-WINDOW-TOKENS" in {v.rule for v in report.verdict(name).violations}
         for name in ("part_reshape", "part_transpose", "part_windows", "rev_reshape", "rev_transpose"):
             assert report.verdict(name).runs_on("npu", precision), (name, precision)
