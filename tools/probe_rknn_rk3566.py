@@ -36,6 +36,10 @@ bilstm:H:W:C:HID:SWAP  Sequencer2D's bidirectional LSTM over the rows of a [1, C
 winpart:NH:NW:WS:C:FLAT  Swin's window partition of a [1, C, NH*WS, NW*WS] map made channels-last: Reshape
                      [1, NH, WS, NW, WS, C] -> Transpose (0,1,3,2,4,5) -> Reshape [NH*NW, WS, WS, C] (FLAT 1: and
                      Reshape [NH*NW, WS*WS, C] tokens) -> token MatMul -> the reverse back to the map
+swinattn:N:WS:HEADS:D:COS  Swin's windowed attention on an N x N grid of WS x WS windows: partition through
+                     [B, WS, WS, C] into tokens, qkv MatMul, Reshape [B, WS*WS, 3, HEADS, D], Transpose (2,0,3,1,4),
+                     Split, Squeeze, q scaled (COS 0) or q and k L2-normalised over D (COS 1, SwinV2-cr's cosine
+                     attention), softmax(Q.K^T).V, head join, proj MatMul, reverse
 Each case converts in a fresh process, FP16 and INT8, and prints the layers of the pattern (op, target,
 shapes, name); the Conv stem and tail are left out.
 """
@@ -212,6 +216,53 @@ def winpart(nh: int, nw: int, ws: int, ch: int, flat: int) -> Built:
              c("s_back6", np.array([1, nh, nw, ws, ws, ch], np.int64)), c("s_map", np.array([1, h, w_, ch], np.int64))]
     del win
     return wrap("winpart", nodes, inits, ch, h, w_, ch)
+
+
+def swinattn(n: int, ws: int, heads: int, d: int, cos: int) -> Built:
+    """Windowed attention after a 2-D partition through [B, ws, ws, C], as timm's Swin (COS 0) and SwinV2-cr
+    (COS 1: q and k divided by their L2 norm over d, clipped, as F.normalize exports it) write it."""
+    b, t, ch, side = n * n, ws * ws, heads * d, n * ws
+    nodes = [N("Transpose", ["x"], ["xl"], "to_last", perm=[0, 2, 3, 1]),
+             N("Reshape", ["xl", "s6"], ["x6"], "part_reshape"),
+             N("Transpose", ["x6"], ["xt"], "part_transpose", perm=[0, 1, 3, 2, 4, 5]),
+             N("Reshape", ["xt", "s_win"], ["xw"], "part_windows"),
+             N("Reshape", ["xw", "s_tok"], ["xf"], "part_tokens"),
+             N("MatMul", ["xf", "wqkv"], ["qkv"], "qkv_matmul"),
+             N("Reshape", ["qkv", "s5"], ["q5"], "qkv_reshape"),
+             N("Transpose", ["q5"], ["qt"], "qkv_transpose", perm=[2, 0, 3, 1, 4]),
+             N("Split", ["qt", "ones"], ["q1", "k1", "v1"], "qkv_split", axis=0),
+             N("Squeeze", ["q1", "ax0"], ["q"], "q_squeeze"),
+             N("Squeeze", ["k1", "ax0"], ["k"], "k_squeeze"),
+             N("Squeeze", ["v1", "ax0"], ["v"], "v_squeeze")]
+    if cos:
+        for t_ in "qk":
+            nodes += [N("ReduceL2", [t_], [f"{t_}n"], f"{t_}_l2", axes=[-1], keepdims=1),
+                      N("Clip", [f"{t_}n", "eps"], [f"{t_}c"], f"{t_}_clip"),
+                      N("Expand", [f"{t_}c", f"s_{t_}"], [f"{t_}e"], f"{t_}_expand"),
+                      N("Div", [t_, f"{t_}e"], [f"{t_}u"], f"{t_}_div")]
+        qs, ks = "qu", "ku"
+    else:
+        nodes.append(N("Mul", ["q", "sc"], ["qu"], "q_scale"))
+        qs, ks = "qu", "k"
+    nodes += [N("Transpose", [ks], ["kt"], "k_transpose", perm=[0, 1, 3, 2]),
+              N("MatMul", [qs, "kt"], ["a"], "qk"),
+              N("Softmax", ["a"], ["p"], "softmax", axis=-1),
+              N("MatMul", ["p", "v"], ["o"], "pv"),
+              N("Transpose", ["o"], ["ot"], "o_transpose", perm=[0, 2, 1, 3]),
+              N("Reshape", ["ot", "s_tok"], ["tok"], "o_join"),
+              N("MatMul", ["tok", "wp"], ["pr"], "proj"),
+              N("Reshape", ["pr", "s_back6"], ["m6"], "rev_reshape"),
+              N("Transpose", ["m6"], ["mt"], "rev_transpose", perm=[0, 1, 3, 2, 4, 5]),
+              N("Reshape", ["mt", "s_map"], ["ml"], "rev_map"),
+              N("Transpose", ["ml"], ["y"], "to_first", perm=[0, 3, 1, 2])]
+    inits = [w("wqkv", (ch, 3 * ch)), w("wp", (ch, ch)), c("s6", np.array([1, n, ws, n, ws, ch], np.int64)),
+             c("s_win", np.array([b, ws, ws, ch], np.int64)), c("s_tok", np.array([b, t, ch], np.int64)),
+             c("s5", np.array([b, t, 3, heads, d], np.int64)), c("ones", np.array([1, 1, 1], np.int64)),
+             c("ax0", np.array([0], np.int64)), c("sc", np.float32(d**-0.5)), c("eps", np.float32(1e-12)),
+             c("s_q", np.array([b, heads, t, d], np.int64)), c("s_k", np.array([b, heads, t, d], np.int64)),
+             c("s_back6", np.array([1, n, n, ws, ws, ch], np.int64)),
+             c("s_map", np.array([1, side, side, ch], np.int64))]
+    return wrap("swinattn", nodes, inits, ch, side, side, ch)
 
 
 def tokmean(n: int, ch: int) -> Built:
@@ -513,7 +564,7 @@ def mu(a: int, b: int, d: int, swap: int) -> Built:
     return wrap("mu", nodes, inits, ch, h, w_, ch)
 
 
-BUILDERS: dict[str, Callable[..., Built]] = {"winpart": winpart, "bilstm": bilstm, "talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
+BUILDERS: dict[str, Callable[..., Built]] = {"swinattn": swinattn, "winpart": winpart, "bilstm": bilstm, "talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
 
 
 def build(label: str) -> Built:

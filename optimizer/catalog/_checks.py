@@ -593,7 +593,7 @@ def _value_operand(graph: Graph, node: Node) -> tuple[int, tuple[Any, ...]] | No
                 continue
             index = user.inputs.index(output)
             if _softmax_side(graph, user.inputs[1 - index]):
-                if _from_windowed_heads(graph, output, split_first=False):
+                if _from_windowed_heads(graph, output, split_first=False) and not _cosine_windows(graph, output):
                     return None  # already (b, N, 1, d) after the windowed head split (RKNN-WINDOW-HEADS)
                 shape = graph.shape(output)
                 return (index, shape) if _static(shape) and len(shape) >= 2 else None
@@ -1040,18 +1040,16 @@ def _windows_in_tokens(graph: Graph, tensor: str, depth: int = 16, relaid: bool 
     (RKNN-WINDOW-TOKENS relays them into the batch): their head Transpose and Q/K then fold as in a plain batch
     (corpus timm_swin_tiny_patch4_window7_224, timm_davit_tiny, timm_gcvit_xxtiny attn/Transpose, Mul,
     Transpose_1: no layer; the head split Reshape keeps its CPU layer). A partition reshaped straight into the
-    tokens keeps the heads' relayouts (corpus nn_window_attention_pad_roll, timm_tiny_vit_5m_224)."""
+    tokens keeps the heads' relayouts (corpus nn_window_attention_pad_roll, timm_tiny_vit_5m_224), and so do heads
+    whose q/k are L2-normalised: the norm runs over d with the heads still in H, (B, d, h, N), and q and k are
+    relaid into exMatMul's form after it (probe swinattn:2:7:2:32:1; corpus timm_swinv2_cr_tiny_ns_224)."""
     for _ in range(depth):
         node = graph.producer(tensor)
         if node is None:
             return False
         if node.op_type == "Reshape":
             src = graph.shape(node.inputs[0])
-            windows = graph.producer(node.inputs[0])
-            window = graph.producer(windows.inputs[0]) if windows is not None and windows.op_type == "Reshape" \
-                else None
-            if relaid and window is not None and window.op_type == "Transpose" \
-                    and _window_tokens_out(graph, window, node):
+            if relaid and _relaid_windows(graph, node.outputs[0]) and not _normalised_heads(graph, node.outputs[0]):
                 return False  # RKNN-WINDOW-TOKENS relaid the windows into the batch
             if _static(src) and src and src[0] == 1:
                 before = graph.producer(node.inputs[0])
@@ -1061,6 +1059,61 @@ def _windows_in_tokens(graph: Graph, tensor: str, depth: int = 16, relaid: bool 
                 and not _const_matmul(graph, node):
             return False
         tensor = _activation_input(graph, node)
+    return False
+
+
+_HEAD_PATH = frozenset({"MatMul", "Add", "Reshape", "Transpose", "Split", "Squeeze", "Gather", "Mul"})
+
+
+def _normalised_heads(graph: Graph, tensor: str, depth: int = 8) -> bool:
+    """Attention heads split from `tensor` whose q or k is L2-normalised over its channel (SwinV2-cr's cosine
+    attention: ReduceL2 -> Clip -> Expand -> Div, an exNorm lpnorm on the NPU)."""
+    frontier = [tensor]
+    for _ in range(depth):
+        nxt: list[str] = []
+        for name in frontier:
+            for user in _data_users(graph, name):
+                if user.op_type in ("ReduceL2", "LpNormalization"):
+                    return True
+                if user.op_type in _HEAD_PATH:
+                    nxt.extend(user.outputs)
+        frontier = nxt[:32]
+    return False
+
+
+def _relaid_windows(graph: Graph, tensor: str, depth: int = 8) -> bool:
+    """`tensor` holds windowed tokens made, through element-wise ops and a token MatMul, by a Reshape of a 2-D
+    partition's [B, ws, ws, C] windows into [B, N, C] (RKNN-WINDOW-TOKENS relays them into the batch)."""
+    for _ in range(depth):
+        node = graph.producer(tensor)
+        if node is None:
+            return False
+        if node.op_type == "Reshape":
+            windows = graph.producer(node.inputs[0])
+            window = graph.producer(windows.inputs[0]) if windows is not None and windows.op_type == "Reshape" \
+                else None
+            return window is not None and window.op_type == "Transpose" and _window_tokens_out(graph, window, node)
+        if node.op_type not in _LAYOUT_NEUTRAL and not _const_matmul(graph, node):
+            return False
+        tensor = _activation_input(graph, node)
+    return False
+
+
+def _cosine_windows(graph: Graph, tensor: str, depth: int = 4) -> bool:
+    """V of cosine attention on windows a partition relaid into the batch (probe swinattn:2:7:2:32:1: V's
+    transpose out of (B, d, h, N) is a CPU layer named after the q/k/v Split, v1_rs_tp)."""
+    for _ in range(depth):
+        node = graph.producer(tensor)
+        if node is None:
+            return False
+        if node.op_type == "Split":
+            head = graph.producer(node.inputs[0])
+            split = graph.producer(head.inputs[0]) if head is not None and head.op_type == "Transpose" else None
+            return split is not None and split.op_type == "Reshape" and _relaid_windows(graph, split.inputs[0]) \
+                and _normalised_heads(graph, split.inputs[0])
+        if node.op_type not in ("Squeeze", "Gather"):
+            return False
+        tensor = node.inputs[0]
     return False
 
 

@@ -1317,7 +1317,7 @@ def test_rank4_windows_are_no_windowed_tokens_on_rk3566(catalog, tmp_path):
         assert "RKNN-WINDOW-TOKENS" not in {v.rule for v in report.verdict(name).violations}
 
 
-def _partitioned_attention(tmp_path, intermediate):
+def _partitioned_attention(tmp_path, intermediate, cosine=False):
     """Windowed attention on 4 windows of 49 tokens cut by a 2-D window partition of channels-last tokens, through
     [4, 7, 7, C] (Swin) or straight into [4, 49, C] (TinyViT)."""
     ch, heads, dim = 32, 2, 16
@@ -1333,7 +1333,12 @@ def _partitioned_attention(tmp_path, intermediate):
               helper.make_node("Reshape", ["qkv", "s5"], ["qkv5"], name="qkv_reshape"),
               helper.make_node("Transpose", ["qkv5"], ["qkvt"], name="qkv_transpose", perm=[2, 0, 3, 1, 4]),
               helper.make_node("Split", ["qkvt", "ones"], ["q1", "k1", "v1"], name="split", axis=0)]
-    nodes += [helper.make_node("Squeeze", [f"{t}1", "ax0"], [t], name=f"{t}_squeeze") for t in "qkv"]
+    nodes += [helper.make_node("Squeeze", [f"{t}1", "ax0"], [t if t == "v" or not cosine else f"{t}0"],
+                               name=f"{t}_squeeze") for t in "qkv"]
+    if cosine:  # SwinV2-cr: q and k L2-normalised over d
+        for t in "qk":
+            nodes += [helper.make_node("ReduceL2", [f"{t}0"], [f"{t}n"], name=f"{t}_l2", axes=[-1], keepdims=1),
+                      helper.make_node("Div", [f"{t}0", f"{t}n"], [t], name=f"{t}_div")]
     nodes += [helper.make_node("Transpose", ["k"], ["kt"], name="k_transpose", perm=[0, 1, 3, 2]),
               helper.make_node("MatMul", ["q", "kt"], ["s"], name="qk"),
               helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1),
@@ -1343,7 +1348,7 @@ def _partitioned_attention(tmp_path, intermediate):
              const("s6", np.array([1, 2, 7, 2, 7, ch], np.int64)), const("s_win", np.array([4, 7, 7, ch], np.int64)),
              const("s3", np.array([4, 49, ch], np.int64)), const("s5", np.array([4, 49, 3, heads, dim], np.int64)),
              const("ones", np.array([1, 1, 1], np.int64)), const("ax0", np.array([0], np.int64))]
-    return save_model(tmp_path / f"pa{int(intermediate)}.onnx", nodes, [value("x", [1, 14, 14, ch])],
+    return save_model(tmp_path / f"pa{int(intermediate)}{int(cosine)}.onnx", nodes, [value("x", [1, 14, 14, ch])],
                       [value("y", None)], inits, opset=13)
 
 
@@ -1359,3 +1364,14 @@ def test_windows_relaid_into_the_batch_fold_their_head_transpose_on_rk3566(catal
         assert not report.verdict("qkv_reshape").runs_on("npu", precision)
         assert report.verdict("qkv_transpose").runs_on("npu", precision) is intermediate, precision
         assert report.verdict("q_squeeze").runs_on("npu", precision) is intermediate, precision
+
+
+# probe tools/probe_rknn_rk3566.py swinattn:2:7:2:32:1 against :0 (FP16 and INT8, 2026-12-01): with q and k
+# L2-normalised over d the norm runs with the heads still in H, (B, d, h, N): the head Transpose (qt_rs_swap_tp#1),
+# q's normalising Div (qu_tp#1), K^T (k_transpose#1) and V's Split (v1_rs_tp) are CPU layers; without the norm
+# none of the first three has a layer (corpus timm_swinv2_cr_tiny_ns_224 attn/Transpose, Div_1, Transpose_1: CPU)
+def test_cosine_attention_keeps_the_windowed_head_relayouts_on_rk3566(catalog, tmp_path):
+    report = check_graph(load_model(_partitioned_attention(tmp_path, True, cosine=True)), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        for name in ("qkv_transpose", "q_div", "k_transpose", "split"):
+            assert not report.verdict(name).runs_on("npu", precision), (name, precision)
