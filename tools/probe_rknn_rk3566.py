@@ -40,6 +40,8 @@ swinattn:N:WS:HEADS:D:COS  Swin's windowed attention on an N x N grid of WS x WS
                      [B, WS, WS, C] into tokens, qkv MatMul, Reshape [B, WS*WS, 3, HEADS, D], Transpose (2,0,3,1,4),
                      Split, Squeeze, q scaled (COS 0) or q and k L2-normalised over D (COS 1, SwinV2-cr's cosine
                      attention), softmax(Q.K^T).V, head join, proj MatMul, reverse
+eca:C:K:SIDE      ECA channel attention on a [1, C, 8, 8] map: GlobalAveragePool -> Reshape [1, 1, C] -> Conv1d
+                     (kernel K) -> Sigmoid -> Reshape [1, C, 1, 1] -> Mul (SIDE 1: timm's mean over (2,3) -> [1, C])
 Each case converts in a fresh process, FP16 and INT8, and prints the layers of the pattern (op, target,
 shapes, name); the Conv stem and tail are left out.
 """
@@ -263,6 +265,21 @@ def swinattn(n: int, ws: int, heads: int, d: int, cos: int) -> Built:
              c("s_back6", np.array([1, n, n, ws, ws, ch], np.int64)),
              c("s_map", np.array([1, side, side, ch], np.int64))]
     return wrap("swinattn", nodes, inits, ch, side, side, ch)
+
+
+def eca(ch: int, k: int, side: int) -> Built:
+    """ECA: the pooled channel vector as a one-channel sequence [1, 1, C], a 1-D Conv over the channels, a
+    Sigmoid gate reshaped back to [1, C, 1, 1] and multiplied into the map."""
+    pool = [N("ReduceMean", ["x"], ["g"], "pool", axes=[2, 3], keepdims=0)] if side else \
+        [N("GlobalAveragePool", ["x"], ["g"], "pool")]
+    nodes = [*pool, N("Reshape", ["g", "s_seq"], ["q"], "to_seq"),
+             N("Conv", ["q", "wk"], ["cv"], "eca_conv", pads=[k // 2, k // 2]),
+             N("Sigmoid", ["cv"], ["gate"], "gate"),
+             N("Reshape", ["gate", "s_vec"], ["gv"], "to_vec"),
+             N("Mul", ["x", "gv"], ["y"], "scale")]
+    inits = [w("wk", (1, 1, k)), c("s_seq", np.array([1, 1, ch], np.int64)),
+             c("s_vec", np.array([1, ch, 1, 1], np.int64))]
+    return wrap("eca", nodes, inits, ch, 8, 8, ch)
 
 
 def tokmean(n: int, ch: int) -> Built:
@@ -564,7 +581,7 @@ def mu(a: int, b: int, d: int, swap: int) -> Built:
     return wrap("mu", nodes, inits, ch, h, w_, ch)
 
 
-BUILDERS: dict[str, Callable[..., Built]] = {"swinattn": swinattn, "winpart": winpart, "bilstm": bilstm, "talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
+BUILDERS: dict[str, Callable[..., Built]] = {"eca": eca, "swinattn": swinattn, "winpart": winpart, "bilstm": bilstm, "talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
 
 
 def build(label: str) -> Built:

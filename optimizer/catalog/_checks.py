@@ -1534,6 +1534,54 @@ def window_tokens(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
+def _channel_vector(shape: Shape) -> int | None:
+    """C when `shape` is a channel vector, [1, C] or [1, C, 1, 1] (held as (1, C, 1, 1))."""
+    if not _static(shape) or len(shape) not in (2, 4) or int(shape[0]) != 1 or int(shape[1]) <= 1:
+        return None
+    return int(shape[1]) if all(int(d) == 1 for d in shape[2:]) else None
+
+
+def _one_channel_sequence(shape: Shape) -> int | None:
+    """C when `shape` is [1, 1, C] (C > 1): held as (1, 1, 1, C), the values along W of a single channel."""
+    if not _static(shape) or len(shape) != 3 or int(shape[0]) != 1 or int(shape[1]) != 1 or int(shape[2]) <= 1:
+        return None
+    return int(shape[2])
+
+
+def vector_sequence(rule: Rule, view: LayerView) -> str | None:
+    """ECA's 1-D convolution over the channels: the pooled vector [1, C] (held as (1, C, 1, 1)) reshaped into a
+    one-channel sequence [1, 1, C] (held as (1, 1, 1, C)) moves the channels into W, a CPU Transpose named after
+    the Reshape, and the result goes back into a vector the same way, a CPU Transpose named after the op making
+    the sequence (the Conv, its Sigmoid fused into it)."""
+    graph, node = view.graph, view.node
+    src, dst = view.in_shape(), view.out_shape()
+    if node.op_type in _RUN_RESHAPES:
+        length = _channel_vector(src)
+        users = _data_users(graph, node.outputs[0]) if node.outputs else ()
+        if length is not None and _one_channel_sequence(dst) == length and len(users) == 1 \
+                and users[0].op_type == "Conv":
+            return (f"{node.op_type} {list(src or ())} -> {list(dst or ())} moves a channel vector into W: a "
+                    "transpose on the CPU")
+        return None
+    length = _one_channel_sequence(dst)
+    if length is None or not node.outputs or node.op_type != "Conv":
+        return None  # an element-wise op after the Conv is fused into it (ConvSigmoid)
+    tensor = node.outputs[0]
+    for _ in range(4):
+        user = _only_user(graph, tensor)
+        if user is None:
+            return None
+        if user.op_type in _RUN_RESHAPES:
+            if _channel_vector(graph.shape(user.outputs[0])) == length:
+                return (f"makes a one-channel sequence {list(dst or ())} that {user.name} turns back into a channel "
+                        "vector: a transpose out of W on the CPU")
+            return None
+        if user.op_type not in _LAYOUT_NEUTRAL:
+            return None
+        tensor = user.outputs[0]
+    return None
+
+
 def sdpa_channels(graph: Graph, node: Node) -> tuple[int, int] | None:
     """(query channel, value channel) when `node` is the P.V MatMul of an attention, softmax(Q.K^T [* s]).V,
     the pattern the toolkit fuses into exSDPAttention; the channel is the last (per-head) dim of Q and V."""
@@ -1916,6 +1964,7 @@ CHECKS: Mapping[str, Check] = {
     "reduce_relayout": reduce_relayout,
     "exmatmul_conv": exmatmul_conv,
     "window_tokens": window_tokens,
+    "vector_sequence": vector_sequence,
     "sdpa_kv_broadcast": sdpa_kv_broadcast,
     "width_split": width_split,
     "level_rows": level_rows,

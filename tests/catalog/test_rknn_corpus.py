@@ -108,6 +108,11 @@ CITED = [
     ("timm_swin_tiny_patch4_window7_224", "rk3566", "fp16", "/layers/layers.1/blocks/blocks.0/attn/Transpose", False),
     ("timm_swin_tiny_patch4_window7_224", "rk3566", "int8", "/layers/layers.1/blocks/blocks.0/attn/Reshape", True),
     ("timm_swin_tiny_patch4_window7_224", "rk3566", "fp16", "/layers/layers.1/blocks/blocks.0/attn/Split", True),
+    ("timm_swinv2_cr_tiny_ns_224", "rk3566", "int8", "/stages/stages.1/blocks.1/attn/Transpose", True),  # cosine
+    # RKNN-VECTOR-SEQUENCE (ECA)
+    ("timm_ecaresnet26t", "rk3566", "fp16", "/layer1/layer1.0/se/Reshape", True),
+    ("timm_ecaresnet26t", "rk3566", "int8", "/layer1/layer1.0/se/conv/Conv", True),
+    ("timm_ecaresnet26t", "rk3566", "int8", "/layer1/layer1.0/se/Reshape_1", False),
 ]
 
 

@@ -1375,3 +1375,39 @@ def test_cosine_attention_keeps_the_windowed_head_relayouts_on_rk3566(catalog, t
     for precision in ("fp16", "int8"):
         for name in ("qkv_transpose", "q_div", "k_transpose", "split"):
             assert not report.verdict(name).runs_on("npu", precision), (name, precision)
+
+
+def _eca(tmp_path, channels, conv=True):
+    """ECA's gate: [1, C, 8, 8] -> ReduceMean (2, 3) -> Reshape [1, 1, C] -> Conv1d (k 3) -> Sigmoid -> Reshape
+    [1, C, 1, 1] -> Mul; without `conv` the sequence only passes a Relu."""
+    mid = helper.make_node("Conv", ["q", "wk"], ["cv"], name="eca_conv", pads=[1, 1]) if conv else \
+        helper.make_node("Relu", ["q"], ["cv"], name="eca_conv")
+    nodes = [helper.make_node("ReduceMean", ["x"], ["g"], name="pool", axes=[2, 3], keepdims=0),
+             helper.make_node("Reshape", ["g", "s_seq"], ["q"], name="to_seq"), mid,
+             helper.make_node("Sigmoid", ["cv"], ["gate"], name="gate"),
+             helper.make_node("Reshape", ["gate", "s_vec"], ["gv"], name="to_vec"),
+             helper.make_node("Mul", ["x", "gv"], ["y"], name="scale")]
+    return save_model(tmp_path / f"eca{channels}{int(conv)}.onnx", nodes, [value("x", [1, channels, 8, 8])],
+                      [value("y", None)], [weight("wk", [1, 1, 3]), const("s_seq", np.array([1, 1, channels], np.int64)),
+                                           const("s_vec", np.array([1, channels, 1, 1], np.int64))], opset=13)
+
+
+# probe tools/probe_rknn_rk3566.py eca:64:5:1, eca:100:5:1, eca:64:3:0 (FP16 and INT8, 2026-12-01): q_rs and cv_rs,
+# the transposes into and out of the one-channel sequence, are CPU layers named after the Reshape and the Conv
+@pytest.mark.parametrize("channels", [64, 100])
+def test_eca_channel_sequence_is_transposed_on_rk3566(catalog, tmp_path, channels):
+    report = check_graph(load_model(_eca(tmp_path, channels)), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        assert not report.verdict("to_seq").runs_on("npu", precision)
+        assert not report.verdict("eca_conv").runs_on("npu", precision)
+        for name in ("gate", "to_vec", "scale"):
+            assert report.verdict(name).runs_on("npu", precision), (name, precision)
+    assert check_graph(load_model(_eca(tmp_path, channels)), catalog, "rk3588").verdict("to_seq").runs_on("npu", "int8")
+
+
+def test_a_one_channel_sequence_feeding_no_conv_is_not_ecas_transpose_on_rk3566(catalog, tmp_path):
+    # just outside: the same reshape into [1, 1, C] without the Conv (a class token's Unsqueeze is another case of
+    # it: corpus timm_cait_xxs24_224, NPU)
+    report = check_graph(load_model(_eca(tmp_path, 64, conv=False)), catalog, "rk3566")
+    for name in ("to_seq", "eca_conv"):
+        assert "RKNN-VECTOR-SEQUENCE" not in {v.rule for v in report.verdict(name).violations}
