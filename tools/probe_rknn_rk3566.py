@@ -42,6 +42,8 @@ swinattn:N:WS:HEADS:D:COS  Swin's windowed attention on an N x N grid of WS x WS
                      attention), softmax(Q.K^T).V, head join, proj MatMul, reverse
 eca:C:K:SIDE      ECA channel attention on a [1, C, 8, 8] map: GlobalAveragePool -> Reshape [1, 1, C] -> Conv1d
                      (kernel K) -> Sigmoid -> Reshape [1, C, 1, 1] -> Mul (SIDE 1: timm's mean over (2,3) -> [1, C])
+slicehead:HEADS:D:N  CoAtNet's attention on a conv map: one qkv 1x1 Conv, Reshape [1, HEADS, 3*D, N], q/k/v
+                     cut apart by three Slices, q and v transposed to tokens, softmax(Q.K).V, back to the map
 Each case converts in a fresh process, FP16 and INT8, and prints the layers of the pattern (op, target,
 shapes, name); the Conv stem and tail are left out.
 """
@@ -280,6 +282,31 @@ def eca(ch: int, k: int, side: int) -> Built:
     inits = [w("wk", (1, 1, k)), c("s_seq", np.array([1, 1, ch], np.int64)),
              c("s_vec", np.array([1, ch, 1, 1], np.int64))]
     return wrap("eca", nodes, inits, ch, 8, 8, ch)
+
+
+def slicehead(heads: int, d: int, n: int) -> Built:
+    """qkv Conv [1, 3*h*d, H, W] -> Reshape [1, h, 3*d, N] -> Slice (q, k, v on axis 2) -> q, v Transpose (0,1,3,2)
+    -> softmax(q @ k * s) @ v -> Transpose back -> Reshape to the map (timm's CoAtNet/MaxViT conv attention)."""
+    h, w_ = hw_for(n)
+    cin = 32
+    nodes = [N("Conv", ["x", "wqkv"], ["qkv"], "qkv_conv"),
+             N("Reshape", ["qkv", "s"], ["r"], "head_reshape")]
+    for i, t in enumerate("qkv"):
+        nodes.append(N("Slice", ["r", f"st{i}", f"en{i}", "ax2"], [f"{t}0"], f"{t}_slice"))
+    nodes += [N("Transpose", ["q0"], ["q"], "q_tr", perm=[0, 1, 3, 2]),
+              N("Transpose", ["v0"], ["v"], "v_tr", perm=[0, 1, 3, 2]),
+              N("MatMul", ["q", "k0"], ["a"], "qk"),
+              N("Mul", ["a", "sc"], ["as"], "scale"),
+              N("Softmax", ["as"], ["p"], "softmax", axis=-1),
+              N("MatMul", ["p", "v"], ["o"], "pv"),
+              N("Transpose", ["o"], ["ot"], "o_tr", perm=[0, 1, 3, 2]),
+              N("Reshape", ["ot", "s4"], ["y"], "o_rs")]
+    inits = [w("wqkv", (3 * heads * d, cin, 1, 1)), c("s", np.array([1, heads, 3 * d, n], np.int64)),
+             c("s4", np.array([1, heads * d, h, w_], np.int64)), c("sc", np.float32(d**-0.5)),
+             c("ax2", np.array([2], np.int64))]
+    for i in range(3):
+        inits += [c(f"st{i}", np.array([i * d], np.int64)), c(f"en{i}", np.array([(i + 1) * d], np.int64))]
+    return wrap("slicehead", nodes, inits, cin, h, w_, heads * d)
 
 
 def tokmean(n: int, ch: int) -> Built:
@@ -581,7 +608,7 @@ def mu(a: int, b: int, d: int, swap: int) -> Built:
     return wrap("mu", nodes, inits, ch, h, w_, ch)
 
 
-BUILDERS: dict[str, Callable[..., Built]] = {"eca": eca, "swinattn": swinattn, "winpart": winpart, "bilstm": bilstm, "talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
+BUILDERS: dict[str, Callable[..., Built]] = {"slicehead": slicehead, "eca": eca, "swinattn": swinattn, "winpart": winpart, "bilstm": bilstm, "talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
 
 
 def build(label: str) -> Built:

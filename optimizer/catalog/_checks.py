@@ -653,8 +653,8 @@ def _v_carriers(graph: Graph, maker: Node) -> tuple[Node, ...]:
     producer = graph.producer(node.inputs[0])
     if producer is None or _only_user(graph, node.inputs[0]) is not node:
         return (node,)
-    if producer.op_type == "Split":
-        return (producer,)
+    if producer.op_type == "Split" or (producer.op_type == "Slice" and len(_data_users(graph, producer.inputs[0])) > 1):
+        return (producer,)  # a q/k/v Split, or one of the Slices cutting q, k and v apart, carries V's move
     if producer.op_type != "Reshape":
         return (node,)
     a, b = _as_npu_4d(graph.shape(producer.inputs[0]) or ()), _as_npu_4d(graph.shape(node.inputs[0]) or ())
@@ -2262,6 +2262,8 @@ def _attention_head_reshape(graph: Graph, node: Node) -> bool:
     users = _data_users(graph, node.outputs[0])
     if len(users) == 1 and users[0].op_type == "Split":
         return any(feeds_matmul(o) for o in users[0].outputs)
+    if len(users) > 1 and all(u.op_type == "Slice" for u in users):  # q, k, v sliced apart (CoAtNet)
+        return any(feeds_matmul(u.outputs[0]) for u in users)
     return feeds_matmul(node.outputs[0])
 
 

@@ -113,6 +113,10 @@ CITED = [
     ("timm_ecaresnet26t", "rk3566", "fp16", "/layer1/layer1.0/se/Reshape", True),
     ("timm_ecaresnet26t", "rk3566", "int8", "/layer1/layer1.0/se/conv/Conv", True),
     ("timm_ecaresnet26t", "rk3566", "int8", "/layer1/layer1.0/se/Reshape_1", False),
+    # q/k/v cut apart by Slices (CoAtNet): the head Reshape folds, V's Slice carries its transpose
+    ("timm_coatnet_nano_rw_224", "rk3566", "int8", "/stages/stages.2/blocks/blocks.1/attn/Reshape", False),
+    ("timm_coatnet_nano_rw_224", "rk3566", "int8", "/stages/stages.2/blocks/blocks.1/attn/Slice_2", True),
+    ("timm_coatnet_nano_rw_224", "rk3566", "int8", "/stages/stages.2/blocks/blocks.1/attn/Transpose_1", False),
 ]
 
 

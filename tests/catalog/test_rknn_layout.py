@@ -1411,3 +1411,39 @@ def test_a_one_channel_sequence_feeding_no_conv_is_not_ecas_transpose_on_rk3566(
     report = check_graph(load_model(_eca(tmp_path, 64, conv=False)), catalog, "rk3566")
     for name in ("to_seq", "eca_conv"):
         assert "RKNN-VECTOR-SEQUENCE" not in {v.rule for v in report.verdict(name).violations}
+
+
+def _slice_heads(tmp_path, tokens, dim, heads=4):
+    """The probe's CoAtNet attention: qkv Conv -> Reshape [1, h, 3d, N] -> three Slices -> q, v Transposes ->
+    softmax(q @ k).v -> back to the map."""
+    side = int(tokens**0.5)
+    nodes = [helper.make_node("Conv", ["x", "wqkv"], ["qkv"], name="qkv_conv"),
+             helper.make_node("Reshape", ["qkv", "s"], ["r"], name="head_reshape")]
+    nodes += [helper.make_node("Slice", ["r", f"st{i}", f"en{i}", "ax2"], [f"{t}0"], name=f"{t}_slice")
+              for i, t in enumerate("qkv")]
+    nodes += [helper.make_node("Transpose", ["q0"], ["q"], name="q_tr", perm=[0, 1, 3, 2]),
+              helper.make_node("Transpose", ["v0"], ["v"], name="v_tr", perm=[0, 1, 3, 2]),
+              helper.make_node("MatMul", ["q", "k0"], ["a"], name="qk"),
+              helper.make_node("Softmax", ["a"], ["p"], name="softmax", axis=-1),
+              helper.make_node("MatMul", ["p", "v"], ["o"], name="pv"),
+              helper.make_node("Transpose", ["o"], ["ot"], name="o_tr", perm=[0, 1, 3, 2]),
+              helper.make_node("Reshape", ["ot", "s4"], ["y"], name="o_rs")]
+    inits = [weight("wqkv", [3 * heads * dim, 16, 1, 1]), const("s", np.array([1, heads, 3 * dim, tokens], np.int64)),
+             const("s4", np.array([1, heads * dim, side, side], np.int64)), const("ax2", np.array([2], np.int64))]
+    for i in range(3):
+        inits += [const(f"st{i}", np.array([i * dim], np.int64)), const(f"en{i}", np.array([(i + 1) * dim], np.int64))]
+    return save_model(tmp_path / f"sh{tokens}_{dim}.onnx", nodes, [value("x", [1, 16, side, side])],
+                      [value("y", None)], inits, opset=13)
+
+
+# probe tools/probe_rknn_rk3566.py slicehead:4:32:196, :4:32:64, :4:20:64 (FP16 and INT8, 2026-12-01): the head
+# Reshape is exMatMul's layout (NPU unless the 8-byte rule fails: d = 20 in INT8), q/k/v cut apart by Slices, and
+# V's transpose is named after its Slice (v0_tp_rs): CPU in INT8 at 196 tokens or d = 20, NPU otherwise; the
+# Transposes themselves have no layer (corpus timm_coatnet_nano_rw_224 attn/Reshape NPU, attn/Slice_2 CPU in INT8)
+@pytest.mark.parametrize(("tokens", "dim", "cpu_in"), [(196, 32, {"int8"}), (64, 32, set()), (64, 20, {"int8"})])
+def test_qkv_cut_apart_by_slices_on_rk3566(catalog, tmp_path, tokens, dim, cpu_in):
+    report = check_graph(load_model(_slice_heads(tmp_path, tokens, dim)), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        assert report.verdict("v_slice").runs_on("npu", precision) is (precision not in cpu_in), precision
+        assert report.verdict("v_tr").runs_on("npu", precision), precision
+        assert report.verdict("head_reshape").runs_on("npu", precision) is not (dim == 20 and precision == "int8")
