@@ -44,6 +44,9 @@ eca:C:K:SIDE      ECA channel attention on a [1, C, 8, 8] map: GlobalAveragePool
                      (kernel K) -> Sigmoid -> Reshape [1, C, 1, 1] -> Mul (SIDE 1: timm's mean over (2,3) -> [1, C])
 slicehead:HEADS:D:N  CoAtNet's attention on a conv map: one qkv 1x1 Conv, Reshape [1, HEADS, 3*D, N], q/k/v
                      cut apart by three Slices, q and v transposed to tokens, softmax(Q.K).V, back to the map
+maxattn:N:WS:HEADS:D  MaxViT's block attention on 4-D windows: partition into [B, WS, WS, C] (no token
+                     reshape), qkv MatMul, Reshape [B, WS*WS, HEADS, 3*D], Transpose (0,2,1,3), Slices, softmax(Q.K^T).V,
+                     Transpose (0,2,1,3), Reshape [B, WS, WS, C], proj MatMul, reverse
 Each case converts in a fresh process, FP16 and INT8, and prints the layers of the pattern (op, target,
 shapes, name); the Conv stem and tail are left out.
 """
@@ -307,6 +310,41 @@ def slicehead(heads: int, d: int, n: int) -> Built:
     for i in range(3):
         inits += [c(f"st{i}", np.array([i * d], np.int64)), c(f"en{i}", np.array([(i + 1) * d], np.int64))]
     return wrap("slicehead", nodes, inits, cin, h, w_, heads * d)
+
+
+def maxattn(n: int, ws: int, heads: int, d: int) -> Built:
+    """timm MaxViT's PartitionAttention (block): windows kept as [B, ws, ws, C] through the qkv MatMul; the heads
+    split by Reshape [B, N, h, 3d] + Transpose (0,2,1,3) and q/k/v sliced on the last axis."""
+    b, t, ch, side = n * n, ws * ws, heads * d, n * ws
+    nodes = [N("Transpose", ["x"], ["xl"], "to_last", perm=[0, 2, 3, 1]),
+             N("Reshape", ["xl", "s6"], ["x6"], "part_reshape"),
+             N("Transpose", ["x6"], ["xt"], "part_transpose", perm=[0, 1, 3, 2, 4, 5]),
+             N("Reshape", ["xt", "s_win"], ["xw"], "part_windows"),
+             N("MatMul", ["xw", "wqkv"], ["qkv"], "qkv_matmul"),
+             N("Reshape", ["qkv", "s_heads"], ["qh"], "head_reshape"),
+             N("Transpose", ["qh"], ["qt"], "head_transpose", perm=[0, 2, 1, 3])]
+    for i, t_ in enumerate("qkv"):
+        nodes.append(N("Slice", ["qt", f"st{i}", f"en{i}", "ax3"], [t_], f"{t_}_slice"))
+    nodes += [N("Transpose", ["k"], ["kt"], "k_transpose", perm=[0, 1, 3, 2]),
+              N("Mul", ["q", "sc"], ["qs"], "q_scale"),
+              N("MatMul", ["qs", "kt"], ["a"], "qk"),
+              N("Softmax", ["a"], ["p"], "softmax", axis=-1),
+              N("MatMul", ["p", "v"], ["o"], "pv"),
+              N("Transpose", ["o"], ["ot"], "o_transpose", perm=[0, 2, 1, 3]),
+              N("Reshape", ["ot", "s_win"], ["ow"], "o_join"),
+              N("MatMul", ["ow", "wp"], ["pr"], "proj"),
+              N("Reshape", ["pr", "s_back6"], ["m6"], "rev_reshape"),
+              N("Transpose", ["m6"], ["mt"], "rev_transpose", perm=[0, 1, 3, 2, 4, 5]),
+              N("Reshape", ["mt", "s_map"], ["ml"], "rev_map"),
+              N("Transpose", ["ml"], ["y"], "to_first", perm=[0, 3, 1, 2])]
+    inits = [w("wqkv", (ch, 3 * ch)), w("wp", (ch, ch)), c("s6", np.array([1, n, ws, n, ws, ch], np.int64)),
+             c("s_win", np.array([b, ws, ws, ch], np.int64)), c("s_heads", np.array([b, t, heads, 3 * d], np.int64)),
+             c("ax3", np.array([3], np.int64)), c("sc", np.float32(d**-0.5)),
+             c("s_back6", np.array([1, n, n, ws, ws, ch], np.int64)),
+             c("s_map", np.array([1, side, side, ch], np.int64))]
+    for i in range(3):
+        inits += [c(f"st{i}", np.array([i * d], np.int64)), c(f"en{i}", np.array([(i + 1) * d], np.int64))]
+    return wrap("maxattn", nodes, inits, ch, side, side, ch)
 
 
 def tokmean(n: int, ch: int) -> Built:
@@ -608,7 +646,7 @@ def mu(a: int, b: int, d: int, swap: int) -> Built:
     return wrap("mu", nodes, inits, ch, h, w_, ch)
 
 
-BUILDERS: dict[str, Callable[..., Built]] = {"slicehead": slicehead, "eca": eca, "swinattn": swinattn, "winpart": winpart, "bilstm": bilstm, "talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
+BUILDERS: dict[str, Callable[..., Built]] = {"maxattn": maxattn, "slicehead": slicehead, "eca": eca, "swinattn": swinattn, "winpart": winpart, "bilstm": bilstm, "talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
 
 
 def build(label: str) -> Built:

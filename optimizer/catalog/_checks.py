@@ -1453,7 +1453,10 @@ def exmatmul_conv(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
-_WINDOW_PERM = (0, 1, 3, 2, 4, 5)
+_WINDOW_PERM = (0, 1, 3, 2, 4, 5)  # Swin's block partition and its reverse
+_GRID_PERM, _GRID_BACK = (0, 2, 4, 1, 3, 5), (0, 3, 1, 4, 2, 5)  # MaxViT's grid partition and its reverse
+_PARTITIONS, _REVERSES = frozenset({_WINDOW_PERM, _GRID_PERM}), frozenset({_WINDOW_PERM, _GRID_BACK})
+_WINDOW_PERMS = _PARTITIONS | _REVERSES
 _REVERSE_BY_OP = 16  # probe winpart: the reverse's relayout is named after the token op with 4, 9, 16 windows, not 25
 _RUN_RESHAPES = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze"})
 
@@ -1464,16 +1467,17 @@ def _window_windows(graph: Graph, transpose: Node) -> tuple[bool, int] | None:
     windows [b*nH*nW, ...] in the batch. Only a square grid of windows (nH = nW) is relaid out: the probe's
     4x5 and 2x8 grids stay in exWindow's form end to end (no CPU layer)."""
     src = graph.shape(transpose.inputs[0]) if transpose.inputs else None
-    if transpose.op_type != "Transpose" or tuple(transpose.attrs.get("perm") or ()) != _WINDOW_PERM \
-            or not _static(src) or len(src) != 6:
+    perm = tuple(transpose.attrs.get("perm") or ())
+    if transpose.op_type != "Transpose" or perm not in _WINDOW_PERMS or not _static(src) or len(src) != 6:
         return None
     split = graph.producer(transpose.inputs[0])
     before = graph.shape(split.inputs[0]) if split is not None and split.op_type == "Reshape" else None
     if not _static(before) or not before:
         return None
-    if len(before) == 4 and tuple(before[:3]) == (src[0], src[1] * src[2], src[3] * src[4]):
-        return (True, int(src[1] * src[3])) if src[1] == src[3] else None
-    if int(before[0]) == src[0] * src[1] * src[2]:
+    after = [int(src[p]) for p in perm]
+    if perm in _PARTITIONS and len(before) == 4 and tuple(before[:3]) == (src[0], src[1] * src[2], src[3] * src[4]):
+        return (True, after[1] * after[2]) if after[1] == after[2] else None
+    if perm in _REVERSES and int(before[0]) == src[0] * src[1] * src[2]:
         return (False, int(src[1] * src[2])) if src[1] == src[2] else None
     return None
 
@@ -1483,8 +1487,53 @@ def _window_tokens_out(graph: Graph, transpose: Node | None, node: Node) -> bool
     [b, nH, wh, nW, ww, C] (windows in the batch axis, as Swin's attention takes them)."""
     src = graph.shape(transpose.inputs[0]) if transpose is not None else None
     out = graph.shape(node.outputs[0]) if node.outputs else None
-    return (_static(src) and _static(out) and len(src) == 6 and len(out) == 3
-            and tuple(out) == (src[0] * src[1] * src[3], src[2] * src[4], src[5]))
+    if transpose is None or not _static(src) or not _static(out) or len(src) != 6 or len(out) != 3:
+        return False
+    after = [int(src[p]) for p in tuple(transpose.attrs.get("perm") or range(6))]
+    return tuple(out) == (after[0] * after[1] * after[2], after[3] * after[4], after[5])
+
+
+def _window_batch(graph: Graph, tensor: str, depth: int = 4) -> bool:
+    """`tensor` holds 4-D windows [B, ws, ws, C] (B > 1) a square-grid partition made, through a token MatMul
+    and element-wise ops (MaxViT's block attention keeps its windows that way, with no rank-3 token reshape)."""
+    for _ in range(depth):
+        node = graph.producer(tensor)
+        if node is None:
+            return False
+        if node.op_type == "Reshape":
+            out = graph.shape(node.outputs[0])
+            found = _window_windows(graph, graph.producer(node.inputs[0]) or node)
+            return found is not None and found[0] and found[1] > 1 and _static(out) and len(out) == 4 \
+                and int(out[0]) % found[1] == 0
+        if node.op_type not in _LAYOUT_NEUTRAL and not _const_matmul(graph, node):
+            return False
+        tensor = _activation_input(graph, node)
+    return False
+
+
+def _window_head_transpose(graph: Graph, node: Node | None) -> bool:
+    """The head Transpose (0, 2, 1, 3) after a Reshape [B, N, h, e] of 4-D windows (`_window_batch`)."""
+    if node is None or node.op_type != "Transpose" or tuple(node.attrs.get("perm") or ()) != (0, 2, 1, 3):
+        return False
+    split = graph.producer(node.inputs[0])
+    return split is not None and split.op_type == "Reshape" and len(_data_users(graph, node.inputs[0])) == 1 \
+        and _window_batch(graph, split.inputs[0])
+
+
+def _window_attention(graph: Graph, matmul: Node, depth: int = 4) -> bool:
+    """An operand of `matmul` comes from a window head Transpose through Slice/Split/Squeeze/Mul/Transpose."""
+    for operand in matmul.inputs[:2]:
+        tensor = operand
+        for _ in range(depth):
+            node = graph.producer(tensor)
+            if node is None:
+                break
+            if _window_head_transpose(graph, node):
+                return True
+            if node.op_type not in ("Slice", "Split", "Squeeze", "Mul", "Transpose", "Softmax", "Add", "MatMul"):
+                break
+            tensor = node.inputs[0]
+    return False
 
 
 def window_tokens(rule: Rule, view: LayerView) -> str | None:
@@ -1493,6 +1542,23 @@ def window_tokens(rule: Rule, view: LayerView) -> str | None:
     after the last reshape of the partition's layout run; the window reverse needs the tokens back in that
     form, a relayout named after the op that makes them (probe tools/probe_rknn_rk3566.py winpart)."""
     graph, node = view.graph, view.node
+    if _window_head_transpose(graph, node):
+        return ("Transpose splits the heads of 4-D windows [B, ws, ws, C]: the windows are relaid out of exWindow's "
+                "form into the batch on the CPU")
+    if _is_activation_matmul(graph, node) and node.outputs and _window_attention(graph, node):
+        join = _only_user(graph, node.outputs[0])
+        back = _only_user(graph, join.outputs[0]) if join is not None and join.op_type == "Transpose" else None
+        out = graph.shape(back.outputs[0]) if back is not None and back.op_type == "Reshape" else None
+        if _static(out) and len(out) == 4 and _softmax_side(graph, node.inputs[0]):
+            return "P.V of 4-D window attention: its result is relaid out of exMatMul's form on the CPU"
+    if node.op_type == "Reshape" and node.inputs:
+        before = graph.producer(node.inputs[0])
+        pv = graph.producer(before.inputs[0]) if before is not None and before.op_type == "Transpose" \
+            and tuple(before.attrs.get("perm") or ()) == (0, 2, 1, 3) else None
+        out = graph.shape(node.outputs[0])
+        if pv is not None and _is_activation_matmul(graph, pv) and _window_attention(graph, pv) \
+                and _static(out) and len(out) == 4 and _softmax_side(graph, pv.inputs[0]):
+            return "joins the heads of 4-D window attention back into [B, ws, ws, C]: a relayout on the CPU"
     if node.op_type in _RUN_RESHAPES and node.inputs:
         users = _data_users(graph, node.outputs[0]) if node.outputs else ()
         if len(users) == 1 and users[0].op_type in _RUN_RESHAPES:
@@ -2394,6 +2460,9 @@ def _form_channel_change(view: LayerView) -> str | None:
         return None
     if node.op_type == "Reshape" and _attention_head_reshape(graph, node):
         return None
+    head = _only_user(graph, node.outputs[0]) if node.outputs else None
+    if _window_head_transpose(graph, head):
+        return None  # the head Transpose of 4-D windows carries the relayout (RKNN-WINDOW-TOKENS)
     if src[-1] == dst[-1] and len(src) in (3, 4) and _token_form(graph, node.inputs[0]):
         return None  # regroups the token axis of a [B, C, 1, N] tensor (e.g. LeViT's subsample)
     axis = channel_axis(graph, _activation_input(graph, node))

@@ -117,6 +117,11 @@ CITED = [
     ("timm_coatnet_nano_rw_224", "rk3566", "int8", "/stages/stages.2/blocks/blocks.1/attn/Reshape", False),
     ("timm_coatnet_nano_rw_224", "rk3566", "int8", "/stages/stages.2/blocks/blocks.1/attn/Slice_2", True),
     ("timm_coatnet_nano_rw_224", "rk3566", "int8", "/stages/stages.2/blocks/blocks.1/attn/Transpose_1", False),
+    # attention on 4-D windows (MaxViT block and grid partitions)
+    ("timm_maxvit_rmlp_pico_rw_256", "rk3566", "fp16", "/stages/stages.2/blocks/blocks.0/attn_block/attn/Transpose", True),
+    ("timm_maxvit_rmlp_pico_rw_256", "rk3566", "int8", "/stages/stages.2/blocks/blocks.0/attn_grid/attn/MatMul_1", True),
+    ("timm_maxvit_rmlp_pico_rw_256", "rk3566", "int8", "/stages/stages.2/blocks/blocks.0/attn_block/attn/Reshape_3", True),
+    ("timm_maxvit_rmlp_pico_rw_256", "rk3566", "fp16", "/stages/stages.2/blocks/blocks.0/attn_grid/attn/Reshape", False),
 ]
 
 

@@ -1447,3 +1447,48 @@ def test_qkv_cut_apart_by_slices_on_rk3566(catalog, tmp_path, tokens, dim, cpu_i
         assert report.verdict("v_slice").runs_on("npu", precision) is (precision not in cpu_in), precision
         assert report.verdict("v_tr").runs_on("npu", precision), precision
         assert report.verdict("head_reshape").runs_on("npu", precision) is not (dim == 20 and precision == "int8")
+
+
+def _window_4d_attention(tmp_path, n):
+    """MaxViT's block attention on n x n windows of 8 x 8 kept 4-D: channels-last tokens (a MatMul) -> partition ->
+    [B, 8, 8, C] -> qkv MatMul -> Reshape [B, 64, h, 3d] -> Transpose (0,2,1,3) -> Slices -> attention ->
+    Transpose (0,2,1,3) -> Reshape [B, 8, 8, C] -> proj MatMul."""
+    ws, heads, dim = 8, 2, 32
+    b, ch, side = n * n, heads * dim, n * ws
+    nodes = [helper.make_node("MatMul", ["x", "wx"], ["xm"], name="embed"),
+             helper.make_node("Reshape", ["xm", "s6"], ["x6"], name="part_reshape"),
+             helper.make_node("Transpose", ["x6"], ["xt"], name="part_transpose", perm=[0, 1, 3, 2, 4, 5]),
+             helper.make_node("Reshape", ["xt", "s_win"], ["xw"], name="part_windows"),
+             helper.make_node("MatMul", ["xw", "wqkv"], ["qkv"], name="qkv_matmul"),
+             helper.make_node("Reshape", ["qkv", "s_heads"], ["qh"], name="head_reshape"),
+             helper.make_node("Transpose", ["qh"], ["qt"], name="head_transpose", perm=[0, 2, 1, 3])]
+    nodes += [helper.make_node("Slice", ["qt", f"st{i}", f"en{i}", "ax3"], [t], name=f"{t}_slice")
+              for i, t in enumerate("qkv")]
+    nodes += [helper.make_node("Transpose", ["k"], ["kt"], name="k_transpose", perm=[0, 1, 3, 2]),
+              helper.make_node("MatMul", ["q", "kt"], ["a"], name="qk"),
+              helper.make_node("Softmax", ["a"], ["p"], name="softmax", axis=-1),
+              helper.make_node("MatMul", ["p", "v"], ["o"], name="pv"),
+              helper.make_node("Transpose", ["o"], ["ot"], name="o_transpose", perm=[0, 2, 1, 3]),
+              helper.make_node("Reshape", ["ot", "s_win"], ["ow"], name="o_join"),
+              helper.make_node("MatMul", ["ow", "wp"], ["y"], name="proj")]
+    inits = [weight("wx", [ch, ch]), weight("wqkv", [ch, 3 * ch]), weight("wp", [ch, ch]),
+             const("s6", np.array([1, n, ws, n, ws, ch], np.int64)), const("s_win", np.array([b, ws, ws, ch], np.int64)),
+             const("s_heads", np.array([b, ws * ws, heads, 3 * dim], np.int64)), const("ax3", np.array([3], np.int64))]
+    for i in range(3):
+        inits += [const(f"st{i}", np.array([i * dim], np.int64)), const(f"en{i}", np.array([(i + 1) * dim], np.int64))]
+    return save_model(tmp_path / f"w4d{n}.onnx", nodes, [value("x", [1, side, side, ch])], [value("y", None)], inits,
+                      opset=13)
+
+
+# probe tools/probe_rknn_rk3566.py maxattn:2:8:2:32 and maxattn:1:8:2:32 (FP16 and INT8, 2026-12-01): with 4 windows
+# kept [B, 8, 8, C] the head Transpose (head_transpose#1, qt_rs), P.V (o_mm_rs) and the join Reshape (ow_tp_rs) are
+# CPU relayouts; with one window none is (corpus timm_maxvit_rmlp_pico_rw_256 attn/Transpose, MatMul_1, Reshape_3
+# CPU, the head Reshape NPU, block and grid attention, FP16 and INT8)
+@pytest.mark.parametrize(("n", "cpu"), [(2, True), (1, False)])
+def test_attention_on_4d_windows_is_relaid_out_on_rk3566(catalog, tmp_path, n, cpu):
+    report = check_graph(load_model(_window_4d_attention(tmp_path, n)), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        for name in ("head_transpose", "pv", "o_join"):
+            assert report.verdict(name).runs_on("npu", precision) is not cpu, (name, precision)
+        if cpu:  # the head Transpose carries the relayout; one window's head Reshape: probe NPU, corpus CPU
+            assert report.verdict("head_reshape").runs_on("npu", precision)
