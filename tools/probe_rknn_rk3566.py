@@ -47,6 +47,10 @@ slicehead:HEADS:D:N  CoAtNet's attention on a conv map: one qkv 1x1 Conv, Reshap
 maxattn:N:WS:HEADS:D  MaxViT's block attention on 4-D windows: partition into [B, WS, WS, C] (no token
                      reshape), qkv MatMul, Reshape [B, WS*WS, HEADS, 3*D], Transpose (0,2,1,3), Slices, softmax(Q.K^T).V,
                      Transpose (0,2,1,3), Reshape [B, WS, WS, C], proj MatMul, reverse
+lsa:N:WS:HEADS:D:ORDER  Twins' locally-grouped attention with the windows kept in axis 1: partition of an N x N
+                     grid of WS x WS windows, qkv MatMul on [1, N, N, WS, WS, C], Reshape [1, N*N, WS*WS, 3, HEADS, D],
+                     unbind Transpose windows-before-heads (3,0,1,4,2,5) (ORDER 0, Twins) or heads-before-windows
+                     (3,0,4,1,2,5) (ORDER 1, NesT), attention, heads joined back, reverse
 Each case converts in a fresh process, FP16 and INT8, and prints the layers of the pattern (op, target,
 shapes, name); the Conv stem and tail are left out.
 """
@@ -345,6 +349,37 @@ def maxattn(n: int, ws: int, heads: int, d: int) -> Built:
     for i in range(3):
         inits += [c(f"st{i}", np.array([i * d], np.int64)), c(f"en{i}", np.array([(i + 1) * d], np.int64))]
     return wrap("maxattn", nodes, inits, ch, side, side, ch)
+
+
+def lsa(n: int, ws: int, heads: int, d: int, order: int) -> Built:
+    """Windowed attention whose windows stay in axis 1 of [1, windows, tokens, ...] (Twins' LSA, NesT's blocks)."""
+    b, t, ch, side = n * n, ws * ws, heads * d, n * ws
+    perm = [3, 0, 4, 1, 2, 5] if order else [3, 0, 1, 4, 2, 5]
+    nodes = [N("Transpose", ["x"], ["xl"], "to_last", perm=[0, 2, 3, 1]),
+             N("Reshape", ["xl", "s6"], ["x6"], "part_reshape"),
+             N("Transpose", ["x6"], ["xt"], "part_transpose", perm=[0, 1, 3, 2, 4, 5]),
+             N("MatMul", ["xt", "wqkv"], ["qkv"], "qkv_matmul"),
+             N("Reshape", ["qkv", "s_heads"], ["qh"], "head_reshape"),
+             N("Transpose", ["qh"], ["qt"], "head_transpose", perm=perm),
+             N("Split", ["qt", "ones"], ["q1", "k1", "v1"], "qkv_split", axis=0)]
+    nodes += [N("Squeeze", [f"{t_}1", "ax0"], [t_], f"{t_}_squeeze") for t_ in "qkv"]
+    rank = 5
+    nodes += [N("Transpose", ["k"], ["kt"], "k_transpose", perm=[*range(rank - 2), rank - 1, rank - 2]),
+              N("Mul", ["q", "sc"], ["qs"], "q_scale"),
+              N("MatMul", ["qs", "kt"], ["a"], "qk"),
+              N("Softmax", ["a"], ["p"], "softmax", axis=-1),
+              N("MatMul", ["p", "v"], ["o"], "pv"),
+              N("Transpose", ["o"], ["ot"], "o_transpose", perm=[0, 2, 3, 1, 4] if order else [0, 1, 3, 2, 4]),
+              N("Reshape", ["ot", "s_back6"], ["m6"], "o_join"),
+              N("Transpose", ["m6"], ["mt"], "rev_transpose", perm=[0, 1, 3, 2, 4, 5]),
+              N("Reshape", ["mt", "s_map"], ["ml"], "rev_map"),
+              N("Transpose", ["ml"], ["y"], "to_first", perm=[0, 3, 1, 2])]
+    inits = [w("wqkv", (ch, 3 * ch)), c("s6", np.array([1, n, ws, n, ws, ch], np.int64)),
+             c("s_heads", np.array([1, b, t, 3, heads, d], np.int64)), c("ones", np.array([1, 1, 1], np.int64)),
+             c("ax0", np.array([0], np.int64)), c("sc", np.float32(d**-0.5)),
+             c("s_back6", np.array([1, n, n, ws, ws, ch], np.int64)),
+             c("s_map", np.array([1, side, side, ch], np.int64))]
+    return wrap("lsa", nodes, inits, ch, side, side, ch)
 
 
 def tokmean(n: int, ch: int) -> Built:
@@ -646,7 +681,7 @@ def mu(a: int, b: int, d: int, swap: int) -> Built:
     return wrap("mu", nodes, inits, ch, h, w_, ch)
 
 
-BUILDERS: dict[str, Callable[..., Built]] = {"maxattn": maxattn, "slicehead": slicehead, "eca": eca, "swinattn": swinattn, "winpart": winpart, "bilstm": bilstm, "talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
+BUILDERS: dict[str, Callable[..., Built]] = {"lsa": lsa, "maxattn": maxattn, "slicehead": slicehead, "eca": eca, "swinattn": swinattn, "winpart": winpart, "bilstm": bilstm, "talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
 
 
 def build(label: str) -> Built:

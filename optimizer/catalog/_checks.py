@@ -1523,15 +1523,25 @@ def _window_head_transpose(graph: Graph, node: Node | None) -> bool:
         and _window_batch(graph, split.inputs[0])
 
 
-def _window_attention(graph: Graph, matmul: Node, depth: int = 4) -> bool:
+def _axis_window_heads(graph: Graph, node: Node | None) -> bool:
+    """Twins' unbind Transpose (3, 0, 1, 4, 2, 5) of [1, W, N, 3, h, d]: q/k/v of W > 1 windows kept in axis 1,
+    the windows before the heads."""
+    src = graph.shape(node.inputs[0]) if node is not None and node.inputs else None
+    return (node is not None and node.op_type == "Transpose" and _static(src) and len(src) == 6
+            and tuple(node.attrs.get("perm") or ()) == (3, 0, 1, 4, 2, 5) and int(src[1]) > 1 and int(src[3]) == 3)
+
+
+def _window_attention(graph: Graph, matmul: Node, depth: int = 4,
+                      head: Callable[[Graph, Node | None], bool] | None = None) -> bool:
     """An operand of `matmul` comes from a window head Transpose through Slice/Split/Squeeze/Mul/Transpose."""
+    head = head or _window_head_transpose
     for operand in matmul.inputs[:2]:
         tensor = operand
         for _ in range(depth):
             node = graph.producer(tensor)
             if node is None:
                 break
-            if _window_head_transpose(graph, node):
+            if head(graph, node):
                 return True
             if node.op_type not in ("Slice", "Split", "Squeeze", "Mul", "Transpose", "Softmax", "Add", "MatMul"):
                 break
@@ -1548,6 +1558,17 @@ def window_tokens(rule: Rule, view: LayerView) -> str | None:
     if _window_head_transpose(graph, node):
         return ("Transpose splits the heads of 4-D windows [B, ws, ws, C]: the windows are relaid out of exWindow's "
                 "form into the batch on the CPU")
+    if _axis_window_heads(graph, node):
+        return ("Transpose unbinds q/k/v of windows kept in axis 1, windows before heads: relaid out of exWindow's "
+                "form into the batch on the CPU")
+    if _is_activation_matmul(graph, node) and node.outputs and _softmax_side(graph, node.inputs[0]) \
+            and _window_attention(graph, node, head=_axis_window_heads):
+        return "P.V of attention on windows kept in axis 1: its result is relaid out of exMatMul's form on the CPU"
+    if node.op_type == "Transpose" and tuple(node.attrs.get("perm") or ()) == (0, 1, 3, 2, 4):
+        pv = graph.producer(node.inputs[0])
+        if pv is not None and _is_activation_matmul(graph, pv) \
+                and _window_attention(graph, pv, head=_axis_window_heads):
+            return "joins the heads of attention on windows kept in axis 1: a relayout on the CPU"
     if _is_activation_matmul(graph, node) and node.outputs and _window_attention(graph, node):
         join = _only_user(graph, node.outputs[0])
         back = _only_user(graph, join.outputs[0]) if join is not None and join.op_type == "Transpose" else None

@@ -122,6 +122,11 @@ CITED = [
     ("timm_maxvit_rmlp_pico_rw_256", "rk3566", "int8", "/stages/stages.2/blocks/blocks.0/attn_grid/attn/MatMul_1", True),
     ("timm_maxvit_rmlp_pico_rw_256", "rk3566", "int8", "/stages/stages.2/blocks/blocks.0/attn_block/attn/Reshape_3", True),
     ("timm_maxvit_rmlp_pico_rw_256", "rk3566", "fp16", "/stages/stages.2/blocks/blocks.0/attn_grid/attn/Reshape", False),
+    # windows kept in axis 1, windows before heads (Twins' LSA)
+    ("timm_twins_svt_small", "rk3566", "int8", "/blocks.1.0/attn/Transpose_2", True),
+    ("timm_twins_svt_small", "rk3566", "fp16", "/blocks.1.0/attn/MatMul_1", True),
+    ("timm_twins_svt_small", "rk3566", "int8", "/blocks.1.0/attn/Transpose_4", True),
+    ("timm_nest_tiny", "rk3566", "int8", "/levels/levels.0/transformer_encoder/transformer_encoder.0/attn/Transpose", False),
     # a ScatterND writing every element in order (attn[:, :, 0:, 0:] = rel) is removed
     ("timm_mvitv2_tiny", "rk3588", "fp16", "/stages.0/blocks.0/attn/ScatterND", False),
     ("timm_mvitv2_tiny", "rk3588", "int8", "/stages.1/blocks.0/attn/ScatterND", False),  # 4.9M-element indices

@@ -1492,3 +1492,40 @@ def test_attention_on_4d_windows_is_relaid_out_on_rk3566(catalog, tmp_path, n, c
             assert report.verdict(name).runs_on("npu", precision) is not cpu, (name, precision)
         if cpu:  # the head Transpose carries the relayout; one window's head Reshape: probe NPU, corpus CPU
             assert report.verdict("head_reshape").runs_on("npu", precision)
+
+
+def _axis_windows(tmp_path, windows_first, n=2):
+    """Twins' LSA (windows_first) or NesT's order: q/k/v of n*n windows of 49 tokens kept in axis 1,
+    [1, W, N, 3, h, d] -> unbind Transpose -> attention -> heads joined back to [1, W, N, h, d]."""
+    heads, dim, tokens = 4, 32, 49
+    w = n * n
+    perm = [3, 0, 1, 4, 2, 5] if windows_first else [3, 0, 4, 1, 2, 5]
+    nodes = [helper.make_node("MatMul", ["x", "wqkv"], ["qkv"], name="qkv_matmul"),
+             helper.make_node("Reshape", ["qkv", "s_heads"], ["qh"], name="head_reshape"),
+             helper.make_node("Transpose", ["qh"], ["qt"], name="head_transpose", perm=perm),
+             helper.make_node("Split", ["qt", "ones"], ["q1", "k1", "v1"], name="split", axis=0)]
+    nodes += [helper.make_node("Squeeze", [f"{t}1", "ax0"], [t], name=f"{t}_squeeze") for t in "qkv"]
+    nodes += [helper.make_node("Transpose", ["k"], ["kt"], name="k_transpose", perm=[0, 1, 2, 4, 3]),
+              helper.make_node("MatMul", ["q", "kt"], ["a"], name="qk"),
+              helper.make_node("Softmax", ["a"], ["p"], name="softmax", axis=-1),
+              helper.make_node("MatMul", ["p", "v"], ["o"], name="pv"),
+              helper.make_node("Transpose", ["o"], ["y"], name="o_transpose",
+                               perm=[0, 1, 3, 2, 4] if windows_first else [0, 2, 3, 1, 4])]
+    inits = [weight("wqkv", [heads * dim, 3 * heads * dim]),
+             const("s_heads", np.array([1, w, tokens, 3, heads, dim], np.int64)),
+             const("ones", np.array([1, 1, 1], np.int64)), const("ax0", np.array([0], np.int64))]
+    return save_model(tmp_path / f"aw{int(windows_first)}{n}.onnx", nodes, [value("x", [1, w, tokens, heads * dim])],
+                      [value("y", None)], inits, opset=13)
+
+
+# probe tools/probe_rknn_rk3566.py lsa:2:7:4:32:0 (FP16 and INT8, 2026-12-01): windows kept in axis 1, unbound
+# windows-before-heads (Twins): the unbind Transpose (qt_rs_swap_tp#1), P.V (o_rs) and the head-join Transpose
+# (ot_rs_tp#1) are CPU relayouts (corpus timm_twins_svt_small attn/Transpose_2, MatMul_1, Transpose_4: CPU, FP16
+# and INT8). Heads-before-windows (NesT's order, corpus timm_nest_tiny: NPU) and one window are not this rule
+@pytest.mark.parametrize(("windows_first", "n", "cpu"), [(True, 2, True), (False, 2, False), (True, 1, False)])
+def test_attention_on_windows_kept_in_axis_1_on_rk3566(catalog, tmp_path, windows_first, n, cpu):
+    report = check_graph(load_model(_axis_windows(tmp_path, windows_first, n)), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        for name in ("head_transpose", "pv", "o_transpose"):
+            rules = {v.rule for v in report.verdict(name).violations if v.precision == precision}
+            assert ("RKNN-WINDOW-TOKENS" in rules) is cpu, (name, precision)
