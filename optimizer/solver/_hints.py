@@ -8,9 +8,24 @@ the solver minimises (scored by the evaluator) gives CP-SAT a hint near a balanc
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import heapq
+import itertools
+import math
+from collections.abc import Callable, Mapping
 
-from optimizer.latency import Breakdown, LatencyModel, Placement, evaluate, group_options
+import numpy as np
+
+from optimizer.latency import (
+    Breakdown,
+    LatencyModel,
+    Option,
+    Placement,
+    evaluate,
+    group_options,
+    reformat_engine,
+    tensor_routes,
+    transfer_engine,
+)
 
 
 def _on_gpu(lm: LatencyModel, g: int, allowed: frozenset[str]) -> Placement | None:
@@ -53,3 +68,218 @@ def _relabel(placements: tuple[Placement, ...]) -> tuple[Placement, ...]:
                    key=lambda s: min(g for g, p in enumerate(placements) if p.loadable == s))
     label = {old: new for new, old in enumerate(order)}
     return tuple(Placement(p.option, p.core, label[p.loadable]) if p.loadable >= 0 else p for p in placements)
+
+
+# Interval hint: the DP's Lagrange weights (GPU time saved against DLA time spent) and per-loadable caps (shares
+# of the all-GPU time), and how many of its candidate plans the evaluator scores.
+INTERVAL_WEIGHTS = (0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.85, 1.0, 1.25, 1.6, 2.0)
+INTERVAL_CAPS = (0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, math.inf)
+INTERVAL_SCORED = 12
+INTERVAL_MAX = 8  # loadables the DP places at most (TensorRT 11 allows 16 per core; a pipeline needs few)
+
+
+def topological_positions(lm: LatencyModel) -> list[int]:
+    """Groups in a topological order, the smallest index first among the ready ones (fusion can number a
+    group before one it consumes)."""
+    n = len(lm.groups.groups)
+    succ: dict[int, list[int]] = {}
+    indegree = [0] * n
+    for a, b in lm.groups.group_edges():
+        succ.setdefault(a, []).append(b)
+        indegree[b] += 1
+    ready = [g for g in range(n) if indegree[g] == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        g = heapq.heappop(ready)
+        order.append(g)
+        for b in succ.get(g, ()):
+            indegree[b] -= 1
+            if indegree[b] == 0:
+                heapq.heappush(ready, b)
+    return order
+
+
+def _fastest(lm: LatencyModel, g: int, device: str, allowed: frozenset[str]) -> Option | None:
+    group = lm.groups.groups[g]
+    options = [o for o in group_options(lm, g, allowed) if o.device == device and o.edit is None
+               and o.sparsity == "dense" and o.cores == 1]
+    return min(options, key=lambda o: (lm.option_ns(group, o), o.precision)) if options else None
+
+
+class _Intervals:
+    """Costs of putting one interval [i, j] of the topological order on a DLA core, everything else on the
+    GPU: the GPU time it saves (its groups' GPU time less the copies and precision changes at its border,
+    which TensorRT runs on the GPU) and the DLA time it takes. Border costs are 2-D rectangles in (i, j), so
+    all intervals' costs come from one difference array."""
+
+    def __init__(self, lm: LatencyModel, order: list[int], gpu: list[Option], dla: list[Option | None]) -> None:
+        n = len(order)
+        pos = {g: p for p, g in enumerate(order)}
+        groups = lm.groups.groups
+        gpu_ns = np.array([lm.option_ns(groups[g], gpu[g]) for g in order], dtype=float)
+        dla_ns = np.array([lm.option_ns(groups[g], o) if (o := dla[g]) is not None else math.inf for g in order])
+        self.gpu_prefix = np.concatenate(([0.0], np.cumsum(gpu_ns)))
+        finite = np.where(np.isfinite(dla_ns), dla_ns, 0.0)
+        self.dla_prefix = np.concatenate(([0.0], np.cumsum(finite)))
+        # the first position at or after p that cannot run on the DLA
+        blocked = np.full(n + 1, n)
+        for p in range(n - 1, -1, -1):
+            blocked[p] = p if not np.isfinite(dla_ns[p]) else blocked[p + 1]
+        self.blocked = blocked
+        border = np.zeros((n + 1, n + 1))
+
+        def add(i0: int, i1: int, j0: int, j1: int, value: float) -> None:
+            if value and i0 <= i1 and j0 <= j1:
+                border[i0, j0] += value
+                border[i0, j1 + 1] -= value
+                border[i1 + 1, j0] -= value
+                border[i1 + 1, j1 + 1] += value
+
+        for tensor, src, consumers in tensor_routes(lm):
+            if src < 0:
+                continue
+            s = pos[src]
+            cs = sorted(pos[v] for v in consumers)
+            src_dla = dla[src]
+            if src_dla is not None:  # produced inside, consumed after the interval: one copy out
+                add(0, s, s, cs[-1] - 1, lm.transfer(tensor, "dla", "gpu", src_dla.precision)[1])
+            copy_in = lm.transfer(tensor, "gpu", "dla", gpu[src].precision)[1]
+            for r, c in enumerate(cs):  # produced before, first consumed inside at c: one copy in
+                add(s + 1 if r == 0 else cs[r - 1] + 1, c, c, n - 1, copy_in)
+            change = lm.precision_change_ns(tensor)
+            for v in consumers:
+                c, dst_dla = pos[v], dla[v]
+                base = change * (gpu[src].precision != gpu[v].precision)
+                if src_dla is not None and dst_dla is not None:
+                    add(0, s, c, n - 1, change * (src_dla.precision != dst_dla.precision) - base)
+                if src_dla is not None:
+                    add(0, s, s, c - 1, change * (src_dla.precision != gpu[v].precision) - base)
+                if dst_dla is not None:
+                    add(s + 1, c, c, n - 1, change * (gpu[src].precision != dst_dla.precision) - base)
+        self.border = border.cumsum(axis=0).cumsum(axis=1)[:n, :n]
+        self.n = n
+        self.gpu_total = float(self.gpu_prefix[-1])
+
+    def saved(self, i: int, j: int) -> float:
+        return float(self.gpu_prefix[j + 1] - self.gpu_prefix[i] - self.border[i, j])
+
+    def dla(self, i: int, j: int) -> float:
+        return float(self.dla_prefix[j + 1] - self.dla_prefix[i])
+
+    def select(self, weight: float, cap: float, launch: float, most: int) -> tuple[tuple[int, int], ...]:
+        """At most `most` disjoint intervals maximising GPU time saved less `weight` times DLA time taken,
+        each taking at most `cap` DLA time: a DP over prefixes of the order (best[k][p]: k intervals in the
+        first p positions)."""
+        n = self.n
+        i = np.arange(n)[:, None]
+        j = np.arange(n)[None, :]
+        dla = self.dla_prefix[1:][None, :] - self.dla_prefix[:-1][:, None] + launch
+        value = self.gpu_prefix[1:][None, :] - self.gpu_prefix[:-1][:, None] - self.border - weight * dla
+        value = np.where((j >= i) & (j < self.blocked[:-1][:, None]) & (dla <= cap), value, -math.inf)
+        best = np.full((most + 1, n + 1), -math.inf)
+        best[:, 0] = 0.0
+        start = np.full((most + 1, n + 1), -1)
+        for p in range(1, n + 1):
+            best[0, p] = 0.0
+            column = value[:p, p - 1]
+            for k in range(1, most + 1):
+                through = best[k - 1, :p] + column
+                s = int(np.argmax(through))
+                if through[s] > best[k, p - 1]:
+                    best[k, p], start[k, p] = through[s], s
+                else:
+                    best[k, p] = best[k, p - 1]
+        intervals = []
+        k, p = int(np.argmax(best[:, n])), n
+        while k > 0 and p > 0:
+            if start[k, p] < 0:
+                p -= 1
+                continue
+            s = int(start[k, p])
+            intervals.append((s, p - 1))
+            k, p = k - 1, s
+        return tuple(sorted(intervals))
+
+
+def interval_hint(lm: LatencyModel, allowed: frozenset[str], score: Callable[[Breakdown], int], cores: int,
+                  limit: int) -> tuple[Placement, ...] | None:
+    """A throughput start that cuts the topological order into DLA intervals, the rest on the GPU.
+
+    Intervals of a topological order are convex (a path leaving one cannot come back before its end), so each
+    of an interval's connected parts is a valid loadable. For each Lagrange weight and cap a DP picks the
+    intervals; each set's intervals are spread over the DLA cores by the border-cost model (every split
+    tried), the best sets are relabelled into loadables and scored by the evaluator. None when the target
+    has no DLA or copies are not GPU work (the costs assume both)."""
+    groups = lm.groups.groups
+    if not groups or cores < 1 or not lm.backend.loadables or transfer_engine(lm.target) != "gpu" \
+            or reformat_engine(lm.target) != "gpu":
+        return None
+    gpu = [_fastest(lm, g, "gpu", allowed) for g in range(len(groups))]
+    if any(o is None for o in gpu):
+        return None
+    gpu_options = [o for o in gpu if o is not None]
+    dla = [_fastest(lm, g, "dla", allowed) for g in range(len(groups))]
+    if all(o is None for o in dla):
+        return None
+    order = topological_positions(lm)
+    costs = _Intervals(lm, order, gpu_options, dla)
+    launch = float(lm.launch_ns())
+    most = min(limit, INTERVAL_MAX)
+    sets = {costs.select(w, cap * costs.gpu_total, launch, most) for w in INTERVAL_WEIGHTS for cap in INTERVAL_CAPS}
+    ranked = []
+    for intervals in sorted(s for s in sets if s):
+        loads = [(costs.saved(i, j), costs.dla(i, j) + launch) for i, j in intervals]
+        gpu_left = costs.gpu_total - sum(saved for saved, _ in loads)
+        best = None
+        for split in itertools.product(range(cores), repeat=len(intervals) - 1):
+            on = (0, *split)
+            busy = [sum(d for (_, d), c in zip(loads, on) if c == core) for core in range(cores)]
+            value = max(gpu_left, *busy)
+            if best is None or value < best[0]:
+                best = (value, on)
+        assert best is not None
+        ranked.append((best[0], intervals, best[1]))
+    ranked.sort()
+    neighbours: dict[int, set[int]] = {}
+    for a, b in lm.groups.group_edges():
+        neighbours.setdefault(a, set()).add(b)
+        neighbours.setdefault(b, set()).add(a)
+    plans: list[tuple[int, int, tuple[Placement, ...]]] = []
+    for _, intervals, on in ranked[:INTERVAL_SCORED]:
+        placements = _interval_plan(order, intervals, on, gpu_options, dla, neighbours, limit)
+        plans.append((score(evaluate(lm, placements)), len(plans), placements))
+    return min(plans)[2] if plans else None
+
+
+def _interval_plan(order: list[int], intervals: tuple[tuple[int, int], ...], on: tuple[int, ...],
+                   gpu: list[Option], dla: list[Option | None], neighbours: Mapping[int, set[int]], limit: int
+                   ) -> tuple[Placement, ...]:
+    """Each interval's connected parts as loadables on its core; past the limit the smallest parts go back to
+    the GPU."""
+    parts: list[tuple[set[int], int]] = []
+    for (i, j), core in zip(intervals, on):
+        members = set(order[i:j + 1])
+        seen: set[int] = set()
+        for first in order[i:j + 1]:
+            if first in seen:
+                continue
+            part, stack = set(), [first]
+            while stack:
+                g = stack.pop()
+                if g in part:
+                    continue
+                part.add(g)
+                stack.extend(h for h in neighbours.get(g, ()) if h in members and h not in part)
+            seen |= part
+            parts.append((part, core))
+    parts.sort(key=lambda pc: (-len(pc[0]), min(pc[0])))
+    kept = parts[:limit]
+    placements = [Placement(o) for o in gpu]
+    for part, core in kept:
+        for g in part:
+            option = dla[g]
+            assert option is not None
+            placements[g] = Placement(option, core, 0)
+    slot = {g: k for k, (part, _) in enumerate(sorted(kept, key=lambda pc: min(pc[0]))) for g in part}
+    return tuple(Placement(p.option, p.core, slot[g]) if g in slot else p for g, p in enumerate(placements))
