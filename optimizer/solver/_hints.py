@@ -70,11 +70,13 @@ def _relabel(placements: tuple[Placement, ...]) -> tuple[Placement, ...]:
     return tuple(Placement(p.option, p.core, label[p.loadable]) if p.loadable >= 0 else p for p in placements)
 
 
-# Interval hint: the DP's Lagrange weights (GPU time saved against DLA time spent) and per-loadable caps (shares
-# of the all-GPU time), and how many of its candidate plans the evaluator scores.
-INTERVAL_WEIGHTS = (0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.85, 1.0, 1.25, 1.6, 2.0)
-INTERVAL_CAPS = (0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, math.inf)
-INTERVAL_SCORED = 12
+# Interval hint: makespans tried (geometric, from a fair share of the all-GPU time up to all of it), the DP's
+# Lagrange weights (GPU time saved against DLA time spent), how many candidate plans the evaluator scores, and
+# how far the refinement moves an interval's ends.
+INTERVAL_TARGETS = 24
+INTERVAL_WEIGHTS = (0.05, 0.3)
+INTERVAL_SCORED = 8
+INTERVAL_STEPS = 3
 INTERVAL_MAX = 8  # loadables the DP places at most (TensorRT 11 allows 16 per core; a pipeline needs few)
 
 
@@ -113,8 +115,11 @@ class _Intervals:
     which TensorRT runs on the GPU) and the DLA time it takes. Border costs are 2-D rectangles in (i, j), so
     all intervals' costs come from one difference array."""
 
-    def __init__(self, lm: LatencyModel, order: list[int], gpu: list[Option], dla: list[Option | None]) -> None:
+    def __init__(self, lm: LatencyModel, order: list[int], gpu: list[Option], dla: list[Option | None],
+                 launch: float, cores: int) -> None:
         n = len(order)
+        self.launch = launch
+        self.cores = cores
         pos = {g: p for p, g in enumerate(order)}
         groups = lm.groups.groups
         gpu_ns = np.array([lm.option_ns(groups[g], gpu[g]) for g in order], dtype=float)
@@ -167,14 +172,50 @@ class _Intervals:
     def dla(self, i: int, j: int) -> float:
         return float(self.dla_prefix[j + 1] - self.dla_prefix[i])
 
-    def select(self, weight: float, cap: float, launch: float, most: int) -> tuple[tuple[int, int], ...]:
+    def busiest(self, intervals: tuple[tuple[int, int], ...], on: tuple[int, ...]) -> tuple[float, float]:
+        """(busiest engine, all engines' time) of a plan of intervals on cores `on`, by the border-cost model."""
+        gpu = self.gpu_total - sum(self.saved(i, j) for i, j in intervals)
+        busy = [0.0] * self.cores
+        for (i, j), core in zip(intervals, on):
+            busy[core] += self.dla(i, j) + self.launch
+        return max(gpu, *busy), gpu + sum(busy)
+
+    def assign(self, intervals: tuple[tuple[int, int], ...]) -> tuple[tuple[tuple[int, int], ...], tuple[int, ...]]:
+        """The intervals and the split over the cores (the first on DLA0) that leaves the busiest engine least
+        busy."""
+        splits = [(0, *rest) for rest in itertools.product(range(self.cores), repeat=len(intervals) - 1)]
+        return intervals, min(splits, key=lambda on: self.busiest(intervals, on))
+
+    def refine(self, intervals: tuple[tuple[int, int], ...], on: tuple[int, ...]
+               ) -> tuple[tuple[float, float], tuple[tuple[int, int], ...], tuple[int, ...]]:
+        """Moves one end of one interval at a time by up to INTERVAL_STEPS positions (intervals stay disjoint,
+        on the DLA and non-empty) while the plan's (busiest engine, total) falls; a descent, deterministic."""
+        best = self.busiest(intervals, on)
+        while True:
+            moves = []
+            for k, (i, j) in enumerate(intervals):
+                low = intervals[k - 1][1] + 1 if k else 0
+                high = intervals[k + 1][0] - 1 if k + 1 < len(intervals) else self.n - 1
+                for step in range(-INTERVAL_STEPS, INTERVAL_STEPS + 1):
+                    for a, b in ((i + step, j), (i, j + step)):
+                        if step and low <= a <= b <= high and self.blocked[a] > b:
+                            moved = (*intervals[:k], (a, b), *intervals[k + 1:])
+                            moves.append((self.busiest(moved, on), moved))
+            if not moves:
+                return best, intervals, on
+            value, moved = min(moves)
+            if value >= best:
+                return best, intervals, on
+            best, intervals = value, moved
+
+    def select(self, weight: float, cap: float, most: int) -> tuple[tuple[int, int], ...]:
         """At most `most` disjoint intervals maximising GPU time saved less `weight` times DLA time taken,
         each taking at most `cap` DLA time: a DP over prefixes of the order (best[k][p]: k intervals in the
         first p positions)."""
         n = self.n
         i = np.arange(n)[:, None]
         j = np.arange(n)[None, :]
-        dla = self.dla_prefix[1:][None, :] - self.dla_prefix[:-1][:, None] + launch
+        dla = self.dla_prefix[1:][None, :] - self.dla_prefix[:-1][:, None] + self.launch
         value = self.gpu_prefix[1:][None, :] - self.gpu_prefix[:-1][:, None] - self.border - weight * dla
         value = np.where((j >= i) & (j < self.blocked[:-1][:, None]) & (dla <= cap), value, -math.inf)
         best = np.full((most + 1, n + 1), -math.inf)
@@ -207,10 +248,11 @@ def interval_hint(lm: LatencyModel, allowed: frozenset[str], score: Callable[[Br
     """A throughput start that cuts the topological order into DLA intervals, the rest on the GPU.
 
     Intervals of a topological order are convex (a path leaving one cannot come back before its end), so each
-    of an interval's connected parts is a valid loadable. For each Lagrange weight and cap a DP picks the
-    intervals; each set's intervals are spread over the DLA cores by the border-cost model (every split
-    tried), the best sets are relabelled into loadables and scored by the evaluator. None when the target
-    has no DLA or copies are not GPU work (the costs assume both)."""
+    of an interval's connected parts is a valid loadable. For each makespan T tried, a DP picks intervals of
+    at most T (or T/2) DLA time each, one per core or up to the loadable limit; each set is spread over the
+    DLA cores (every split tried), its ends moved while the border-cost model says the busiest engine gets
+    less busy, and the best sets are relabelled into loadables and scored by the evaluator. None when the
+    target has no DLA or copies are not GPU work (the costs assume both)."""
     groups = lm.groups.groups
     if not groups or cores < 1 or not lm.backend.loadables or transfer_engine(lm.target) != "gpu" \
             or reformat_engine(lm.target) != "gpu":
@@ -223,30 +265,19 @@ def interval_hint(lm: LatencyModel, allowed: frozenset[str], score: Callable[[Br
     if all(o is None for o in dla):
         return None
     order = topological_positions(lm)
-    costs = _Intervals(lm, order, gpu_options, dla)
-    launch = float(lm.launch_ns())
+    costs = _Intervals(lm, order, gpu_options, dla, float(lm.launch_ns()), cores)
     most = min(limit, INTERVAL_MAX)
-    sets = {costs.select(w, cap * costs.gpu_total, launch, most) for w in INTERVAL_WEIGHTS for cap in INTERVAL_CAPS}
-    ranked = []
-    for intervals in sorted(s for s in sets if s):
-        loads = [(costs.saved(i, j), costs.dla(i, j) + launch) for i, j in intervals]
-        gpu_left = costs.gpu_total - sum(saved for saved, _ in loads)
-        best = None
-        for split in itertools.product(range(cores), repeat=len(intervals) - 1):
-            on = (0, *split)
-            busy = [sum(d for (_, d), c in zip(loads, on) if c == core) for core in range(cores)]
-            value = max(gpu_left, *busy)
-            if best is None or value < best[0]:
-                best = (value, on)
-        assert best is not None
-        ranked.append((best[0], intervals, best[1]))
-    ranked.sort()
+    low = costs.gpu_total / (cores + 1) / 2
+    targets = [low * (costs.gpu_total / low) ** (k / (INTERVAL_TARGETS - 1)) for k in range(INTERVAL_TARGETS)]
+    sets = {costs.select(w, cap, picks) for t in targets for w in INTERVAL_WEIGHTS
+            for picks, cap in ((min(cores, most), t), (most, t), (most, t / 2))}
+    ranked = sorted(costs.refine(*costs.assign(s)) for s in sorted(sets) if s)
     neighbours: dict[int, set[int]] = {}
     for a, b in lm.groups.group_edges():
         neighbours.setdefault(a, set()).add(b)
         neighbours.setdefault(b, set()).add(a)
     plans: list[tuple[int, int, tuple[Placement, ...]]] = []
-    for _, intervals, on in ranked[:INTERVAL_SCORED]:
+    for _, intervals, on in sorted(set(ranked))[:INTERVAL_SCORED]:
         placements = _interval_plan(order, intervals, on, gpu_options, dla, neighbours, limit)
         plans.append((score(evaluate(lm, placements)), len(plans), placements))
     return min(plans)[2] if plans else None

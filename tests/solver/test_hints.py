@@ -43,7 +43,7 @@ def _costs(lm):
     gpu = [_fastest(lm, g, "gpu", ALLOWED) for g in range(n)]
     dla = [_fastest(lm, g, "dla", ALLOWED) for g in range(n)]
     order = topological_positions(lm)
-    return order, gpu, dla, _Intervals(lm, order, gpu, dla)
+    return order, gpu, dla, _Intervals(lm, order, gpu, dla, float(lm.launch_ns()), 2)
 
 
 def _intervals(costs):
@@ -89,7 +89,7 @@ def test_dp_finds_the_best_interval_set(tmp_path, favour_dla, graph, weight, cap
 
     candidates = _intervals(costs)
     best = max(value(s) for k in range(3) for s in itertools.combinations(candidates, k) if fits(s))
-    chosen = costs.select(weight, cap, launch, 2)
+    chosen = costs.select(weight, cap, 2)
     assert len(chosen) <= 2 and fits(chosen)
     assert value(chosen) == pytest.approx(best, abs=1e-6)
 
