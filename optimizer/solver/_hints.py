@@ -189,7 +189,8 @@ class _Intervals:
     def refine(self, intervals: tuple[tuple[int, int], ...], on: tuple[int, ...]
                ) -> tuple[tuple[float, float], tuple[tuple[int, int], ...], tuple[int, ...]]:
         """Moves one end of one interval at a time by up to INTERVAL_STEPS positions (intervals stay disjoint,
-        on the DLA and non-empty) while the plan's (busiest engine, total) falls; a descent, deterministic."""
+        on the DLA and non-empty), or one interval to another core (the first stays on DLA0), while the plan's
+        (busiest engine, total) falls; a descent, deterministic."""
         best = self.busiest(intervals, on)
         while True:
             moves = []
@@ -200,13 +201,17 @@ class _Intervals:
                     for a, b in ((i + step, j), (i, j + step)):
                         if step and low <= a <= b <= high and self.blocked[a] > b:
                             moved = (*intervals[:k], (a, b), *intervals[k + 1:])
-                            moves.append((self.busiest(moved, on), moved))
+                            moves.append((self.busiest(moved, on), moved, on))
+                for core in range(self.cores):
+                    if k and core != on[k]:
+                        spread = (*on[:k], core, *on[k + 1:])
+                        moves.append((self.busiest(intervals, spread), intervals, spread))
             if not moves:
                 return best, intervals, on
-            value, moved = min(moves)
+            value, moved, spread = min(moves)
             if value >= best:
                 return best, intervals, on
-            best, intervals = value, moved
+            best, intervals, on = value, moved, spread
 
     def select(self, weight: float, cap: float, most: int) -> tuple[tuple[int, int], ...]:
         """At most `most` disjoint intervals maximising GPU time saved less `weight` times DLA time taken,
