@@ -48,6 +48,7 @@ from optimizer.solver import (
     interval_hint,
     loadable_limit,
     lower_bound_ns,
+    region_bound_ns,
     throughput_lp_ns,
 )
 
@@ -260,12 +261,14 @@ def _solve(model: LatencyModel, report: CheckReport, catalog: Catalog, request: 
 
 def _launch_proof(model: LatencyModel, request: PlanRequest, result: SolveResult) -> SolveResult:
     """An unproven throughput plan checked against the launch-raised LP (optimizer.solver._bounds.
-    throughput_lp_ns): a real gap, and OPTIMAL when the plan meets it. After the search, so the search and
+    throughput_lp_ns) and the region DP that sees border copies (optimizer.solver._cutbound): a real gap, and
+    OPTIMAL when the plan meets them. After the search, so the search and
     the plan stay what they were."""
     if request.objective != "throughput" or result.outcome is not Outcome.BEST_FOUND \
             or len(model.groups.groups) > LP_MAX_GROUPS:
         return result
-    raised = min(throughput_lp_ns(model, request) or 0, result.objective_ns)
+    raised = min(max(throughput_lp_ns(model, request) or 0, region_bound_ns(model, request) or 0),
+                 result.objective_ns)
     if raised <= result.bound_ns:
         return result
     if raised < result.objective_ns:

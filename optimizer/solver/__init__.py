@@ -2,6 +2,7 @@
 
 from optimizer.solver._bounds import LP_MAX_GROUPS, cheapest_bound_ns, lower_bound_ns, lp_bound_ns, throughput_lp_ns
 from optimizer.solver._cpsat import Choice, PlanModel, SolveResult, loadable_limit
+from optimizer.solver._cutbound import region_bound_ns
 from optimizer.solver._decompose import decomposed_solve
 from optimizer.solver._hints import balanced_hint, interval_hint
 from optimizer.solver._outcome import DETERMINISTIC_PER_SECOND, WALL_FACTOR, Budget, Outcome, Stop, wall_cap_s
@@ -37,6 +38,7 @@ __all__ = [
     "lower_bound_ns",
     "lp_bound_ns",
     "parse_assignments",
+    "region_bound_ns",
     "throughput_lp_ns",
     "wall_cap_s",
 ]
