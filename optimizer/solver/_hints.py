@@ -78,6 +78,7 @@ INTERVAL_WEIGHTS = (0.05, 0.3)
 INTERVAL_SCORED = 8
 INTERVAL_STEPS = 3
 INTERVAL_MAX = 8  # loadables the DP places at most (TensorRT 11 allows 16 per core; a pipeline needs few)
+INTERVAL_MAX_GROUPS = 1000  # the DP keeps every interval's costs, an n x n array (8 MB at this size)
 
 
 def topological_positions(lm: LatencyModel) -> list[int]:
@@ -257,10 +258,10 @@ def interval_hint(lm: LatencyModel, allowed: frozenset[str], score: Callable[[Br
     at most T (or T/2) DLA time each, one per core or up to the loadable limit; each set is spread over the
     DLA cores (every split tried), its ends moved while the border-cost model says the busiest engine gets
     less busy, and the best sets are relabelled into loadables and scored by the evaluator. None when the
-    target has no DLA or copies are not GPU work (the costs assume both)."""
+    target has no DLA, copies are not GPU work (the costs assume both) or the graph is past INTERVAL_MAX_GROUPS."""
     groups = lm.groups.groups
-    if not groups or cores < 1 or not lm.backend.loadables or transfer_engine(lm.target) != "gpu" \
-            or reformat_engine(lm.target) != "gpu":
+    if not groups or len(groups) > INTERVAL_MAX_GROUPS or cores < 1 or not lm.backend.loadables \
+            or transfer_engine(lm.target) != "gpu" or reformat_engine(lm.target) != "gpu":
         return None
     gpu = [_fastest(lm, g, "gpu", allowed) for g in range(len(groups))]
     if any(o is None for o in gpu):
