@@ -78,7 +78,7 @@ INTERVAL_WEIGHTS = (0.05, 0.3)
 INTERVAL_SCORED = 8
 INTERVAL_STEPS = 3
 INTERVAL_MAX = 8  # loadables the DP places at most (TensorRT 11 allows 16 per core; a pipeline needs few)
-INTERVAL_MAX_GROUPS = 1000  # the DP keeps every interval's costs, an n x n array (8 MB at this size)
+INTERVAL_MAX_GROUPS = 400  # the DP time grows as n^2 (0.6 CPU s at 318 groups, rtdetr_l)
 
 
 def topological_positions(lm: LatencyModel) -> list[int]:
