@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
+from optimizer.enums import PRECISIONS
 from optimizer.latency import (
     Breakdown,
     LatencyModel,
@@ -104,10 +105,12 @@ def topological_positions(lm: LatencyModel) -> list[int]:
 
 
 def _fastest(lm: LatencyModel, g: int, device: str, allowed: frozenset[str]) -> Option | None:
+    """The fastest dense option on the device; on a tie the lowest precision, the one the exact model keeps
+    when precisions are monotone (optimizer.solver._cpsat.dominant_precisions), so the hint stays in its model."""
     group = lm.groups.groups[g]
     options = [o for o in group_options(lm, g, allowed) if o.device == device and o.edit is None
                and o.sparsity == "dense" and o.cores == 1]
-    return min(options, key=lambda o: (lm.option_ns(group, o), o.precision)) if options else None
+    return min(options, key=lambda o: (lm.option_ns(group, o), PRECISIONS.index(o.precision))) if options else None
 
 
 class _Intervals:

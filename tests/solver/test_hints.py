@@ -108,3 +108,26 @@ def test_hint_plans_are_valid_loadables(tmp_path, favour_dla, graph, limit):
         assert len({hint[g].core for g in members}) == 1
     assert all((p.loadable >= 0) == (p.option.device == "dla") for p in hint)
 
+
+
+@pytest.mark.slow
+def test_hint_keeps_to_the_exact_models_options():
+    """GoogLeNet on orin-agx: its pooling layers cost the same in INT8 and FP16 on the DLA, and the exact model
+    keeps only INT8 (dominant precisions); a hint in FP16 there was infeasible and sent the search elsewhere
+    (0.342 -> 0.472 ms)."""
+    from optimizer.solver import PlanModel, PlanRequest
+    from tests.conftest import ZOO
+
+    path = ZOO / "tv_googlenet.onnx"
+    if not path.exists():
+        pytest.skip("zoo not present")
+    report = check_graph(load_model(str(path)), CATALOG, "orin-agx")
+    target = CATALOG.target("orin-agx")
+    lm = LatencyModel(build_groups(report), CATALOG, target, load_profile(target.family, None), io=report.io)
+    request = PlanRequest(objective="throughput")
+    hint = interval_hint(lm, request.allowed_precisions, lambda b: max(b.busy_ns.values()), 2, 4)
+    assert hint is not None
+    model = PlanModel(lm, report, CATALOG, request)
+    for g, placement in enumerate(model.canonical(hint)):
+        assert any(c.option == placement.option and (c.option.device != "dla" or c.core == placement.core)
+                   for c in model.choices[g])
