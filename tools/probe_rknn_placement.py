@@ -1098,6 +1098,33 @@ def convert_case(label: str, socs: list[str], out: str | None = None) -> dict[st
     return result
 
 
+def space_to_depth(c: int, h: int, phases: int, channels_last: bool) -> onnx.ModelProto:
+    """Strided Slices (step 2 on H and W) joined by a Concat, the space-to-depth of YOLOv5's Focus and Swin's
+    patch merging: `phases` of the four (row, column) phases, on an NCHW map or on its NHWC transpose (as
+    torchvision's Swin holds it), Concat over the channel axis."""
+    axes = [1, 2] if channels_last else [2, 3]
+    nodes = [node("Transpose", ["x"], ["xin"], "to_nhwc", perm=[0, 2, 3, 1])] if channels_last else []
+    src = "xin" if channels_last else "x"
+    inits = [const("ax", np.array(axes, np.int64)), const("en", np.array([h, h], np.int64)),
+             const("stp", np.array([2, 2], np.int64))]
+    parts = []
+    for k, (r, q) in enumerate(((0, 0), (1, 0), (0, 1), (1, 1))[:phases]):
+        inits.append(const(f"st{k}", np.array([r, q], np.int64)))
+        nodes.append(node("Slice", [src, f"st{k}", "en", "ax", "stp"], [f"p{k}"], f"phase{k}"))
+        parts.append(f"p{k}")
+    joined = "cat" if channels_last else "y"
+    nodes.append(node("Concat", parts, [joined], "join", axis=3 if channels_last else 1))
+    if channels_last:
+        nodes.append(node("Transpose", ["cat"], ["y"], "to_nchw", perm=[0, 3, 1, 2]))
+    return graph("s2d", (1, c, h, h), nodes, inits)
+
+
+for _phases in (4, 2):
+    for _last in (False, True):
+        CASES[f"s2d_{_phases}_{'nhwc' if _last else 'nchw'}"] = (
+            lambda p=_phases, last=_last: space_to_depth(32, 16, p, last))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cases", default="", help="comma-separated labels or label prefixes")

@@ -2481,9 +2481,46 @@ def _strided_slice(view: LayerView, params: Mapping[str, Any]) -> str | None:
     steps = graph.constants.get(node.inputs[4])
     if steps is None or all(abs(int(v)) == 1 for v in steps.reshape(-1)):
         return None
-    if _token_form(graph, node.inputs[0]):
+    if _token_form(graph, node.inputs[0]) or _space_to_depth(graph, node):
         return None
     return f"Slice with steps {[int(v) for v in steps.reshape(-1)]} gathers strided data; it runs on the CPU"
+
+
+def _slice_form(graph: Graph, node: Node) -> tuple[str, tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None:
+    """(source, axes, steps, starts) of a Slice with constant starts, axes and steps, else None."""
+    if node.op_type != "Slice" or len(node.inputs) < 5:
+        return None
+    starts, axes, steps = (graph.constants.get(node.inputs[i]) for i in (1, 3, 4))
+    if starts is None or axes is None or steps is None:
+        return None
+    rank = len(graph.shape(node.inputs[0]) or ())
+    return (node.inputs[0], tuple(int(a) % rank if rank else int(a) for a in axes.reshape(-1)),
+            tuple(int(v) for v in steps.reshape(-1)), tuple(int(v) for v in starts.reshape(-1)))
+
+
+def _space_to_depth(graph: Graph, node: Node) -> bool:
+    """The strided Slice is one phase of a space-to-depth: its only user is a Concat, over an axis it does not
+    slice, of every (start mod step) phase of the same tensor, which the toolkit lowers to one strided
+    convolution (YOLOv5's Focus, Swin's patch merging)."""
+    users = graph.consumers(node.outputs[0])
+    if len(users) != 1 or users[0].op_type != "Concat":
+        return False
+    concat, mine = users[0], _slice_form(graph, node)
+    if mine is None:
+        return False
+    source, axes, steps, _ = mine
+    rank = len(graph.shape(source) or ())
+    axis = int(concat.attrs.get("axis", 0))
+    if not rank or axis % rank in axes:
+        return False
+    phases = set()
+    for part in concat.inputs:
+        producer = graph.producer(part)
+        form = _slice_form(graph, producer) if producer is not None else None
+        if form is None or form[:3] != (source, axes, steps) or len(graph.consumers(part)) != 1:
+            return False
+        phases.add(tuple(start % step for start, step in zip(form[3], steps)))
+    return len(phases) == len(concat.inputs) == math.prod(steps)
 
 
 def _in_pattern(view: LayerView, params: Mapping[str, Any]) -> str | None:

@@ -145,6 +145,28 @@ def test_strided_slice_of_tokens_is_an_npu_gather(catalog, tmp_path):
         assert npu(catalog, path, target, "int8")
 
 
+@pytest.mark.parametrize(("phases", "channels_last", "concat_axis", "cpu"), [
+    (4, False, 1, False), (4, True, 3, False), (3, False, 1, True), (2, True, 3, True), (4, False, 2, True)])
+def test_every_phase_of_a_space_to_depth_is_one_npu_convolution(catalog, tmp_path, phases, channels_last,
+                                                               concat_axis, cpu):
+    """Measured (tools/probe_rknn_placement.py s2d_4_nchw, s2d_4_nhwc: one Conv (128,32,2,2) 'join_2conv' on the
+    NPU, rk3588 and rk3566, FP16 and INT8; s2d_2_*: the Slices are CPU; corpus tv_swin_t patch merging): the four
+    step-2 phases of a map joined by a Concat over an unsliced axis are lowered to a strided convolution."""
+    axes = [1, 2] if channels_last else [2, 3]
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="pre")]
+    inits = [const("en", np.array([16, 16], np.int64)), const("ax", np.array(axes, np.int64)),
+             const("sp", np.array([2, 2], np.int64))]
+    for k, start in enumerate(((0, 0), (1, 0), (0, 1), (1, 1))[:phases]):
+        inits.append(const(f"st{k}", np.array(start, np.int64)))
+        nodes.append(helper.make_node("Slice", ["r", f"st{k}", "en", "ax", "sp"], [f"p{k}"], name=f"n{k}"))
+    nodes.append(helper.make_node("Concat", [f"p{k}" for k in range(phases)], ["y"], name="join", axis=concat_axis))
+    shape = [1, 16, 16, 8] if channels_last else [1, 8, 16, 16]
+    path = save_model(tmp_path / "s2d.onnx", nodes, [value("x", shape)], [value("y", None)], inits)
+    for target in ("rk3588", "rk3576", "rk3562", "rv1126b"):
+        for precision in ("fp16", "int8"):
+            assert npu(catalog, path, target, precision, node="n0") is not cpu
+
+
 def test_erf_runs_on_npu_only_inside_gelu(catalog, tmp_path):
     nodes = [helper.make_node("Div", ["x", "sq"], ["d"], name="div"),
              helper.make_node("Erf", ["d"], ["e"], name="erf"),
