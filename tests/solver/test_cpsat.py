@@ -67,9 +67,18 @@ def _partitions(items):
 def brute_force(lm, objective: str, limit: int = 4, cores: int | None = None) -> int:
     """Enumerates every option, loadable partition and DLA core; the best valid plan's objective (`cores`:
     throughput plans whose loadables use exactly DLA0..DLA{cores-1}, math.inf when there is none)."""
+    by_cores = brute_force_by_cores(lm, objective, limit)
+    if cores is None:
+        return min(by_cores.values(), default=math.inf)
+    return by_cores.get(frozenset(range(cores)), math.inf)
+
+
+def brute_force_by_cores(lm, objective: str, limit: int = 4) -> dict[frozenset[int], int]:
+    """One enumeration for every core set: the best valid plan's objective keyed by the DLA cores its
+    loadables use (the empty set: no loadable)."""
     allowed = frozenset({"int8", "fp16", "fp32"})
     options = [group_options(lm, g, allowed) for g in range(len(lm.groups.groups))]
-    best = math.inf
+    best: dict[frozenset[int], int] = {}
     for combo in itertools.product(*options):
         dla = [g for g, o in enumerate(combo) if o.device == "dla"]
         for part in _partitions(dla):
@@ -78,12 +87,13 @@ def brute_force(lm, objective: str, limit: int = 4, cores: int | None = None) ->
             cores_choices = ([(0,) * len(part)] if objective != "throughput"
                              else itertools.product((0, 1), repeat=len(part)))
             for on in cores_choices:
-                if cores is not None and set(on) != set(range(cores)):
-                    continue
                 label = {g: (k, on[k]) for k, block in enumerate(part) for g in block}
                 placements = tuple(Placement(o, core=label.get(g, (0, 0))[1], loadable=label.get(g, (-1, 0))[0])
                                    for g, o in enumerate(combo))
-                best = min(best, _score(evaluate(lm, placements), objective))
+                key = frozenset(on)
+                score = _score(evaluate(lm, placements), objective)
+                if score < best.get(key, math.inf):
+                    best[key] = score
     return best
 
 
