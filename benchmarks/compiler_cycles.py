@@ -5,7 +5,8 @@ Joins the toolkit's layer table (corpus helper's runs on real architectures) to 
 per-class cycle rates (optimizer/calibrate/_compiler.py) and scores them with each model family held out:
 per op class, the layers, Spearman rank correlation and median absolute error of predicted vs compiler
 total cycles, beside the same with one rate pooled over all classes. Prints the relative per-class
-efficiencies (conv = 1) fitted on every layer, per SoC and precision.
+efficiencies (conv = 1) fitted on every layer, per SoC and precision, and each SoC's MAC array width
+(MACs per NPU cycle), the source of the RKNN `npu_*_tops` figures in constraints/rockchip_rknn.toml.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ from _zoo import REPO
 from optimizer.calibrate._compiler import (
     class_shape,
     compiled_layers,
+    conv_cycle_error,
     fit_shape,
     hold_out_by_family,
+    macs_per_cycle,
     read_layer_table,
     score_by_class,
 )
@@ -51,6 +54,16 @@ def main() -> int:
     for soc, precision in sorted({(x.soc, x.precision) for x in layers}):
         print(f"  {soc} {precision}: " + ", ".join(f"{k} {v:.3f}" for k, v in class_shape(shape, soc,
                                                                                             precision).items()))
+    print("NPU MAC array per core (padded MACs per NPU cycle, median of the largest fifth of conv layers):")
+    for (soc, precision), macs in macs_per_cycle(layers).items():
+        print(f"  {soc} {precision}: {macs:.0f}")
+    plain, _ = compiled_layers(read_layer_table(args.layers), Path(args.models), families, load_catalog(),
+                               atoms=(16, 16))
+    before = conv_cycle_error(plain)
+    print("conv NPU cycles as padded MACs / array width, median |error| (16-channel padding -> the target's "
+          "MAC-array term, optimizer/latency/_rknn.py; targets without array figures keep the padding):")
+    for key, (count, error) in conv_cycle_error(layers).items():
+        print(f"  {key[0]} {key[1]}: {count} layers, {before[key][1]:.1%} -> {error:.1%}")
     for line in skipped:
         print(f"skipped {line}")
     return 0

@@ -391,6 +391,325 @@ for _c, _h, _w, _b in ((128, 28, 28, 7), (96, 28, 28, 14), (160, 14, 14, 7), (64
     CASE_SOCS[f"wintok_{_c}_{_h}_{_w}_{_b}"] = "rk3588"
 
 
+def _scatter_indices(shape: tuple[int, ...], region: tuple[slice, ...], reverse_last: bool = False) -> np.ndarray:
+    """Element indices [*region_shape, rank] of `region` of a tensor of `shape`, in order (or with the last
+    axis reversed)."""
+    axes = [np.arange(n)[r] for n, r in zip(shape, region)]
+    if reverse_last:
+        axes[-1] = axes[-1][::-1]
+    grids = np.meshgrid(*axes, indexing="ij")
+    return np.stack(grids, axis=-1).astype(np.int64)
+
+
+def scatter_nd(c: int, h: int, w: int, form: str) -> onnx.ModelProto:
+    """Conv map x [1,C,H,W] -> ScatterND(x, constant indices, Sigmoid(x) or a piece of it) -> Conv: does the
+    toolkit's optimiser rewrite a constant-index ScatterND, and for which index patterns? `form`: full (every
+    element, in order: MViTv2's relative-position write with no class token), full_rev (every element, W
+    reversed), corner (x[:, :, 1:, 1:], MViTv2 with a class token), rows (index tuples of length 1: the whole
+    tensor as one slice), chan (tuples of length 2: the first C/2 channels), expand (full, but the indices built
+    at run time from constants by Expand/Unsqueeze/Concat, as the MViTv2 export writes them)."""
+    shape = (1, c, h, w)
+    nodes = [node("Sigmoid", ["x"], ["s"], "upd_act")]
+    inits: list[onnx.TensorProto] = []
+    upd = "s"
+    if form in ("full", "full_rev"):
+        inits.append(const("idx", _scatter_indices(shape, (slice(None),) * 4, form == "full_rev")))
+    elif form == "corner":
+        inits += [const("idx", _scatter_indices(shape, (slice(None), slice(None), slice(1, None), slice(1, None)))),
+                  const("st", np.array([1, 1], np.int64)), const("en", np.array([h, w], np.int64)),
+                  const("ax", np.array([2, 3], np.int64))]
+        nodes.append(node("Slice", ["s", "st", "en", "ax"], ["sp"], "upd_slice"))
+        upd = "sp"
+    elif form == "rows":
+        inits.append(const("idx", np.zeros((1, 1), np.int64)))
+    elif form == "chan":
+        inits += [const("idx", np.array([[0, k] for k in range(c // 2)], np.int64)),
+                  const("st", np.array([0], np.int64)), const("en", np.array([c // 2], np.int64)),
+                  const("ax", np.array([1], np.int64)), const("sr", np.array([c // 2, h, w], np.int64))]
+        nodes += [node("Slice", ["s", "st", "en", "ax"], ["sp"], "upd_slice"),
+                  node("Reshape", ["sp", "sr"], ["spr"], "upd_reshape")]
+        upd = "spr"
+    elif form == "expand":
+        full = np.array(shape, np.int64)
+        inits += [const("zero", np.array([0], np.int64)), const("full", full),
+                  const("ch", np.arange(c, dtype=np.int64).reshape(c, 1, 1)),
+                  const("hh", np.arange(h, dtype=np.int64).reshape(h, 1)), const("ww", np.arange(w, dtype=np.int64)),
+                  const("last", np.array([-1], np.int64))]
+        parts = []
+        for k, src in enumerate(("zero", "ch", "hh", "ww")):
+            nodes += [node("Expand", [src, "full"], [f"e{k}"], f"idx_expand{k}"),
+                      node("Unsqueeze", [f"e{k}", "last"], [f"u{k}"], f"idx_unsqueeze{k}")]
+            parts.append(f"u{k}")
+        nodes.append(node("Concat", parts, ["idx"], "idx_concat", axis=4))
+    else:
+        raise ValueError(form)
+    nodes.append(node("ScatterND", ["x", "idx", upd], ["y"], "scatter"))
+    return graph("snd", shape, nodes, inits)
+
+
+for _form in ("full", "full_rev", "corner", "rows", "chan", "expand"):
+    CASES[f"scatter_{_form}"] = (lambda f=_form: scatter_nd(16, 8, 8, f))
+
+
+def grid_window(c: int, h: int, g: int, mode: str) -> onnx.ModelProto:
+    """MaxViT's partitions of an NHWC map [1,H,W,C] (n = H/g): the block form cuts g x g windows of neighbours,
+    Reshape [1,n,g,n,g,C] -> Transpose (0,1,3,2,4,5); the grid form takes every n-th pixel, Reshape
+    [1,g,n,g,n,C] -> Transpose (0,2,4,1,3,5); each -> Reshape [n*n,g,g,C] -> MatMul (C x C) -> its reverse
+    (block: the same Transpose; grid: Reshape [1,n,n,g,g,C] -> Transpose (0,3,1,4,2,5)) -> Reshape [1,H,W,C].
+    `mode`: block, grid, grid_reverse (the grid reverse alone on the map, no partition before it),
+    grid_forward (the grid partition, then the block reverse)."""
+    n = h // g
+    nodes = [node("Transpose", ["x"], ["nhwc"], "to_nhwc", perm=[0, 2, 3, 1])]
+    inits = [weight("wm", (c, c)), const("snhwc", np.array([1, h, h, c], np.int64)),
+             const("swin", np.array([n * n, g, g, c], np.int64))]
+    src = "nhwc"
+    if mode in ("block", "grid", "grid_forward"):
+        grid = mode != "block"
+        inits.append(const("s6", np.array([1, g, n, g, n, c] if grid else [1, n, g, n, g, c], np.int64)))
+        nodes += [node("Reshape", [src, "s6"], ["r6"], "part_reshape"),
+                  node("Transpose", ["r6"], ["t6"], "part_transpose", perm=[0, 2, 4, 1, 3, 5] if grid else [0, 1, 3, 2, 4, 5]),
+                  node("Reshape", ["t6", "swin"], ["win"], "win_reshape"),
+                  node("MatMul", ["win", "wm"], ["act"], "per_window")]
+        src = "act"
+    reverse_grid = mode in ("grid", "grid_reverse")
+    inits.append(const("s6b", np.array([1, n, n, g, g, c] if reverse_grid else [1, n, g, n, g, c], np.int64)))
+    nodes += [node("Reshape", [src, "s6b"], ["b6"], "rev_reshape"),
+              node("Transpose", ["b6"], ["u6"], "rev_transpose", perm=[0, 3, 1, 4, 2, 5] if reverse_grid else [0, 1, 3, 2, 4, 5]),
+              node("Reshape", ["u6", "snhwc"], ["back"], "rev_merge"),
+              node("Transpose", ["back"], ["y"], "to_nchw", perm=[0, 3, 1, 2])]
+    return graph("gw", (1, c, h, h), nodes, inits)
+
+
+for _c, _h, _g, _mode in ((32, 16, 8, "grid"), (32, 16, 8, "block"), (32, 16, 8, "grid_reverse"),
+                          (32, 16, 8, "grid_forward"), (32, 8, 8, "grid"), (32, 32, 8, "grid"), (64, 16, 4, "grid"),
+                          (32, 16, 8, "grid_reverse"), (16, 12, 4, "grid"), (16, 12, 4, "grid_reverse")):
+    CASES[f"gridwin_{_mode}_{_c}_{_h}_{_g}"] = (lambda c=_c, h=_h, g=_g, m=_mode: grid_window(c, h, g, m))
+
+
+def map_softmax(c: int, h: int, w: int) -> onnx.ModelProto:
+    """Conv [1,C,H,W] -> Softmax over W -> Conv: attention scores held as a map (heads in the channel axis), as
+    CaiT's talking heads and MViTv2's relative-position scores reach their Softmax."""
+    return graph("sm", (1, c, h, w), [node("Softmax", ["x"], ["y"], "softmax", axis=3)], [])
+
+
+for _c, _h, _w in ((4, 196, 196), (8, 49, 196), (1, 256, 256), (8, 128, 128), (16, 128, 128), (1, 512, 256),
+                   (2, 256, 256), (4, 128, 256), (1, 392, 196), (6, 128, 128), (12, 128, 128), (1, 128, 1024),
+                   (1, 1024, 128), (32, 64, 64), (2, 196, 196), (3, 196, 196), (4, 128, 128), (5, 128, 128),
+                   (1, 784, 196), (1, 1568, 196), (8, 196, 196), (4, 256, 256), (1, 128, 136), (1, 128, 160),
+                   (1, 128, 192), (1, 128, 224), (1, 160, 128), (1, 192, 128), (1, 64, 320), (1, 264, 256),
+                   (1, 257, 256), (1, 288, 256), (1, 1024, 64), (1, 64, 1024), (1, 136, 128), (1, 144, 128),
+                   (1, 2048, 32), (1, 32, 2048), (1, 128, 129), (1, 129, 128)):
+    CASES[f"mapsm_{_c}_{_h}_{_w}"] = (lambda c=_c, h=_h, w=_w: map_softmax(c, h, w))
+    CASE_SOCS[f"mapsm_{_c}_{_h}_{_w}"] = "rk3588"
+
+
+def map_tokens(c: int, h: int, w: int) -> onnx.ModelProto:
+    """A map flattened into tokens and back (CoaT's convolutional position encoding, any hybrid's patch tokens):
+    Conv [1,C,H,W] -> Reshape [1,C,HW] -> Transpose (0,2,1) -> MatMul (C x C) -> Transpose (0,2,1) -> Reshape
+    [1,C,H,W] -> Conv."""
+    return graph("mt", (1, c, h, w), [
+        node("Reshape", ["x", "s3"], ["r3"], "flatten"),
+        node("Transpose", ["r3"], ["tok"], "to_tokens", perm=[0, 2, 1]),
+        node("MatMul", ["tok", "wm"], ["mm"], "token_linear"),
+        node("Transpose", ["mm"], ["back3"], "from_tokens", perm=[0, 2, 1]),
+        node("Reshape", ["back3", "s4"], ["y"], "unflatten"),
+    ], [const("s3", np.array([1, c, h * w], np.int64)), weight("wm", (c, c)),
+        const("s4", np.array([1, c, h, w], np.int64))])
+
+
+for _c, _h, _w in ((152, 14, 14), (152, 7, 7), (152, 28, 28), (152, 8, 8), (160, 14, 14), (144, 14, 14),
+                   (136, 14, 14), (152, 12, 12), (152, 10, 10), (24, 7, 7), (20, 7, 7), (12, 14, 14)):
+    CASES[f"maptok_{_c}_{_h}_{_w}"] = (lambda c=_c, h=_h, w=_w: map_tokens(c, h, w))
+
+
+def cls_tokens_map(c: int, h: int, w: int) -> onnx.ModelProto:
+    """CoaT's convolutional position encoding between class-token blocks: tokens [1,1+HW,C] (a class token
+    joined in front) -> Slice the class token off -> Transpose (0,2,1) -> Reshape [1,C,H,W] ("unflat") ->
+    depthwise 3x3 Conv + the map itself -> Reshape [1,C,HW] ("flat") -> Transpose (0,2,1) -> Concat the class
+    token back -> MatMul; the probe's own Conv map enters as tokens the same way and leaves as a map."""
+    n = h * w
+    nodes = [node("Reshape", ["x", "s3"], ["r0"], "flat0"), node("Transpose", ["r0"], ["t0"], "tok0", perm=[0, 2, 1]),
+             node("Concat", ["cls", "t0"], ["c0"], "join0", axis=1),
+             node("MatMul", ["c0", "wm0"], ["m0"], "mix0"),
+             node("Slice", ["m0", "one", "big", "ax1"], ["s0"], "drop_cls"),
+             node("Transpose", ["s0"], ["u0"], "untok", perm=[0, 2, 1]),
+             node("Reshape", ["u0", "s4"], ["map"], "unflat"),
+             node("Conv", ["map", "wdw", "bdw"], ["pe"], "pe_conv", group=c, pads=[1, 1, 1, 1]),
+             node("Add", ["pe", "map"], ["res"], "pe_add"),
+             node("Reshape", ["res", "s3"], ["r1"], "flat"), node("Transpose", ["r1"], ["t1"], "tok1", perm=[0, 2, 1]),
+             node("Concat", ["cls", "t1"], ["c1"], "join1", axis=1),
+             node("MatMul", ["c1", "wm1"], ["m1"], "mix1"),
+             node("Slice", ["m1", "one", "big", "ax1"], ["s1"], "drop_cls1"),
+             node("Transpose", ["s1"], ["u1"], "untok1", perm=[0, 2, 1]),
+             node("Reshape", ["u1", "s4"], ["y"], "unflat_out")]
+    return graph("ct", (1, c, h, w), nodes, [
+        const("s3", np.array([1, c, n], np.int64)), const("s4", np.array([1, c, h, w], np.int64)),
+        weight("cls", (1, 1, c)), weight("wm0", (c, c)), weight("wm1", (c, c)), weight("wdw", (c, 1, 3, 3)),
+        weight("bdw", (c,)), const("one", np.array([1], np.int64)), const("big", np.array([n + 1], np.int64)),
+        const("ax1", np.array([1], np.int64))])
+
+
+for _c, _h, _w in ((152, 14, 14), (152, 7, 7), (152, 28, 28), (152, 8, 8), (160, 14, 14), (144, 14, 14),
+                   (136, 14, 14), (152, 12, 12), (24, 7, 7), (20, 7, 7), (256, 14, 14), (320, 7, 7)):
+    CASES[f"clsmap_{_c}_{_h}_{_w}"] = (lambda c=_c, h=_h, w=_w: cls_tokens_map(c, h, w))
+    CASE_SOCS[f"clsmap_{_c}_{_h}_{_w}"] = "rk3588,rk3576"
+
+
+def conv_rel_pos(heads: int, d: int, h: int, w: int, cls: bool = False) -> onnx.ModelProto:
+    """CoaT's factorised attention with its convolutional relative position (crpe): the map x [1,C,H,W] as
+    tokens [1,N,C] -> qkv MatMul -> Reshape [1,N,3,h,d] -> Transpose (2,0,3,1,4) -> Split -> Squeeze -> q, k, v
+    [1,h,N,d]; crpe: v -> Transpose (0,1,3,2) -> Reshape [1,C,H,W] ("to_map") -> depthwise 3x3 Conv -> Reshape
+    [1,h,d,N] ("from_map") -> Transpose -> q * it; attention q (softmax(k)^T v) + crpe -> Transpose -> Reshape
+    [1,N,C] -> MatMul -> Transpose -> Reshape back to the map. With `cls` a class token is joined in front
+    (N+1 tokens), crpe takes q and v without it (Slice) and pads its result back (Pad), as CoaT does."""
+    c, n = heads * d, h * w
+    t = n + 1 if cls else n
+    nodes = [node("Reshape", ["x", "s3"], ["r0"], "flat"), node("Transpose", ["r0"], ["tok0"], "to_tokens", perm=[0, 2, 1])]
+    if cls:
+        nodes.append(node("Concat", ["clstok", "tok0"], ["tok"], "join_cls", axis=1))
+    else:
+        nodes.append(node("Identity", ["tok0"], ["tok"], "no_cls"))
+    nodes += [node("MatMul", ["tok", "wqkv"], ["qkv"], "qkv"),
+             node("Reshape", ["qkv", "s5"], ["q5"], "qkv_reshape"),
+             node("Transpose", ["q5"], ["qt"], "qkv_transpose", perm=[2, 0, 3, 1, 4]),
+             node("Split", ["qt", "ones3"], ["qs", "ks", "vs"], "qkv_split", axis=0),
+             node("Squeeze", ["qs", "zero"], ["q"], "q_squeeze"), node("Squeeze", ["ks", "zero"], ["k"], "k_squeeze"),
+             node("Squeeze", ["vs", "zero"], ["v"], "v_squeeze"),
+             node("Softmax", ["k"], ["ksm"], "k_softmax", axis=2),
+             node("Transpose", ["ksm"], ["kt"], "k_transpose", perm=[0, 1, 3, 2]),
+             node("MatMul", ["kt", "v"], ["kv"], "kv"), node("MatMul", ["q", "kv"], ["att"], "qkv_att"),
+             ]
+    qi, vi = "q", "v"
+    if cls:
+        nodes += [node("Slice", ["q", "one", "big", "two"], ["qs1"], "q_img"),
+                  node("Slice", ["v", "one", "big", "two"], ["vs1"], "v_img")]
+        qi, vi = "qs1", "vs1"
+    nodes += [node("Transpose", [vi], ["vt"], "v_transpose", perm=[0, 1, 3, 2]),
+              node("Reshape", ["vt", "s4"], ["vm"], "to_map"),
+              node("Conv", ["vm", "wdw", "bdw"], ["vc"], "crpe_conv", group=c, pads=[1, 1, 1, 1]),
+              node("Reshape", ["vc", "sh"], ["vh"], "from_map"),
+              node("Transpose", ["vh"], ["vht"], "crpe_transpose", perm=[0, 1, 3, 2]),
+              node("Mul", [qi, "vht"], ["ev0"], "crpe_mul")]
+    if cls:
+        nodes.append(node("Pad", ["ev0", "pads"], ["ev"], "crpe_pad"))
+    else:
+        nodes.append(node("Identity", ["ev0"], ["ev"], "no_pad"))
+    nodes += [node("Add", ["att", "ev"], ["o"], "combine"),
+              node("Transpose", ["o"], ["ot"], "heads_join", perm=[0, 2, 1, 3]),
+              node("Reshape", ["ot", "stok"], ["oj"], "heads_reshape"),
+              node("MatMul", ["oj", "wp"], ["pj"], "proj")]
+    if cls:
+        nodes.append(node("Slice", ["pj", "one", "big", "one"], ["pjs"], "drop_cls"))
+    else:
+        nodes.append(node("Identity", ["pj"], ["pjs"], "keep"))
+    nodes += [node("Transpose", ["pjs"], ["pt"], "to_channels", perm=[0, 2, 1]),
+              node("Reshape", ["pt", "s4"], ["y"], "unflat")]
+    return graph("crpe", (1, c, h, w), nodes, [
+        const("s3", np.array([1, c, n], np.int64)), weight("wqkv", (c, 3 * c)),
+        const("s5", np.array([1, t, 3, heads, d], np.int64)), const("ones3", np.array([1, 1, 1], np.int64)),
+        const("zero", np.array([0], np.int64)), const("s4", np.array([1, c, h, w], np.int64)),
+        weight("wdw", (c, 1, 3, 3)), weight("bdw", (c,)), const("sh", np.array([1, heads, d, n], np.int64)),
+        const("stok", np.array([1, t, c], np.int64)), weight("wp", (c, c)), weight("clstok", (1, 1, c)),
+        const("one", np.array([1], np.int64)), const("big", np.array([t], np.int64)),
+        const("two", np.array([2], np.int64)), const("pads", np.array([0, 0, 1, 0, 0, 0, 0, 0], np.int64))])
+
+
+for _hd, _d, _h in ((8, 8, 56), (8, 16, 28), (8, 32, 14), (8, 40, 7), (8, 19, 28), (8, 19, 14), (8, 16, 32),
+                    (8, 16, 16), (8, 8, 32), (8, 16, 24), (8, 16, 40), (8, 8, 40), (8, 32, 16), (8, 16, 12)):
+    CASES[f"crpe_{_hd}_{_d}_{_h}"] = (lambda hd=_hd, d=_d, h=_h: conv_rel_pos(hd, d, h, h))
+    CASE_SOCS[f"crpe_{_hd}_{_d}_{_h}"] = "rk3588"
+    CASES[f"crpecls_{_hd}_{_d}_{_h}"] = (lambda hd=_hd, d=_d, h=_h: conv_rel_pos(hd, d, h, h, cls=True))
+    CASE_SOCS[f"crpecls_{_hd}_{_d}_{_h}"] = "rk3588"
+
+
+def cubic_resize(size: int, out: int, ctm: str = "half_pixel") -> onnx.ModelProto:
+    """Conv [1,16,S,S] -> Resize cubic to [1,16,O,O] (by sizes) -> Conv: CrossViT resizes its 240 input to 224."""
+    return graph("cu", (1, 16, size, size), [node("Resize", ["x", "", "", "sz"], ["y"], "resize", mode="cubic",
+                                                  coordinate_transformation_mode=ctm)],
+                 [const("sz", np.array([1, 16, out, out], np.int64))])
+
+
+for _s, _o in ((240, 224), (16, 32), (16, 8), (16, 15), (16, 24), (16, 48), (32, 16), (16, 12), (112, 224),
+               (224, 112), (224, 240), (224, 448), (120, 112), (64, 60)):
+    CASES[f"cubic_{_s}_{_o}"] = (lambda s=_s, o=_o: cubic_resize(s, o))
+
+
+def decomposed_rel_pos(heads: int, q: int, k: int, d: int = 16) -> onnx.ModelProto:
+    """MViTv2's (and SAM's) decomposed relative position: scores = q k^T [1,h,N,M] (N = q*q, M = k*k) viewed as
+    [1,h,q,q,k,k] ("scores_grid"), + rel_h [1,h,q,q,k] unsqueezed at the last axis ("rel_h_unsqueeze") + rel_w
+    unsqueezed at axis -2 ("rel_w_unsqueeze"), merged back to [1,h,N,M] ("scores_merge") -> Softmax -> . v. q, k
+    and v come from the map [1,h*d,q,q] (k, v pooled by a stride-q/k Conv); rel_h and rel_w are q's pieces
+    times constant tables (MatMul [d,k])."""
+    c, n, m = heads * d, q * q, k * k
+    stride = q // k
+    nodes = [node("Reshape", ["x", "sq"], ["q4"], "q_reshape"), node("Transpose", ["q4"], ["qq"], "q_transpose", perm=[0, 1, 3, 2]),
+             node("Conv", ["x", "wk"], ["km"], "k_pool", strides=[stride, stride], group=c),
+             node("Reshape", ["km", "sk"], ["k4"], "k_reshape"),
+             node("Conv", ["x", "wv"], ["vm"], "v_pool", strides=[stride, stride], group=c),
+             node("Reshape", ["vm", "sk"], ["v4"], "v_reshape"), node("Transpose", ["v4"], ["vv"], "v_transpose", perm=[0, 1, 3, 2]),
+             node("MatMul", ["qq", "k4"], ["s"], "scores"),
+             node("Reshape", ["qq", "sq5"], ["q5"], "q_grid"),
+             node("MatMul", ["q5", "rh"], ["relh"], "rel_h"), node("MatMul", ["q5", "rw"], ["relw"], "rel_w"),
+             node("Reshape", ["s", "s6"], ["s6o"], "scores_grid"),
+             node("Unsqueeze", ["relh", "last"], ["relh6"], "rel_h_unsqueeze"),
+             node("Add", ["s6o", "relh6"], ["a1"], "add_h"),
+             node("Unsqueeze", ["relw", "second"], ["relw6"], "rel_w_unsqueeze"),
+             node("Add", ["a1", "relw6"], ["a2"], "add_w"),
+             node("Reshape", ["a2", "s4"], ["sm"], "scores_merge"),
+             node("Softmax", ["sm"], ["p"], "softmax", axis=-1),
+             node("MatMul", ["p", "vv"], ["o"], "context"),
+             node("Transpose", ["o"], ["ot"], "o_transpose", perm=[0, 1, 3, 2]),
+             node("Reshape", ["ot", "sout"], ["y"], "o_reshape")]
+    return graph("drp", (1, c, q, q), nodes, [
+        const("sq", np.array([1, heads, d, n], np.int64)), weight("wk", (c, 1, 1, 1)), weight("wv", (c, 1, 1, 1)),
+        const("sk", np.array([1, heads, d, m], np.int64)), const("sq5", np.array([1, heads, q, q, d], np.int64)),
+        weight("rh", (d, k)), weight("rw", (d, k)), const("s6", np.array([1, heads, q, q, k, k], np.int64)),
+        const("last", np.array([-1], np.int64)), const("second", np.array([-2], np.int64)),
+        const("s4", np.array([1, heads, n, m], np.int64)), const("sout", np.array([1, c, q, q], np.int64))])
+
+
+for _hd, _q, _k in ((4, 14, 14), (4, 14, 7), (4, 28, 14), (2, 28, 14), (4, 16, 16), (4, 16, 8), (8, 7, 7), (4, 12, 12),
+                    (4, 28, 28), (4, 8, 4), (4, 14, 28)):
+    if _q % _k == 0:
+        CASES[f"relpos_{_hd}_{_q}_{_k}"] = (lambda hd=_hd, q=_q, k=_k: decomposed_rel_pos(hd, q, k))
+        CASE_SOCS[f"relpos_{_hd}_{_q}_{_k}"] = "rk3588,rk3576"
+
+
+def conv_windows(c: int, h: int, g: int, crop: bool, conv: bool = True) -> onnx.ModelProto:
+    """EfficientViT-M's local window attention: an NHWC map [1,H,W,C] cut into G x G windows (block partition),
+    the windows as a batch of NCHW maps [n*n,C,G,G] (Transpose (0,3,1,2)) through a Conv (or a Relu), back to NHWC
+    (Transpose (0,2,3,1)), the block merge, with `crop` the padding crop (two Slices that keep everything), and the
+    map back to NCHW (Transpose (0,3,1,2), "to_nchw")."""
+    n = h // g
+    nodes = [node("Transpose", ["x"], ["nhwc"], "to_nhwc", perm=[0, 2, 3, 1]),
+             node("Reshape", ["nhwc", "s6"], ["r6"], "part_reshape"),
+             node("Transpose", ["r6"], ["t6"], "part_transpose", perm=[0, 1, 3, 2, 4, 5]),
+             node("Reshape", ["t6", "sw"], ["win"], "win_reshape"),
+             node("Transpose", ["win"], ["wn"], "win_nchw", perm=[0, 3, 1, 2]),
+             (node("Conv", ["wn", "wc"], ["wa"], "per_window") if conv else node("Relu", ["wn"], ["wa"], "per_window")),
+             node("Transpose", ["wa"], ["wh"], "win_nhwc", perm=[0, 2, 3, 1]),
+             node("Reshape", ["wh", "s6b"], ["b6"], "merge_reshape"),
+             node("Transpose", ["b6"], ["u6"], "merge_transpose", perm=[0, 1, 3, 2, 4, 5]),
+             node("Reshape", ["u6", "s4"], ["m"], "merge_map")]
+    inits = [const("s6", np.array([1, n, g, n, g, c], np.int64)), const("sw", np.array([n * n, g, g, c], np.int64)),
+             weight("wc", (c, c, 1, 1)), const("s6b", np.array([1, n, n, g, g, c], np.int64)),
+             const("s4", np.array([1, h, h, c], np.int64))]
+    last = "m"
+    if crop:
+        nodes += [node("Slice", ["m", "zero", "hh", "one"], ["c1"], "crop_h"),
+                  node("Slice", ["c1", "zero", "hh", "two"], ["c2"], "crop_w")]
+        inits += [const("zero", np.array([0], np.int64)), const("hh", np.array([h], np.int64)),
+                  const("one", np.array([1], np.int64)), const("two", np.array([2], np.int64))]
+        last = "c2"
+    nodes.append(node("Transpose", [last], ["y"], "to_nchw", perm=[0, 3, 1, 2]))
+    return graph("cw", (1, c, h, h), nodes, inits)
+
+
+for _crop in (False, True):
+    for _conv in (True, False):
+        CASES[f"convwin_{int(_crop)}{int(_conv)}_64_14_7"] = (lambda cr=_crop, cv=_conv: conv_windows(64, 14, 7, cr, cv))
+
+
 def _sweep() -> dict[str, Callable[[], onnx.ModelProto]]:
     """Common op variants, one per case, between two Convs on [1,16,8,8] (no model family in mind): compared
     with edgeplan's verdicts by `--out DIR` and benchmarks-free `python tools/compare_probe.py DIR`."""

@@ -5,13 +5,18 @@ non-zero for convolutions and matmuls only, shared/spec/rknn-toolkit.md). They a
 figures, not timings, so they fix the *shape* of the per-layer model (how op classes and tensor shapes
 compare), while the absolute scale stays anchored on the published whole-model rows:
 
-    npu_cycles(layer) ~ r[class] * 2*MACs/peak          (relative cost of each op class)
+    npu_cycles(layer) ~ r[class] * 2*MACs*pad/peak      (relative cost of each op class; pad: the MAC-array
+                                                          term of optimizer/latency/_rknn.py on dense convs)
     ddr_cycles(layer) ~ m * (weight_bytes + activation_bytes)
     total(layer)      = max(npu_cycles, ddr_cycles)
 
 `r` and `m` are geometric means over training layers (per SoC and precision); `class_shape` turns `r`
 into efficiency ratios relative to dense conv, which is what the NPU prior's per-class efficiencies are.
 Held out by model family, the fitted shape is scored by Spearman rank correlation and median error.
+
+The same table also gives each SoC's MAC array: on large convolutions the compiler's NPU cycles are the
+padded MACs over the array width, so `macs_per_cycle` = padded MACs / NPU cycles (median over the largest
+fifth of conv layers); times 2 and the NPU clock it is the peak (constraints/rockchip_rknn.toml cites it).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from optimizer.errors import EdgeplanError
 from optimizer.ir import BYTES_PER_ELEMENT, Graph, load_model
 from optimizer.latency import op_class
 from optimizer.latency._model import channel_padding
+from optimizer.latency._rknn import array_figures, conv_array_factor
 
 
 @dataclass(frozen=True)
@@ -42,11 +48,12 @@ class CompiledLayer:
     precision: str
     node: str
     op_class: str
-    unit_compute_s: float  # 2*MACs / peak, at efficiency 1
+    unit_compute_s: float  # 2*MACs / peak, at efficiency 1 (MACs padded to the channel atoms)
     bytes: float  # weights + input and output activations at the precision
     npu_cycles: float
     ddr_cycles: float
     total_cycles: float
+    peak_ops: float = 0.0  # the catalog's NPU peak the unit compute was taken at (ops/s)
 
 
 def read_layer_table(path: str | Path) -> list[dict[str, str]]:
@@ -90,12 +97,14 @@ def compiled_layers(rows: Iterable[Mapping[str, str]], models: Path, families: M
         fig = target.figures
         pad_in, pad_out = atoms or (int(fig["npu_channel_atom_in"].value) if "npu_channel_atom_in" in fig else 1,
                                     int(fig["npu_channel_atom_out"].value) if "npu_channel_atom_out" in fig else 1)
+        array = None if atoms else array_figures(fig, precision)  # the model's own MAC-array term
+        factor = conv_array_factor(graph, node, *array) if array else None
         out.append(CompiledLayer(
             model=model, family=families.get(model, model), soc=soc, precision=precision, node=node_name,
             op_class=op_class(graph, node),
-            unit_compute_s=2 * node.macs * channel_padding(graph, node, pad_in, pad_out) / peak,
+            unit_compute_s=2 * node.macs * (factor or channel_padding(graph, node, pad_in, pad_out)) / peak,
             bytes=float(graph.weight_bytes(node, precision) + graph.activation_elements(node) * bpe),
-            npu_cycles=npu, ddr_cycles=ddr, total_cycles=total))
+            npu_cycles=npu, ddr_cycles=ddr, total_cycles=total, peak_ops=peak))
     return out, skipped
 
 
@@ -188,4 +197,32 @@ def score_by_class(held: HeldOut) -> dict[str, dict[str, float]]:
                     "median_abs_error": round(float(np.median(np.abs(np.array(pred) / truth - 1))), 4),
                     "spearman_pooled": round(spearman(flat, truth), 4),
                     "median_abs_error_pooled": round(float(np.median(np.abs(np.array(flat) / truth - 1))), 4)}
+    return out
+
+
+def macs_per_cycle(layers: Sequence[CompiledLayer], share: float = 0.2) -> dict[tuple[str, str], float]:
+    """Per (soc, precision): padded MACs per NPU cycle of the largest `share` of conv layers (median), the
+    compiler's MAC-array width; small layers are left out because fixed per-layer cycles dominate them."""
+    out: dict[tuple[str, str], float] = {}
+    for soc, precision in sorted({(x.soc, x.precision) for x in layers}):
+        convs = [x for x in layers if (x.soc, x.precision) == (soc, precision) and x.op_class == "conv"
+                 and x.npu_cycles > 0 and x.peak_ops > 0]
+        if not convs:
+            continue
+        convs.sort(key=lambda x: x.unit_compute_s)
+        big = convs[int(len(convs) * (1 - share)):]
+        out[(soc, precision)] = float(np.median([x.unit_compute_s * x.peak_ops / 2 / x.npu_cycles for x in big]))
+    return out
+
+
+def conv_cycle_error(layers: Sequence[CompiledLayer]) -> dict[tuple[str, str], tuple[int, float]]:
+    """Per (soc, precision): conv layers and the median |error| of their NPU cycles predicted as padded MACs
+    over the array width (`macs_per_cycle`): how well the padding term in `unit_compute_s` explains the
+    compiler's per-layer cost of convolutions of every shape."""
+    arrays = macs_per_cycle(layers)
+    out: dict[tuple[str, str], tuple[int, float]] = {}
+    for key, macs in arrays.items():
+        convs = [x for x in layers if (x.soc, x.precision) == key and x.op_class == "conv" and x.npu_cycles > 0]
+        errors = [abs(x.unit_compute_s * x.peak_ops / 2 / macs / x.npu_cycles - 1) for x in convs]
+        out[key] = (len(convs), float(np.median(errors)))
     return out

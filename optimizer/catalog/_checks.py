@@ -11,6 +11,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeGuard
 
+import numpy as np
+
+from optimizer.ir._fold import build_time_value
+
 if TYPE_CHECKING:
     from optimizer.catalog._schema import Family, Rule, Target
     from optimizer.ir import Graph, Node
@@ -1430,13 +1434,15 @@ def _patch_split(wide: tuple[int, ...], split: tuple[int, ...]) -> bool:
             and pieces * pw == width)
 
 
-def _next_to_map_op(graph: Graph, tensor: str, upstream: bool, depth: int = 3) -> bool:
-    """`tensor` is made by (upstream) or feeds (downstream) a convolution or pooling, through element-wise ops."""
+def _next_to_map_op(graph: Graph, tensor: str, upstream: bool, depth: int = 3,
+                    ops: frozenset[str] = _MAP_OPS) -> bool:
+    """`tensor` is made by (upstream) or feeds (downstream) a convolution or pooling (`ops`), through element-wise
+    ops."""
     frontier = [tensor]
     for _ in range(depth):
         nodes = ([p for p in map(graph.producer, frontier) if p is not None] if upstream
                  else [u for t in frontier for u in graph.consumers(t)])
-        if any(n.op_type in _MAP_OPS for n in nodes):
+        if any(n.op_type in ops for n in nodes):
             return True
         frontier = [t for n in nodes if n.op_type in _AXIS_KEEPING
                     for t in (([i for i in n.inputs if i and not graph.is_constant(i)]) if upstream else n.outputs)]
@@ -1462,18 +1468,213 @@ def width_split(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
+_LAYOUT_OPS = frozenset({"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten"})
+_GRID_MERGE = (0, 3, 1, 4, 2, 5)
+
+
+def _grid_merge(graph: Graph, node: Node) -> bool:
+    """A Transpose of channel-last windows [1, nh, nw, gh, gw, C] into [1, gh, nh, gw, nw, C]: MaxViT's grid
+    reverse, each pixel row made of the in-window index outside the window index (the inverse of the grid
+    partition (0,2,4,1,3,5)), with more than one window on each axis."""
+    if node.op_type != "Transpose" or tuple(node.attrs.get("perm") or ()) != _GRID_MERGE:
+        return False
+    shape = graph.shape(node.inputs[0]) if node.inputs else None
+    return _static(shape) and len(shape) == 6 and all(d > 1 for d in shape[1:5])
+
+
+def grid_merge(rule: Rule, view: LayerView) -> str | None:
+    """rknn-toolkit2 lowers window partitions (block and grid) and the block merge as exWindow, but not the grid
+    merge: that one becomes a 5-D Transpose (C, nh, nw, gh, gw) -> (C, gh, nh, gw, nw) on the CPU, named after
+    the last op of the run of layout ops it sits in, which carries the verdict."""
+    graph, node = view.graph, view.node
+    if node.op_type not in _LAYOUT_OPS or not node.outputs:
+        return None
+    users = _data_users(graph, node.outputs[0])
+    if len(users) == 1 and users[0].op_type in _LAYOUT_OPS:
+        return None  # not the last op of its run
+    current: Node | None = node
+    for _ in range(8):
+        if current is None or current.op_type not in _LAYOUT_OPS:
+            return None
+        if _grid_merge(graph, current):
+            dims = graph.shape(current.inputs[0])
+            return (f"{current.op_type} {current.name} merges grid windows {list(dims or ())} back into pixels "
+                    "(perm (0,3,1,4,2,5)): no exWindow form, a 5-D Transpose on the CPU")
+        if current is not node and len(_data_users(graph, current.outputs[0])) != 1:
+            return None
+        current = graph.producer(current.inputs[0]) if current.inputs else None
+    return None
+
+
+def _score_grid_view(graph: Graph, node: Node) -> tuple[int, int, int] | None:
+    """(heads, N, M) when `node` is a Reshape viewing attention scores [1,h,N,M] made by a MatMul of two
+    activations as a grid [1,h,qh,qw,kh,kw] (N = qh*qw, M = kh*kw), as decomposed relative positions add to them."""
+    if node.op_type != "Reshape" or not node.inputs:
+        return None
+    src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
+    if not (_static(src) and _static(dst)) or len(src) != 4 or len(dst) != 6 or src[0] != 1:
+        return None
+    if tuple(dst[:2]) != tuple(src[:2]) or dst[2] * dst[3] != src[2] or dst[4] * dst[5] != src[3]:
+        return None
+    producer = graph.producer(node.inputs[0])
+    if producer is None or not _is_activation_matmul(graph, producer):
+        return None
+    return src[1], src[2], src[3]
+
+
+def score_grid(rule: Rule, view: LayerView) -> str | None:
+    """rk3588 relays attention scores out of exMatMul's (h, N, 1, M) form into a map (1, h*N, kh, kw) for the grid
+    adds, free only when the N rows or the M columns fill whole 16-byte groups, and back into (1, h, N, M) after
+    them, free only when the M columns do."""
+    graph, node = view.graph, view.node
+    align = int(rule.params["align"][view.precision])
+    if _is_activation_matmul(graph, node) and node.outputs:
+        for user in _data_users(graph, node.outputs[0]):
+            grid = _score_grid_view(graph, user)
+            if grid is not None and grid[0] > 1 and grid[1] % align and grid[2] % align:
+                return (f"attention scores [1,{grid[0]},{grid[1]},{grid[2]}] viewed as a grid: neither N = {grid[1]} "
+                        f"nor M = {grid[2]} is a multiple of {align}; their relayout runs on the CPU")
+        return None
+    if node.op_type != "Reshape" or not node.inputs:
+        return None
+    src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
+    if not (_static(src) and _static(dst)) or len(src) != 6 or len(dst) != 4 or dst[3] != src[4] * src[5]:
+        return None
+    current: Node | None = graph.producer(node.inputs[0])
+    for _ in range(6):  # back through the grid's element-wise adds to the view of the scores
+        if current is None:
+            return None
+        if _score_grid_view(graph, current) is not None:
+            break
+        if current.op_type not in ("Add", "Sub", "Mul", "Div"):
+            return None
+        grids = [t for t in graph.runtime_inputs(current) if graph.shape(t) == tuple(src)]
+        current = graph.producer(grids[0]) if grids else None
+    else:
+        return None
+    if dst[3] % align:
+        return (f"Reshape {list(src)} -> {list(dst)} merges a grid of attention scores back: M = {dst[3]} is not a "
+                f"multiple of {align}; the relayout runs on the CPU")
+    return None
+
+
+_HEAD_PATH = frozenset({"Transpose", "Add", "Sub", "Mul", "Div", "Identity"})
+
+
+def _token_axis_edit(graph: Graph, node: Node, ops: tuple[str, ...]) -> bool:
+    """A Slice or Pad of attention heads [1,h,T,d] on the token axis (dropping or restoring a class token)."""
+    if node.op_type not in ops:
+        return False
+    if node.op_type == "Pad":
+        value = graph.constants.get(node.inputs[1]) if len(node.inputs) > 1 else None
+        pads = [int(v) for v in value.reshape(-1)] if value is not None else list(node.attrs.get("pads") or ())
+        return len(pads) == 8 and any(pads[i] for i in (2, 6)) and not any(pads[i] for i in (0, 1, 3, 4, 5, 7))
+    value = graph.constants.get(node.inputs[3]) if len(node.inputs) > 3 else None
+    axes = [int(v) for v in value.reshape(-1)] if value is not None else list(node.attrs.get("axes") or ())
+    return axes in ([2], [-2])
+
+
+def _reaches_token_edit(graph: Graph, tensor: str, upstream: bool, ops: tuple[str, ...], depth: int = 4) -> bool:
+    current = tensor
+    for _ in range(depth):
+        nodes = ([graph.producer(current)] if upstream else list(_data_users(graph, current)))
+        if len(nodes) != 1 or nodes[0] is None:
+            return False
+        hop = nodes[0]
+        if _token_axis_edit(graph, hop, ops):
+            return True
+        if hop.op_type not in _HEAD_PATH or not hop.outputs:
+            return False
+        runtime = graph.runtime_inputs(hop)
+        current = (runtime[0] if runtime else "") if upstream else hop.outputs[0]
+        if not current:
+            return False
+    return False
+
+
+def class_token_map(rule: Rule, view: LayerView) -> str | None:
+    """Attention heads of a token sequence that carries a class token, turned into a map for a convolution
+    (CoaT's convolutional relative position: the image tokens sliced out, [1,h,d,N] -> [1,h*d,H,W]) and back
+    ([1,h*d,H,W] -> [1,h,d,N], padded with the class token's row again): rk3588 regroups the N pixels between
+    the two forms, free only for whole 16-byte groups, and in INT8 only while the map fits 128 KiB."""
+    graph, node = view.graph, view.node
+    if node.op_type != "Reshape" or not node.inputs:
+        return None
+    src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
+    if not (_static(src) and _static(dst)) or len(src) != 4 or len(dst) != 4 or src[0] != 1 or dst[0] != 1:
+        return None
+    align = int(rule.params["align"][view.precision])
+    if src[1] * src[2] == dst[1] and src[3] == dst[2] * dst[3] and src[1] > 1 and dst[2] > 1 \
+            and _reaches_token_edit(graph, node.inputs[0], upstream=True, ops=("Slice",)):
+        if view.precision not in rule.params["to_map_precisions"]:
+            return None
+        pixels, elements = src[3], math.prod(src)
+        limit = rule.params["max_elements"].get(view.precision)
+        if pixels % align or (limit is not None and elements > int(limit)):
+            return (f"Reshape {list(src)} -> {list(dst)} turns the image tokens' heads into a map: {pixels} pixels "
+                    f"(not a multiple of {align})" + ("" if limit is None or elements <= int(limit) else
+                                                     f", {elements} elements (over {limit})") + "; it runs on the CPU")
+        return None
+    if dst[1] * dst[2] == src[1] and dst[3] == src[2] * src[3] and dst[1] > 1 and src[2] > 1 and dst[3] % align \
+            and _reaches_token_edit(graph, node.outputs[0], upstream=False, ops=("Pad",)):
+        return (f"Reshape {list(src)} -> {list(dst)} cuts a map back into the heads of tokens padded with a class "
+                f"token: {dst[3]} pixels are not a multiple of {align}; it runs on the CPU")
+    return None
+
+
 def _joins_levels(graph: Graph, tensor: str) -> bool:
     """`tensor` [1, C, N] enters a last-axis Concat of rank-3 tensors: a detector head joining its levels."""
     return any(user.op_type == "Concat" and user.attrs.get("axis") in (2, -1)
                and len(graph.shape(user.outputs[0]) or ()) == 3 for user in graph.consumers(tensor))
 
 
+_RESAMPLING = _MAP_OPS | {"Resize", "Upsample"}  # ops that read a tensor as a map of pixels
+_PER_TOKEN = frozenset({"Transpose", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Erf", "Gelu",
+                        "HardSwish", "HardSigmoid", "Clip", "LeakyRelu", "Softplus", "Identity", "Dropout",
+                        "LayerNormalization"})
+
+
+def _pointwise_conv(graph: Graph, node: Node) -> bool:
+    """A 1x1 convolution with stride 1, no padding and one group: it commutes with a reshape of the pixels."""
+    kernel = node.attrs.get("kernel_shape") or ()
+    return (node.op_type == "Conv" and tuple(kernel) == (1, 1) and node.attrs.get("group", 1) == 1
+            and not any(node.attrs.get("pads") or ()) and all(s == 1 for s in node.attrs.get("strides") or (1, 1)))
+
+
+def _token_round_trip(graph: Graph, node: Node, map_shape: tuple[int, ...], downstream: bool, depth: int = 10) -> bool:
+    """Between this flatten and an unflatten back to the same map (or this unflatten and the flatten it undoes)
+    the tokens pass only per-token ops (a constant-weight MatMul, element-wise ops, LayerNorm): the toolkit runs
+    the whole stretch on the map as 1x1 convolutions and neither reshape has a layer (probe maptok_*)."""
+    current = node
+    for _ in range(depth):
+        if downstream:
+            users = _data_users(graph, current.outputs[0])
+            if len(users) != 1:
+                return False
+            current = users[0]
+        else:
+            runtime = graph.runtime_inputs(current)
+            producer = graph.producer(runtime[0]) if len(runtime) == 1 or current is node else None
+            if producer is None:
+                return False
+            current = producer
+        if current.op_type == "Reshape":
+            other = graph.shape(current.outputs[0] if downstream else current.inputs[0])
+            return _static(other) and tuple(other) == tuple(map_shape)
+        if current.op_type in ("MatMul", "Gemm"):
+            if not any(graph.is_constant(t) for t in current.inputs[1:2]):
+                return False
+        elif current.op_type not in _PER_TOKEN:
+            return False
+    return False
+
+
 def level_rows(rule: Rule, view: LayerView) -> str | None:
-    """A detector head flattens each level's map (1, C, H, W) into (1, C, H*W) and joins the levels on the
-    last axis; the toolkit regroups each level's pixels into rows of the joined map's width, which needs no
-    data move when the channels fill whole channel groups or the H*W pixels whole 16-byte groups. Cutting the
-    joined channels into groups [1, C/b, b, N] (the DFL's bins, YOLO pose's keypoint triples) moves them out of
-    that map form, again free only for whole channel groups."""
+    """A map (1, C, H, W) flattened into rows (1, C, H*W) (a detector head's levels before they are joined, a
+    hybrid's map into tokens) or rows unflattened into a map for a convolution: the toolkit regroups the pixels,
+    which needs no data move when the channels fill whole channel groups or the H*W pixels whole 16-byte groups.
+    Cutting the joined channels into groups [1, C/b, b, N] (the DFL's bins, YOLO pose's keypoint triples) moves
+    them out of that map form, again free only for whole channel groups."""
     graph, node = view.graph, view.node
     if node.op_type != "Reshape" or not node.inputs or not node.outputs:
         return None
@@ -1485,15 +1686,30 @@ def level_rows(rule: Rule, view: LayerView) -> str | None:
             and dst[2] % group and _from_map_concat(graph, node.inputs[0])):
         return (f"Reshape {list(src)} -> {list(dst)} cuts the joined head levels' {src[1]} channels into groups of "
                 f"{dst[2]} (not a multiple of {group}): the toolkit moves them out of its map form on the CPU")
+    if len(src) == 3 and len(dst) == 4 and tuple(src) == (1, dst[1], dst[2] * dst[3]) and dst[2] > 1 \
+            and dst[3] > 1 and dst[1] > 1 and _next_to_map_op(graph, node.outputs[0], upstream=False, ops=_RESAMPLING):
+        channels = dst[1]
+        users = _data_users(graph, node.outputs[0])
+        conv_out = graph.shape(users[0].outputs[0]) if len(users) == 1 and _pointwise_conv(graph, users[0]) else None
+        if _static(conv_out) and len(conv_out) == 4:
+            channels = conv_out[1]  # the toolkit convolves the rows first
+        if channels % group and src[2] % align and not _token_round_trip(graph, node, tuple(dst), downstream=False):
+            return (f"Reshape {list(src)} -> {list(dst)} unflattens rows of {channels} channels (not a multiple of "
+                    f"{group}) and {src[2]} pixels (not a multiple of {align}) into a map: the regrouping runs on "
+                    "the CPU")
+        return None
     if len(src) != 4 or len(dst) != 3:
         return None
     channels, pixels = src[1], src[2] * src[3]
-    if tuple(dst) != (1, channels, pixels) or channels == 1 or not _joins_levels(graph, node.outputs[0]):
+    if tuple(dst) != (1, channels, pixels) or channels == 1:
         return None  # one channel is a flat row: RKNN-PIXEL-ROWS
-    if channels % group and pixels % align:
-        return (f"Reshape {list(src)} -> {list(dst)} flattens a head level of {channels} channels (not a multiple of "
-                f"{group}) and {src[2]}x{src[3]} = {pixels} pixels (not a multiple of {align}) before the levels "
-                "are joined: the regrouping runs on the CPU")
+    if not (_joins_levels(graph, node.outputs[0]) or _next_to_map_op(graph, node.inputs[0], upstream=True,
+                                                                      ops=_RESAMPLING)):
+        return None  # not a feature map (a token tensor split into heads is 4-D too)
+    if channels % group and pixels % align and not _token_round_trip(graph, node, tuple(src), downstream=True):
+        return (f"Reshape {list(src)} -> {list(dst)} flattens a map of {channels} channels (not a multiple of "
+                f"{group}) and {src[2]}x{src[3]} = {pixels} pixels (not a multiple of {align}) into rows: the "
+                "regrouping runs on the CPU")
     return None
 
 
@@ -1673,6 +1889,9 @@ def _after_scale(graph: Graph, node: Node, depth: int = 4) -> list[Node]:
 
 
 CHECKS: Mapping[str, Check] = {
+    "class_token_map": class_token_map,
+    "score_grid": score_grid,
+    "grid_merge": grid_merge,
     "static_shapes": static_shapes, "dla_batch": dla_batch, "dla_dims": dla_dims,
     "platform_unsupported": platform_unsupported, "rank4": rank4, "spatial_2d": spatial_2d,
     "fc_weights": fc_weights, "each_in_range": each_in_range, "in_range": in_range, "in_set": in_set,
@@ -1869,6 +2088,8 @@ def _linear_resize(view: LayerView, params: Mapping[str, Any]) -> str | None:
     """A linear Resize runs on the NPU only at whole-number scales, up or down per axis, without align_corners."""
     mode = view.attr("mode")
     mode = mode.decode() if isinstance(mode, bytes) else mode
+    if mode in params.get("cpu_interpolation", ()):
+        return f"{mode} Resize runs on the CPU"
     if mode != "linear":
         return None
     ctm = view.attr("coordinate_transformation_mode")
@@ -2413,6 +2634,86 @@ def _tile_repeats(view: LayerView, params: Mapping[str, Any]) -> str | None:
             "axis of a 4-D map only")
 
 
+def _identity_scatter(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """A ScatterND whose build-time indices list every element of its data in order overwrites all of it: its
+    output is its updates, and the toolkit's optimiser removes it (torch writes `x[:, :, a:, b:] = y` with
+    a = b = 0 this way). Any other write (a part, a reordering, run-time indices) is a CPU ScatterND."""
+    graph, node = view.graph, view.node
+    reduction = node.attrs.get("reduction", "none")
+    if len(node.inputs) < 3 or (reduction or "none") != "none":
+        return f"ScatterND with reduction '{reduction}' runs on the CPU"
+    data, indices, updates = (graph.shape(t) for t in node.inputs[:3])
+    if not (_static(data) and _static(indices) and _static(updates)) or not indices:
+        return "ScatterND with unknown shapes runs on the CPU"
+    depth = indices[-1]
+    if not 0 < depth <= len(data) or tuple(indices[:-1]) != tuple(data[:depth]) or tuple(updates) != tuple(data):
+        return (f"ScatterND writes {list(indices[:-1])} of data {list(data)}: a partial write runs on the CPU "
+                "(only a write of every element is removed)")
+    value = build_time_value(graph, node.inputs[1])
+    if value is None:
+        return "ScatterND with run-time indices runs on the CPU"
+    grid = np.moveaxis(np.indices(tuple(data[:depth]), dtype=np.int64), 0, -1)
+    if value.shape != grid.shape or not np.array_equal(value, grid):
+        return "ScatterND indices do not list the data's elements in order: it runs on the CPU"
+    return None
+
+
+def _build_time_only(graph: Graph, tensor: str, limit: int = 256) -> bool:
+    """The tensor is computed from constants alone (ConViT's positional scores from fixed relative indices): the
+    toolkit folds it, whatever its size."""
+    pending, seen = [tensor], set()
+    while pending:
+        name = pending.pop()
+        if name in seen or graph.is_constant(name):
+            continue
+        seen.add(name)
+        producer = graph.producer(name)
+        if producer is None or len(seen) > limit:
+            return False
+        pending.extend(t for t in (*producer.inputs, *producer.outer_inputs) if t)
+    return True
+
+
+def _free_grid_merge(graph: Graph, node: Node, align: int) -> bool:
+    """`node` merges a grid of attention scores [1,h,qh,qw,kh,kw] back into [1,h,N,M] with M a whole number of
+    `align`-element groups (an NPU Reshape, RKNN-SCORE-GRID)."""
+    if node.op_type != "Reshape" or not node.inputs:
+        return False
+    src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
+    if not (_static(src) and _static(dst)) or len(src) != 6 or len(dst) != 4 or dst[3] % align:
+        return False
+    current = graph.producer(node.inputs[0])
+    for _ in range(6):
+        if current is None:
+            return False
+        if _score_grid_view(graph, current) is not None:
+            return True
+        grids = [t for t in graph.runtime_inputs(current) if graph.shape(t) == tuple(src)]
+        current = graph.producer(grids[0]) if current.op_type in ("Add", "Sub", "Mul", "Div") and grids else None
+    return False
+
+
+def _map_softmax_plane(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """rk3588 runs a Softmax over the last axis of a map (1,C,H,W) (heads in the channel axis, as CaiT's talking
+    heads and MViTv2's relative-position scores reach it) on the NPU only while one channel's plane H*W fits;
+    attention scores straight from a MatMul are held with the heads in the batch axis, (h,N,1,M), one row a plane."""
+    graph, node = view.graph, view.node
+    shape = graph.shape(node.inputs[0]) if node.inputs else None
+    if not _static(shape) or len(shape) != 4 or shape[0] != 1 or node.attrs.get("axis", -1) not in (3, -1):
+        return None
+    if _from_matmul(graph, node.inputs[0]) or _build_time_only(graph, node.inputs[0]):
+        return None
+    limit = int(params["max_plane"][view.precision])
+    merge = graph.producer(node.inputs[0])
+    if merge is not None and _free_grid_merge(graph, merge, int(params["grid_align"][view.precision])):
+        limit = int(params["max_plane"]["fp16"])  # measured: INT8 then keeps the FP16 plane (probe relpos_*)
+    plane = shape[2] * shape[3]
+    if plane <= limit:
+        return None
+    return (f"Softmax over the last axis of a map {list(shape)}: a plane of {shape[2]}x{shape[3]} = {plane} exceeds "
+            f"{limit} elements in {view.precision.upper()}; it runs on the CPU")
+
+
 Condition = Callable[[LayerView, Mapping[str, Any]], "str | None"]
 
 
@@ -2640,4 +2941,6 @@ CONDITIONS: Mapping[str, Condition] = {
     "channel_reduce": _channel_reduce,
     "tile_repeats": _tile_repeats,
     "layout_chain": _layout_chain,
+    "identity_scatter": _identity_scatter,
+    "map_softmax_plane": _map_softmax_plane,
 }

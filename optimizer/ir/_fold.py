@@ -7,13 +7,14 @@ that could allocate a large array is sized before it runs.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import onnx
 from onnx import numpy_helper
 from onnx.reference.ops import load_op
 
-from optimizer.ir._graph import Shape, is_static
+from optimizer.ir._graph import Graph, Shape, is_static
 
 MAX_FOLD_ELEMENTS = 1 << 16
 
@@ -106,3 +107,72 @@ def fold_node(node: onnx.NodeProto, opset: int, known: Mapping[str, np.ndarray],
     if any(o.size > MAX_FOLD_ELEMENTS for o in outputs):
         return None
     return outputs
+
+
+BUILD_TIME_MAX_ELEMENTS = 1 << 23  # 64 MiB of int64: the largest index grid in the corpus (MViTv2) is 4.9M
+
+
+def _proto_attrs(op_type: str, opset: int, attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """The IR's normalised attributes that the op's schema at this opset declares (the normaliser lifts some
+    inputs, such as Unsqueeze's axes, into attributes the op no longer takes), as make_node accepts them."""
+    try:
+        allowed = onnx.defs.get_schema(op_type, opset).attributes
+    except onnx.defs.SchemaError:
+        return {}
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in attrs.items()
+            if k in allowed and isinstance(v, (int, float, str, tuple))}
+
+
+def build_time_value(graph: Graph, tensor: str, max_elements: int = BUILD_TIME_MAX_ELEMENTS) -> np.ndarray | None:
+    """The value of a tensor computed from constants only, evaluated with onnx's reference ops even when it is
+    too large for the import's folding (torch writes the indices of a slice assignment as Expand/Unsqueeze/Concat
+    of small constants, millions of elements); None when it reads a run-time tensor or a value the IR did not
+    keep, or any step would exceed `max_elements`."""
+    values: dict[str, np.ndarray] = {}
+    order: list[str] = []
+    pending, seen = [tensor], set()
+    while pending:  # collect the producers to evaluate, depth first
+        name = pending.pop()
+        if name in seen or name in graph.constants:
+            continue
+        seen.add(name)
+        producer = graph.producer(name)
+        if producer is None or producer.opaque or producer.domain not in ("", "ai.onnx"):
+            return None
+        order.append(producer.name)
+        pending.extend(t for t in producer.inputs if t)
+    done: set[str] = set()
+    nodes = [graph.node(n) for n in dict.fromkeys(reversed(order))]
+    while nodes:
+        ready = [n for n in nodes if all(not t or t in graph.constants or t in values for t in n.inputs)]
+        if not ready:
+            return None
+        for node in ready:
+            nodes.remove(node)
+            if node.name in done:
+                continue
+            done.add(node.name)
+            args = [None if not t else graph.constants[t] if t in graph.constants else values[t] for t in node.inputs]
+            present = [a for a in args if a is not None]
+            if sum(a.size for a in present) > max_elements:
+                return None
+            proto = onnx.helper.make_node(node.op_type, list(node.inputs), list(node.outputs),
+                                          **_proto_attrs(node.op_type, graph.opset, node.attrs))
+            if node.op_type == "Expand" and len(present) == 2:
+                try:
+                    out = np.broadcast_shapes(present[0].shape, tuple(int(d) for d in present[1]))
+                except ValueError:
+                    return None
+                if int(np.prod(out)) > max_elements:
+                    return None
+            try:
+                op = load_op("", node.op_type, graph.opset)(
+                    proto, {"log": lambda *_: None, "opsets": {"": graph.opset}, "verbose": 0, "new_ops": None})
+                result = op.run(*args)
+            except Exception:  # a reference op that cannot run this instance leaves the value unknown
+                return None
+            outputs = [np.asarray(r) for r in (result if isinstance(result, tuple) else (result,))]
+            if any(o.size > max_elements for o in outputs):
+                return None
+            values.update({name: out for name, out in zip(node.outputs, outputs) if name})
+    return graph.constants.get(tensor, values.get(tensor))

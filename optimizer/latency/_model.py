@@ -40,7 +40,9 @@ Physics terms beyond the roofline, each with its formula (README "The latency mo
   whole atom per MAC. A convolution with <= DLA_IMAGE_CHANNELS inputs reads them in image mode, unpadded.
 - NPU channel atoms: a convolution's MACs are scaled by `ceil(Cin_g/a_in)*a_in/Cin_g *
   ceil(Cout/a_out)*a_out/Cout` (depthwise: the output factor only), with the atoms `npu_channel_atom_in`/
-  `_out` fitted to rknn-toolkit2's per-layer cycle estimates (optimizer/calibrate/_compiler.py).
+  `_out` fitted to rknn-toolkit2's per-layer cycle estimates (optimizer/calibrate/_compiler.py); a dense
+  RKNN convolution instead pays the compiler's MAC-array formula (optimizer/latency/_rknn.py: whole 32-channel
+  atoms and a floor of cycles per output pixel on RK3588/RK3576).
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ from optimizer.fusion import GroupGraph, LayerGroup
 from optimizer.ir import BYTES_PER_ELEMENT, Graph, Node
 from optimizer.latency._gpu import GPU_TILE_OUTPUTS, split_k, split_k_extra_bytes, wave_utilization
 from optimizer.latency._profile import OP_CLASSES, DeviceConstants, Profile
+from optimizer.latency._rknn import array_figures, conv_array_factor
 
 __all__ = ["GPU_TILE_OUTPUTS", "wave_utilization"]  # re-exported: the wave term lives in _gpu.py
 
@@ -245,8 +248,12 @@ class LatencyModel:
             return self.cpu_peak_ops
         return self._peak_ops(device, "fp16" if f"{device}_fp16_tops" in fig else "int8")
 
-    def _npu_padding(self, node: Node) -> float:
+    def _npu_padding(self, node: Node, precision: str) -> float:
         fig = self.target.figures
+        array = array_figures(fig, precision)  # RKNN dense conv on the MAC array (optimizer/latency/_rknn.py)
+        factor = conv_array_factor(self.graph, node, *array) if array else None
+        if factor is not None:
+            return factor
         if "npu_channel_atom_in" not in fig or "npu_channel_atom_out" not in fig:
             return 1.0
         return channel_padding(self.graph, node, int(fig["npu_channel_atom_in"].value),
@@ -325,7 +332,7 @@ class LatencyModel:
                                      else 1)  # DLA-ELTWISE-XAVIER-SUB: a Scale plus a Sum
         cls = op_class(self.graph, node)
         if device == "npu" and node.macs:
-            scale *= self._npu_padding(node)
+            scale *= self._npu_padding(node, precision)
         if device == "dla" and node.macs:
             scale *= dla_channel_padding(self.graph, node, DLA_ATOM_BYTES // BYTES_PER_ELEMENT[precision])
         if device == "gpu" and node.macs and cls in TF32_CLASSES:

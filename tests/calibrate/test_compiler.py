@@ -12,6 +12,7 @@ from optimizer.calibrate._compiler import (
     compiled_layers,
     fit_shape,
     hold_out_by_family,
+    macs_per_cycle,
     read_layer_table,
     score_by_class,
 )
@@ -50,5 +51,8 @@ def test_the_per_class_shape_predicts_held_out_families_compiler_cycles():
     assert scores["all"]["spearman"] > 0.9
     # per-class costs beat one pooled rate on rank order
     assert scores["all"]["spearman"] > scores["all"]["spearman_pooled"]
+    arrays = macs_per_cycle(layers)  # the compiler's MAC array: 1024 INT8 MACs/cycle per RK3588 core, 512 on RK3566
+    assert arrays[("rk3588", "int8")] == pytest.approx(1024, rel=0.1)
+    assert arrays[("rk3566", "int8")] == pytest.approx(512, rel=0.1)
     shape = class_shape(fit_shape(layers), "rk3588", "int8")
     assert shape["conv"] == 1.0 and 0 < shape["dwconv"] < 0.5  # depthwise costs far more cycles per MAC

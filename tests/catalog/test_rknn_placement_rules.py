@@ -584,3 +584,317 @@ def test_reshapes_of_scalars_meet_every_rknn_rule_without_error(catalog, tmp_pat
     for target in ("rk3588", "rk3576", "rk3562", "rv1126b"):
         for precision in ("fp16", "int8"):
             assert _verdicts(catalog, path, target, precision)("n")
+
+
+def _grid(shape, region, reverse_last=False):
+    axes = [np.arange(n)[r] for n, r in zip(shape, region)]
+    if reverse_last:
+        axes[-1] = axes[-1][::-1]
+    return np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).astype(np.int64)
+
+
+def _scatter(tmp_path, form, shape=(1, 16, 8, 8)):
+    """x -> Relu -> ScatterND(data, indices of `form`, Sigmoid(data) or a piece of it) ("n") -> Relu -> y, as
+    tools/probe_rknn_placement.py scatter_* builds it."""
+    c, h, w = shape[1:]
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"), helper.make_node("Sigmoid", ["a"], ["s"], name="upd")]
+    inits, inputs, upd = [], [value("x", list(shape))], "s"
+    if form in ("full", "full_rev"):
+        inits.append(const("idx", _grid(shape, (slice(None),) * 4, form == "full_rev")))
+    elif form == "rows":
+        inits.append(const("idx", np.zeros((1, 1), np.int64)))
+    elif form == "corner":
+        inits += [const("idx", _grid(shape, (slice(None), slice(None), slice(1, None), slice(1, None)))),
+                  const("st", np.array([1, 1], np.int64)), const("en", np.array([h, w], np.int64)),
+                  const("ax", np.array([2, 3], np.int64))]
+        nodes.append(helper.make_node("Slice", ["s", "st", "en", "ax"], ["sp"], name="piece"))
+        upd = "sp"
+    elif form == "runtime":
+        inputs.append(value("idx", [*shape, 4], onnx.TensorProto.INT64))
+    else:  # "expand": the grid built from small constants, larger than the import folds (torch's x[:, :, 0:, 0:] = y)
+        inits += [const("zero", np.array([0], np.int64)), const("full", np.array(shape, np.int64)),
+                  const("ch", np.arange(c, dtype=np.int64).reshape(c, 1, 1)),
+                  const("hh", np.arange(h, dtype=np.int64).reshape(h, 1)), const("ww", np.arange(w, dtype=np.int64)),
+                  const("last", np.array([-1], np.int64))]
+        for k, src in enumerate(("zero", "ch", "hh", "ww")):
+            nodes += [helper.make_node("Expand", [src, "full"], [f"e{k}"], name=f"expand{k}"),
+                      helper.make_node("Unsqueeze", [f"e{k}", "last"], [f"u{k}"], name=f"unsqueeze{k}")]
+        nodes.append(helper.make_node("Concat", ["u0", "u1", "u2", "u3"], ["idx"], name="grid", axis=4))
+    nodes += [helper.make_node("ScatterND", ["a", "idx", upd], ["t"], name="n"),
+              helper.make_node("Relu", ["t"], ["y"], name="tail")]
+    return save_model(tmp_path / f"scatter_{form}.onnx", nodes, inputs, [value("y", None)], inits)
+
+
+@pytest.mark.parametrize(("form", "shape", "removed"), [
+    ("full", (1, 16, 8, 8), True),  # probe scatter_full: every element in order, no layer
+    ("rows", (1, 16, 8, 8), True),  # probe scatter_rows: one index tuple naming the whole batch
+    ("expand", (1, 1, 300, 256), True),  # probe scatter_expand; corpus timm_mvitv2_tiny (76800 elements per part)
+    ("full_rev", (1, 16, 8, 8), False),  # probe scatter_full_rev: every element, W reversed
+    ("corner", (1, 16, 8, 8), False),  # probe scatter_corner: x[:, :, 1:, 1:]
+    ("runtime", (1, 16, 8, 8), False),  # indices known only at run time
+])
+def test_a_scatter_that_overwrites_every_element_in_order_is_removed(catalog, tmp_path, form, shape, removed):
+    path = _scatter(tmp_path, form, shape)
+    for target in ("rk3588", "rk3576", "rk3566", "rk3562", "rv1126b"):
+        for precision in ("fp16", "int8"):
+            assert _verdicts(catalog, path, target, precision)("n") is removed
+            assert ("RKNN-OP-NPU" in violations(catalog, path, target, precision)) is not removed
+
+
+def _grid_window(tmp_path, h, g, mode):
+    """x NHWC [1,H,H,8] -> (partition, block or grid -> Relu) -> merge (block or grid) -> Reshape [1,H,H,8] ("n")
+    -> Relu -> y, as tools/probe_rknn_placement.py gridwin_* builds it."""
+    n, c = h // g, 8
+    nodes, inits, src = [], [const("s4", np.array([1, h, h, c], np.int64)),
+                             const("sw", np.array([n * n, g, g, c], np.int64))], "x"
+    if mode in ("block", "grid", "grid_forward"):
+        grid = mode != "block"
+        inits.append(const("s6", np.array([1, g, n, g, n, c] if grid else [1, n, g, n, g, c], np.int64)))
+        nodes += [helper.make_node("Reshape", ["x", "s6"], ["r6"], name="part"),
+                  helper.make_node("Transpose", ["r6"], ["t6"], name="part_t",
+                                   perm=[0, 2, 4, 1, 3, 5] if grid else [0, 1, 3, 2, 4, 5]),
+                  helper.make_node("Reshape", ["t6", "sw"], ["w"], name="windows"),
+                  helper.make_node("Relu", ["w"], ["a"], name="per_window")]
+        src = "a"
+    merge_grid = mode in ("grid", "grid_merge")
+    inits.append(const("s6b", np.array([1, n, n, g, g, c] if merge_grid else [1, n, g, n, g, c], np.int64)))
+    nodes += [helper.make_node("Reshape", [src, "s6b"], ["b6"], name="merge_r"),
+              helper.make_node("Transpose", ["b6"], ["u6"], name="merge_t",
+                               perm=[0, 3, 1, 4, 2, 5] if merge_grid else [0, 1, 3, 2, 4, 5]),
+              helper.make_node("Reshape", ["u6", "s4"], ["m"], name="n"),
+              helper.make_node("Relu", ["m"], ["y"], name="tail")]
+    return save_model(tmp_path / f"grid_{mode}_{h}_{g}.onnx", nodes, [value("x", [1, h, h, c])], [value("y", None)],
+                      inits)
+
+
+@pytest.mark.parametrize(("mode", "h", "g", "cpu"), [
+    ("grid", 16, 8, True),  # probe gridwin_grid_32_16_8: 2 windows per axis
+    ("grid", 12, 4, True),  # probe gridwin_grid_16_12_4
+    ("grid_merge", 16, 8, True),  # probe gridwin_grid_reverse_32_16_8: the merge alone
+    ("grid", 8, 8, False),  # probe gridwin_grid_32_8_8: one window per axis, nothing moves
+    ("block", 16, 8, False),  # probe gridwin_block_32_16_8: exWindow both ways
+    ("grid_forward", 16, 8, False),  # probe gridwin_grid_forward_32_16_8: grid partition, block merge
+])
+def test_merging_grid_windows_back_into_pixels_is_a_cpu_transpose(catalog, tmp_path, mode, h, g, cpu):
+    path = _grid_window(tmp_path, h, g, mode)
+    for target in ("rk3588", "rk3576", "rk3562", "rv1126b"):
+        for precision in ("fp16", "int8"):
+            verdict = _verdicts(catalog, path, target, precision)
+            assert verdict("n") is not cpu  # the last op of the layout run carries the layer
+            assert verdict("merge_t") and verdict("merge_r")
+            assert ("RKNN-GRID-MERGE" in violations(catalog, path, target, precision)) is cpu
+
+
+def _softmax(tmp_path, shape, scores=False):
+    """x -> Relu -> Softmax over the last axis ("n") -> Relu -> y; with `scores`, the Softmax reads q.k^T of two
+    activations (attention scores, held with the heads in the batch axis)."""
+    nodes, inputs = [helper.make_node("Relu", ["x"], ["a"], name="head")], [value("x", shape)]
+    if scores:
+        inputs.append(value("k", [shape[0], shape[1], shape[3], 16]))
+        nodes = [helper.make_node("Relu", ["x"], ["q"], name="head"),
+                 helper.make_node("Transpose", ["k"], ["kt"], name="kt", perm=[0, 1, 3, 2]),
+                 helper.make_node("MatMul", ["q", "kt"], ["a"], name="scores")]
+        inputs[0] = value("x", [shape[0], shape[1], shape[2], 16])
+    nodes += [helper.make_node("Softmax", ["a"], ["s"], name="n", axis=-1), helper.make_node("Relu", ["s"], ["y"], name="tail")]
+    return save_model(tmp_path / f"sm{'x'.join(map(str, shape))}{scores}.onnx", nodes, inputs, [value("y", None)])
+
+
+@pytest.mark.parametrize(("shape", "cpu_in"), [
+    ([1, 1, 256, 256], {"int8"}),  # probe mapsm_1_256_256: a 65536-element plane
+    ([1, 1, 2048, 32], {"int8"}),  # probe mapsm_1_2048_32: H and W alone do not decide it
+    ([1, 1, 257, 256], {"fp16", "int8"}),  # probe mapsm_1_257_256: 65792
+    ([1, 32, 128, 128], set()),  # probe mapsm_32_64_64 / 16_128_128: 16384 per plane, whatever C
+    ([1, 1, 128, 129], {"int8"}),  # probe mapsm_1_128_129: 16512
+    ([1, 4, 196, 196], {"int8"}),  # corpus timm_cait_xxs24_224 talking heads
+])
+def test_rk3588_softmax_of_a_map_fits_one_plane(catalog, tmp_path, shape, cpu_in):
+    path = _softmax(tmp_path, shape)
+    for precision in ("fp16", "int8"):
+        assert _verdicts(catalog, path, "rk3588", precision)("n") is (precision not in cpu_in)
+        assert _verdicts(catalog, path, "rk3576", precision)("n")
+    scores = _softmax(tmp_path, shape, scores=True)  # the same scores from a MatMul: one row per plane
+    assert _verdicts(catalog, scores, "rk3588", "int8")("n")
+
+
+def _cls_map(tmp_path, c, h, w, tail_1x1=False):
+    """CoaT's position encoding between class-token blocks, as tools/probe_rknn_placement.py clsmap_* builds it:
+    tokens [1,1+HW,C] -> Slice the class token off -> Transpose -> Reshape [1,C,H,W] ("unflat") -> depthwise Conv
+    + the map -> Reshape [1,C,HW] ("flat") -> Transpose -> Concat the class token -> MatMul -> y."""
+    n = h * w
+    nodes = [helper.make_node("Slice", ["x", "one", "big", "ax"], ["s0"], name="drop_cls"),
+             helper.make_node("Transpose", ["s0"], ["u0"], name="untok", perm=[0, 2, 1]),
+             helper.make_node("Reshape", ["u0", "s4"], ["m"], name="unflat")]
+    inits = [const("one", np.array([1], np.int64)), const("big", np.array([n + 1], np.int64)),
+             const("ax", np.array([1], np.int64)), const("s4", np.array([1, c, h, w], np.int64)),
+             const("s3", np.array([1, c, n], np.int64)), weight("cls", [1, 1, c]), weight("wm", [c, c])]
+    if tail_1x1:  # the map goes on to a 1x1 convolution only: the toolkit convolves the rows first
+        nodes.append(helper.make_node("Conv", ["m", "w1"], ["y"], name="pw"))
+        inits.append(weight("w1", [16, c, 1, 1]))
+    else:
+        nodes += [helper.make_node("Conv", ["m", "wdw"], ["pe"], name="pe", group=c, pads=[1, 1, 1, 1]),
+                  helper.make_node("Add", ["pe", "m"], ["res"], name="pe_add"),
+                  helper.make_node("Reshape", ["res", "s3"], ["r"], name="flat"),
+                  helper.make_node("Transpose", ["r"], ["t"], name="tok", perm=[0, 2, 1]),
+                  helper.make_node("Concat", ["cls", "t"], ["j"], name="join", axis=1),
+                  helper.make_node("MatMul", ["j", "wm"], ["y"], name="mix")]
+        inits.append(weight("wdw", [c, 1, 3, 3]))
+    return save_model(tmp_path / f"clsmap{c}_{h}_{w}{tail_1x1}.onnx", nodes, [value("x", [1, n + 1, c])],
+                      [value("y", None)], inits)
+
+
+@pytest.mark.parametrize(("c", "hw", "cpu_in"), [
+    (152, 14, {"int8"}),  # probe clsmap_152_14_14; corpus timm_coat_tiny serial_blocks3
+    (152, 28, set()),  # probe clsmap_152_28_28: 784 pixels fill 16-byte groups
+    (160, 14, set()),  # probe clsmap_160_14_14: 160 channels fill whole groups
+    (20, 7, {"fp16", "int8"}),  # probe clsmap_20_7_7: neither in either precision
+])
+def test_rk3588_map_to_rows_and_back_needs_whole_channel_or_pixel_groups(catalog, tmp_path, c, hw, cpu_in):
+    path = _cls_map(tmp_path, c, hw, hw)
+    for precision in ("fp16", "int8"):
+        verdict = _verdicts(catalog, path, "rk3588", precision)
+        assert verdict("unflat") is (precision not in cpu_in) and verdict("flat") is (precision not in cpu_in)
+        assert ("RKNN-LEVEL-ROWS" in violations(catalog, path, "rk3588", precision, node="flat")) is (precision in cpu_in)
+        assert _verdicts(catalog, path, "rk3576", precision)("flat")
+
+
+def test_rk3588_rows_into_a_pointwise_convolution_take_its_output_channels(catalog, tmp_path):
+    """probe clsmap_*: the toolkit runs a 1x1 convolution on the rows before the unflatten, so the unflatten
+    regroups the convolution's 16 channels (a whole group) instead of the 152 it was given."""
+    assert _verdicts(catalog, _cls_map(tmp_path, 152, 14, 14, tail_1x1=True), "rk3588", "int8")("unflat")
+
+
+def test_rk3588_tokens_that_only_pass_per_token_ops_return_to_the_map_without_a_reshape(catalog, tmp_path):
+    """probe maptok_152_14_14: map -> rows -> Transpose -> MatMul -> Transpose -> map runs as a 1x1 Conv."""
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"),
+             helper.make_node("Reshape", ["a", "s3"], ["r"], name="flat"),
+             helper.make_node("Transpose", ["r"], ["t"], name="tok", perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["t", "wm"], ["m"], name="mix"),
+             helper.make_node("Transpose", ["m"], ["b"], name="untok", perm=[0, 2, 1]),
+             helper.make_node("Reshape", ["b", "s4"], ["u"], name="unflat"),
+             helper.make_node("Conv", ["u", "wc"], ["y"], name="tail")]  # 152 channels out: no group either way
+    path = save_model(tmp_path / "maptok.onnx", nodes, [value("x", [1, 152, 14, 14])], [value("y", None)],
+                      [const("s3", np.array([1, 152, 196], np.int64)), const("s4", np.array([1, 152, 14, 14], np.int64)),
+                       weight("wm", [152, 152]), weight("wc", [152, 152, 1, 1])])
+    verdict = _verdicts(catalog, path, "rk3588", "int8")
+    assert verdict("flat") and verdict("unflat")
+
+
+@pytest.mark.parametrize(("mode", "size", "on_npu"), [
+    ("cubic", 224, False),  # probe cubic_240_224; corpus timm_crossvit_tiny_240 /Resize
+    ("cubic", 256, False),  # probe cubic_224_240 (up, not a whole scale)
+    ("nearest", 224, True),  # nearest at any scale stays on the NPU
+])
+def test_cubic_resize_runs_on_the_cpu(catalog, tmp_path, mode, size, on_npu):
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"),
+             helper.make_node("Resize", ["a", "", "", "sz"], ["r"], name="n", mode=mode),
+             helper.make_node("Relu", ["r"], ["y"], name="tail")]
+    path = save_model(tmp_path / f"resize_{mode}{size}.onnx", nodes, [value("x", [1, 3, 240, 240])],
+                      [value("y", None)], [const("sz", np.array([1, 3, size, size], np.int64))])
+    for target in ("rk3588", "rk3576", "rk3562", "rv1126b"):
+        for precision in ("fp16", "int8"):
+            assert _verdicts(catalog, path, target, precision)("n") is on_npu
+
+
+def test_rk3588_map_rows_around_a_resize_follow_the_same_groups(catalog, tmp_path):
+    """corpus timm_coat_tiny parallel blocks: rows [1,152,196] -> map [1,152,14,14] -> Resize x2 -> map ->
+    rows [1,152,784]: the 196-pixel unflatten is CPU in INT8, the 784-pixel flatten is not."""
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"),
+             helper.make_node("Reshape", ["a", "s4"], ["m"], name="n"),
+             helper.make_node("Resize", ["m", "", "sc"], ["u"], name="up", mode="linear"),
+             helper.make_node("Reshape", ["u", "s3"], ["r"], name="flat"),
+             helper.make_node("Relu", ["r"], ["y"], name="tail")]
+    path = save_model(tmp_path / "resize_rows.onnx", nodes, [value("x", [1, 152, 196])], [value("y", None)],
+                      [const("s4", np.array([1, 152, 14, 14], np.int64)), const("s3", np.array([1, 152, 784], np.int64)),
+                       const("sc", np.array([1, 1, 2, 2], np.float32))])
+    verdict = _verdicts(catalog, path, "rk3588", "int8")
+    assert not verdict("n") and verdict("flat")
+    assert _verdicts(catalog, path, "rk3588", "fp16")("n")
+
+
+def _rel_pos(tmp_path, heads, q, k, d=16):
+    """Scores of two activations [1,h,q*q,k*k] ("scores") viewed as [1,h,q,q,k,k] ("grid"), + a broadcast
+    rel_w term [1,h,q,q,1,k], merged back ("n") -> Softmax ("sm") -> y: MViTv2's decomposed relative position, as
+    tools/probe_rknn_placement.py relpos_* builds it."""
+    n, m = q * q, k * k
+    nodes = [helper.make_node("MatMul", ["qq", "kk"], ["s"], name="scores"),
+             helper.make_node("Reshape", ["s", "s6"], ["g"], name="grid"),
+             helper.make_node("Add", ["g", "rel"], ["a"], name="add_w"),
+             helper.make_node("Reshape", ["a", "s4"], ["mg"], name="n"),
+             helper.make_node("Softmax", ["mg"], ["y"], name="sm", axis=-1)]
+    inputs = [value("qq", [1, heads, n, d]), value("kk", [1, heads, d, m]), value("rel", [1, heads, q, q, 1, k])]
+    return save_model(tmp_path / f"relpos{heads}_{q}_{k}.onnx", nodes, inputs, [value("y", None)],
+                      [const("s6", np.array([1, heads, q, q, k, k], np.int64)),
+                       const("s4", np.array([1, heads, n, m], np.int64))])
+
+
+@pytest.mark.parametrize(("heads", "q", "k", "scores_cpu", "merge_cpu"), [
+    (4, 14, 14, True, True),  # probe relpos_4_14_14; corpus timm_mvitv2_tiny stage 2
+    (8, 7, 7, True, True),  # probe relpos_8_7_7
+    (4, 28, 14, False, True),  # probe relpos_4_28_14: N = 784 fills the groups
+    (4, 12, 12, False, False),  # probe relpos_4_12_12: 144 in both
+    (1, 14, 14, False, True),  # one head: the scores keep their batch axis (corpus stage 0: merge CPU)
+])
+def test_rk3588_relays_a_score_grid_unless_its_rows_or_columns_fill_groups(catalog, tmp_path, heads, q, k,
+                                                                           scores_cpu, merge_cpu):
+    path = _rel_pos(tmp_path, heads, q, k)
+    for precision in ("fp16", "int8"):
+        verdict = _verdicts(catalog, path, "rk3588", precision)
+        assert verdict("scores") is not scores_cpu and verdict("n") is not merge_cpu
+        assert verdict("grid") and verdict("add_w")
+        assert _verdicts(catalog, path, "rk3576", precision)("scores") and _verdicts(catalog, path, "rk3576", precision)("n")
+
+
+def test_rk3588_int8_softmax_after_a_free_grid_merge_keeps_the_fp16_plane(catalog, tmp_path):
+    """probe relpos_4_16_16: (1,4,256,256) after an NPU merge is an NPU Softmax in INT8; relpos_4_14_14's
+    (1,4,196,196) after a CPU merge is CPU in INT8 only."""
+    assert _verdicts(catalog, _rel_pos(tmp_path, 4, 16, 16), "rk3588", "int8")("sm")
+    aligned_not = _rel_pos(tmp_path, 4, 14, 14)
+    assert not _verdicts(catalog, aligned_not, "rk3588", "int8")("sm")
+    assert _verdicts(catalog, aligned_not, "rk3588", "fp16")("sm")
+
+
+def _cls_crpe(tmp_path, d, s, cls=True):
+    """CoaT's convolutional relative position on 8 heads of d channels with a class token (probe crpecls_8_D_S):
+    v [1,8,1+N,d] -> Slice the class token off (or not) -> Transpose -> Reshape [1,8d,S,S] ("to_map") -> depthwise
+    Conv -> Reshape [1,8,d,N] ("from_map") -> Transpose -> * q -> Pad the class token's row back (or not) -> y."""
+    n, c = s * s, 8 * d
+    t = n + 1 if cls else n
+    nodes = [helper.make_node("Relu", ["v"], ["vr"], name="head")]
+    src = "vr"
+    inits = [const("one", np.array([1], np.int64)), const("big", np.array([t], np.int64)),
+             const("two", np.array([2], np.int64)), const("s4", np.array([1, c, s, s], np.int64)),
+             const("sh", np.array([1, 8, d, n], np.int64)), weight("wdw", [c, 1, 3, 3]),
+             const("pads", np.array([0, 0, 1, 0, 0, 0, 0, 0], np.int64))]
+    if cls:
+        nodes.append(helper.make_node("Slice", ["vr", "one", "big", "two"], ["vs"], name="v_img"))
+        src = "vs"
+    nodes += [helper.make_node("Transpose", [src], ["vt"], name="vt", perm=[0, 1, 3, 2]),
+              helper.make_node("Reshape", ["vt", "s4"], ["vm"], name="to_map"),
+              helper.make_node("Conv", ["vm", "wdw"], ["vc"], name="conv", group=c, pads=[1, 1, 1, 1]),
+              helper.make_node("Reshape", ["vc", "sh"], ["vh"], name="from_map"),
+              helper.make_node("Transpose", ["vh"], ["vht"], name="back", perm=[0, 1, 3, 2]),
+              helper.make_node("Mul", ["q", "vht"], ["e"], name="mul")]
+    if cls:
+        nodes.append(helper.make_node("Pad", ["e", "pads"], ["y"], name="pad"))
+    else:
+        nodes.append(helper.make_node("Relu", ["e"], ["y"], name="tail"))
+    return save_model(tmp_path / f"clscrpe{d}_{s}{cls}.onnx", nodes,
+                      [value("v", [1, 8, t, d]), value("q", [1, 8, n, d])], [value("y", None)], inits)
+
+
+@pytest.mark.parametrize(("d", "s", "to_map_cpu", "from_map_cpu"), [
+    (32, 14, {"int8"}, {"fp16", "int8"}),  # probe crpecls_8_32_14; corpus timm_coat_lite_tiny crpe3
+    (16, 28, set(), set()),  # probe crpecls_8_16_28: 784 pixels, 100352 elements
+    (8, 56, {"int8"}, set()),  # probe crpecls_8_8_56: 200704 elements > 131072
+    (16, 32, set(), set()),  # probe crpecls_8_16_32: 131072 elements, just inside
+    (40, 7, {"int8"}, {"fp16", "int8"}),  # probe crpecls_8_40_7
+])
+def test_rk3588_class_token_heads_into_a_map_and_back(catalog, tmp_path, d, s, to_map_cpu, from_map_cpu):
+    path = _cls_crpe(tmp_path, d, s)
+    for precision in ("fp16", "int8"):
+        verdict = _verdicts(catalog, path, "rk3588", precision)
+        assert verdict("to_map") is (precision not in to_map_cpu)
+        assert verdict("from_map") is (precision not in from_map_cpu)
+        assert _verdicts(catalog, path, "rk3576", precision)("from_map")
+    plain = _cls_crpe(tmp_path, d, s, cls=False)  # probe crpe_8_32_14: no class token, no Slice or Pad
+    assert _verdicts(catalog, plain, "rk3588", "int8")("from_map")

@@ -1,0 +1,72 @@
+"""The RKNN MAC-array term: a dense convolution pays whole channel atoms and a cycle floor per output pixel."""
+
+from __future__ import annotations
+
+import pytest
+from onnx import helper
+
+from optimizer.catalog import load_catalog
+from optimizer.check import check_graph
+from optimizer.fusion import build_groups
+from optimizer.ir import load_model
+from optimizer.latency import LatencyModel, load_profile
+from optimizer.latency._model import channel_padding
+from optimizer.latency._rknn import array_figures, conv_array_factor
+from tests.conftest import save_model, value, weight
+
+CATALOG = load_catalog()
+
+
+def _conv(tmp_path, c_in, c_out, k, group=1, hw=32):
+    pad = k // 2
+    node = helper.make_node("Conv", ["x", "w"], ["y"], name="c", kernel_shape=[k, k], pads=[pad] * 4, group=group)
+    return save_model(tmp_path / "m.onnx", [node], [value("x", [1, c_in, hw, hw])], [value("y", None)],
+                      [weight("w", [c_out, c_in // group, k, k])])
+
+
+def _model(path, target):
+    report = check_graph(load_model(path), CATALOG, target)
+    tgt = CATALOG.target(target)
+    return LatencyModel(build_groups(report), CATALOG, tgt, load_profile(tgt.family), io=report.io)
+
+
+@pytest.mark.parametrize(("c_in", "c_out", "k", "expected"), [
+    (16, 16, 1, 4 * 1024 / 256),  # one output atom, the 4-cycle floor: 256 useful MACs of 4 x 1024
+    (64, 64, 1, 2 * 4 * 1024 / 4096),  # 2 output atoms x the floor: half the array idle
+    (256, 128, 1, 4 * 8 * 1024 / 32768),  # input depth 8 cycles > floor: the array full
+    (16, 16, 3, 9 * 1024 / 2304),  # 9 taps x one 32-channel input atom with 16 channels in it
+    (64, 64, 3, 2 * 18 * 1024 / 36864),  # whole atoms: no waste
+])
+def test_rk3588_int8_conv_pays_whole_32_channel_atoms_and_a_4_cycle_floor(tmp_path, c_in, c_out, k, expected):
+    graph = load_model(_conv(tmp_path, c_in, c_out, k))
+    assert array_figures(CATALOG.target("rk3588").figures, "int8") == (32, 32, 4)
+    assert conv_array_factor(graph, graph.node("c"), 32, 32, 4) == pytest.approx(expected)
+
+
+def test_the_array_factor_scales_the_npu_compute_of_a_narrow_layer(tmp_path):
+    """On the model: a 1x1 16->16 conv costs 16x its MACs on RK3588 INT8 (the plain 16-channel padding: 1x);
+    FP16 has no array figures yet and keeps the padding."""
+    path = _conv(tmp_path, 16, 16, 1)
+    model = _model(path, "rk3588")
+    node = model.graph.node("c")
+    fig = CATALOG.target("rk3588").figures
+    _, seconds, _ = model._unit_compute_s(node, "npu", "int8")
+    assert seconds == pytest.approx(2 * node.macs / (fig["npu_int8_tops"].value * 1e12) * 16)
+    assert channel_padding(model.graph, node, 16, 16) == 1.0
+    assert array_figures(fig, "fp16") is None
+    _, half, _ = model._unit_compute_s(node, "npu", "fp16")
+    assert half == pytest.approx(2 * node.macs / (fig["npu_fp16_tops"].value * 1e12))
+    wide = _model(_conv(tmp_path, 64, 64, 3), "rk3588")  # whole atoms: the term costs nothing
+    node = wide.graph.node("c")
+    assert wide._unit_compute_s(node, "npu", "int8")[1] == pytest.approx(
+        2 * node.macs / (fig["npu_int8_tops"].value * 1e12))
+
+
+def test_grouped_and_depthwise_convolutions_and_other_targets_keep_the_channel_padding(tmp_path):
+    graph = load_model(_conv(tmp_path, 32, 32, 3, group=32))
+    assert conv_array_factor(graph, graph.node("c"), 32, 32, 4) is None
+    model = _model(_conv(tmp_path, 16, 16, 1), "rk3576")  # the compiler's RK3576 table is RK3588's: not used
+    assert array_figures(model.target.figures, "int8") is None
+    node = model.graph.node("c")
+    peak = model.target.figures["npu_int8_tops"].value * 1e12
+    assert model._unit_compute_s(node, "npu", "int8")[1] == pytest.approx(2 * node.macs / peak)
