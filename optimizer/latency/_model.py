@@ -34,10 +34,6 @@ Physics terms beyond the roofline, each with its formula (README "The latency mo
   ceil(tiles * splits / gpu_sms), of the group's largest tensor-core layer; DLA: CBUF refills,
   ceil((activation + weight bytes) / DLA_CBUF_BYTES) (NVDLA's CDMA fills the convolution buffer while the
   MAC array works); the RKNN NPU and a GPU without an SM count keep 1.
-- DLA channel atoms: a DLA convolution's MACs are scaled by `ceil(Cin_g/a)*a/Cin_g * ceil(Cout/a)*a/Cout`,
-  a = DLA_ATOM_BYTES / element bytes (32 INT8, 16 FP16 channels: TensorRT's native DLA formats kCHW32/kCHW16),
-  the MAC-cycle count of NVIDIA's NVDLA performance estimator (nvdla/hw perf/); depthwise (Cin_g = 1) costs a
-  whole atom per MAC. A convolution with <= DLA_IMAGE_CHANNELS inputs reads them in image mode, unpadded.
 - NPU channel atoms: a convolution's MACs are scaled by `ceil(Cin_g/a_in)*a_in/Cin_g *
   ceil(Cout/a_out)*a_out/Cout` (depthwise: the output factor only), with the atoms `npu_channel_atom_in`/
   `_out` fitted to rknn-toolkit2's per-layer cycle estimates (optimizer/calibrate/_compiler.py); a dense
@@ -89,13 +85,6 @@ GPU_L2_SHARE = 0.5
 # the DLA convolution buffer (CBUF) a layer is streamed through: NVDLA's large configuration (nvdla.org hw
 # architecture: 2-32 banks of 4-32 KiB; nv_full 512 KiB), assumed for the Jetson DLAs
 DLA_CBUF_BYTES = 512 * 1024
-# bytes of channels one DLA feature-data atom packs: NVDLA's surfaces hold 32-byte channel atoms, so TensorRT's native
-# DLA formats are kCHW32 for INT8 and kCHW16 for FP16 (TensorRT Developer Guide, DLA I/O formats; nvdla.org
-# hardware architecture, in-memory data formats)
-DLA_ATOM_BYTES = 32
-# a convolution with this many input channels or fewer reads its input in the DLA's image mode (kDLA_HWC4), which
-# folds the kernel width into channels instead of padding them (the thin-input boundary term costs that case)
-DLA_IMAGE_CHANNELS = 4
 TF32_CLASSES = frozenset({"conv", "gconv", "deconv", "matmul"})  # tensor-core layers; depthwise runs on CUDA cores
 SPARSE_KEEP = {"dense": 1.0, "4:2_in": 0.5, "4:2_out": 0.5, "16:4_in_out": 0.25, "16:4_out_in": 0.25}
 
@@ -160,23 +149,6 @@ def op_class(graph: Graph, node: Node) -> str:
         constant_b = len(node.inputs) > 1 and graph.is_constant(node.inputs[1])
         return "conv" if constant_b or node.op_type != "MatMul" else "matmul"
     return "vector"
-
-
-def dla_channel_padding(graph: Graph, node: Node, atom: int) -> float:
-    """MACs a DLA convolution spends per useful MAC: its input channels per group and its output channels are
-    computed in atoms of `atom` channels (DLA_ATOM_BYTES / element bytes), so a depthwise layer (one input
-    channel per group) uses 1/atom of the MAC array and a ResNeXt group of 4 channels 4/atom."""
-    if node.op_type not in ("Conv", "ConvTranspose") or len(node.inputs) < 2:
-        return 1.0
-    x = graph.shape(node.inputs[0])
-    if x is None or len(x) < 2 or not isinstance(x[1], int) or x[1] <= DLA_IMAGE_CHANNELS:
-        return 1.0
-    y = graph.shape(node.outputs[0]) if node.outputs else None
-    if y is None or len(y) < 2 or not isinstance(y[1], int) or y[1] <= 0:
-        return 1.0
-    c_in, c_out = int(x[1]), int(y[1])
-    per_group = max(c_in // max(int(node.attrs.get("group", 1) or 1), 1), 1)
-    return math.ceil(per_group / atom) * atom / per_group * math.ceil(c_out / atom) * atom / c_out
 
 
 def channel_padding(graph: Graph, node: Node, atom_in: int, atom_out: int) -> float:
@@ -333,8 +305,6 @@ class LatencyModel:
         cls = op_class(self.graph, node)
         if device == "npu" and node.macs:
             scale *= self._npu_padding(node, precision)
-        if device == "dla" and node.macs:
-            scale *= dla_channel_padding(self.graph, node, DLA_ATOM_BYTES // BYTES_PER_ELEMENT[precision])
         if device == "gpu" and node.macs and cls in TF32_CLASSES:
             scale /= self._gpu_waves(node, precision)
         macs = 2 * node.macs / self._peak_ops(device, precision, cls) * scale if node.macs else 0.0

@@ -369,27 +369,3 @@ def test_separate_runs_is_refused_beside_a_gpu_engine_or_for_a_latency(tmp_path)
                 Situation("gpu", "int8", metric="throughput", separate_runs=True)):
         with pytest.raises(BadInputError, match="separate-runs"):
             prepare(path, "orin-agx", bad, CATALOG, profile)
-
-
-def test_the_dla_computes_channels_in_32_byte_atoms(tmp_path):
-    """A DLA convolution's MACs are scaled by ceil(Cin_g/a)*a/Cin_g * ceil(Cout/a)*a/Cout, a = 32 INT8 or 16 FP16
-    channels (kCHW32 / kCHW16); a layer with <= 4 input channels reads its input in image mode (no padding)."""
-    def compute(path, precision="int8"):
-        lm = _lm(path, "orin-agx")
-        group = lm.groups.groups[0]
-        return sum(lm.work(group, Option("dla", precision)).unit_compute_s)
-
-    aligned = compute(_conv(tmp_path, c=64, name="a.onnx"))
-    odd = compute(_conv(tmp_path, c=40, name="b.onnx"))  # 40 -> 64 in and out at INT8
-    assert odd / aligned == pytest.approx(1.0, rel=1e-9)  # 40 channels cost what 64 do
-    assert compute(_conv(tmp_path, c=40, name="b.onnx"), "fp16") / compute(
-        _conv(tmp_path, c=48, name="c.onnx"), "fp16") == pytest.approx(1.0, rel=1e-9)  # 40 -> 48 at FP16 atoms of 16
-    depthwise = compute(_conv(tmp_path, c=64, group=64, name="d.onnx"))
-    assert depthwise / aligned == pytest.approx(32 / 64, rel=1e-9)  # 1/64 of the MACs, each input channel padded 32x
-    resnext = compute(_conv(tmp_path, c=64, group=16, name="e.onnx"))  # 4 channels a group -> 8x
-    assert resnext / aligned == pytest.approx(8 / 16, rel=1e-9)
-    thin = _lm(save_model(tmp_path / "t.onnx", [helper.make_node("Conv", ["x", "w"], ["y"], name="c",
-                                                                  kernel_shape=[3, 3], pads=[1, 1, 1, 1])],
-                          [value("x", [1, 3, 56, 56])], [value("y", None)], [weight("w", [64, 3, 3, 3])]), "orin-agx")
-    assert sum(thin.work(thin.groups.groups[0], Option("dla", "int8")).unit_compute_s) == pytest.approx(
-        2 * 3 * 64 * 9 * 56 * 56 / (CATALOG.target("orin-agx").figures["dla_int8_tops"].value * 1e12), rel=1e-9)

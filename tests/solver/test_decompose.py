@@ -18,7 +18,6 @@ from optimizer.solver._decompose import decomposed_solve, regions, separators, t
 from tests.solver.conftest import add, build_model, chain, conv, gpu_only
 
 CATALOG = load_catalog()
-INT8_ONLY = frozenset({"int8"})
 
 
 def _model(path, target, profile):
@@ -75,11 +74,9 @@ def test_every_edge_lies_in_exactly_one_region_in_the_graphs_order(tmp_path, fav
 
 @pytest.mark.parametrize("target", ["orin-agx", "xavier-agx"])
 def test_exact_cuts_give_the_exact_optimum_and_a_bound_below_it(tmp_path, favour_dla, target):
-    """Exp has no DLA option, so holding it on the GPU restricts nothing: the regions' knapsack is exact. One
-    precision keeps it so: a cut is held on its cheapest option alone (INT8), and these 16-channel convolutions run
-    best in FP16 on the DLA (INT8's 32-channel atoms), where the INT8 cut would cost two precision changes."""
+    """Exp has no DLA option, so holding it on the GPU restricts nothing: the regions' knapsack is exact."""
     lm, report = _model(chain(tmp_path / "m.onnx", "CCCXCCCXCCCXCCC"), target, favour_dla)
-    request = PlanRequest(allowed_precisions=INT8_ONLY)
+    request = PlanRequest()
     optimum = _exact(lm, report, request)
     result, parts = decomposed_solve(lm, report, CATALOG, request, all_on_gpu(lm), 4, Budget(600, deterministic_s=60),
                                      size=4)
@@ -105,13 +102,12 @@ def test_cuts_on_dla_groups_restrict_the_plans_never_the_bound(tmp_path, favour_
 
 
 def test_optimize_past_the_exact_size_plans_by_regions(tmp_path, favour_dla, monkeypatch):
-    """optimize() past MAX_EXACT_GROUPS: a valid plan, as good as the exact one on exact cuts (one precision, as
-    above), an honest gap."""
+    """optimize() past MAX_EXACT_GROUPS: a valid plan, as good as the exact one on exact cuts, an honest gap."""
     path = chain(tmp_path / "m.onnx", "CCCXCCCXCCCXCCC")
-    exact = optimize(str(path), "orin-agx", PlanRequest(allowed_precisions=INT8_ONLY), profile_path=favour_dla)
+    exact = optimize(str(path), "orin-agx", PlanRequest(), profile_path=favour_dla)
     monkeypatch.setattr(build, "MAX_EXACT_GROUPS", 5)
     monkeypatch.setattr("optimizer.solver._decompose.REGION_GROUPS", 4)
-    planned = optimize(str(path), "orin-agx", PlanRequest(allowed_precisions=INT8_ONLY), profile_path=favour_dla)
+    planned = optimize(str(path), "orin-agx", PlanRequest(), profile_path=favour_dla)
     assert validate_plan(planned.plan, CATALOG, str(path)) == []
     assert planned.plan.solver.objective_ms == exact.plan.solver.objective_ms
     assert planned.plan.solver.bound_ms <= planned.plan.solver.objective_ms
