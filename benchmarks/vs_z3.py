@@ -120,9 +120,9 @@ def run_case(path: Path, target: str, objective: str, z3_timeout_s: float, deter
     groups = build_groups(report)
     lm = LatencyModel(groups, catalog, spec, load_profile(spec.family, None), io=report.io)
     request = PlanRequest(objective=objective, deterministic_limit_s=deterministic_s, time_limit_s=3600)
-    base = baselines(lm, loadable_limit(request, int(catalog.rule("DLA-LOADABLES").params["max"])),
-                     request.allowed_precisions)
-    hint = _hint(lm, base, request)
+    limit = loadable_limit(request, int(catalog.rule("DLA-LOADABLES").params["max"]))
+    base = baselines(lm, limit, request.allowed_precisions)
+    hint = _hint(lm, base, request, limit)
     started = time.process_time()
     hint_ns = objective_ns(objective, evaluate(lm, hint))
     bound = lower_bound_ns(lm, request, proves=hint_ns)  # as optimize: no LP when the cheapest bound proves

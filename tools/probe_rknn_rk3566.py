@@ -16,14 +16,41 @@ Case grammar (all graphs: input [1,3,H,W] -> Conv -> pattern -> Conv):
     mu:A:B:D:SWAP    Hiera mask units: qkv Reshape [1, A, B, 3, 2, D] + rank-6 Transpose with the token pieces swapped
     reducew:C:H:W    a ReduceSum over W of a conv map, keepdims (RKNN-REDUCE-RELAYOUT)
     headjoin:HEADS:D:N:DMAJOR  P.V joined back into tokens heads-major (0) or d-major (1) (RKNN-CHANNEL-SCATTER)
-    vitattn:N:HEADS:D[:BIAS]  ViT attention on tokens [1, N, heads*D] after an element-wise op: qkv MatMul -> Reshape [1,N,3,h,D] ->
+    vitattn:N:HEADS:D[:BIAS[:RES]]  ViT attention on tokens [1, N, heads*D] after an element-wise op: qkv MatMul -> Reshape [1,N,3,h,D] ->
                      Transpose (2,0,3,1,4) -> Split -> Squeeze -> softmax(Q.K^T).V -> proj MatMul (which layers the
-                     q/k/v unbind and V's transpose become, and whom they are named after)
+                     q/k/v unbind and V's transpose become, and whom they are named after); RES 1 adds Q to
+                     P.V before the head join (MViTv2's residual pooling)
     fcout:C:K        a classifier head: a [1, C, 4, 4] map pooled, flattened, Gemm to K classes as the rank-2
                      graph output (RKNN-VECTOR-OUTPUT: the reshape of (1,K,1,1) into [1, K])
     mapjoin:HEADS:D:N:VFIRST  conv-map attention joined back into the map: P.V through a channels-last Reshape
                      [1, H, W, heads*D] + Transpose (0,3,1,2) (MobileNetV4's MQA), or V.P^T reshaped straight
                      back (YOLO11's PSA) (RKNN-HEAD-SPLIT: the head width of the join)
+talk:HEADS:D:N:FORM:SIDE  talking-heads attention (CaiT, EfficientFormerV2): the scores' heads mixed by a
+                     1x1 Conv (FORM 0) or by a Transpose (0,2,3,1) + constant MatMul over the heads + Transpose
+                     (0,3,1,2) (FORM 1), before the Softmax (SIDE 1), after it (SIDE 2) or both (SIDE 3)
+                     (RKNN-EXMATMUL-CONV: which relayouts the heads mix costs and whom they are named after)
+bilstm:H:W:C:HID:SWAP  Sequencer2D's bidirectional LSTM over the rows of a [1, C, H, W] map made channels-last
+                     (batch W); SWAP 1 runs it over the columns by swapping H and W with (0,2,1,3) + Reshape +
+                     (1,0,2) and back (layout runs that compose to a reshape; the direction join Transpose
+                     (0,2,1,3) + Reshape of Y [seq, 2, batch, HID])
+winpart:NH:NW:WS:C:FLAT  Swin's window partition of a [1, C, NH*WS, NW*WS] map made channels-last: Reshape
+                     [1, NH, WS, NW, WS, C] -> Transpose (0,1,3,2,4,5) -> Reshape [NH*NW, WS, WS, C] (FLAT 1: and
+                     Reshape [NH*NW, WS*WS, C] tokens) -> token MatMul -> the reverse back to the map
+swinattn:N:WS:HEADS:D:COS  Swin's windowed attention on an N x N grid of WS x WS windows: partition through
+                     [B, WS, WS, C] into tokens, qkv MatMul, Reshape [B, WS*WS, 3, HEADS, D], Transpose (2,0,3,1,4),
+                     Split, Squeeze, q scaled (COS 0) or q and k L2-normalised over D (COS 1, SwinV2-cr's cosine
+                     attention), softmax(Q.K^T).V, head join, proj MatMul, reverse
+eca:C:K:SIDE      ECA channel attention on a [1, C, 8, 8] map: GlobalAveragePool -> Reshape [1, 1, C] -> Conv1d
+                     (kernel K) -> Sigmoid -> Reshape [1, C, 1, 1] -> Mul (SIDE 1: timm's mean over (2,3) -> [1, C])
+slicehead:HEADS:D:N  CoAtNet's attention on a conv map: one qkv 1x1 Conv, Reshape [1, HEADS, 3*D, N], q/k/v
+                     cut apart by three Slices, q and v transposed to tokens, softmax(Q.K).V, back to the map
+maxattn:N:WS:HEADS:D  MaxViT's block attention on 4-D windows: partition into [B, WS, WS, C] (no token
+                     reshape), qkv MatMul, Reshape [B, WS*WS, HEADS, 3*D], Transpose (0,2,1,3), Slices, softmax(Q.K^T).V,
+                     Transpose (0,2,1,3), Reshape [B, WS, WS, C], proj MatMul, reverse
+lsa:N:WS:HEADS:D:ORDER  Twins' locally-grouped attention with the windows kept in axis 1: partition of an N x N
+                     grid of WS x WS windows, qkv MatMul on [1, N, N, WS, WS, C], Reshape [1, N*N, WS*WS, 3, HEADS, D],
+                     unbind Transpose windows-before-heads (3,0,1,4,2,5) (ORDER 0, Twins) or heads-before-windows
+                     (3,0,4,1,2,5) (ORDER 1, NesT), attention, heads joined back, reverse
 Each case converts in a fresh process, FP16 and INT8, and prints the layers of the pattern (op, target,
 shapes, name); the Conv stem and tail are left out.
 """
@@ -108,6 +135,251 @@ def vop(d: int, n: int, heads: int = 1) -> Built:
         c("sc", np.float32(d**-0.5)),
     ]
     return wrap("vop", nodes, inits, cin, h, w_, heads * d)
+
+
+def talk(heads: int, d: int, n: int, form: int, side: int) -> Built:
+    """softmax(mix(Q.K^T * s)).V with q/k/v from 1x1 convs as [1, heads, N, d]; mix mixes the heads of the
+    scores [1, heads, N, N] with a 1x1 Conv (form 0) or a Transpose to heads-last, a constant MatMul over
+    the heads and the Transpose back (form 1); side 1: before the Softmax, 2: after it, 3: both."""
+    h, w_ = hw_for(n)
+    cin = 32
+    nodes = [N("Conv", ["x", f"w{t}"], [f"{t}0"], f"{t}_conv") for t in "qkv"]
+    for t in "qkv":
+        nodes += [N("Reshape", [f"{t}0", "s"], [f"{t}r"], f"{t}_rs"),
+                  N("Transpose", [f"{t}r"], [t], f"{t}_tr", perm=[0, 1, 3, 2])]
+    inits = [w(f"w{t}", (heads * d, cin, 1, 1)) for t in "qkv"] + [
+        c("s", np.array([1, heads, d, n], np.int64)),
+        c("s4", np.array([1, heads * d, h, w_], np.int64)),
+        c("sc", np.float32(d**-0.5)),
+    ]
+
+    def mix(src: str, tag: str) -> str:
+        if form == 0:
+            nodes.append(N("Conv", [src, f"wm_{tag}"], [f"{tag}_m"], f"{tag}_conv"))
+            inits.append(w(f"wm_{tag}", (heads, heads, 1, 1)))
+            return f"{tag}_m"
+        nodes.extend([N("Transpose", [src], [f"{tag}_t"], f"{tag}_tr_in", perm=[0, 2, 3, 1]),
+                      N("MatMul", [f"{tag}_t", f"wm_{tag}"], [f"{tag}_mm"], f"{tag}_matmul"),
+                      N("Transpose", [f"{tag}_mm"], [f"{tag}_m"], f"{tag}_tr_out", perm=[0, 3, 1, 2])])
+        inits.append(w(f"wm_{tag}", (heads, heads)))
+        return f"{tag}_m"
+
+    nodes += [N("Transpose", ["k"], ["kt"], "k_t", perm=[0, 1, 3, 2]),
+              N("MatMul", ["q", "kt"], ["a"], "qk"),
+              N("Mul", ["a", "sc"], ["as"], "scale")]
+    scores = mix("as", "pre") if side & 1 else "as"
+    nodes.append(N("Softmax", [scores], ["p"], "softmax", axis=-1))
+    probs = mix("p", "post") if side & 2 else "p"
+    nodes += [N("MatMul", [probs, "v"], ["o"], "pv"),
+              N("Transpose", ["o"], ["ot"], "o_tr", perm=[0, 1, 3, 2]),
+              N("Reshape", ["ot", "s4"], ["y"], "o_rs")]
+    return wrap("talk", nodes, inits, cin, h, w_, heads * d)
+
+
+def bilstm(h: int, w_: int, ch: int, hid: int, swap: int) -> Built:
+    """[1, C, H, W] -> (0,2,3,1) -> [1, H, W, C] -> [H, W, C] (SWAP 1: (0,2,1,3) -> [W, H, C] -> (1,0,2) -> back
+    to [H, W, C] in memory order) -> bidirectional LSTM (seq H, batch W) -> Y [H, 2, W, HID] -> (0,2,1,3) ->
+    Reshape [H, W, 2*HID] (SWAP 1: the swaps undone the same way) -> [1, H, W, 2*HID] -> (0,3,1,2) -> map."""
+    nodes = [N("Transpose", ["x"], ["xl"], "to_last", perm=[0, 2, 3, 1])]
+    if swap:
+        nodes += [N("Transpose", ["xl"], ["xs"], "swap_in", perm=[0, 2, 1, 3]),
+                  N("Reshape", ["xs", "s_wh"], ["xr"], "seq_reshape"),
+                  N("Transpose", ["xr"], ["seq"], "seq_first", perm=[1, 0, 2])]
+    else:
+        nodes += [N("Reshape", ["xl", "s_hw"], ["seq"], "seq_reshape")]
+    nodes += [N("LSTM", ["seq", "wl", "rl", "bl"], ["yl"], "lstm", direction="bidirectional", hidden_size=hid),
+              N("Transpose", ["yl"], ["yt"], "join_transpose", perm=[0, 2, 1, 3]),
+              N("Reshape", ["yt", "s_join"], ["yj"], "join_reshape")]
+    if swap:
+        nodes += [N("Transpose", ["yj"], ["ys"], "seq_back", perm=[1, 0, 2]),
+                  N("Reshape", ["ys", "s_map_wh"], ["ym"], "map_reshape"),
+                  N("Transpose", ["ym"], ["yl4"], "swap_out", perm=[0, 2, 1, 3])]
+    else:
+        nodes += [N("Reshape", ["yj", "s_map"], ["yl4"], "map_reshape")]
+    nodes += [N("Transpose", ["yl4"], ["y"], "to_first", perm=[0, 3, 1, 2])]
+    inits = [w("wl", (2, 4 * hid, ch)), w("rl", (2, 4 * hid, hid)), w("bl", (2, 8 * hid)),
+             c("s_hw", np.array([h, w_, ch], np.int64)), c("s_wh", np.array([w_, h, ch], np.int64)),
+             c("s_join", np.array([h, w_, 2 * hid], np.int64)), c("s_map", np.array([1, h, w_, 2 * hid], np.int64)),
+             c("s_map_wh", np.array([1, w_, h, 2 * hid], np.int64))]
+    return wrap("bilstm", nodes, inits, ch, h, w_, 2 * hid)
+
+
+def winpart(nh: int, nw: int, ws: int, ch: int, flat: int) -> Built:
+    """[1, C, H, W] -> (0,2,3,1) -> [1, NH, WS, NW, WS, C] -> (0,1,3,2,4,5) -> [B, WS, WS, C] (-> [B, WS*WS, C])
+    -> MatMul [C, C] -> the window reverse -> (0,3,1,2) -> map."""
+    b, h, w_ = nh * nw, nh * ws, nw * ws
+    win = [b, ws * ws, ch] if flat else [b, ws, ws, ch]
+    nodes = [N("Transpose", ["x"], ["xl"], "to_last", perm=[0, 2, 3, 1]),
+             N("Reshape", ["xl", "s6"], ["x6"], "part_reshape"),
+             N("Transpose", ["x6"], ["xt"], "part_transpose", perm=[0, 1, 3, 2, 4, 5]),
+             N("Reshape", ["xt", "s_tok" if flat == 2 else "s_win"], ["xw"], "part_windows")]
+    tokens = "xw"
+    if flat == 1:
+        nodes.append(N("Reshape", ["xw", "s_tok"], ["xf"], "part_tokens"))
+        tokens = "xf"
+    nodes += [N("MatMul", [tokens, "wm"], ["m"], "token_matmul"),
+              N("Reshape", ["m", "s_back6"], ["m6"], "rev_reshape"),
+              N("Transpose", ["m6"], ["mt"], "rev_transpose", perm=[0, 1, 3, 2, 4, 5]),
+              N("Reshape", ["mt", "s_map"], ["ml"], "rev_map"),
+              N("Transpose", ["ml"], ["y"], "to_first", perm=[0, 3, 1, 2])]
+    inits = [w("wm", (ch, ch)), c("s6", np.array([1, nh, ws, nw, ws, ch], np.int64)),
+             c("s_win", np.array([b, ws, ws, ch], np.int64)), c("s_tok", np.array([b, ws * ws, ch], np.int64)),
+             c("s_back6", np.array([1, nh, nw, ws, ws, ch], np.int64)), c("s_map", np.array([1, h, w_, ch], np.int64))]
+    del win
+    return wrap("winpart", nodes, inits, ch, h, w_, ch)
+
+
+def swinattn(n: int, ws: int, heads: int, d: int, cos: int) -> Built:
+    """Windowed attention after a 2-D partition through [B, ws, ws, C], as timm's Swin (COS 0) and SwinV2-cr
+    (COS 1: q and k divided by their L2 norm over d, clipped, as F.normalize exports it) write it."""
+    b, t, ch, side = n * n, ws * ws, heads * d, n * ws
+    nodes = [N("Transpose", ["x"], ["xl"], "to_last", perm=[0, 2, 3, 1]),
+             N("Reshape", ["xl", "s6"], ["x6"], "part_reshape"),
+             N("Transpose", ["x6"], ["xt"], "part_transpose", perm=[0, 1, 3, 2, 4, 5]),
+             N("Reshape", ["xt", "s_win"], ["xw"], "part_windows"),
+             N("Reshape", ["xw", "s_tok"], ["xf"], "part_tokens"),
+             N("MatMul", ["xf", "wqkv"], ["qkv"], "qkv_matmul"),
+             N("Reshape", ["qkv", "s5"], ["q5"], "qkv_reshape"),
+             N("Transpose", ["q5"], ["qt"], "qkv_transpose", perm=[2, 0, 3, 1, 4]),
+             N("Split", ["qt", "ones"], ["q1", "k1", "v1"], "qkv_split", axis=0),
+             N("Squeeze", ["q1", "ax0"], ["q"], "q_squeeze"),
+             N("Squeeze", ["k1", "ax0"], ["k"], "k_squeeze"),
+             N("Squeeze", ["v1", "ax0"], ["v"], "v_squeeze")]
+    if cos:
+        for t_ in "qk":
+            nodes += [N("ReduceL2", [t_], [f"{t_}n"], f"{t_}_l2", axes=[-1], keepdims=1),
+                      N("Clip", [f"{t_}n", "eps"], [f"{t_}c"], f"{t_}_clip"),
+                      N("Expand", [f"{t_}c", f"s_{t_}"], [f"{t_}e"], f"{t_}_expand"),
+                      N("Div", [t_, f"{t_}e"], [f"{t_}u"], f"{t_}_div")]
+        qs, ks = "qu", "ku"
+    else:
+        nodes.append(N("Mul", ["q", "sc"], ["qu"], "q_scale"))
+        qs, ks = "qu", "k"
+    nodes += [N("Transpose", [ks], ["kt"], "k_transpose", perm=[0, 1, 3, 2]),
+              N("MatMul", [qs, "kt"], ["a"], "qk"),
+              N("Softmax", ["a"], ["p"], "softmax", axis=-1),
+              N("MatMul", ["p", "v"], ["o"], "pv"),
+              N("Transpose", ["o"], ["ot"], "o_transpose", perm=[0, 2, 1, 3]),
+              N("Reshape", ["ot", "s_tok"], ["tok"], "o_join"),
+              N("MatMul", ["tok", "wp"], ["pr"], "proj"),
+              N("Reshape", ["pr", "s_back6"], ["m6"], "rev_reshape"),
+              N("Transpose", ["m6"], ["mt"], "rev_transpose", perm=[0, 1, 3, 2, 4, 5]),
+              N("Reshape", ["mt", "s_map"], ["ml"], "rev_map"),
+              N("Transpose", ["ml"], ["y"], "to_first", perm=[0, 3, 1, 2])]
+    inits = [w("wqkv", (ch, 3 * ch)), w("wp", (ch, ch)), c("s6", np.array([1, n, ws, n, ws, ch], np.int64)),
+             c("s_win", np.array([b, ws, ws, ch], np.int64)), c("s_tok", np.array([b, t, ch], np.int64)),
+             c("s5", np.array([b, t, 3, heads, d], np.int64)), c("ones", np.array([1, 1, 1], np.int64)),
+             c("ax0", np.array([0], np.int64)), c("sc", np.float32(d**-0.5)), c("eps", np.float32(1e-12)),
+             c("s_q", np.array([b, heads, t, d], np.int64)), c("s_k", np.array([b, heads, t, d], np.int64)),
+             c("s_back6", np.array([1, n, n, ws, ws, ch], np.int64)),
+             c("s_map", np.array([1, side, side, ch], np.int64))]
+    return wrap("swinattn", nodes, inits, ch, side, side, ch)
+
+
+def eca(ch: int, k: int, side: int) -> Built:
+    """ECA: the pooled channel vector as a one-channel sequence [1, 1, C], a 1-D Conv over the channels, a
+    Sigmoid gate reshaped back to [1, C, 1, 1] and multiplied into the map."""
+    pool = [N("ReduceMean", ["x"], ["g"], "pool", axes=[2, 3], keepdims=0)] if side else \
+        [N("GlobalAveragePool", ["x"], ["g"], "pool")]
+    nodes = [*pool, N("Reshape", ["g", "s_seq"], ["q"], "to_seq"),
+             N("Conv", ["q", "wk"], ["cv"], "eca_conv", pads=[k // 2, k // 2]),
+             N("Sigmoid", ["cv"], ["gate"], "gate"),
+             N("Reshape", ["gate", "s_vec"], ["gv"], "to_vec"),
+             N("Mul", ["x", "gv"], ["y"], "scale")]
+    inits = [w("wk", (1, 1, k)), c("s_seq", np.array([1, 1, ch], np.int64)),
+             c("s_vec", np.array([1, ch, 1, 1], np.int64))]
+    return wrap("eca", nodes, inits, ch, 8, 8, ch)
+
+
+def slicehead(heads: int, d: int, n: int) -> Built:
+    """qkv Conv [1, 3*h*d, H, W] -> Reshape [1, h, 3*d, N] -> Slice (q, k, v on axis 2) -> q, v Transpose (0,1,3,2)
+    -> softmax(q @ k * s) @ v -> Transpose back -> Reshape to the map (timm's CoAtNet/MaxViT conv attention)."""
+    h, w_ = hw_for(n)
+    cin = 32
+    nodes = [N("Conv", ["x", "wqkv"], ["qkv"], "qkv_conv"),
+             N("Reshape", ["qkv", "s"], ["r"], "head_reshape")]
+    for i, t in enumerate("qkv"):
+        nodes.append(N("Slice", ["r", f"st{i}", f"en{i}", "ax2"], [f"{t}0"], f"{t}_slice"))
+    nodes += [N("Transpose", ["q0"], ["q"], "q_tr", perm=[0, 1, 3, 2]),
+              N("Transpose", ["v0"], ["v"], "v_tr", perm=[0, 1, 3, 2]),
+              N("MatMul", ["q", "k0"], ["a"], "qk"),
+              N("Mul", ["a", "sc"], ["as"], "scale"),
+              N("Softmax", ["as"], ["p"], "softmax", axis=-1),
+              N("MatMul", ["p", "v"], ["o"], "pv"),
+              N("Transpose", ["o"], ["ot"], "o_tr", perm=[0, 1, 3, 2]),
+              N("Reshape", ["ot", "s4"], ["y"], "o_rs")]
+    inits = [w("wqkv", (3 * heads * d, cin, 1, 1)), c("s", np.array([1, heads, 3 * d, n], np.int64)),
+             c("s4", np.array([1, heads * d, h, w_], np.int64)), c("sc", np.float32(d**-0.5)),
+             c("ax2", np.array([2], np.int64))]
+    for i in range(3):
+        inits += [c(f"st{i}", np.array([i * d], np.int64)), c(f"en{i}", np.array([(i + 1) * d], np.int64))]
+    return wrap("slicehead", nodes, inits, cin, h, w_, heads * d)
+
+
+def maxattn(n: int, ws: int, heads: int, d: int) -> Built:
+    """timm MaxViT's PartitionAttention (block): windows kept as [B, ws, ws, C] through the qkv MatMul; the heads
+    split by Reshape [B, N, h, 3d] + Transpose (0,2,1,3) and q/k/v sliced on the last axis."""
+    b, t, ch, side = n * n, ws * ws, heads * d, n * ws
+    nodes = [N("Transpose", ["x"], ["xl"], "to_last", perm=[0, 2, 3, 1]),
+             N("Reshape", ["xl", "s6"], ["x6"], "part_reshape"),
+             N("Transpose", ["x6"], ["xt"], "part_transpose", perm=[0, 1, 3, 2, 4, 5]),
+             N("Reshape", ["xt", "s_win"], ["xw"], "part_windows"),
+             N("MatMul", ["xw", "wqkv"], ["qkv"], "qkv_matmul"),
+             N("Reshape", ["qkv", "s_heads"], ["qh"], "head_reshape"),
+             N("Transpose", ["qh"], ["qt"], "head_transpose", perm=[0, 2, 1, 3])]
+    for i, t_ in enumerate("qkv"):
+        nodes.append(N("Slice", ["qt", f"st{i}", f"en{i}", "ax3"], [t_], f"{t_}_slice"))
+    nodes += [N("Transpose", ["k"], ["kt"], "k_transpose", perm=[0, 1, 3, 2]),
+              N("Mul", ["q", "sc"], ["qs"], "q_scale"),
+              N("MatMul", ["qs", "kt"], ["a"], "qk"),
+              N("Softmax", ["a"], ["p"], "softmax", axis=-1),
+              N("MatMul", ["p", "v"], ["o"], "pv"),
+              N("Transpose", ["o"], ["ot"], "o_transpose", perm=[0, 2, 1, 3]),
+              N("Reshape", ["ot", "s_win"], ["ow"], "o_join"),
+              N("MatMul", ["ow", "wp"], ["pr"], "proj"),
+              N("Reshape", ["pr", "s_back6"], ["m6"], "rev_reshape"),
+              N("Transpose", ["m6"], ["mt"], "rev_transpose", perm=[0, 1, 3, 2, 4, 5]),
+              N("Reshape", ["mt", "s_map"], ["ml"], "rev_map"),
+              N("Transpose", ["ml"], ["y"], "to_first", perm=[0, 3, 1, 2])]
+    inits = [w("wqkv", (ch, 3 * ch)), w("wp", (ch, ch)), c("s6", np.array([1, n, ws, n, ws, ch], np.int64)),
+             c("s_win", np.array([b, ws, ws, ch], np.int64)), c("s_heads", np.array([b, t, heads, 3 * d], np.int64)),
+             c("ax3", np.array([3], np.int64)), c("sc", np.float32(d**-0.5)),
+             c("s_back6", np.array([1, n, n, ws, ws, ch], np.int64)),
+             c("s_map", np.array([1, side, side, ch], np.int64))]
+    for i in range(3):
+        inits += [c(f"st{i}", np.array([i * d], np.int64)), c(f"en{i}", np.array([(i + 1) * d], np.int64))]
+    return wrap("maxattn", nodes, inits, ch, side, side, ch)
+
+
+def lsa(n: int, ws: int, heads: int, d: int, order: int) -> Built:
+    """Windowed attention whose windows stay in axis 1 of [1, windows, tokens, ...] (Twins' LSA, NesT's blocks)."""
+    b, t, ch, side = n * n, ws * ws, heads * d, n * ws
+    perm = [3, 0, 4, 1, 2, 5] if order else [3, 0, 1, 4, 2, 5]
+    nodes = [N("Transpose", ["x"], ["xl"], "to_last", perm=[0, 2, 3, 1]),
+             N("Reshape", ["xl", "s6"], ["x6"], "part_reshape"),
+             N("Transpose", ["x6"], ["xt"], "part_transpose", perm=[0, 1, 3, 2, 4, 5]),
+             N("MatMul", ["xt", "wqkv"], ["qkv"], "qkv_matmul"),
+             N("Reshape", ["qkv", "s_heads"], ["qh"], "head_reshape"),
+             N("Transpose", ["qh"], ["qt"], "head_transpose", perm=perm),
+             N("Split", ["qt", "ones"], ["q1", "k1", "v1"], "qkv_split", axis=0)]
+    nodes += [N("Squeeze", [f"{t_}1", "ax0"], [t_], f"{t_}_squeeze") for t_ in "qkv"]
+    rank = 5
+    nodes += [N("Transpose", ["k"], ["kt"], "k_transpose", perm=[*range(rank - 2), rank - 1, rank - 2]),
+              N("Mul", ["q", "sc"], ["qs"], "q_scale"),
+              N("MatMul", ["qs", "kt"], ["a"], "qk"),
+              N("Softmax", ["a"], ["p"], "softmax", axis=-1),
+              N("MatMul", ["p", "v"], ["o"], "pv"),
+              N("Transpose", ["o"], ["ot"], "o_transpose", perm=[0, 2, 3, 1, 4] if order else [0, 1, 3, 2, 4]),
+              N("Reshape", ["ot", "s_back6"], ["m6"], "o_join"),
+              N("Transpose", ["m6"], ["mt"], "rev_transpose", perm=[0, 1, 3, 2, 4, 5]),
+              N("Reshape", ["mt", "s_map"], ["ml"], "rev_map"),
+              N("Transpose", ["ml"], ["y"], "to_first", perm=[0, 3, 1, 2])]
+    inits = [w("wqkv", (ch, 3 * ch)), c("s6", np.array([1, n, ws, n, ws, ch], np.int64)),
+             c("s_heads", np.array([1, b, t, 3, heads, d], np.int64)), c("ones", np.array([1, 1, 1], np.int64)),
+             c("ax0", np.array([0], np.int64)), c("sc", np.float32(d**-0.5)),
+             c("s_back6", np.array([1, n, n, ws, ws, ch], np.int64)),
+             c("s_map", np.array([1, side, side, ch], np.int64))]
+    return wrap("lsa", nodes, inits, ch, side, side, ch)
 
 
 def tokmean(n: int, ch: int) -> Built:
@@ -298,10 +570,10 @@ def headjoin(heads: int, d: int, n: int, dmajor: int) -> Built:
     return wrap("headjoin", nodes, inits, ch, h, w_, ch)
 
 
-def vitattn(n: int, heads: int, d: int, bias: int = 0) -> Built:
+def vitattn(n: int, heads: int, d: int, bias: int = 0, res: int = 0) -> Built:
     """Tokens [1, N, C] (a conv map flattened and transposed) -> bias Add -> qkv MatMul -> Reshape [1, N, 3, h, d]
-    -> Transpose (2, 0, 3, 1, 4) -> Split on axis 0 -> Squeeze -> softmax(Q.K^T * s).V -> Transpose (0, 2, 1, 3) ->
-    Reshape [1, N, C] -> proj MatMul -> back to the map."""
+    -> Transpose (2, 0, 3, 1, 4) -> Split on axis 0 -> Squeeze -> softmax(Q.K^T * s).V [+ Q with res 1, MViTv2's
+    residual pooling] -> Transpose (0, 2, 1, 3) -> Reshape [1, N, C] -> proj MatMul -> back to the map."""
     h, w_ = hw_for(n)
     ch = heads * d
     nodes = [
@@ -320,7 +592,8 @@ def vitattn(n: int, heads: int, d: int, bias: int = 0) -> Built:
         N("MatMul", ["q", "kt"], ["a"], "qk"),
         N("Mul", ["a", "sc"], ["as"], "scale"),
         N("Softmax", ["as"], ["p"], "softmax", axis=-1),
-        N("MatMul", ["p", "v"], ["o"], "pv"),
+        N("MatMul", ["p", "v"], ["o0" if res else "o"], "pv"),
+        *([N("Add", ["o0", "q"], ["o"], "residual")] if res else []),
         N("Transpose", ["o"], ["ot"], "o_transpose", perm=[0, 2, 1, 3]),
         N("Reshape", ["ot", "s_tok"], ["tok"], "o_join"),
         N("MatMul", ["tok", "wp"], ["pr"], "proj"),
@@ -408,7 +681,7 @@ def mu(a: int, b: int, d: int, swap: int) -> Built:
     return wrap("mu", nodes, inits, ch, h, w_, ch)
 
 
-BUILDERS: dict[str, Callable[..., Built]] = {"vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
+BUILDERS: dict[str, Callable[..., Built]] = {"lsa": lsa, "maxattn": maxattn, "slicehead": slicehead, "eca": eca, "swinattn": swinattn, "winpart": winpart, "bilstm": bilstm, "talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
 
 
 def build(label: str) -> Built:

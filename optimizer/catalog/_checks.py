@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 
+from optimizer.catalog._layout import in_identity_run
 from optimizer.ir._fold import build_time_value
 
 if TYPE_CHECKING:
@@ -569,17 +570,18 @@ def _behind_transpose(graph: Graph, tensor: str, depth: int = 4) -> bool:
     return False
 
 
-def _softmax_side(graph: Graph, tensor: str, depth: int = 4) -> bool:
+def _softmax_side(graph: Graph, tensor: str, depth: int = 6) -> bool:
     """The tensor is attention's probability matrix: a Softmax output, possibly transposed (V @ P^T) or mixed and
     renormalised by element-wise ops (ConViT's gated sum of two softmaxes divided by its row sum) or mixed across
-    heads by a convolution (EfficientFormerV2's talking heads)."""
+    heads by a convolution (EfficientFormerV2's talking heads) or by a constant MatMul over the heads between two
+    transposes (CaiT's talking heads, `_heads_mix`)."""
     node = graph.producer(tensor)
     if node is not None and node.op_type == "Transpose":
         node = graph.producer(node.inputs[0])
     for _ in range(depth):
         if node is None or node.op_type == "Softmax":
             break
-        if node.op_type not in ("Mul", "Add", "Div", "Sub", "Conv"):
+        if node.op_type not in ("Mul", "Add", "Div", "Sub", "Conv", "Transpose") and not _const_matmul(graph, node):
             return False
         node = graph.producer(_activation_input(graph, node))
     return node is not None and node.op_type == "Softmax"
@@ -594,7 +596,7 @@ def _value_operand(graph: Graph, node: Node) -> tuple[int, tuple[Any, ...]] | No
                 continue
             index = user.inputs.index(output)
             if _softmax_side(graph, user.inputs[1 - index]):
-                if _from_windowed_heads(graph, output, split_first=False):
+                if _from_windowed_heads(graph, output, split_first=False) and not _cosine_windows(graph, output):
                     return None  # already (b, N, 1, d) after the windowed head split (RKNN-WINDOW-HEADS)
                 shape = graph.shape(output)
                 return (index, shape) if _static(shape) and len(shape) >= 2 else None
@@ -654,8 +656,8 @@ def _v_carriers(graph: Graph, maker: Node) -> tuple[Node, ...]:
     producer = graph.producer(node.inputs[0])
     if producer is None or _only_user(graph, node.inputs[0]) is not node:
         return (node,)
-    if producer.op_type == "Split":
-        return (producer,)
+    if producer.op_type == "Split" or (producer.op_type == "Slice" and len(_data_users(graph, producer.inputs[0])) > 1):
+        return (producer,)  # a q/k/v Split, or one of the Slices cutting q, k and v apart, carries V's move
     if producer.op_type != "Reshape":
         return (node,)
     a, b = _as_npu_4d(graph.shape(producer.inputs[0]) or ()), _as_npu_4d(graph.shape(node.inputs[0]) or ())
@@ -1017,7 +1019,7 @@ def vector_output(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
-def _windowed_head_reshape(graph: Graph, node: Node | None) -> bool:
+def _windowed_head_reshape(graph: Graph, node: Node | None, relaid: bool = True) -> bool:
     """A Reshape splitting the channel of windowed tokens [B, N, C] (B > 1: the windows ride in the batch axis)
     into heads, [B, N, (3,) heads, d], for a Transpose that brings the heads before the tokens."""
     if node is None or node.op_type != "Reshape" or not node.outputs:
@@ -1029,21 +1031,29 @@ def _windowed_head_reshape(graph: Graph, node: Node | None) -> bool:
         return False
     users = _data_users(graph, node.outputs[0])
     return (len(users) == 1 and users[0].op_type in ("Transpose", "Split")
-            and _windows_in_tokens(graph, node.inputs[0]))
+            and _windows_in_tokens(graph, node.inputs[0], relaid=relaid))
 
 
-def _windows_in_tokens(graph: Graph, tensor: str, depth: int = 16) -> bool:
+def _windows_in_tokens(graph: Graph, tensor: str, depth: int = 16, relaid: bool = True) -> bool:
     """The windows in the batch axis of `tensor` [B, N, C] were cut out without moving data (a Reshape of the
     token axis or of a map made channels-last by (0, 2, 3, 1), or a 2-D window partition, exWindow), so the
     toolkit still holds them inside the token axis, (1, C, B, N). Windows brought into the batch by a 4-D
     Transpose that moves data (MobileViT's unfold, a CPU relayout) are a plain batch instead, and its head split
-    folds."""
+    folds. With `relaid`, so are windows a 2-D partition made [B, ws, ws, C] and then rank-3 tokens
+    (RKNN-WINDOW-TOKENS relays them into the batch): their head Transpose and Q/K then fold as in a plain batch
+    (corpus timm_swin_tiny_patch4_window7_224, timm_davit_tiny, timm_gcvit_xxtiny attn/Transpose, Mul,
+    Transpose_1: no layer; the head split Reshape keeps its CPU layer). A partition reshaped straight into the
+    tokens keeps the heads' relayouts (corpus nn_window_attention_pad_roll, timm_tiny_vit_5m_224), and so do heads
+    whose q/k are L2-normalised: the norm runs over d with the heads still in H, (B, d, h, N), and q and k are
+    relaid into exMatMul's form after it (probe swinattn:2:7:2:32:1; corpus timm_swinv2_cr_tiny_ns_224)."""
     for _ in range(depth):
         node = graph.producer(tensor)
         if node is None:
             return False
         if node.op_type == "Reshape":
             src = graph.shape(node.inputs[0])
+            if relaid and _relaid_windows(graph, node.outputs[0]) and not _normalised_heads(graph, node.outputs[0]):
+                return False  # RKNN-WINDOW-TOKENS relaid the windows into the batch
             if _static(src) and src and src[0] == 1:
                 before = graph.producer(node.inputs[0])
                 return not (before is not None and _moving_transpose(graph, before)
@@ -1052,6 +1062,61 @@ def _windows_in_tokens(graph: Graph, tensor: str, depth: int = 16) -> bool:
                 and not _const_matmul(graph, node):
             return False
         tensor = _activation_input(graph, node)
+    return False
+
+
+_QKV_PATH = frozenset({"MatMul", "Add", "Reshape", "Transpose", "Split", "Squeeze", "Gather", "Mul"})
+
+
+def _normalised_heads(graph: Graph, tensor: str, depth: int = 8) -> bool:
+    """Attention heads split from `tensor` whose q or k is L2-normalised over its channel (SwinV2-cr's cosine
+    attention: ReduceL2 -> Clip -> Expand -> Div, an exNorm lpnorm on the NPU)."""
+    frontier = [tensor]
+    for _ in range(depth):
+        nxt: list[str] = []
+        for name in frontier:
+            for user in _data_users(graph, name):
+                if user.op_type in ("ReduceL2", "LpNormalization"):
+                    return True
+                if user.op_type in _QKV_PATH:
+                    nxt.extend(user.outputs)
+        frontier = nxt[:32]
+    return False
+
+
+def _relaid_windows(graph: Graph, tensor: str, depth: int = 8) -> bool:
+    """`tensor` holds windowed tokens made, through element-wise ops and a token MatMul, by a Reshape of a 2-D
+    partition's [B, ws, ws, C] windows into [B, N, C] (RKNN-WINDOW-TOKENS relays them into the batch)."""
+    for _ in range(depth):
+        node = graph.producer(tensor)
+        if node is None:
+            return False
+        if node.op_type == "Reshape":
+            windows = graph.producer(node.inputs[0])
+            window = graph.producer(windows.inputs[0]) if windows is not None and windows.op_type == "Reshape" \
+                else None
+            return window is not None and window.op_type == "Transpose" and _window_tokens_out(graph, window, node)
+        if node.op_type not in _LAYOUT_NEUTRAL and not _const_matmul(graph, node):
+            return False
+        tensor = _activation_input(graph, node)
+    return False
+
+
+def _cosine_windows(graph: Graph, tensor: str, depth: int = 4) -> bool:
+    """V of cosine attention on windows a partition relaid into the batch (probe swinattn:2:7:2:32:1: V's
+    transpose out of (B, d, h, N) is a CPU layer named after the q/k/v Split, v1_rs_tp)."""
+    for _ in range(depth):
+        node = graph.producer(tensor)
+        if node is None:
+            return False
+        if node.op_type == "Split":
+            head = graph.producer(node.inputs[0])
+            split = graph.producer(head.inputs[0]) if head is not None and head.op_type == "Transpose" else None
+            return split is not None and split.op_type == "Reshape" and _relaid_windows(graph, split.inputs[0]) \
+                and _normalised_heads(graph, split.inputs[0])
+        if node.op_type not in ("Squeeze", "Gather"):
+            return False
+        tensor = node.inputs[0]
     return False
 
 
@@ -1095,7 +1160,7 @@ def window_heads(rule: Rule, view: LayerView) -> str | None:
     then need a transpose into exMatMul's [b, K, 1, m] form (V does not), which runs on the NPU only when both
     of their last two dims are whole 8-byte groups (`align`: 4 FP16, 8 INT8)."""
     node, graph = view.node, view.graph
-    if _windowed_head_reshape(graph, node):
+    if _windowed_head_reshape(graph, node, relaid=False):
         return (f"Reshape splits windowed tokens {list(view.in_shape() or ())} into heads; with the windows in the "
                 "batch axis the head split moves data (a CPU Reshape and Transpose)")
     if node.op_type == "Transpose" and _windowed_head_reshape(graph, graph.producer(node.inputs[0])):
@@ -1307,12 +1372,77 @@ def _reaches(graph: Graph, tensor: str, want: Callable[[Node], bool], depth: int
     return None
 
 
+_TO_LAST, _FROM_LAST = (0, 2, 3, 1), (0, 3, 1, 2)
+
+
+def _heads_mix(graph: Graph, node: Node | None) -> bool:
+    """A constant MatMul over the heads of attention scores: [B, h, N, M] brought heads-last by a Transpose
+    (0, 2, 3, 1), multiplied by an [h, h] weight (CaiT's talking heads). The toolkit runs it as a 1x1 Conv with
+    the heads as its channel, like EfficientFormerV2's Conv."""
+    if not _const_matmul(graph, node) or node is None:
+        return False
+    before = graph.producer(node.inputs[0])
+    weight = graph.shape(node.inputs[1])
+    return (before is not None and before.op_type == "Transpose"
+            and tuple(before.attrs.get("perm") or ()) == _TO_LAST
+            and _static(weight) and len(weight) == 2 and weight[0] == weight[1])
+
+
+def _score_source(graph: Graph, tensor: str, depth: int = 4) -> Node | None:
+    """The MatMul of two activations whose result `tensor` is, through score steps (scale, bias, Softmax)."""
+    for _ in range(depth):
+        node = graph.producer(tensor)
+        if node is None:
+            return None
+        if _is_activation_matmul(graph, node):
+            return node
+        if node.op_type not in _SCORE_STEPS:
+            return None
+        tensor = _activation_input(graph, node)
+    return None
+
+
+def _heads_mix_transpose(graph: Graph, node: Node) -> str | None:
+    """A Transpose of CaiT-style talking heads that carries a relayout (probe tools/probe_rknn_rk3566.py talk):
+    the one bringing exMatMul's scores heads-last into the mixing MatMul (the relayout out of (h, N, 1, M)),
+    and the one bringing the mixed heads back when its result goes straight into a MatMul of two activations
+    (the relayout into exMatMul's form). With a Softmax between the mix and that MatMul the Softmax runs in
+    the Conv's form and the relayout after it is named after the chain's first Transpose instead."""
+    perm = tuple(node.attrs.get("perm") or ())
+    users = _data_users(graph, node.outputs[0]) if node.outputs else ()
+    if perm == _TO_LAST and len(users) == 1 and _heads_mix(graph, users[0]) \
+            and _score_source(graph, node.inputs[0]) is not None:
+        return (f"Transpose brings the heads of attention scores last for the heads-mixing MatMul "
+                f"{users[0].name}: the scores are relaid out of exMatMul's form on the CPU")
+    if perm != _FROM_LAST:
+        return None
+    source = graph.producer(node.inputs[0])
+    if source is not None and source.op_type == "Add":
+        source = graph.producer(_activation_input(graph, source))
+    if not _heads_mix(graph, source):
+        return None
+    tensor = node.outputs[0]
+    for _ in range(4):
+        users = _data_users(graph, tensor)
+        if len(users) != 1:
+            return None
+        if _is_activation_matmul(graph, users[0]):
+            return (f"Transpose brings the mixed heads back into the MatMul of two activations {users[0].name}: "
+                    "relaid into exMatMul's form on the CPU")
+        if users[0].op_type not in ("Mul", "Add", "Div", "Sub"):
+            return None
+        tensor = users[0].outputs[0]
+    return None
+
+
 def exmatmul_conv(rule: Rule, view: LayerView) -> str | None:
     """exMatMul holds its result and operands as (b, rows, 1, cols), the leading dims (heads) in the batch axis;
     a convolution over those heads (talking heads on the attention scores) needs them as its channel, so the
     toolkit relays the scores out of exMatMul's form (a layer named after the MatMul) and back into it (named
     after the Conv), both on the CPU on rk3566."""
     graph, node = view.graph, view.node
+    if node.op_type == "Transpose" and node.inputs and node.outputs:
+        return _heads_mix_transpose(graph, node)
     if _is_activation_matmul(graph, node) and node.outputs:
         conv = _reaches(graph, node.outputs[0], lambda n: n.op_type == "Conv")
         if conv is not None:
@@ -1323,6 +1453,222 @@ def exmatmul_conv(rule: Rule, view: LayerView) -> str | None:
         if matmul is not None:
             return f"Conv feeds the MatMul of two activations {matmul.name}: its output is relaid into exMatMul's " \
                    "form on the CPU"
+    return None
+
+
+_WINDOW_PERM = (0, 1, 3, 2, 4, 5)  # Swin's block partition and its reverse
+_GRID_PERM, _GRID_BACK = (0, 2, 4, 1, 3, 5), (0, 3, 1, 4, 2, 5)  # MaxViT's grid partition and its reverse
+_PARTITIONS, _REVERSES = frozenset({_WINDOW_PERM, _GRID_PERM}), frozenset({_WINDOW_PERM, _GRID_BACK})
+_WINDOW_PERMS = _PARTITIONS | _REVERSES
+_REVERSE_BY_OP = 16  # probe winpart: the reverse's relayout is named after the token op with 4, 9, 16 windows, not 25
+_RUN_RESHAPES = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze"})
+
+
+def _window_windows(graph: Graph, transpose: Node) -> tuple[bool, int] | None:
+    """(is a partition, window count) for a 2-D window Transpose (0, 1, 3, 2, 4, 5): a partition takes
+    [b, nH, wh, nW, ww, C] split from a map [b, H, W, C]; a reverse takes [b, nH, nW, wh, ww, C] split from
+    windows [b*nH*nW, ...] in the batch. Only a square grid of windows (nH = nW) is relaid out: the probe's
+    4x5 and 2x8 grids stay in exWindow's form end to end (no CPU layer)."""
+    src = graph.shape(transpose.inputs[0]) if transpose.inputs else None
+    perm = tuple(transpose.attrs.get("perm") or ())
+    if transpose.op_type != "Transpose" or perm not in _WINDOW_PERMS or not _static(src) or len(src) != 6:
+        return None
+    split = graph.producer(transpose.inputs[0])
+    before = graph.shape(split.inputs[0]) if split is not None and split.op_type == "Reshape" else None
+    if not _static(before) or not before:
+        return None
+    after = [int(src[p]) for p in perm]
+    if perm in _PARTITIONS and len(before) == 4 and tuple(before[:3]) == (src[0], src[1] * src[2], src[3] * src[4]):
+        return (True, after[1] * after[2]) if after[1] == after[2] else None
+    if perm in _REVERSES and int(before[0]) == src[0] * src[1] * src[2]:
+        return (False, int(src[1] * src[2])) if src[1] == src[2] else None
+    return None
+
+
+def _window_tokens_out(graph: Graph, transpose: Node | None, node: Node) -> bool:
+    """`node` makes rank-3 windowed tokens [b*nH*nW, wh*ww, C] out of the partition `transpose`'s
+    [b, nH, wh, nW, ww, C] (windows in the batch axis, as Swin's attention takes them)."""
+    src = graph.shape(transpose.inputs[0]) if transpose is not None else None
+    out = graph.shape(node.outputs[0]) if node.outputs else None
+    if transpose is None or not _static(src) or not _static(out) or len(src) != 6 or len(out) != 3:
+        return False
+    after = [int(src[p]) for p in tuple(transpose.attrs.get("perm") or range(6))]
+    return tuple(out) == (after[0] * after[1] * after[2], after[3] * after[4], after[5])
+
+
+def _window_batch(graph: Graph, tensor: str, depth: int = 4) -> bool:
+    """`tensor` holds 4-D windows [B, ws, ws, C] (B > 1) a square-grid partition made, through a token MatMul
+    and element-wise ops (MaxViT's block attention keeps its windows that way, with no rank-3 token reshape)."""
+    for _ in range(depth):
+        node = graph.producer(tensor)
+        if node is None:
+            return False
+        if node.op_type == "Reshape":
+            out = graph.shape(node.outputs[0])
+            found = _window_windows(graph, graph.producer(node.inputs[0]) or node)
+            return found is not None and found[0] and found[1] > 1 and _static(out) and len(out) == 4 \
+                and int(out[0]) % found[1] == 0
+        if node.op_type not in _LAYOUT_NEUTRAL and not _const_matmul(graph, node):
+            return False
+        tensor = _activation_input(graph, node)
+    return False
+
+
+def _window_head_transpose(graph: Graph, node: Node | None) -> bool:
+    """The head Transpose (0, 2, 1, 3) after a Reshape [B, N, h, e] of 4-D windows (`_window_batch`)."""
+    if node is None or node.op_type != "Transpose" or tuple(node.attrs.get("perm") or ()) != (0, 2, 1, 3):
+        return False
+    split = graph.producer(node.inputs[0])
+    return split is not None and split.op_type == "Reshape" and len(_data_users(graph, node.inputs[0])) == 1 \
+        and _window_batch(graph, split.inputs[0])
+
+
+def _axis_window_heads(graph: Graph, node: Node | None) -> bool:
+    """Twins' unbind Transpose (3, 0, 1, 4, 2, 5) of [1, W, N, 3, h, d]: q/k/v of W > 1 windows kept in axis 1,
+    the windows before the heads."""
+    src = graph.shape(node.inputs[0]) if node is not None and node.inputs else None
+    return (node is not None and node.op_type == "Transpose" and _static(src) and len(src) == 6
+            and tuple(node.attrs.get("perm") or ()) == (3, 0, 1, 4, 2, 5) and int(src[1]) > 1 and int(src[3]) == 3)
+
+
+def _window_attention(graph: Graph, matmul: Node, depth: int = 4,
+                      head: Callable[[Graph, Node | None], bool] | None = None) -> bool:
+    """An operand of `matmul` comes from a window head Transpose through Slice/Split/Squeeze/Mul/Transpose."""
+    head = head or _window_head_transpose
+    for operand in matmul.inputs[:2]:
+        tensor = operand
+        for _ in range(depth):
+            node = graph.producer(tensor)
+            if node is None:
+                break
+            if head(graph, node):
+                return True
+            if node.op_type not in ("Slice", "Split", "Squeeze", "Mul", "Transpose", "Softmax", "Add", "MatMul"):
+                break
+            tensor = node.inputs[0]
+    return False
+
+
+def window_tokens(rule: Rule, view: LayerView) -> str | None:
+    """A 2-D window partition runs as exWindow on the NPU, which leaves the windows inside the pixels,
+    (C, 1, B, N); making them the batch of windowed tokens [B, N, C] (B > 1) is a relayout on the CPU, named
+    after the last reshape of the partition's layout run; the window reverse needs the tokens back in that
+    form, a relayout named after the op that makes them (probe tools/probe_rknn_rk3566.py winpart)."""
+    graph, node = view.graph, view.node
+    if _window_head_transpose(graph, node):
+        return ("Transpose splits the heads of 4-D windows [B, ws, ws, C]: the windows are relaid out of exWindow's "
+                "form into the batch on the CPU")
+    if _axis_window_heads(graph, node):
+        return ("Transpose unbinds q/k/v of windows kept in axis 1, windows before heads: relaid out of exWindow's "
+                "form into the batch on the CPU")
+    if _is_activation_matmul(graph, node) and node.outputs and _softmax_side(graph, node.inputs[0]) \
+            and _window_attention(graph, node, head=_axis_window_heads):
+        return "P.V of attention on windows kept in axis 1: its result is relaid out of exMatMul's form on the CPU"
+    if node.op_type == "Transpose" and tuple(node.attrs.get("perm") or ()) == (0, 1, 3, 2, 4):
+        pv = graph.producer(node.inputs[0])
+        if pv is not None and _is_activation_matmul(graph, pv) \
+                and _window_attention(graph, pv, head=_axis_window_heads):
+            return "joins the heads of attention on windows kept in axis 1: a relayout on the CPU"
+    if _is_activation_matmul(graph, node) and node.outputs and _window_attention(graph, node):
+        join = _only_user(graph, node.outputs[0])
+        back = _only_user(graph, join.outputs[0]) if join is not None and join.op_type == "Transpose" else None
+        out = graph.shape(back.outputs[0]) if back is not None and back.op_type == "Reshape" else None
+        if _static(out) and len(out) == 4 and _softmax_side(graph, node.inputs[0]):
+            return "P.V of 4-D window attention: its result is relaid out of exMatMul's form on the CPU"
+    if node.op_type == "Reshape" and node.inputs:
+        before = graph.producer(node.inputs[0])
+        pv = graph.producer(before.inputs[0]) if before is not None and before.op_type == "Transpose" \
+            and tuple(before.attrs.get("perm") or ()) == (0, 2, 1, 3) else None
+        out = graph.shape(node.outputs[0])
+        if pv is not None and _is_activation_matmul(graph, pv) and _window_attention(graph, pv) \
+                and _static(out) and len(out) == 4 and _softmax_side(graph, pv.inputs[0]):
+            return "joins the heads of 4-D window attention back into [B, ws, ws, C]: a relayout on the CPU"
+    if node.op_type in _RUN_RESHAPES and node.inputs:
+        users = _data_users(graph, node.outputs[0]) if node.outputs else ()
+        if len(users) == 1 and users[0].op_type in _RUN_RESHAPES:
+            return None  # not the last reshape of the run
+        tensor, transpose = node.inputs[0], None
+        for _ in range(4):
+            producer = graph.producer(tensor)
+            if producer is None or len(_data_users(graph, tensor)) != 1:
+                break
+            if producer.op_type == "Transpose":
+                transpose = producer
+                break
+            if producer.op_type not in _RUN_RESHAPES:
+                break
+            tensor = producer.inputs[0]
+        found = _window_windows(graph, transpose) if transpose is not None else None
+        if found is not None and found[0] and found[1] > 1 and _window_tokens_out(graph, transpose, node):
+            return (f"{node.op_type} makes the {found[1]} windows of the 2-D window partition {transpose.name} "  # type: ignore[union-attr]
+                    "the batch of windowed tokens: a relayout out of exWindow's form on the CPU")
+        return None
+    shape = graph.shape(node.outputs[0]) if node.outputs else None
+    if node.op_type in _LAYOUT_ONLY or not _static(shape) or len(shape) != 3:
+        return None  # the reverse takes rank-3 windowed tokens [B, N, C]
+    tensor = node.outputs[0]
+    for _ in range(4):
+        users = _data_users(graph, tensor)
+        if len(users) != 1:
+            return None
+        user = users[0]
+        if user.op_type == "Transpose":
+            found = _window_windows(graph, user)
+            if found is not None and not found[0] and 1 < found[1] <= _REVERSE_BY_OP:
+                return (f"makes the windowed tokens the window reverse {user.name} takes: relaid into exWindow's "
+                        "form on the CPU")
+            return None
+        if user.op_type not in _RUN_RESHAPES:
+            return None
+        tensor = user.outputs[0]
+    return None
+
+
+def _channel_vector(shape: Shape) -> int | None:
+    """C when `shape` is a channel vector, [1, C] or [1, C, 1, 1] (held as (1, C, 1, 1))."""
+    if not _static(shape) or len(shape) not in (2, 4) or int(shape[0]) != 1 or int(shape[1]) <= 1:
+        return None
+    return int(shape[1]) if all(int(d) == 1 for d in shape[2:]) else None
+
+
+def _one_channel_sequence(shape: Shape) -> int | None:
+    """C when `shape` is [1, 1, C] (C > 1): held as (1, 1, 1, C), the values along W of a single channel."""
+    if not _static(shape) or len(shape) != 3 or int(shape[0]) != 1 or int(shape[1]) != 1 or int(shape[2]) <= 1:
+        return None
+    return int(shape[2])
+
+
+def vector_sequence(rule: Rule, view: LayerView) -> str | None:
+    """ECA's 1-D convolution over the channels: the pooled vector [1, C] (held as (1, C, 1, 1)) reshaped into a
+    one-channel sequence [1, 1, C] (held as (1, 1, 1, C)) moves the channels into W, a CPU Transpose named after
+    the Reshape, and the result goes back into a vector the same way, a CPU Transpose named after the op making
+    the sequence (the Conv, its Sigmoid fused into it)."""
+    graph, node = view.graph, view.node
+    src, dst = view.in_shape(), view.out_shape()
+    if node.op_type in _RUN_RESHAPES:
+        length = _channel_vector(src)
+        users = _data_users(graph, node.outputs[0]) if node.outputs else ()
+        if length is not None and _one_channel_sequence(dst) == length and len(users) == 1 \
+                and users[0].op_type == "Conv":
+            return (f"{node.op_type} {list(src or ())} -> {list(dst or ())} moves a channel vector into W: a "
+                    "transpose on the CPU")
+        return None
+    length = _one_channel_sequence(dst)
+    if length is None or not node.outputs or node.op_type != "Conv":
+        return None  # an element-wise op after the Conv is fused into it (ConvSigmoid)
+    tensor = node.outputs[0]
+    for _ in range(4):
+        user = _only_user(graph, tensor)
+        if user is None:
+            return None
+        if user.op_type in _RUN_RESHAPES:
+            if _channel_vector(graph.shape(user.outputs[0])) == length:
+                return (f"makes a one-channel sequence {list(dst or ())} that {user.name} turns back into a channel "
+                        "vector: a transpose out of W on the CPU")
+            return None
+        if user.op_type not in _LAYOUT_NEUTRAL:
+            return None
+        tensor = user.outputs[0]
     return None
 
 
@@ -1522,12 +1868,31 @@ def _score_grid_view(graph: Graph, node: Node) -> tuple[int, int, int] | None:
     return src[1], src[2], src[3]
 
 
+def _grid_column(graph: Graph, node: Node, align: int) -> str | None:
+    """A relative-position term [1,h,qh,qw,kh] unsqueezed at the last axis into a column [...,kh,1] and added to
+    a score grid: held as (1, h*qh*qw, kh, 1), the relayout from the term's (h*qh, qw, 1, kh) form is free only
+    when the qw rows fill 16-byte groups."""
+    out = graph.shape(node.outputs[0]) if node.outputs else None
+    if not _static(out) or len(out) != 6 or out[5] != 1 or out[4] == 1:
+        return None
+    for user in _data_users(graph, node.outputs[0]):
+        if user.op_type != "Add":
+            continue
+        others = [graph.producer(t) for t in graph.runtime_inputs(user) if t != node.outputs[0]]
+        if any(p is not None and _score_grid_view(graph, p) is not None for p in others) and out[3] % align:
+            return (f"Unsqueeze to a column {list(out)} for a grid of attention scores: qw = {out[3]} is not a "
+                    f"multiple of {align}; its relayout runs on the CPU")
+    return None
+
+
 def score_grid(rule: Rule, view: LayerView) -> str | None:
     """rk3588 relays attention scores out of exMatMul's (h, N, 1, M) form into a map (1, h*N, kh, kw) for the grid
     adds, free only when the N rows or the M columns fill whole 16-byte groups, and back into (1, h, N, M) after
     them, free only when the M columns do."""
     graph, node = view.graph, view.node
     align = int(rule.params["align"][view.precision])
+    if node.op_type == "Unsqueeze" and view.precision in rule.params["column_precisions"]:
+        return _grid_column(graph, node, align)
     if _is_activation_matmul(graph, node) and node.outputs:
         for user in _data_users(graph, node.outputs[0]):
             grid = _score_grid_view(graph, user)
@@ -1922,6 +2287,8 @@ CHECKS: Mapping[str, Check] = {
     "channel_scatter": channel_scatter,
     "reduce_relayout": reduce_relayout,
     "exmatmul_conv": exmatmul_conv,
+    "window_tokens": window_tokens,
+    "vector_sequence": vector_sequence,
     "sdpa_kv_broadcast": sdpa_kv_broadcast,
     "width_split": width_split,
     "level_rows": level_rows,
@@ -2221,6 +2588,8 @@ def _attention_head_reshape(graph: Graph, node: Node) -> bool:
     users = _data_users(graph, node.outputs[0])
     if len(users) == 1 and users[0].op_type == "Split":
         return any(feeds_matmul(o) for o in users[0].outputs)
+    if len(users) > 1 and all(u.op_type == "Slice" for u in users):  # q, k, v sliced apart (CoAtNet)
+        return any(feeds_matmul(u.outputs[0]) for u in users)
     return feeds_matmul(node.outputs[0])
 
 
@@ -2294,10 +2663,9 @@ def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
         producer = graph.producer(node.inputs[0])
         if producer is not None and producer.op_type == "Reshape" and len(_data_users(graph, node.inputs[0])) == 1:
             return None
-        if (producer is not None and producer.op_type == "MatMul") or \
-                _activation_matmul_operand(graph, node.outputs[0]) is not None:
+        if _matmul_result(graph, node.inputs[0]) or _activation_matmul_operand(graph, node.outputs[0]) is not None:
             return None  # folded into exMatMul's operand or result layout
-        if _channels_last_pair(graph, node) or _to_form_channel(graph, node):
+        if _channels_last_pair(graph, node) or _to_form_channel(graph, node) or _direction_join(graph, node):
             return None
         if _moving_transpose(graph, node):
             perm = list(view.attr("perm") or ())
@@ -2312,6 +2680,35 @@ def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
     return _form_channel_change(view)
 
 
+def _direction_join(graph: Graph, node: Node) -> bool:
+    """The Transpose (0, 2, 1, 3) of a bidirectional LSTM/GRU's Y [seq, 2, batch, hidden] followed by the
+    Reshape merging the directions into [seq, batch, 2*hidden], as torch exports it: exLSTM/exGRU write that
+    joined form themselves, at any batch."""
+    producer = graph.producer(node.inputs[0])
+    shape = graph.shape(node.inputs[0])
+    if (producer is None or producer.op_type not in ("LSTM", "GRU") or producer.outputs[0] != node.inputs[0]
+            or tuple(node.attrs.get("perm") or ()) != (0, 2, 1, 3) or not _static(shape) or shape[1] != 2):
+        return False
+    user = _only_user(graph, node.outputs[0])
+    out = graph.shape(user.outputs[0]) if user is not None and user.op_type == "Reshape" else None
+    return _static(out) and tuple(out) == (shape[0], shape[2], 2 * shape[3])
+
+
+def _matmul_result(graph: Graph, tensor: str, depth: int = 4) -> bool:
+    """The tensor is a MatMul's result, directly or through element-wise ops (MViTv2's residual pooling adds q to
+    P.V, CoaT adds its convolutional position term): it is still held in the MatMul's layout."""
+    for _ in range(depth):
+        node = graph.producer(tensor)
+        if node is None:
+            return False
+        if node.op_type == "MatMul":
+            return True
+        if node.op_type not in _LAYOUT_NEUTRAL:
+            return False
+        tensor = _activation_input(graph, node)
+    return False
+
+
 def _form_channel_change(view: LayerView) -> str | None:
     """A Reshape whose 4-D form (NCHW; a 3-D [A, B, C] as (A, B, 1, C)) has another channel than its input's,
     unless it only regroups the token axis of a [B, C, 1, N] tensor or splits/joins attention heads."""
@@ -2323,6 +2720,9 @@ def _form_channel_change(view: LayerView) -> str | None:
         return None
     if node.op_type == "Reshape" and _attention_head_reshape(graph, node):
         return None
+    head = _only_user(graph, node.outputs[0]) if node.outputs else None
+    if _window_head_transpose(graph, head):
+        return None  # the head Transpose of 4-D windows carries the relayout (RKNN-WINDOW-TOKENS)
     if src[-1] == dst[-1] and len(src) in (3, 4) and _token_form(graph, node.inputs[0]):
         return None  # regroups the token axis of a [B, C, 1, N] tensor (e.g. LeViT's subsample)
     axis = channel_axis(graph, _activation_input(graph, node))
@@ -2849,7 +3249,10 @@ def _reorders(graph: Graph, node: Node) -> bool:
 
 
 def _moves_alone(view: LayerView, params: Mapping[str, Any]) -> str | None:
-    """The verdict a layout op gets on its own (before the chain it sits in is merged)."""
+    """The verdict a layout op gets on its own (before the chain it sits in is merged); none inside a stretch
+    of layout ops that composes to a reshape keeping the channel (`in_identity_run`)."""
+    if in_identity_run(view.graph, view.node):
+        return None
     for condition in _ALONE:
         reason = condition(view, params)
         if reason is not None:
@@ -2889,7 +3292,8 @@ def _chain_moves_after(view: LayerView, params: Mapping[str, Any], limit: int = 
                 continue
             seen.add(user.name)
             member = _member_view(view, user)
-            reason = _moves_alone(member, params) if user.op_type == "Transpose" else _form_channel_change(member)
+            reason = _moves_alone(member, params) if user.op_type == "Transpose" else \
+                None if in_identity_run(graph, user) else _form_channel_change(member)
             if reason is not None:
                 return f"{user.op_type} {user.name}: {reason}"
             frontier.append(user)
@@ -2901,6 +3305,8 @@ def _layout_chain(view: LayerView, params: Mapping[str, Any]) -> str | None:
     Gather/Split) and lowers it once, from its first op that moves data: a later member has no layer of its
     own (NPU), and the first mover carries the move of the whole chain, so it is CPU when any later member
     would move data across the channel on its own."""
+    if in_identity_run(view.graph, view.node):
+        return None
     if _chain_mover_before(view, params) is not None:
         return None
     if view.node.op_type in _RESHAPES and _next_reshape(view.graph, view.node) is not None:

@@ -54,23 +54,23 @@ def _static_shape(shapes: Mapping[str, Shape], name: str) -> tuple[int, ...] | N
     return tuple(shape) if is_static(shape) else None
 
 
-def _fits(node: onnx.NodeProto, values: list[np.ndarray]) -> bool:
+def _fits(node: onnx.NodeProto, values: list[np.ndarray], most: int = MAX_FOLD_ELEMENTS) -> bool:
     """Rejects folds whose output size is data-dependent and could be huge."""
     op = node.op_type
     try:
         if op == "ConstantOfShape":
-            return int(np.prod(values[0])) <= MAX_FOLD_ELEMENTS
+            return int(np.prod(values[0])) <= most
         if op == "Range":
             start, limit, delta = (float(v) for v in values[:3])
-            return delta != 0 and abs((limit - start) / delta) <= MAX_FOLD_ELEMENTS
+            return delta != 0 and abs((limit - start) / delta) <= most
         if op == "Expand":
             out = np.broadcast_shapes(values[0].shape, tuple(int(d) for d in values[1]))
-            return int(np.prod(out)) <= MAX_FOLD_ELEMENTS
+            return int(np.prod(out)) <= most
         if op == "Tile":
-            return values[0].size * int(np.prod(values[1])) <= MAX_FOLD_ELEMENTS
+            return values[0].size * int(np.prod(values[1])) <= most
     except (ValueError, TypeError, OverflowError):
         return False
-    return all(v.size <= MAX_FOLD_ELEMENTS for v in values)
+    return all(v.size <= most for v in values)
 
 
 def fold_node(node: onnx.NodeProto, opset: int, known: Mapping[str, np.ndarray],
@@ -154,17 +154,10 @@ def build_time_value(graph: Graph, tensor: str, max_elements: int = BUILD_TIME_M
             done.add(node.name)
             args = [None if not t else graph.constants[t] if t in graph.constants else values[t] for t in node.inputs]
             present = [a for a in args if a is not None]
-            if sum(a.size for a in present) > max_elements:
-                return None
             proto = onnx.helper.make_node(node.op_type, list(node.inputs), list(node.outputs),
                                           **_proto_attrs(node.op_type, graph.opset, node.attrs))
-            if node.op_type == "Expand" and len(present) == 2:
-                try:
-                    out = np.broadcast_shapes(present[0].shape, tuple(int(d) for d in present[1]))
-                except ValueError:
-                    return None
-                if int(np.prod(out)) > max_elements:
-                    return None
+            if sum(a.size for a in present) > max_elements or not _fits(proto, present, max_elements):
+                return None  # sized before it runs: nothing a model holds can make it allocate more
             try:
                 op = load_op("", node.op_type, graph.opset)(
                     proto, {"log": lambda *_: None, "opsets": {"": graph.opset}, "verbose": 0, "new_ops": None})

@@ -45,8 +45,10 @@ from optimizer.solver import (
     balanced_hint,
     check_target,
     decomposed_solve,
+    interval_hint,
     loadable_limit,
     lower_bound_ns,
+    region_bound_ns,
     throughput_lp_ns,
 )
 
@@ -161,7 +163,7 @@ def optimize(model_path: str, target_id: str, request: PlanRequest, *,
     # A dual-stream plan's loadables are in use once per stream, so its baselines and hints keep to half.
     limit = loadable_limit(request, int(catalog.rule("DLA-LOADABLES").params["max"]))  # per core in TensorRT 11
     base = baselines(model, limit, request.allowed_precisions)
-    hint = _hint(model, base, request)
+    hint = _hint(model, base, request, limit)
     phase(3)
     log.debug("%d layer groups; deterministic budget %.2f s, wall deadline in %.2f s", len(groups.groups),
               budget.deterministic_s, budget.wall_left())
@@ -259,12 +261,14 @@ def _solve(model: LatencyModel, report: CheckReport, catalog: Catalog, request: 
 
 def _launch_proof(model: LatencyModel, request: PlanRequest, result: SolveResult) -> SolveResult:
     """An unproven throughput plan checked against the launch-raised LP (optimizer.solver._bounds.
-    throughput_lp_ns): a real gap, and OPTIMAL when the plan meets it. After the search, so the search and
+    throughput_lp_ns) and the region DP that sees border copies (optimizer.solver._cutbound): a real gap, and
+    OPTIMAL when the plan meets them. After the search, so the search and
     the plan stay what they were."""
     if request.objective != "throughput" or result.outcome is not Outcome.BEST_FOUND \
             or len(model.groups.groups) > LP_MAX_GROUPS:
         return result
-    raised = min(throughput_lp_ns(model, request) or 0, result.objective_ns)
+    raised = min(max(throughput_lp_ns(model, request) or 0, region_bound_ns(model, request) or 0),
+                 result.objective_ns)
     if raised <= result.bound_ns:
         return result
     if raised < result.objective_ns:
@@ -293,7 +297,7 @@ def _by_regions(model: LatencyModel, report: CheckReport, catalog: Catalog, requ
         f"within {gap:.1%} of the lower bound (cheapest options, LP relaxation by region)"]
 
 
-def _hint(model: LatencyModel, base: Baselines, request: PlanRequest) -> tuple[Placement, ...]:
+def _hint(model: LatencyModel, base: Baselines, request: PlanRequest, limit: int) -> tuple[Placement, ...]:
     """The best baseline for the objective; for the pipelined objectives also TensorRT's loadables spread over
     the DLA cores and the GPU (a balanced pipeline is a far better start than everything on one engine)."""
     def score(b: Breakdown) -> int:
@@ -306,6 +310,10 @@ def _hint(model: LatencyModel, base: Baselines, request: PlanRequest) -> tuple[P
             sum(d.startswith("dla") for d in model.target.devices)
         spread = balanced_hint(model, base["trt_default"][0], request.allowed_precisions, score, cores)
         candidates.append((score(evaluate(model, spread)), len(candidates), spread))
+        cut = interval_hint(model, request.allowed_precisions, score, cores, limit) \
+            if request.objective == "throughput" else None
+        if cut is not None:
+            candidates.append((score(evaluate(model, cut)), len(candidates), cut))
     return min(candidates)[2]
 
 

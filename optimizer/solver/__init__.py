@@ -2,8 +2,9 @@
 
 from optimizer.solver._bounds import LP_MAX_GROUPS, cheapest_bound_ns, lower_bound_ns, lp_bound_ns, throughput_lp_ns
 from optimizer.solver._cpsat import Choice, PlanModel, SolveResult, loadable_limit
+from optimizer.solver._cutbound import region_bound_ns
 from optimizer.solver._decompose import decomposed_solve
-from optimizer.solver._hints import balanced_hint
+from optimizer.solver._hints import balanced_hint, interval_hint
 from optimizer.solver._outcome import DETERMINISTIC_PER_SECOND, WALL_FACTOR, Budget, Outcome, Stop, wall_cap_s
 from optimizer.solver._request import (
     DUAL_STREAMS,
@@ -32,10 +33,12 @@ __all__ = [
     "cheapest_bound_ns",
     "check_target",
     "decomposed_solve",
+    "interval_hint",
     "loadable_limit",
     "lower_bound_ns",
     "lp_bound_ns",
     "parse_assignments",
+    "region_bound_ns",
     "throughput_lp_ns",
     "wall_cap_s",
 ]

@@ -8,9 +8,25 @@ the solver minimises (scored by the evaluator) gives CP-SAT a hint near a balanc
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import heapq
+import itertools
+import math
+from collections.abc import Callable, Mapping
 
-from optimizer.latency import Breakdown, LatencyModel, Placement, evaluate, group_options
+import numpy as np
+
+from optimizer.enums import PRECISIONS
+from optimizer.latency import (
+    Breakdown,
+    LatencyModel,
+    Option,
+    Placement,
+    evaluate,
+    group_options,
+    reformat_engine,
+    tensor_routes,
+    transfer_engine,
+)
 
 
 def _on_gpu(lm: LatencyModel, g: int, allowed: frozenset[str]) -> Placement | None:
@@ -53,3 +69,257 @@ def _relabel(placements: tuple[Placement, ...]) -> tuple[Placement, ...]:
                    key=lambda s: min(g for g, p in enumerate(placements) if p.loadable == s))
     label = {old: new for new, old in enumerate(order)}
     return tuple(Placement(p.option, p.core, label[p.loadable]) if p.loadable >= 0 else p for p in placements)
+
+
+# Interval hint: makespans tried (geometric, from a fair share of the all-GPU time up to all of it), the DP's
+# Lagrange weights (GPU time saved against DLA time spent), how many candidate plans the evaluator scores, and
+# how far the refinement moves an interval's ends.
+INTERVAL_TARGETS = 24
+INTERVAL_WEIGHTS = (0.05, 0.3)
+INTERVAL_SCORED = 8
+INTERVAL_STEPS = 3
+INTERVAL_MAX = 8  # loadables the DP places at most (TensorRT 11 allows 16 per core; a pipeline needs few)
+INTERVAL_MAX_GROUPS = 400  # the DP time grows as n^2 (0.6 CPU s at 318 groups, rtdetr_l)
+
+
+def topological_positions(lm: LatencyModel) -> list[int]:
+    """Groups in a topological order, the smallest index first among the ready ones (fusion can number a
+    group before one it consumes)."""
+    n = len(lm.groups.groups)
+    succ: dict[int, list[int]] = {}
+    indegree = [0] * n
+    for a, b in lm.groups.group_edges():
+        succ.setdefault(a, []).append(b)
+        indegree[b] += 1
+    ready = [g for g in range(n) if indegree[g] == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        g = heapq.heappop(ready)
+        order.append(g)
+        for b in succ.get(g, ()):
+            indegree[b] -= 1
+            if indegree[b] == 0:
+                heapq.heappush(ready, b)
+    return order
+
+
+def _fastest(lm: LatencyModel, g: int, device: str, allowed: frozenset[str]) -> Option | None:
+    """The fastest dense option on the device; on a tie the lowest precision, the one the exact model keeps
+    when precisions are monotone (optimizer.solver._cpsat.dominant_precisions), so the hint stays in its model."""
+    group = lm.groups.groups[g]
+    options = [o for o in group_options(lm, g, allowed) if o.device == device and o.edit is None
+               and o.sparsity == "dense" and o.cores == 1]
+    return min(options, key=lambda o: (lm.option_ns(group, o), PRECISIONS.index(o.precision))) if options else None
+
+
+class _Intervals:
+    """Costs of putting one interval [i, j] of the topological order on a DLA core, everything else on the
+    GPU: the GPU time it saves (its groups' GPU time less the copies and precision changes at its border,
+    which TensorRT runs on the GPU) and the DLA time it takes. Border costs are 2-D rectangles in (i, j), so
+    all intervals' costs come from one difference array."""
+
+    def __init__(self, lm: LatencyModel, order: list[int], gpu: list[Option], dla: list[Option | None],
+                 launch: float, cores: int) -> None:
+        n = len(order)
+        self.launch = launch
+        self.cores = cores
+        pos = {g: p for p, g in enumerate(order)}
+        groups = lm.groups.groups
+        gpu_ns = np.array([lm.option_ns(groups[g], gpu[g]) for g in order], dtype=float)
+        dla_ns = np.array([lm.option_ns(groups[g], o) if (o := dla[g]) is not None else math.inf for g in order])
+        self.gpu_prefix = np.concatenate(([0.0], np.cumsum(gpu_ns)))
+        finite = np.where(np.isfinite(dla_ns), dla_ns, 0.0)
+        self.dla_prefix = np.concatenate(([0.0], np.cumsum(finite)))
+        # the first position at or after p that cannot run on the DLA
+        blocked = np.full(n + 1, n)
+        for p in range(n - 1, -1, -1):
+            blocked[p] = p if not np.isfinite(dla_ns[p]) else blocked[p + 1]
+        self.blocked = blocked
+        border = np.zeros((n + 1, n + 1))
+
+        def add(i0: int, i1: int, j0: int, j1: int, value: float) -> None:
+            if value and i0 <= i1 and j0 <= j1:
+                border[i0, j0] += value
+                border[i0, j1 + 1] -= value
+                border[i1 + 1, j0] -= value
+                border[i1 + 1, j1 + 1] += value
+
+        for tensor, src, consumers in tensor_routes(lm):
+            if src < 0:
+                continue
+            s = pos[src]
+            cs = sorted(pos[v] for v in consumers)
+            src_dla = dla[src]
+            if src_dla is not None:  # produced inside, consumed after the interval: one copy out
+                add(0, s, s, cs[-1] - 1, lm.transfer(tensor, "dla", "gpu", src_dla.precision)[1])
+            copy_in = lm.transfer(tensor, "gpu", "dla", gpu[src].precision)[1]
+            for r, c in enumerate(cs):  # produced before, first consumed inside at c: one copy in
+                add(s + 1 if r == 0 else cs[r - 1] + 1, c, c, n - 1, copy_in)
+            change = lm.precision_change_ns(tensor)
+            for v in consumers:
+                c, dst_dla = pos[v], dla[v]
+                base = change * (gpu[src].precision != gpu[v].precision)
+                if src_dla is not None and dst_dla is not None:
+                    add(0, s, c, n - 1, change * (src_dla.precision != dst_dla.precision) - base)
+                if src_dla is not None:
+                    add(0, s, s, c - 1, change * (src_dla.precision != gpu[v].precision) - base)
+                if dst_dla is not None:
+                    add(s + 1, c, c, n - 1, change * (gpu[src].precision != dst_dla.precision) - base)
+        self.border = border.cumsum(axis=0).cumsum(axis=1)[:n, :n]
+        self.n = n
+        self.gpu_total = float(self.gpu_prefix[-1])
+
+    def saved(self, i: int, j: int) -> float:
+        return float(self.gpu_prefix[j + 1] - self.gpu_prefix[i] - self.border[i, j])
+
+    def dla(self, i: int, j: int) -> float:
+        return float(self.dla_prefix[j + 1] - self.dla_prefix[i])
+
+    def busiest(self, intervals: tuple[tuple[int, int], ...], on: tuple[int, ...]) -> tuple[float, float]:
+        """(busiest engine, all engines' time) of a plan of intervals on cores `on`, by the border-cost model."""
+        gpu = self.gpu_total - sum(self.saved(i, j) for i, j in intervals)
+        busy = [0.0] * self.cores
+        for (i, j), core in zip(intervals, on):
+            busy[core] += self.dla(i, j) + self.launch
+        return max(gpu, *busy), gpu + sum(busy)
+
+    def assign(self, intervals: tuple[tuple[int, int], ...]) -> tuple[tuple[tuple[int, int], ...], tuple[int, ...]]:
+        """The intervals and the split over the cores (the first on DLA0) that leaves the busiest engine least
+        busy."""
+        splits = [(0, *rest) for rest in itertools.product(range(self.cores), repeat=len(intervals) - 1)]
+        return intervals, min(splits, key=lambda on: self.busiest(intervals, on))
+
+    def refine(self, intervals: tuple[tuple[int, int], ...], on: tuple[int, ...]
+               ) -> tuple[tuple[float, float], tuple[tuple[int, int], ...], tuple[int, ...]]:
+        """Moves one end of one interval at a time by up to INTERVAL_STEPS positions (intervals stay disjoint,
+        on the DLA and non-empty), or one interval to another core (the first stays on DLA0), while the plan's
+        (busiest engine, total) falls; a descent, deterministic."""
+        best = self.busiest(intervals, on)
+        while True:
+            moves = []
+            for k, (i, j) in enumerate(intervals):
+                low = intervals[k - 1][1] + 1 if k else 0
+                high = intervals[k + 1][0] - 1 if k + 1 < len(intervals) else self.n - 1
+                for step in range(-INTERVAL_STEPS, INTERVAL_STEPS + 1):
+                    for a, b in ((i + step, j), (i, j + step)):
+                        if step and low <= a <= b <= high and self.blocked[a] > b:
+                            moved = (*intervals[:k], (a, b), *intervals[k + 1:])
+                            moves.append((self.busiest(moved, on), moved, on))
+                for core in range(self.cores):
+                    if k and core != on[k]:
+                        spread = (*on[:k], core, *on[k + 1:])
+                        moves.append((self.busiest(intervals, spread), intervals, spread))
+            if not moves:
+                return best, intervals, on
+            value, moved, spread = min(moves)
+            if value >= best:
+                return best, intervals, on
+            best, intervals, on = value, moved, spread
+
+    def select(self, weight: float, cap: float, most: int) -> tuple[tuple[int, int], ...]:
+        """At most `most` disjoint intervals maximising GPU time saved less `weight` times DLA time taken,
+        each taking at most `cap` DLA time: a DP over prefixes of the order (best[k][p]: k intervals in the
+        first p positions)."""
+        n = self.n
+        i = np.arange(n)[:, None]
+        j = np.arange(n)[None, :]
+        dla = self.dla_prefix[1:][None, :] - self.dla_prefix[:-1][:, None] + self.launch
+        value = self.gpu_prefix[1:][None, :] - self.gpu_prefix[:-1][:, None] - self.border - weight * dla
+        value = np.where((j >= i) & (j < self.blocked[:-1][:, None]) & (dla <= cap), value, -math.inf)
+        best = np.full((most + 1, n + 1), -math.inf)
+        best[:, 0] = 0.0
+        start = np.full((most + 1, n + 1), -1)
+        for p in range(1, n + 1):
+            best[0, p] = 0.0
+            column = value[:p, p - 1]
+            for k in range(1, most + 1):
+                through = best[k - 1, :p] + column
+                s = int(np.argmax(through))
+                if through[s] > best[k, p - 1]:
+                    best[k, p], start[k, p] = through[s], s
+                else:
+                    best[k, p] = best[k, p - 1]
+        intervals = []
+        k, p = int(np.argmax(best[:, n])), n
+        while k > 0 and p > 0:
+            if start[k, p] < 0:
+                p -= 1
+                continue
+            s = int(start[k, p])
+            intervals.append((s, p - 1))
+            k, p = k - 1, s
+        return tuple(sorted(intervals))
+
+
+def interval_hint(lm: LatencyModel, allowed: frozenset[str], score: Callable[[Breakdown], int], cores: int,
+                  limit: int) -> tuple[Placement, ...] | None:
+    """A throughput start that cuts the topological order into DLA intervals, the rest on the GPU.
+
+    Intervals of a topological order are convex (a path leaving one cannot come back before its end), so each
+    of an interval's connected parts is a valid loadable. For each makespan T tried, a DP picks intervals of
+    at most T (or T/2) DLA time each, one per core or up to the loadable limit; each set is spread over the
+    DLA cores (every split tried), its ends moved while the border-cost model says the busiest engine gets
+    less busy, and the best sets are relabelled into loadables and scored by the evaluator. None when the
+    target has no DLA, copies are not GPU work (the costs assume both) or the graph is past INTERVAL_MAX_GROUPS."""
+    groups = lm.groups.groups
+    if not groups or len(groups) > INTERVAL_MAX_GROUPS or cores < 1 or not lm.backend.loadables \
+            or transfer_engine(lm.target) != "gpu" or reformat_engine(lm.target) != "gpu":
+        return None
+    gpu = [_fastest(lm, g, "gpu", allowed) for g in range(len(groups))]
+    if any(o is None for o in gpu):
+        return None
+    gpu_options = [o for o in gpu if o is not None]
+    dla = [_fastest(lm, g, "dla", allowed) for g in range(len(groups))]
+    if all(o is None for o in dla):
+        return None
+    order = topological_positions(lm)
+    costs = _Intervals(lm, order, gpu_options, dla, float(lm.launch_ns()), cores)
+    most = min(limit, INTERVAL_MAX)
+    low = costs.gpu_total / (cores + 1) / 2
+    targets = [low * (costs.gpu_total / low) ** (k / (INTERVAL_TARGETS - 1)) for k in range(INTERVAL_TARGETS)]
+    sets = {costs.select(w, cap, picks) for t in targets for w in INTERVAL_WEIGHTS
+            for picks, cap in ((min(cores, most), t), (most, t), (most, t / 2))}
+    ranked = sorted(costs.refine(*costs.assign(s)) for s in sorted(sets) if s)
+    neighbours: dict[int, set[int]] = {}
+    for a, b in lm.groups.group_edges():
+        neighbours.setdefault(a, set()).add(b)
+        neighbours.setdefault(b, set()).add(a)
+    plans: list[tuple[int, int, tuple[Placement, ...]]] = []
+    for _, intervals, on in sorted(set(ranked))[:INTERVAL_SCORED]:
+        placements = _interval_plan(order, intervals, on, gpu_options, dla, neighbours, limit)
+        plans.append((score(evaluate(lm, placements)), len(plans), placements))
+    return min(plans)[2] if plans else None
+
+
+def _interval_plan(order: list[int], intervals: tuple[tuple[int, int], ...], on: tuple[int, ...],
+                   gpu: list[Option], dla: list[Option | None], neighbours: Mapping[int, set[int]], limit: int
+                   ) -> tuple[Placement, ...]:
+    """Each interval's connected parts as loadables on its core; past the limit the smallest parts go back to
+    the GPU."""
+    parts: list[tuple[set[int], int]] = []
+    for (i, j), core in zip(intervals, on):
+        members = set(order[i:j + 1])
+        seen: set[int] = set()
+        for first in order[i:j + 1]:
+            if first in seen:
+                continue
+            part, stack = set(), [first]
+            while stack:
+                g = stack.pop()
+                if g in part:
+                    continue
+                part.add(g)
+                stack.extend(h for h in neighbours.get(g, ()) if h in members and h not in part)
+            seen |= part
+            parts.append((part, core))
+    parts.sort(key=lambda pc: (-len(pc[0]), min(pc[0])))
+    kept = parts[:limit]
+    placements = [Placement(o) for o in gpu]
+    for part, core in kept:
+        for g in part:
+            option = dla[g]
+            assert option is not None
+            placements[g] = Placement(option, core, 0)
+    slot = {g: k for k, (part, _) in enumerate(sorted(kept, key=lambda pc: min(pc[0]))) for g in part}
+    return tuple(Placement(p.option, p.core, slot[g]) if g in slot else p for g, p in enumerate(placements))

@@ -85,6 +85,48 @@ CITED = [
     ("tv_alexnet", "rk3566", "int8", "/Flatten", True),  # 256x6x6 pixels folded into the channel axis
     ("nn_sdpa_causal_d128_h4", "rk3566", "fp16", "/proj/Add", True),  # a token output after the bias Add
     ("nn_sdpa_causal_d128_h4", "rk3566", "fp16", "/proj/MatMul", False),
+    # RKNN-EXMATMUL-CONV, CaiT's talking heads written as Transpose + constant MatMul + Transpose
+    ("timm_cait_xxs24_224", "rk3566", "fp16", "/blocks/blocks.0/attn/Transpose_2", True),
+    ("timm_cait_xxs24_224", "rk3566", "int8", "/blocks/blocks.0/attn/Transpose_5", True),
+    ("timm_cait_xxs24_224", "rk3566", "int8", "/blocks/blocks.0/attn/Transpose_3", False),
+    ("timm_cait_xxs24_224", "rk3566", "fp16", "/blocks/blocks.0/attn/Transpose_4", False),
+    ("timm_cait_xxs24_224", "rk3566", "int8", "/blocks/blocks.0/attn/Gather_2", True),  # V: 196 tokens, INT8
+    ("timm_cait_xxs24_224", "rk3566", "fp16", "/blocks/blocks.0/attn/Gather_2", False),
+    # the head join after an Add on P.V is exMatMul's layout
+    ("timm_mvitv2_tiny", "rk3566", "int8", "/stages.1/blocks.0/attn/Transpose_8", False),
+    ("timm_coat_lite_tiny", "rk3566", "fp16", "/serial_blocks1.0/factoratt_crpe/Transpose_2", False),
+    # layout runs composing to a reshape, and the LSTM direction join (Sequencer2D)
+    ("timm_sequencer2d_s", "rk3566", "int8", "/stages/stages.0/blocks/blocks.0/rnn_tokens/Transpose", False),
+    ("timm_sequencer2d_s", "rk3566", "fp16", "/stages/stages.0/blocks/blocks.0/rnn_tokens/rnn_v/Transpose", False),
+    ("timm_sequencer2d_s", "rk3566", "fp16", "/stages/stages.0/blocks/blocks.0/rnn_tokens/rnn_h/Transpose_1", False),
+    ("timm_sequencer2d_s", "rk3566", "int8", "/stages/stages.0/blocks/blocks.0/rnn_tokens/rnn_h/Transpose", True),
+    # RKNN-WINDOW-TOKENS
+    ("timm_swin_tiny_patch4_window7_224", "rk3566", "fp16", "/layers/layers.1/blocks/blocks.0/Reshape_4", True),
+    ("timm_swin_tiny_patch4_window7_224", "rk3566", "int8", "/layers/layers.1/blocks/blocks.0/attn/proj/Add", True),
+    ("timm_tiny_vit_5m_224", "rk3566", "fp16", "/stages/stages.1/blocks/blocks.0/attn/Reshape", True),
+    ("timm_maxvit_rmlp_pico_rw_256", "rk3566", "int8", "/stages/stages.2/blocks/blocks.0/attn_block/Reshape_1", False),
+    ("timm_swin_tiny_patch4_window7_224", "rk3566", "fp16", "/layers/layers.1/blocks/blocks.0/attn/Transpose", False),
+    ("timm_swin_tiny_patch4_window7_224", "rk3566", "int8", "/layers/layers.1/blocks/blocks.0/attn/Reshape", True),
+    ("timm_swin_tiny_patch4_window7_224", "rk3566", "fp16", "/layers/layers.1/blocks/blocks.0/attn/Split", True),
+    ("timm_swinv2_cr_tiny_ns_224", "rk3566", "int8", "/stages/stages.1/blocks.1/attn/Transpose", True),  # cosine
+    # RKNN-VECTOR-SEQUENCE (ECA)
+    ("timm_ecaresnet26t", "rk3566", "fp16", "/layer1/layer1.0/se/Reshape", True),
+    ("timm_ecaresnet26t", "rk3566", "int8", "/layer1/layer1.0/se/conv/Conv", True),
+    ("timm_ecaresnet26t", "rk3566", "int8", "/layer1/layer1.0/se/Reshape_1", False),
+    # q/k/v cut apart by Slices (CoAtNet): the head Reshape folds, V's Slice carries its transpose
+    ("timm_coatnet_nano_rw_224", "rk3566", "int8", "/stages/stages.2/blocks/blocks.1/attn/Reshape", False),
+    ("timm_coatnet_nano_rw_224", "rk3566", "int8", "/stages/stages.2/blocks/blocks.1/attn/Slice_2", True),
+    ("timm_coatnet_nano_rw_224", "rk3566", "int8", "/stages/stages.2/blocks/blocks.1/attn/Transpose_1", False),
+    # attention on 4-D windows (MaxViT block and grid partitions)
+    ("timm_maxvit_rmlp_pico_rw_256", "rk3566", "fp16", "/stages/stages.2/blocks/blocks.0/attn_block/attn/Transpose", True),
+    ("timm_maxvit_rmlp_pico_rw_256", "rk3566", "int8", "/stages/stages.2/blocks/blocks.0/attn_grid/attn/MatMul_1", True),
+    ("timm_maxvit_rmlp_pico_rw_256", "rk3566", "int8", "/stages/stages.2/blocks/blocks.0/attn_block/attn/Reshape_3", True),
+    ("timm_maxvit_rmlp_pico_rw_256", "rk3566", "fp16", "/stages/stages.2/blocks/blocks.0/attn_grid/attn/Reshape", False),
+    # windows kept in axis 1, windows before heads (Twins' LSA)
+    ("timm_twins_svt_small", "rk3566", "int8", "/blocks.1.0/attn/Transpose_2", True),
+    ("timm_twins_svt_small", "rk3566", "fp16", "/blocks.1.0/attn/MatMul_1", True),
+    ("timm_twins_svt_small", "rk3566", "int8", "/blocks.1.0/attn/Transpose_4", True),
+    ("timm_nest_tiny", "rk3566", "int8", "/levels/levels.0/transformer_encoder/transformer_encoder.0/attn/Transpose", False),
     # a ScatterND writing every element in order (attn[:, :, 0:, 0:] = rel) is removed
     ("timm_mvitv2_tiny", "rk3588", "fp16", "/stages.0/blocks.0/attn/ScatterND", False),
     ("timm_mvitv2_tiny", "rk3588", "int8", "/stages.1/blocks.0/attn/ScatterND", False),  # 4.9M-element indices
@@ -110,6 +152,8 @@ CITED = [
     ("timm_mvitv2_tiny", "rk3588", "int8", "/stages.2/blocks.0/attn/MatMul", False),  # M = 784
     ("timm_mvitv2_tiny", "rk3588", "fp16", "/stages.0/blocks.0/attn/Reshape_9", True),  # M = 196, one head
     ("timm_mvitv2_tiny", "rk3588", "int8", "/stages.1/blocks.0/attn/Reshape_9", False),  # M = 784
+    ("timm_mvitv2_tiny", "rk3588", "int8", "/stages.2/blocks.1/attn/Unsqueeze", True),  # rel_h column, qw = 14
+    ("timm_mvitv2_tiny", "rk3588", "fp16", "/stages.2/blocks.1/attn/Unsqueeze", False),
     # RKNN-CLS-MAP: CoaT's crpe with a class token
     ("timm_coat_lite_tiny", "rk3588", "fp16", "/serial_blocks3.0/factoratt_crpe/crpe3/Reshape_1", True),
     ("timm_coat_lite_tiny", "rk3588", "int8", "/serial_blocks1.0/factoratt_crpe/crpe1/Reshape", True),  # 200704

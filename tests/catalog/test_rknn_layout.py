@@ -1139,3 +1139,393 @@ def test_a_residual_add_takes_its_token_layout_from_the_branch_on_rk3566(catalog
     for precision in ("fp16", "int8"):
         assert not on_npu(catalog, path, "rk3566", precision), precision
     assert on_npu(catalog, path, "rk3562", "int8")
+
+
+def _transpose_talking_heads(tmp_path, side, pre_perm=(0, 2, 3, 1), heads=4):
+    """CaiT's talking heads: the scores' heads mixed by Transpose (0,2,3,1) -> MatMul [h, h] -> Add -> Transpose
+    (0,3,1,2), before the Softmax (side 1), after it (side 2) or both (side 3)."""
+    nodes = [helper.make_node("MatMul", ["q", "k"], ["s"], name="qk")]
+    inits = []
+
+    def mix(src, tag):
+        nodes.extend([helper.make_node("Transpose", [src], [f"{tag}_t"], name=f"{tag}_tr_in", perm=list(pre_perm)),
+                      helper.make_node("MatMul", [f"{tag}_t", f"w_{tag}"], [f"{tag}_mm"], name=f"{tag}_matmul"),
+                      helper.make_node("Add", [f"{tag}_mm", f"b_{tag}"], [f"{tag}_b"], name=f"{tag}_bias"),
+                      helper.make_node("Transpose", [f"{tag}_b"], [f"{tag}_m"], name=f"{tag}_tr_out",
+                                       perm=[0, 3, 1, 2])])
+        inits.extend([weight(f"w_{tag}", [heads, heads]), weight(f"b_{tag}", [heads])])
+        return f"{tag}_m"
+
+    scores = mix("s", "pre") if side & 1 else "s"
+    nodes.append(helper.make_node("Softmax", [scores], ["p0"], name="softmax", axis=-1))
+    probs = mix("p0", "post") if side & 2 else "p0"
+    nodes += [helper.make_node("MatMul", [probs, "v"], ["o"], name="pv"),
+              helper.make_node("Relu", ["o"], ["y"], name="tail")]
+    return save_model(tmp_path / f"tth{side}.onnx", nodes,
+                      [value("q", [1, heads, 16, 8]), value("k", [1, heads, 8, 16]), value("v", [1, heads, 16, 8])],
+                      [value("y", None)], inits)
+
+
+# probe tools/probe_rknn_rk3566.py talk:4:32:64:1:SIDE and talk:4:32:49:1:3 (FP16 and INT8, 2026-12-01): the
+# Transpose bringing exMatMul's scores heads-last carries the CPU relayout out of (h, N, 1, N) (pre_t_tp_rs_tp#1,
+# post_t_tp_rs_tp#1); the one bringing the mixed heads back is CPU when it feeds P.V directly (post_m_tp_rs#3),
+# NPU when a Softmax follows (the relayout after the Softmax is named after the first Transpose); with both mixes
+# the scores stay in the Conv's form through the Softmax, so post_tr_in has no layer (corpus timm_cait_xxs24_224
+# Transpose_2 and Transpose_5 CPU, Transpose_3 and Transpose_4 NPU, FP16 and INT8)
+@pytest.mark.parametrize(("side", "cpu"), [
+    (3, {"pre_tr_in", "post_tr_out"}), (1, {"pre_tr_in"}), (2, {"post_tr_in", "post_tr_out"})])
+def test_talking_heads_by_transpose_and_matmul_relayout_exmatmul_scores_on_rk3566(catalog, tmp_path, side, cpu):
+    path = _transpose_talking_heads(tmp_path, side)
+    report = check_graph(load_model(path), catalog, "rk3566")
+    names = {"pre_tr_in", "pre_tr_out", "post_tr_in", "post_tr_out"} if side == 3 else \
+        ({"pre_tr_in", "pre_tr_out"} if side == 1 else {"post_tr_in", "post_tr_out"})
+    for precision in ("fp16", "int8"):
+        for name in names:
+            assert report.verdict(name).runs_on("npu", precision) is (name not in cpu), (name, precision)
+        assert report.verdict("qk").runs_on("npu", precision)
+    assert check_graph(load_model(path), catalog, "rk3588").verdict(min(cpu)).runs_on("npu", "fp16")
+
+
+def test_a_transpose_keeping_the_heads_is_no_talking_heads_relayout_on_rk3566(catalog, tmp_path):
+    # just outside: the same graph with a Transpose that does not bring the heads last (the MatMul mixes the
+    # last score axis, not the heads) is not this relayout
+    path = _transpose_talking_heads(tmp_path, 2, pre_perm=(0, 1, 3, 2), heads=16)
+    violations_ = check_graph(load_model(path), catalog, "rk3566").verdict("post_tr_in").violations
+    assert "RKNN-EXMATMUL-CONV" not in {v.rule for v in violations_}
+
+
+# probe tools/probe_rknn_rk3566.py vitattn:64:2:32:1:1 and vitattn:49:2:40:1:1 (FP16 and INT8, 2026-12-01): Q added
+# to P.V before the head join (MViTv2's residual pooling) becomes exMatMul's third input; the join Transpose
+# (0,2,1,3) and Reshape have no layer of their own, as without the Add (vitattn:64:2:32:1:0)
+@pytest.mark.parametrize("residual", [False, True])
+def test_a_head_join_after_a_residual_add_on_pv_folds_on_rk3566(catalog, tmp_path, residual):
+    nodes = [helper.make_node("MatMul", ["p", "v"], ["o0" if residual else "o"], name="pv"),
+             *([helper.make_node("Add", ["o0", "q"], ["o"], name="res")] if residual else []),
+             helper.make_node("Transpose", ["o"], ["ot"], name="n", perm=[0, 2, 1, 3]),
+             helper.make_node("Reshape", ["ot", "s"], ["j"], name="join"),
+             helper.make_node("MatMul", ["j", "w"], ["y"], name="proj")]
+    path = save_model(tmp_path / f"rj{int(residual)}.onnx", nodes,
+                      [value("p", [1, 2, 49, 49]), value("v", [1, 2, 49, 40]), value("q", [1, 2, 49, 40])],
+                      [value("y", None)], [const("s", np.array([1, 49, 80], np.int64)), weight("w", [80, 80])])
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision), precision
+
+
+def test_a_transpose_of_a_map_after_an_add_still_moves_data_on_rk3566(catalog, tmp_path):
+    # just outside: the same (0,2,1,3) after an Add of two maps (no MatMul behind it) is a gather
+    nodes = [helper.make_node("Add", ["a", "a"], ["s"], name="add"),
+             helper.make_node("Transpose", ["s"], ["b"], name="n", perm=[0, 2, 1, 3])]
+    path = _inner(tmp_path, nodes, [1, 8, 4, 4])
+    assert not on_npu(catalog, path, "rk3566")
+
+
+# probe tools/probe_rknn_rk3566.py bilstm:8:8:32:16:1 (FP16 and INT8, 2026-12-01): (0,2,1,3) + Reshape + (1,0,2)
+# swap H and W of [1, H, W, C] twice, composing to a reshape: none of them has a layer (corpus timm_sequencer2d_s
+# rnn_tokens/Transpose and rnn_v/Transpose: NPU, FP16 and INT8)
+@pytest.mark.parametrize("swap_back", [True, False])
+def test_a_layout_run_composing_to_a_reshape_lowers_to_nothing_on_rk3566(catalog, tmp_path, swap_back):
+    nodes = [helper.make_node("Transpose", ["a"], ["t"], name="n", perm=[0, 2, 1, 3]),
+             helper.make_node("Reshape", ["t", "s"], ["r" if swap_back else "b"], name="r"),
+             *([helper.make_node("Transpose", ["r"], ["b"], name="back", perm=[1, 0, 2])] if swap_back else [])]
+    path = _inner(tmp_path, nodes, [1, 8, 6, 16], [const("s", np.array([6, 8, 16], np.int64))])
+    report = check_graph(load_model(path), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        assert report.verdict("n").runs_on("npu", precision) is swap_back, precision
+        if swap_back:
+            assert report.verdict("back").runs_on("npu", precision)
+
+
+def _bilstm(tmp_path, batch, lstm=True):
+    """Y [seq, 2, batch, hidden] of a bidirectional LSTM (or a Relu of the same shape) -> Transpose (0,2,1,3) ->
+    Reshape [seq, batch, 2*hidden]: torch's direction join."""
+    seq, hidden = 8, 16
+    first = helper.make_node("LSTM", ["x", "w", "r"], ["y0"], name="lstm", direction="bidirectional",
+                             hidden_size=hidden) if lstm else helper.make_node("Relu", ["x"], ["y0"], name="lstm")
+    nodes = [first,
+             helper.make_node("Transpose", ["y0"], ["t"], name="n", perm=[0, 2, 1, 3]),
+             helper.make_node("Reshape", ["t", "s"], ["j"], name="join"),
+             helper.make_node("Relu", ["j"], ["y"], name="tail")]
+    x = [seq, batch, 32] if lstm else [seq, 2, batch, hidden]
+    return save_model(tmp_path / f"bl{batch}{int(lstm)}.onnx", nodes, [value("x", x)], [value("y", None)],
+                      [weight("w", [2, 4 * hidden, 32]), weight("r", [2, 4 * hidden, hidden]),
+                       const("s", np.array([seq, batch, 2 * hidden], np.int64))])
+
+
+# probe tools/probe_rknn_rk3566.py bilstm:8:8:32:16:0 and bilstm:8:1:32:16:0 (FP16 and INT8, 2026-12-01): exLSTM
+# writes Y as (seq, 2, batch, hidden) and the join Transpose has no layer of its own at batch 8 or 1 (corpus
+# timm_sequencer2d_s rnn_h/Transpose_1 at batch 32 and 16: NPU)
+@pytest.mark.parametrize(("batch", "lstm", "cpu"), [(4, True, False), (1, True, False), (4, False, True)])
+def test_the_direction_join_of_a_bidirectional_lstm_is_exlstm_s_own_on_rk3566(catalog, tmp_path, batch, lstm, cpu):
+    path = _bilstm(tmp_path, batch, lstm)
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision) is not cpu, precision
+
+
+def _window_partition(tmp_path, n, ws=7, ch=64, flat=True, nw=None):
+    """Swin's window partition of channels-last tokens [1, n*ws, nw*ws, C] (made by a MatMul, as Swin's by its
+    LayerNorm) into n*nw windows (nw = n unless given), a token MatMul (+ bias), the reverse."""
+    nw = n if nw is None else nw
+    b, side = n * nw, n * ws
+    nodes = [helper.make_node("MatMul", ["x", "wx"], ["xm"], name="embed"),
+             helper.make_node("Reshape", ["xm", "s6"], ["x6"], name="part_reshape"),
+             helper.make_node("Transpose", ["x6"], ["xt"], name="part_transpose", perm=[0, 1, 3, 2, 4, 5]),
+             helper.make_node("Reshape", ["xt", "s_win"], ["xw"], name="part_windows")]
+    tokens = "xw"
+    if flat:
+        nodes.append(helper.make_node("Reshape", ["xw", "s_tok"], ["xf"], name="part_tokens"))
+        tokens = "xf"
+    nodes += [helper.make_node("MatMul", [tokens, "wm"], ["m0"], name="token_matmul"),
+              helper.make_node("Add", ["m0", "bm"], ["m"], name="bias"),
+              helper.make_node("Reshape", ["m", "s_back6"], ["m6"], name="rev_reshape"),
+              helper.make_node("Transpose", ["m6"], ["mt"], name="rev_transpose", perm=[0, 1, 3, 2, 4, 5]),
+              helper.make_node("Reshape", ["mt", "s_map"], ["ml"], name="rev_map"),
+              helper.make_node("Relu", ["ml"], ["y"], name="tail")]
+    inits = [weight("wx", [ch, ch]), weight("wm", [ch, ch]), weight("bm", [ch]),
+             const("s6", np.array([1, n, ws, nw, ws, ch], np.int64)),
+             const("s_win", np.array([b, ws, ws, ch], np.int64)), const("s_tok", np.array([b, ws * ws, ch], np.int64)),
+             const("s_back6", np.array([1, n, nw, ws, ws, ch], np.int64)),
+             const("s_map", np.array([1, side, nw * ws, ch], np.int64))]
+    return save_model(tmp_path / f"wp{n}{nw}{ws}{int(flat)}.onnx", nodes, [value("x", [1, side, nw * ws, ch])],
+                      [value("y", None)], inits)
+
+
+# probe tools/probe_rknn_rk3566.py winpart:N:NW:WS:64:1 (FP16 and INT8, 2026-12-01): with a square grid of 4, 9, 16
+# or 25 windows the Reshape into tokens (xf_rs) is a CPU relayout out of exWindow's form, at window size 7 or 8;
+# the token op before the reverse carries the relayout back (m_rs_tp) with 4-16 windows, not with 25 (there it is
+# named after the token reshape); one window, or a 4x5 / 2x8 grid, has no CPU layer at all
+@pytest.mark.parametrize(("n", "ws", "nw", "cpu"), [
+    (2, 7, None, {"part_tokens", "bias"}), (2, 8, None, {"part_tokens", "bias"}), (4, 7, None, {"part_tokens", "bias"}),
+    (5, 7, None, {"part_tokens"}), (1, 7, None, set()), (4, 7, 5, set()), (2, 7, 8, set())])
+def test_windowed_tokens_of_a_window_partition_are_relaid_out_on_rk3566(catalog, tmp_path, n, ws, nw, cpu):
+    path = _window_partition(tmp_path, n, ws, nw=nw)
+    report = check_graph(load_model(path), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        for name in ("part_tokens", "bias"):
+            assert report.verdict(name).runs_on("npu", precision) is (name not in cpu), (name, precision)
+            if name in cpu:
+                assert "RKNN-WINDOW-TOKENS" in {v.rule for v in report.verdict(name).violations}
+        for name in ("part_reshape", "part_transpose", "part_windows", "rev_reshape", "rev_transpose"):
+            assert report.verdict(name).runs_on("npu", precision), (name, precision)
+    assert check_graph(load_model(path), catalog, "rk3588").verdict("part_tokens").runs_on("npu", "int8")
+
+
+def test_rank4_windows_are_no_windowed_tokens_on_rk3566(catalog, tmp_path):
+    # just outside: windows kept as [B, ws, ws, C] (MaxViT: corpus timm_maxvit_rmlp_pico_rw_256 attn_block/Reshape_1
+    # and attn/proj/Add, no layer of their own in FP16 and INT8) are not made tokens by the partition
+    report = check_graph(load_model(_window_partition(tmp_path, 2, flat=False)), catalog, "rk3566")
+    for name in ("part_windows", "bias"):
+        assert "RKNN-WINDOW-TOKENS" not in {v.rule for v in report.verdict(name).violations}
+
+
+def _partitioned_attention(tmp_path, intermediate, cosine=False):
+    """Windowed attention on 4 windows of 49 tokens cut by a 2-D window partition of channels-last tokens, through
+    [4, 7, 7, C] (Swin) or straight into [4, 49, C] (TinyViT)."""
+    ch, heads, dim = 32, 2, 16
+    nodes = [helper.make_node("MatMul", ["x", "wx"], ["xm"], name="embed"),
+             helper.make_node("Reshape", ["xm", "s6"], ["x6"], name="part_reshape"),
+             helper.make_node("Transpose", ["x6"], ["xt"], name="part_transpose", perm=[0, 1, 3, 2, 4, 5])]
+    if intermediate:
+        nodes += [helper.make_node("Reshape", ["xt", "s_win"], ["xw"], name="part_windows"),
+                  helper.make_node("Reshape", ["xw", "s3"], ["t"], name="to_windows")]
+    else:
+        nodes += [helper.make_node("Reshape", ["xt", "s3"], ["t"], name="to_windows")]
+    nodes += [helper.make_node("MatMul", ["t", "wqkv"], ["qkv"], name="qkv_mm"),
+              helper.make_node("Reshape", ["qkv", "s5"], ["qkv5"], name="qkv_reshape"),
+              helper.make_node("Transpose", ["qkv5"], ["qkvt"], name="qkv_transpose", perm=[2, 0, 3, 1, 4]),
+              helper.make_node("Split", ["qkvt", "ones"], ["q1", "k1", "v1"], name="split", axis=0)]
+    nodes += [helper.make_node("Squeeze", [f"{t}1", "ax0"], [t if t == "v" or not cosine else f"{t}0"],
+                               name=f"{t}_squeeze") for t in "qkv"]
+    if cosine:  # SwinV2-cr: q and k L2-normalised over d
+        for t in "qk":
+            nodes += [helper.make_node("ReduceL2", [f"{t}0"], [f"{t}n"], name=f"{t}_l2", axes=[-1], keepdims=1),
+                      helper.make_node("Div", [f"{t}0", f"{t}n"], [t], name=f"{t}_div")]
+    nodes += [helper.make_node("Transpose", ["k"], ["kt"], name="k_transpose", perm=[0, 1, 3, 2]),
+              helper.make_node("MatMul", ["q", "kt"], ["s"], name="qk"),
+              helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1),
+              helper.make_node("MatMul", ["p", "v"], ["o"], name="pv"),
+              helper.make_node("Relu", ["o"], ["y"], name="tail")]
+    inits = [weight("wx", [ch, ch]), weight("wqkv", [ch, 3 * ch]),
+             const("s6", np.array([1, 2, 7, 2, 7, ch], np.int64)), const("s_win", np.array([4, 7, 7, ch], np.int64)),
+             const("s3", np.array([4, 49, ch], np.int64)), const("s5", np.array([4, 49, 3, heads, dim], np.int64)),
+             const("ones", np.array([1, 1, 1], np.int64)), const("ax0", np.array([0], np.int64))]
+    return save_model(tmp_path / f"pa{int(intermediate)}{int(cosine)}.onnx", nodes, [value("x", [1, 14, 14, ch])],
+                      [value("y", None)], inits, opset=13)
+
+
+# corpus timm_swin_tiny_patch4_window7_224, timm_davit_tiny, timm_gcvit_xxtiny (partition through [B, 7, 7, C],
+# relaid into the batch by RKNN-WINDOW-TOKENS): attn/Reshape CPU, attn/Transpose and the Q/K operands (49 tokens)
+# no layer, FP16 and INT8; straight into the tokens (nn_window_attention_pad_roll, timm_tiny_vit_5m_224) the head
+# Transpose and Q/K stay CPU (RKNN-WINDOW-HEADS)
+@pytest.mark.parametrize("intermediate", [True, False])
+def test_windows_relaid_into_the_batch_fold_their_head_transpose_on_rk3566(catalog, tmp_path, intermediate):
+    report = check_graph(load_model(_partitioned_attention(tmp_path, intermediate)), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        assert not report.verdict("to_windows").runs_on("npu", precision)  # RKNN-WINDOW-TOKENS either way
+        assert not report.verdict("qkv_reshape").runs_on("npu", precision)
+        assert report.verdict("qkv_transpose").runs_on("npu", precision) is intermediate, precision
+        assert report.verdict("q_squeeze").runs_on("npu", precision) is intermediate, precision
+
+
+# probe tools/probe_rknn_rk3566.py swinattn:2:7:2:32:1 against :0 (FP16 and INT8, 2026-12-01): with q and k
+# L2-normalised over d the norm runs with the heads still in H, (B, d, h, N): the head Transpose (qt_rs_swap_tp#1),
+# q's normalising Div (qu_tp#1), K^T (k_transpose#1) and V's Split (v1_rs_tp) are CPU layers; without the norm
+# none of the first three has a layer (corpus timm_swinv2_cr_tiny_ns_224 attn/Transpose, Div_1, Transpose_1: CPU)
+def test_cosine_attention_keeps_the_windowed_head_relayouts_on_rk3566(catalog, tmp_path):
+    report = check_graph(load_model(_partitioned_attention(tmp_path, True, cosine=True)), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        for name in ("qkv_transpose", "q_div", "k_transpose", "split"):
+            assert not report.verdict(name).runs_on("npu", precision), (name, precision)
+
+
+def _eca(tmp_path, channels, conv=True):
+    """ECA's gate: [1, C, 8, 8] -> ReduceMean (2, 3) -> Reshape [1, 1, C] -> Conv1d (k 3) -> Sigmoid -> Reshape
+    [1, C, 1, 1] -> Mul; without `conv` the sequence only passes a Relu."""
+    mid = helper.make_node("Conv", ["q", "wk"], ["cv"], name="eca_conv", pads=[1, 1]) if conv else \
+        helper.make_node("Relu", ["q"], ["cv"], name="eca_conv")
+    nodes = [helper.make_node("ReduceMean", ["x"], ["g"], name="pool", axes=[2, 3], keepdims=0),
+             helper.make_node("Reshape", ["g", "s_seq"], ["q"], name="to_seq"), mid,
+             helper.make_node("Sigmoid", ["cv"], ["gate"], name="gate"),
+             helper.make_node("Reshape", ["gate", "s_vec"], ["gv"], name="to_vec"),
+             helper.make_node("Mul", ["x", "gv"], ["y"], name="scale")]
+    return save_model(tmp_path / f"eca{channels}{int(conv)}.onnx", nodes, [value("x", [1, channels, 8, 8])],
+                      [value("y", None)], [weight("wk", [1, 1, 3]), const("s_seq", np.array([1, 1, channels], np.int64)),
+                                           const("s_vec", np.array([1, channels, 1, 1], np.int64))], opset=13)
+
+
+# probe tools/probe_rknn_rk3566.py eca:64:5:1, eca:100:5:1, eca:64:3:0 (FP16 and INT8, 2026-12-01): q_rs and cv_rs,
+# the transposes into and out of the one-channel sequence, are CPU layers named after the Reshape and the Conv
+@pytest.mark.parametrize("channels", [64, 100])
+def test_eca_channel_sequence_is_transposed_on_rk3566(catalog, tmp_path, channels):
+    report = check_graph(load_model(_eca(tmp_path, channels)), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        assert not report.verdict("to_seq").runs_on("npu", precision)
+        assert not report.verdict("eca_conv").runs_on("npu", precision)
+        for name in ("gate", "to_vec", "scale"):
+            assert report.verdict(name).runs_on("npu", precision), (name, precision)
+    assert check_graph(load_model(_eca(tmp_path, channels)), catalog, "rk3588").verdict("to_seq").runs_on("npu", "int8")
+
+
+def test_a_one_channel_sequence_feeding_no_conv_is_not_ecas_transpose_on_rk3566(catalog, tmp_path):
+    # just outside: the same reshape into [1, 1, C] without the Conv (a class token's Unsqueeze is another case of
+    # it: corpus timm_cait_xxs24_224, NPU)
+    report = check_graph(load_model(_eca(tmp_path, 64, conv=False)), catalog, "rk3566")
+    for name in ("to_seq", "eca_conv"):
+        assert "RKNN-VECTOR-SEQUENCE" not in {v.rule for v in report.verdict(name).violations}
+
+
+def _slice_heads(tmp_path, tokens, dim, heads=4):
+    """The probe's CoAtNet attention: qkv Conv -> Reshape [1, h, 3d, N] -> three Slices -> q, v Transposes ->
+    softmax(q @ k).v -> back to the map."""
+    side = int(tokens**0.5)
+    nodes = [helper.make_node("Conv", ["x", "wqkv"], ["qkv"], name="qkv_conv"),
+             helper.make_node("Reshape", ["qkv", "s"], ["r"], name="head_reshape")]
+    nodes += [helper.make_node("Slice", ["r", f"st{i}", f"en{i}", "ax2"], [f"{t}0"], name=f"{t}_slice")
+              for i, t in enumerate("qkv")]
+    nodes += [helper.make_node("Transpose", ["q0"], ["q"], name="q_tr", perm=[0, 1, 3, 2]),
+              helper.make_node("Transpose", ["v0"], ["v"], name="v_tr", perm=[0, 1, 3, 2]),
+              helper.make_node("MatMul", ["q", "k0"], ["a"], name="qk"),
+              helper.make_node("Softmax", ["a"], ["p"], name="softmax", axis=-1),
+              helper.make_node("MatMul", ["p", "v"], ["o"], name="pv"),
+              helper.make_node("Transpose", ["o"], ["ot"], name="o_tr", perm=[0, 1, 3, 2]),
+              helper.make_node("Reshape", ["ot", "s4"], ["y"], name="o_rs")]
+    inits = [weight("wqkv", [3 * heads * dim, 16, 1, 1]), const("s", np.array([1, heads, 3 * dim, tokens], np.int64)),
+             const("s4", np.array([1, heads * dim, side, side], np.int64)), const("ax2", np.array([2], np.int64))]
+    for i in range(3):
+        inits += [const(f"st{i}", np.array([i * dim], np.int64)), const(f"en{i}", np.array([(i + 1) * dim], np.int64))]
+    return save_model(tmp_path / f"sh{tokens}_{dim}.onnx", nodes, [value("x", [1, 16, side, side])],
+                      [value("y", None)], inits, opset=13)
+
+
+# probe tools/probe_rknn_rk3566.py slicehead:4:32:196, :4:32:64, :4:20:64 (FP16 and INT8, 2026-12-01): the head
+# Reshape is exMatMul's layout (NPU unless the 8-byte rule fails: d = 20 in INT8), q/k/v cut apart by Slices, and
+# V's transpose is named after its Slice (v0_tp_rs): CPU in INT8 at 196 tokens or d = 20, NPU otherwise; the
+# Transposes themselves have no layer (corpus timm_coatnet_nano_rw_224 attn/Reshape NPU, attn/Slice_2 CPU in INT8)
+@pytest.mark.parametrize(("tokens", "dim", "cpu_in"), [(196, 32, {"int8"}), (64, 32, set()), (64, 20, {"int8"})])
+def test_qkv_cut_apart_by_slices_on_rk3566(catalog, tmp_path, tokens, dim, cpu_in):
+    report = check_graph(load_model(_slice_heads(tmp_path, tokens, dim)), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        assert report.verdict("v_slice").runs_on("npu", precision) is (precision not in cpu_in), precision
+        assert report.verdict("v_tr").runs_on("npu", precision), precision
+        assert report.verdict("head_reshape").runs_on("npu", precision) is not (dim == 20 and precision == "int8")
+
+
+def _window_4d_attention(tmp_path, n):
+    """MaxViT's block attention on n x n windows of 8 x 8 kept 4-D: channels-last tokens (a MatMul) -> partition ->
+    [B, 8, 8, C] -> qkv MatMul -> Reshape [B, 64, h, 3d] -> Transpose (0,2,1,3) -> Slices -> attention ->
+    Transpose (0,2,1,3) -> Reshape [B, 8, 8, C] -> proj MatMul."""
+    ws, heads, dim = 8, 2, 32
+    b, ch, side = n * n, heads * dim, n * ws
+    nodes = [helper.make_node("MatMul", ["x", "wx"], ["xm"], name="embed"),
+             helper.make_node("Reshape", ["xm", "s6"], ["x6"], name="part_reshape"),
+             helper.make_node("Transpose", ["x6"], ["xt"], name="part_transpose", perm=[0, 1, 3, 2, 4, 5]),
+             helper.make_node("Reshape", ["xt", "s_win"], ["xw"], name="part_windows"),
+             helper.make_node("MatMul", ["xw", "wqkv"], ["qkv"], name="qkv_matmul"),
+             helper.make_node("Reshape", ["qkv", "s_heads"], ["qh"], name="head_reshape"),
+             helper.make_node("Transpose", ["qh"], ["qt"], name="head_transpose", perm=[0, 2, 1, 3])]
+    nodes += [helper.make_node("Slice", ["qt", f"st{i}", f"en{i}", "ax3"], [t], name=f"{t}_slice")
+              for i, t in enumerate("qkv")]
+    nodes += [helper.make_node("Transpose", ["k"], ["kt"], name="k_transpose", perm=[0, 1, 3, 2]),
+              helper.make_node("MatMul", ["q", "kt"], ["a"], name="qk"),
+              helper.make_node("Softmax", ["a"], ["p"], name="softmax", axis=-1),
+              helper.make_node("MatMul", ["p", "v"], ["o"], name="pv"),
+              helper.make_node("Transpose", ["o"], ["ot"], name="o_transpose", perm=[0, 2, 1, 3]),
+              helper.make_node("Reshape", ["ot", "s_win"], ["ow"], name="o_join"),
+              helper.make_node("MatMul", ["ow", "wp"], ["y"], name="proj")]
+    inits = [weight("wx", [ch, ch]), weight("wqkv", [ch, 3 * ch]), weight("wp", [ch, ch]),
+             const("s6", np.array([1, n, ws, n, ws, ch], np.int64)), const("s_win", np.array([b, ws, ws, ch], np.int64)),
+             const("s_heads", np.array([b, ws * ws, heads, 3 * dim], np.int64)), const("ax3", np.array([3], np.int64))]
+    for i in range(3):
+        inits += [const(f"st{i}", np.array([i * dim], np.int64)), const(f"en{i}", np.array([(i + 1) * dim], np.int64))]
+    return save_model(tmp_path / f"w4d{n}.onnx", nodes, [value("x", [1, side, side, ch])], [value("y", None)], inits,
+                      opset=13)
+
+
+# probe tools/probe_rknn_rk3566.py maxattn:2:8:2:32 and maxattn:1:8:2:32 (FP16 and INT8, 2026-12-01): with 4 windows
+# kept [B, 8, 8, C] the head Transpose (head_transpose#1, qt_rs), P.V (o_mm_rs) and the join Reshape (ow_tp_rs) are
+# CPU relayouts; with one window none is (corpus timm_maxvit_rmlp_pico_rw_256 attn/Transpose, MatMul_1, Reshape_3
+# CPU, the head Reshape NPU, block and grid attention, FP16 and INT8)
+@pytest.mark.parametrize(("n", "cpu"), [(2, True), (1, False)])
+def test_attention_on_4d_windows_is_relaid_out_on_rk3566(catalog, tmp_path, n, cpu):
+    report = check_graph(load_model(_window_4d_attention(tmp_path, n)), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        for name in ("head_transpose", "pv", "o_join"):
+            assert report.verdict(name).runs_on("npu", precision) is not cpu, (name, precision)
+        if cpu:  # the head Transpose carries the relayout; one window's head Reshape: probe NPU, corpus CPU
+            assert report.verdict("head_reshape").runs_on("npu", precision)
+
+
+def _axis_windows(tmp_path, windows_first, n=2):
+    """Twins' LSA (windows_first) or NesT's order: q/k/v of n*n windows of 49 tokens kept in axis 1,
+    [1, W, N, 3, h, d] -> unbind Transpose -> attention -> heads joined back to [1, W, N, h, d]."""
+    heads, dim, tokens = 4, 32, 49
+    w = n * n
+    perm = [3, 0, 1, 4, 2, 5] if windows_first else [3, 0, 4, 1, 2, 5]
+    nodes = [helper.make_node("MatMul", ["x", "wqkv"], ["qkv"], name="qkv_matmul"),
+             helper.make_node("Reshape", ["qkv", "s_heads"], ["qh"], name="head_reshape"),
+             helper.make_node("Transpose", ["qh"], ["qt"], name="head_transpose", perm=perm),
+             helper.make_node("Split", ["qt", "ones"], ["q1", "k1", "v1"], name="split", axis=0)]
+    nodes += [helper.make_node("Squeeze", [f"{t}1", "ax0"], [t], name=f"{t}_squeeze") for t in "qkv"]
+    nodes += [helper.make_node("Transpose", ["k"], ["kt"], name="k_transpose", perm=[0, 1, 2, 4, 3]),
+              helper.make_node("MatMul", ["q", "kt"], ["a"], name="qk"),
+              helper.make_node("Softmax", ["a"], ["p"], name="softmax", axis=-1),
+              helper.make_node("MatMul", ["p", "v"], ["o"], name="pv"),
+              helper.make_node("Transpose", ["o"], ["y"], name="o_transpose",
+                               perm=[0, 1, 3, 2, 4] if windows_first else [0, 2, 3, 1, 4])]
+    inits = [weight("wqkv", [heads * dim, 3 * heads * dim]),
+             const("s_heads", np.array([1, w, tokens, 3, heads, dim], np.int64)),
+             const("ones", np.array([1, 1, 1], np.int64)), const("ax0", np.array([0], np.int64))]
+    return save_model(tmp_path / f"aw{int(windows_first)}{n}.onnx", nodes, [value("x", [1, w, tokens, heads * dim])],
+                      [value("y", None)], inits, opset=13)
+
+
+# probe tools/probe_rknn_rk3566.py lsa:2:7:4:32:0 (FP16 and INT8, 2026-12-01): windows kept in axis 1, unbound
+# windows-before-heads (Twins): the unbind Transpose (qt_rs_swap_tp#1), P.V (o_rs) and the head-join Transpose
+# (ot_rs_tp#1) are CPU relayouts (corpus timm_twins_svt_small attn/Transpose_2, MatMul_1, Transpose_4: CPU, FP16
+# and INT8). Heads-before-windows (NesT's order, corpus timm_nest_tiny: NPU) and one window are not this rule
+@pytest.mark.parametrize(("windows_first", "n", "cpu"), [(True, 2, True), (False, 2, False), (True, 1, False)])
+def test_attention_on_windows_kept_in_axis_1_on_rk3566(catalog, tmp_path, windows_first, n, cpu):
+    report = check_graph(load_model(_axis_windows(tmp_path, windows_first, n)), catalog, "rk3566")
+    for precision in ("fp16", "int8"):
+        for name in ("head_transpose", "pv", "o_transpose"):
+            rules = {v.rule for v in report.verdict(name).violations if v.precision == precision}
+            assert ("RKNN-WINDOW-TOKENS" in rules) is cpu, (name, precision)

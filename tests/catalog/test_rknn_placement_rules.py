@@ -898,3 +898,18 @@ def test_rk3588_class_token_heads_into_a_map_and_back(catalog, tmp_path, d, s, t
         assert _verdicts(catalog, path, "rk3576", precision)("from_map")
     plain = _cls_crpe(tmp_path, d, s, cls=False)  # probe crpe_8_32_14: no class token, no Slice or Pad
     assert _verdicts(catalog, plain, "rk3588", "int8")("from_map")
+
+
+@pytest.mark.parametrize(("q", "cpu"), [(14, True), (8, True), (16, False)])  # probe relpos_4_Q_*: INT8
+def test_rk3588_int8_relative_position_column_needs_whole_rows(catalog, tmp_path, q, cpu):
+    k = q
+    nodes = [helper.make_node("MatMul", ["qq", "kk"], ["s"], name="scores"),
+             helper.make_node("Reshape", ["s", "s6"], ["g"], name="grid"),
+             helper.make_node("Unsqueeze", ["relh", "last"], ["col"], name="n"),
+             helper.make_node("Add", ["g", "col"], ["y"], name="add_h")]
+    path = save_model(tmp_path / f"relcol{q}.onnx", nodes,
+                      [value("qq", [1, 4, q * q, 16]), value("kk", [1, 4, 16, k * k]), value("relh", [1, 4, q, q, k])],
+                      [value("y", None)], [const("s6", np.array([1, 4, q, q, k, k], np.int64)),
+                                           const("last", np.array([-1], np.int64))])
+    assert _verdicts(catalog, path, "rk3588", "int8")("n") is not cpu
+    assert _verdicts(catalog, path, "rk3588", "fp16")("n")  # FP16: probe and corpus disagree, not claimed

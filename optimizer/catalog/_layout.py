@@ -1,0 +1,119 @@
+"""What a run of layout ops does to the data, composed as the RKNN compiler composes it.
+
+rknn-toolkit2 merges consecutive layout ops (Transpose, Reshape, Squeeze, Unsqueeze, Flatten) and lowers the
+run once; ops whose composition leaves every element where it was (a transpose and its inverse around a
+reshape that only regroups axes) lower to nothing. Whether a composition moves data is a property of the
+shapes and permutations alone, so it is decided exactly here by pushing element indices through the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from optimizer.ir import Graph, Node
+
+LAYOUT_OPS = frozenset({"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Flatten"})
+_MAX_ELEMENTS = 1 << 22  # index arrays above this are not built (4M int32: 16 MB); such a run is left undecided
+_METADATA_READERS = frozenset({"Shape", "Size"})
+
+
+def _static_shape(graph: Graph, tensor: str) -> tuple[int, ...] | None:
+    shape = graph.shape(tensor)
+    if shape is None or not all(isinstance(d, int) for d in shape):
+        return None
+    return tuple(int(d) for d in shape)
+
+
+def _sole_data_user(graph: Graph, tensor: str) -> Node | None:
+    users = [u for u in graph.consumers(tensor) if u.op_type not in _METADATA_READERS]
+    return users[0] if len(users) == 1 else None
+
+
+def layout_run(graph: Graph, node: Node, limit: int = 8) -> list[Node]:
+    """The linear run of layout ops `node` sits in: each member the only data user of the one before it."""
+    if node.op_type not in LAYOUT_OPS or not node.inputs or not node.outputs:
+        return []
+    run = [node]
+    current = node
+    while len(run) < limit:
+        producer = graph.producer(current.inputs[0])
+        if producer is None or producer.op_type not in LAYOUT_OPS or not producer.inputs:
+            break
+        if _sole_data_user(graph, current.inputs[0]) is not current or len(producer.outputs) != 1:
+            break
+        run.insert(0, producer)
+        current = producer
+    current = node
+    while len(run) < 2 * limit:
+        user = _sole_data_user(graph, current.outputs[0])
+        if user is None or user.op_type not in LAYOUT_OPS or user.inputs[0] != current.outputs[0]:
+            break
+        run.append(user)
+        current = user
+    return run
+
+
+def _apply(graph: Graph, node: Node, data: np.ndarray) -> np.ndarray | None:
+    out = _static_shape(graph, node.outputs[0])
+    if out is None or int(np.prod(out, dtype=np.int64)) != data.size:
+        return None
+    if node.op_type == "Transpose":
+        perm = node.attrs.get("perm") or tuple(reversed(range(data.ndim)))
+        if len(perm) != data.ndim:
+            return None
+        data = np.transpose(data, [int(p) for p in perm])
+        return data if data.shape == out else None
+    return data.reshape(out)
+
+
+def composes_to_reshape(graph: Graph, members: Sequence[Node]) -> bool:
+    """The members, applied in order, leave every element at its row-major position (the composition is a
+    reshape) and end with the innermost axis they started with, so the NPU's channel-innermost layout is
+    unchanged too."""
+    if not members:
+        return False
+    src = _static_shape(graph, members[0].inputs[0])
+    dst = _static_shape(graph, members[-1].outputs[0])
+    if src is None or dst is None or not src or not dst or src[-1] != dst[-1]:
+        return False
+    size = int(np.prod(src, dtype=np.int64))
+    if size > _MAX_ELEMENTS or size <= 1:
+        return False
+    data: np.ndarray | None = np.arange(size, dtype=np.int32).reshape(src)
+    for member in members:
+        assert data is not None
+        data = _apply(graph, member, data)
+        if data is None:
+            return False
+    assert data is not None
+    return bool(np.array_equal(data.reshape(-1), np.arange(size, dtype=np.int32)))
+
+
+def _moves(graph: Graph, node: Node) -> bool:
+    """A Transpose that reorders non-unit axes (a data move on its own)."""
+    src = _static_shape(graph, node.inputs[0])
+    if node.op_type != "Transpose" or src is None:
+        return False
+    perm = node.attrs.get("perm") or tuple(reversed(range(len(src))))
+    moved = [int(axis) for axis in perm if src[int(axis)] != 1]
+    return moved != sorted(moved)
+
+
+def in_identity_run(graph: Graph, node: Node) -> bool:
+    """`node` lies inside a stretch of its layout run that contains a data-moving Transpose and composes to a
+    reshape keeping the innermost axis (e.g. Sequencer's (0,2,1,3), Reshape, (1,0,2) that turn [1,H,W,C] into
+    [H,W,C] with W and H swapped twice): the toolkit lowers that stretch to nothing."""
+    run = layout_run(graph, node)
+    if len(run) < 2:
+        return False
+    at = run.index(node)
+    for start in range(at, -1, -1):
+        for end in range(max(at, start + 1), len(run)):
+            stretch = run[start:end + 1]
+            if any(_moves(graph, m) for m in stretch) and composes_to_reshape(graph, stretch):
+                return True
+    return False
