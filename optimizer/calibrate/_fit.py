@@ -18,7 +18,16 @@ from typing import Any
 
 import numpy as np
 
-from optimizer.calibrate._situation import GPU_SHARE_CAP, Scenario, Situation, Stage, concurrent, contention, streams_of
+from optimizer.calibrate._situation import (
+    GPU_SHARE_CAP,
+    Scenario,
+    Situation,
+    Stage,
+    concurrent,
+    contention,
+    running_together,
+    streams_of,
+)
 from optimizer.latency import OP_CLASSES, DeviceConstants, Profile
 from optimizer.latency._model import dram_bytes
 
@@ -78,6 +87,7 @@ class Problem:
     primary: np.ndarray  # per row: its stage
     gpu_stage: np.ndarray  # per row: the concurrent GPU engine's stage, or -1
     streams: np.ndarray
+    together: np.ndarray  # per row: DLA streams that run at the same time (running_together)
     batch: np.ndarray
     gpu_batch: np.ndarray
     is_latency: np.ndarray
@@ -121,12 +131,13 @@ def build_problem(scenarios: Sequence[Scenario], observed: Sequence[float], prof
             rows["dram"].append(dram_bytes(work, const, stage.sram_bytes))
         return index
 
-    primary, gpu_stage, streams, batch, gpu_batch, is_latency, shared = [], [], [], [], [], [], []
+    primary, gpu_stage, streams, together, batch, gpu_batch, is_latency, shared = [], [], [], [], [], [], [], []
     for scenario in scenarios:
         s = scenario.situation
         primary.append(add_stage(scenario.stage))
         gpu_stage.append(add_stage(scenario.gpu_stage) if scenario.gpu_stage else -1)
         streams.append(streams_of(s))
+        together.append(running_together(s))
         shared.append(concurrent(s))
         batch.append(s.batch)
         gpu_batch.append(s.gpu_batch)
@@ -144,7 +155,8 @@ def build_problem(scenarios: Sequence[Scenario], observed: Sequence[float], prof
         launches=np.array(rows["launch"], dtype=float), on_gpu=np.array(rows["gpu"], dtype=bool),
         stage_fixed=np.array(stage_fixed), stage_fixed_gpu=np.array(stage_fixed_gpu),
         primary=np.array(primary, dtype=int), gpu_stage=np.array(gpu_stage, dtype=int),
-        streams=np.array(streams, dtype=float), batch=np.array(batch, dtype=float),
+        streams=np.array(streams, dtype=float), together=np.array(together, dtype=float),
+        batch=np.array(batch, dtype=float),
         gpu_batch=np.array(gpu_batch, dtype=float), is_latency=np.array(is_latency, dtype=bool),
         concurrent=np.array(shared, dtype=bool), situations=tuple(s.situation for s in scenarios),
         dram_bytes=np.array(rows["dram"], dtype=float),
@@ -183,9 +195,9 @@ def predict_all(problem: Problem, theta: np.ndarray) -> np.ndarray:
     def figures(total: np.ndarray, gpu_busy: np.ndarray) -> np.ndarray:
         latency = total[p.primary]
         busy = gpu_busy[p.primary]
-        period = np.maximum(latency, p.streams * busy)
+        period = np.maximum(latency, p.together * busy)
         gpu_latency = np.where(has_gpu, total[gpu_index], 1.0)
-        dla_share = np.minimum(GPU_SHARE_CAP, p.streams * busy / period)
+        dla_share = np.minimum(GPU_SHARE_CAP, p.together * busy / period)
         gpu_part: np.ndarray = np.where(has_gpu, (1.0 - dla_share) * p.gpu_batch / gpu_latency, 0.0)
         rate: np.ndarray = p.streams * p.batch / period + gpu_part
         return rate

@@ -37,6 +37,14 @@ SYSTEMS = (
      "jetson_benchmarks @a4afb02 runs `nvpmodel -m 0` by default (benchmark_argparser power_mode=0), which on "
      "Xavier NX is MODE_15W_2CORE (nvpmodel_t194_p3668.conf ID 0): EMC capped at 1600 MHz"),
 )
+# How a harness timed several DLA cores, where its own records say: (source text fragment, why). A figure for
+# K cores that is K times one core timed on its own has no shared DRAM between the cores.
+SEPARATE_RUNS = (
+    ("NVIDIA/Deep-Learning-Accelerator-SW",
+     "DLA-SW @ea61780: the '2x DLA' tables are reproduced with the trtexec commands of "
+     "scripts/prepare_models/README.md, one trtexec on --useDLACore=0 with nothing beside it (the sparse table: "
+     "'just add --sparsity=force to the trtexec commands'), i.e. twice one core timed alone"),
+)
 PARTIAL = ("value covers only", "value is the added latency", "value is for this single node",
            "value is for this single")
 # a harness that times box decoding + NMS beside the graph (MLPerf detection: optimizer/latency/_postprocess.py)
@@ -157,8 +165,11 @@ def _parse(n: int, raw: dict[str, str], models: Path) -> Measurement:
     metric, figure = observed
     io = "I/O handling" in notes + match_notes or "IO handling" in notes + match_notes
     nms = NMS_TIMED in match_notes and situation.accelerator in ("gpu", "dla")
+    apart = (situation.accelerator == "dla" and situation.cores > 1 and not situation.gpu_batch
+             and metric == "throughput" and any(fragment in raw["source"] for fragment, _ in SEPARATE_RUNS))
     situation = Situation(**{**situation.__dict__, "metric": metric,
-                             "io_included": io if situation.accelerator == "npu" else True, "nms": nms})
+                             "io_included": io if situation.accelerator == "npu" else True, "nms": nms,
+                             "separate_runs": apart})
     return Measurement(row=n, source=raw["source"], device=device, model=raw["model"], onnx=str(models / onnx_name),
                        family=model_family(onnx_name), origin=origin_of(raw["source"]), metric=metric,
                        observed=figure, target=target, situation=situation, reason="")

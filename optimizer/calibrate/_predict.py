@@ -40,7 +40,8 @@ class Prediction:
                 "latency_ms": round(self.figure.latency_s * 1e3, 6),
                 "throughput_fps": round(self.figure.throughput, 6),
                 "metric": s.metric, "value": round(self.value, 6), "unit": self.unit, "sparse": s.sparse,
-                "gpu_batch": s.gpu_batch, "io_included": s.io_included, "profile": self.profile,
+                "gpu_batch": s.gpu_batch, "separate_runs": s.separate_runs, "io_included": s.io_included,
+                "profile": self.profile,
                 "accelerator_share_of_macs": round(self.scenario.accelerator_share, 6), "tf32": s.tf32,
                 "latency_band_ms": band_json(self.band, self.figure.latency_s * 1e3)}
 

@@ -48,6 +48,7 @@ class Situation:
     io_included: bool = True  # False: model I/O layout conversion is outside the timed region (rknn eval)
     tf32: bool = True  # False: TensorRT built with --noTF32 (FP32 layers on CUDA cores, not tensor cores)
     nms: bool = False  # the timed region also runs box decoding + NMS on the GPU (MLPerf detection harnesses)
+    separate_runs: bool = False  # each DLA core's engine was timed on its own and the rates added (DLA-SW)
 
     def command(self, model: str, target: str) -> str:
         """The `edgeplan predict` command line that reproduces this situation's figure."""
@@ -63,6 +64,8 @@ class Situation:
             parts.append("--noTF32")
         if self.nms:
             parts.append("--nms")
+        if self.separate_runs:
+            parts.append("--separate-runs")
         return " ".join(parts)
 
     def describe(self) -> str:
@@ -75,6 +78,8 @@ class Situation:
             text += ", no TF32"
         if self.nms:
             text += ", GPU NMS"
+        if self.separate_runs:
+            text += ", cores timed apart"
         return text + (", sparse weights" if self.sparse else "")
 
 
@@ -131,16 +136,22 @@ def streams_of(situation: Situation) -> int:
     return situation.cores if situation.accelerator == "dla" else 1
 
 
+def running_together(situation: Situation) -> int:
+    """DLA streams that run at the same time, sharing the DRAM and the GPU: all of them, or one when each
+    core's engine was timed on its own and the figures added (`separate_runs`)."""
+    return 1 if situation.separate_runs else streams_of(situation)
+
+
 def concurrent(situation: Situation) -> bool:
-    """Several engines share the DRAM: a throughput over DLA streams, or a GPU engine beside them."""
-    return situation.metric == "throughput" and (streams_of(situation) > 1 or situation.gpu_batch > 0)
+    """Several engines share the DRAM: a throughput over DLA streams run together, or a GPU engine beside them."""
+    return situation.metric == "throughput" and (running_together(situation) > 1 or situation.gpu_batch > 0)
 
 
 def _period(situation: Situation, latency: float, busy: Mapping[str, float]) -> tuple[float, float]:
     """(period of one accelerator stream, the share of the GPU its fallback work takes)."""
-    streams = streams_of(situation)
-    period = max(latency, streams * busy.get("gpu", 0.0))
-    return period, min(GPU_SHARE_CAP, streams * busy.get("gpu", 0.0) / period)
+    together = running_together(situation)
+    period = max(latency, together * busy.get("gpu", 0.0))
+    return period, min(GPU_SHARE_CAP, together * busy.get("gpu", 0.0) / period)
 
 
 def combine(situation: Situation, latency: float, busy: Mapping[str, float],
@@ -158,7 +169,7 @@ def contention(situation: Situation, stream_rate: float, gpu_rate: float, bandwi
     """(time factor of each accelerator stream, of the GPU engine) while they run together: PCCS's slowdown
     (optimizer/latency/_contention.py) at the DRAM throughput each one's co-runners demand on their own,
     in percent of the DRAM peak. `stream_rate`, `gpu_rate`: bytes/s of one stream, of the GPU engine."""
-    streams = streams_of(situation)
+    streams = running_together(situation)
     kind = "dla" if situation.accelerator == "dla" else "gpu"
     stream_x = 100.0 * ((streams - 1) * stream_rate + gpu_rate) / bandwidth
     gpu_x = 100.0 * streams * stream_rate / bandwidth
@@ -210,6 +221,9 @@ def _check(situation: Situation, target: Target, where: str) -> None:
                             f"{target.id}", file=where)
     if situation.gpu_batch and acc != "dla":
         raise BadInputError("a concurrent GPU engine (gpu_batch) goes with --accelerator dla", file=where)
+    if situation.separate_runs and (acc != "dla" or situation.gpu_batch or situation.metric != "throughput"):
+        raise BadInputError("--separate-runs (each DLA core timed on its own, the rates added) goes with "
+                            "--accelerator dla --metric throughput and no --gpu-batch", file=where)
     if situation.nms and "gpu" not in target.precisions:
         raise BadInputError(f"--nms runs NMS on the GPU; {target.id} has none", file=where)
 

@@ -13,6 +13,7 @@ from optimizer.calibrate import Situation, predict
 from optimizer.calibrate._situation import contention, prepare, score, stage_dram_bytes, stage_times
 from optimizer.catalog import load_catalog
 from optimizer.check import check_graph
+from optimizer.errors import BadInputError
 from optimizer.fusion import build_groups
 from optimizer.ir import BYTES_PER_ELEMENT, load_model
 from optimizer.latency import OP_CLASSES, LatencyModel, Option, Placement, evaluate, load_profile, parse_profile
@@ -344,3 +345,27 @@ def test_a_pipelined_engine_exposes_the_overlap_of_one_chunk(tmp_path):
     assert _lm(path, "orin-agx").work(group, Option("dla", "int8")).chunks == 1  # 438 KB fit one fill
     npu = _lm(path, "rk3588")
     assert npu.work(npu.groups.groups[0], Option("npu", "int8")).chunks == 1
+
+
+def test_dla_cores_timed_apart_add_their_rates_without_sharing_the_dram(tmp_path):
+    """DLA-SW's '2x DLA' figures are twice one core timed alone: throughput = 2 / T, no PCCS slowdown; the
+    same two cores run together are slower by slowdown(dla, x) (test above)."""
+    path = _conv(tmp_path, c=64, hw=160)
+    profile = load_profile("nvidia-dla")
+    apart = Situation("dla", "int8", cores=2, metric="throughput", separate_runs=True)
+    scenario = prepare(path, "orin-agx", apart, CATALOG, profile)
+    alone, _ = stage_times(scenario.stage, profile.constants)
+    assert score(scenario, profile.constants).throughput == pytest.approx(2 / alone, rel=1e-12)
+    together = prepare(path, "orin-agx", replace(apart, separate_runs=False), CATALOG, profile)
+    assert score(together, profile.constants).throughput < 2 / alone
+    assert "--separate-runs" in apart.command("m.onnx", "orin-agx")
+
+
+def test_separate_runs_is_refused_beside_a_gpu_engine_or_for_a_latency(tmp_path):
+    path = _conv(tmp_path)
+    profile = load_profile("nvidia-dla")
+    for bad in (Situation("dla", "int8", cores=2, metric="throughput", gpu_batch=4, separate_runs=True),
+                Situation("dla", "int8", cores=2, separate_runs=True),
+                Situation("gpu", "int8", metric="throughput", separate_runs=True)):
+        with pytest.raises(BadInputError, match="separate-runs"):
+            prepare(path, "orin-agx", bad, CATALOG, profile)
