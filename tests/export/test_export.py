@@ -181,8 +181,8 @@ def test_rknn_convert_round_trip_keeps_fp16_layers(tmp_path):
     import subprocess
 
     model = _branchy(tmp_path)
-    plan_path, _ = _plan(tmp_path, model, "rk3588", precision_pins={"c1": "fp16"})
-    out = tmp_path / "out"
+    plan_path, _ = _plan(tmp_path, model, "rk3588", precision_pins={"c1": "fp16", "c0": "int8"})  # 8-channel INT8
+    out = tmp_path / "out"  # convs fill 1/16 of the MAC array: unpinned, the plan would be all FP16
     export_plan(plan_path, out)
     np.save(out / "x.npy", np.random.default_rng(0).normal(0, 1, (1, 8, 16, 16)).astype(np.float32))
     (out / "dataset.txt").write_text("x.npy\n")
@@ -192,8 +192,10 @@ def test_rknn_convert_round_trip_keeps_fp16_layers(tmp_path):
     assert result.returncode == 0, log[-2000:]
     assert (out / "m.rknn").stat().st_size > 0
     rows = {m.group(3): m.group(1) for m in re.finditer(r"\s(INT8|FLOAT16)\s+(NPU|CPU)\s.*?\s\w+:(\S+)\s*$", log, re.M)}
-    assert rows.get("c1") == "FLOAT16"
-    assert rows.get("c0") == "INT8"
+    def precision(node: str) -> str | None:  # fused layers are named after their first node ("c1_ConvAdd")
+        return next((p for name, p in rows.items() if name == node or name.startswith(f"{node}_")), None)
+    assert precision("c1") == "FLOAT16"
+    assert precision("c0") == "INT8"
 
 
 @pytest.mark.slow
