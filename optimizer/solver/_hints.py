@@ -8,7 +8,6 @@ the solver minimises (scored by the evaluator) gives CP-SAT a hint near a balanc
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import math
 from collections.abc import Callable, Mapping
@@ -27,6 +26,7 @@ from optimizer.latency import (
     tensor_routes,
     transfer_engine,
 )
+from optimizer.solver._decompose import topological_order
 
 
 def _on_gpu(lm: LatencyModel, g: int, allowed: frozenset[str]) -> Placement | None:
@@ -84,24 +84,8 @@ INTERVAL_MAX_GROUPS = 400  # the DP time grows as n^2 (0.6 CPU s at 318 groups, 
 
 def topological_positions(lm: LatencyModel) -> list[int]:
     """Groups in a topological order, the smallest index first among the ready ones (fusion can number a
-    group before one it consumes)."""
-    n = len(lm.groups.groups)
-    succ: dict[int, list[int]] = {}
-    indegree = [0] * n
-    for a, b in lm.groups.group_edges():
-        succ.setdefault(a, []).append(b)
-        indegree[b] += 1
-    ready = [g for g in range(n) if indegree[g] == 0]
-    heapq.heapify(ready)
-    order = []
-    while ready:
-        g = heapq.heappop(ready)
-        order.append(g)
-        for b in succ.get(g, ()):
-            indegree[b] -= 1
-            if indegree[b] == 0:
-                heapq.heappush(ready, b)
-    return order
+    group before one it consumes): the order the regions are cut in, so intervals and regions agree."""
+    return topological_order(lm.groups)
 
 
 def _fastest(lm: LatencyModel, g: int, device: str, allowed: frozenset[str]) -> Option | None:
