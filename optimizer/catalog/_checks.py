@@ -2498,29 +2498,71 @@ def _slice_form(graph: Graph, node: Node) -> tuple[str, tuple[int, ...], tuple[i
             tuple(int(v) for v in steps.reshape(-1)), tuple(int(v) for v in starts.reshape(-1)))
 
 
-def _space_to_depth(graph: Graph, node: Node) -> bool:
-    """The strided Slice is one phase of a space-to-depth: its only user is a Concat, over an axis it does not
-    slice, of every (start mod step) phase of the same tensor, which the toolkit lowers to one strided
-    convolution (YOLOv5's Focus, Swin's patch merging)."""
-    users = graph.consumers(node.outputs[0])
-    if len(users) != 1 or users[0].op_type != "Concat":
-        return False
-    concat, mine = users[0], _slice_form(graph, node)
-    if mine is None:
-        return False
-    source, axes, steps, _ = mine
+def _phase_chain(graph: Graph, tensor: str) -> tuple[str, dict[int, tuple[int, int]], set[str]] | None:
+    """Walks a tensor back through constant-parameter Slices (one per axis, as exporters write x[..., 0::2, 1::2,
+    :]): the first tensor that is no Slice's output, {axis: (start mod step, step)} and the Slices passed."""
+    phase: dict[int, tuple[int, int]] = {}
+    names: set[str] = set()
+    producer = graph.producer(tensor)
+    while producer is not None and producer.op_type == "Slice":
+        form = _slice_form(graph, producer)
+        if form is None:
+            return None
+        source, axes, steps, starts = form
+        for axis, step, start in zip(axes, steps, starts):
+            if axis in phase or step < 1:
+                return None
+            phase[axis] = (start % step, step)
+        names.add(producer.name)
+        tensor, producer = source, graph.producer(source)
+    return (tensor, phase, names) if phase else None
+
+
+def _space_to_depth_slices(graph: Graph, concat: Node) -> set[str]:
+    """The Slices of a space-to-depth ending in this Concat: every (start mod step) phase of one map, joined over
+    an axis none of them slices; empty when the Concat is anything else."""
+    chains = [_phase_chain(graph, part) for part in concat.inputs]
+    if not chains or any(c is None for c in chains):
+        return set()
+    source = chains[0][0] if chains[0] else ""
+    axes = {axis: step for axis, (_, step) in (chains[0][1] if chains[0] else {}).items()}
     rank = len(graph.shape(source) or ())
-    axis = int(concat.attrs.get("axis", 0))
-    if not rank or axis % rank in axes:
-        return False
+    if not rank or int(concat.attrs.get("axis", 0)) % rank in axes:
+        return set()
     phases = set()
-    for part in concat.inputs:
-        producer = graph.producer(part)
-        form = _slice_form(graph, producer) if producer is not None else None
-        if form is None or form[:3] != (source, axes, steps) or len(graph.consumers(part)) != 1:
-            return False
-        phases.add(tuple(start % step for start, step in zip(form[3], steps)))
-    return len(phases) == len(concat.inputs) == math.prod(steps)
+    for chain in chains:
+        if chain is None or chain[0] != source or {a: s for a, (_, s) in chain[1].items()} != axes:
+            return set()
+        phases.add(tuple(sorted((a, r) for a, (r, _) in chain[1].items())))
+    if len(phases) != len(chains) or len(phases) != math.prod(axes.values()):
+        return set()
+    return set().union(*(chain[2] for chain in chains if chain is not None))
+
+
+def _space_to_depth(graph: Graph, node: Node, depth: int = 4) -> bool:
+    """The strided Slice belongs to a space-to-depth: every path from it runs through Slices only into a Concat of
+    every (start mod step) phase of one map, which the toolkit lowers to one strided convolution (YOLOv5's
+    Focus, Swin's patch merging)."""
+    frontier, seen = [node], set()
+    for _ in range(depth):
+        following = []
+        for current in frontier:
+            users = graph.consumers(current.outputs[0])
+            if not users:
+                return False
+            for user in users:
+                if user.op_type == "Concat":
+                    if current.name not in _space_to_depth_slices(graph, user):
+                        return False
+                    seen.add(user.name)
+                elif user.op_type == "Slice":
+                    following.append(user)
+                else:
+                    return False
+        if not following:
+            return bool(seen)
+        frontier = following
+    return False
 
 
 def _in_pattern(view: LayerView, params: Mapping[str, Any]) -> str | None:

@@ -167,6 +167,28 @@ def test_every_phase_of_a_space_to_depth_is_one_npu_convolution(catalog, tmp_pat
             assert npu(catalog, path, target, precision, node="n0") is not cpu
 
 
+@pytest.mark.parametrize(("phases", "cpu"), [(4, False), (3, True)])
+def test_a_space_to_depth_written_one_axis_at_a_time_is_one_npu_convolution(catalog, tmp_path, phases, cpu):
+    """torchvision's Swin patch merging exports x[..., 0::2, 1::2, :] as two Slices, one per axis, the first
+    shared by two phases (corpus tv_swin_t features.2 Slice_1..Slice_6 -> Concat_3: one Conv 'Concat_3_2conv')."""
+    one = {"end": const("en", np.array([2**62], np.int64)), "step": const("sp", np.array([2], np.int64))}
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="pre")]
+    inits = [one["end"], one["step"], const("a1", np.array([1], np.int64)), const("a2", np.array([2], np.int64)),
+             const("s0", np.array([0], np.int64)), const("s1", np.array([1], np.int64))]
+    for row in (0, 1):
+        nodes.append(helper.make_node("Slice", ["r", f"s{row}", "en", "a1", "sp"], [f"row{row}"], name=f"row{row}"))
+    parts = []
+    for row, col in ((0, 0), (1, 0), (0, 1), (1, 1))[:phases]:
+        nodes.append(helper.make_node("Slice", [f"row{row}", f"s{col}", "en", "a2", "sp"], [f"p{row}{col}"],
+                                      name=f"p{row}{col}"))
+        parts.append(f"p{row}{col}")
+    nodes.append(helper.make_node("Concat", parts, ["y"], name="join", axis=-1))
+    path = save_model(tmp_path / "s2d.onnx", nodes, [value("x", [1, 16, 16, 8])], [value("y", None)], inits)
+    for target in ("rk3588", "rk3562"):
+        for node in ("row0", "p00"):
+            assert npu(catalog, path, target, "fp16", node=node) is not cpu
+
+
 def test_erf_runs_on_npu_only_inside_gelu(catalog, tmp_path):
     nodes = [helper.make_node("Div", ["x", "sq"], ["d"], name="div"),
              helper.make_node("Erf", ["d"], ["e"], name="erf"),
