@@ -19,6 +19,7 @@ from optimizer.catalog import Catalog
 from optimizer.check import CheckReport
 from optimizer.enums import PRECISIONS
 from optimizer.errors import BadInputError, InfeasibleError
+from optimizer.fusion import GroupGraph
 from optimizer.latency import (
     LatencyModel,
     Option,
@@ -128,7 +129,7 @@ class PlanModel:
         self.cuts = 0
         self.floor_index = -1  # the objective-floor constraint, when a bound was given
         self.probing = True
-        self.neighbours = self._group_neighbours()
+        self.neighbours = group_neighbours(self.lm.groups)
         self._choices()
         self._slots()
         self._slot_sram()
@@ -319,13 +320,6 @@ class PlanModel:
                                loadable=relabel.get(p.loadable, -1)) if p.loadable >= 0 else p
                      for p in placements)
 
-    def _group_neighbours(self) -> dict[int, set[int]]:
-        neighbours: dict[int, set[int]] = {}
-        for a, b in self.lm.groups.group_edges():
-            neighbours.setdefault(a, set()).add(b)
-            neighbours.setdefault(b, set()).add(a)
-        return neighbours
-
     def _convexity(self) -> None:
         """DLA-LOADABLES convexity: no path leaves a loadable and re-enters it (TensorRT cannot build a
         loadable that depends on itself through the GPU). A group downstream of a member (after) and
@@ -373,7 +367,7 @@ class PlanModel:
     def _parts(self, placements: tuple[Placement, ...]) -> list[list[set[int]]]:
         """Per used loadable (in slot order), its connected parts; more than one part means split."""
         slots = sorted({p.loadable for p in placements if p.loadable >= 0})
-        return [_components({g for g, p in enumerate(placements) if p.loadable == slot}, self.neighbours)
+        return [components({g for g, p in enumerate(placements) if p.loadable == slot}, self.neighbours)
                 for slot in slots]
 
     def add_connectivity_cuts(self, placements: tuple[Placement, ...]) -> int:
@@ -777,7 +771,17 @@ def tight_bound(hint_ns: int | None, bound_ns: int) -> bool:
     return hint_ns is not None and bound_ns > 0 and hint_ns - bound_ns <= TIGHT_GAP * hint_ns
 
 
-def _components(members: set[int], neighbours: Mapping[int, set[int]]) -> list[set[int]]:
+def group_neighbours(groups: GroupGraph) -> dict[int, set[int]]:
+    """Each layer group's neighbours in the group graph, edges taken both ways."""
+    neighbours: dict[int, set[int]] = {}
+    for a, b in groups.group_edges():
+        neighbours.setdefault(a, set()).add(b)
+        neighbours.setdefault(b, set()).add(a)
+    return neighbours
+
+
+def components(members: set[int], neighbours: Mapping[int, set[int]]) -> list[set[int]]:
+    """The connected parts of `members`, in order of their smallest group."""
     parts, seen = [], set()
     for start in sorted(members):
         if start in seen:

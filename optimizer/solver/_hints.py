@@ -26,6 +26,7 @@ from optimizer.latency import (
     tensor_routes,
     transfer_engine,
 )
+from optimizer.solver._cpsat import components, group_neighbours
 from optimizer.solver._decompose import topological_order
 
 
@@ -80,12 +81,6 @@ INTERVAL_SCORED = 8
 INTERVAL_STEPS = 3
 INTERVAL_MAX = 8  # loadables the DP places at most (TensorRT 11 allows 16 per core; a pipeline needs few)
 INTERVAL_MAX_GROUPS = 400  # the DP time grows as n^2 (0.6 CPU s at 318 groups, rtdetr_l)
-
-
-def topological_positions(lm: LatencyModel) -> list[int]:
-    """Groups in a topological order, the smallest index first among the ready ones (fusion can number a
-    group before one it consumes): the order the regions are cut in, so intervals and regions agree."""
-    return topological_order(lm.groups)
 
 
 def _fastest(lm: LatencyModel, g: int, device: str, allowed: frozenset[str]) -> Option | None:
@@ -257,7 +252,7 @@ def interval_hint(lm: LatencyModel, allowed: frozenset[str], score: Callable[[Br
     dla = [_fastest(lm, g, "dla", allowed) for g in range(len(groups))]
     if all(o is None for o in dla):
         return None
-    order = topological_positions(lm)
+    order = topological_order(lm.groups)
     costs = _Intervals(lm, order, gpu_options, dla, float(lm.launch_ns()), cores)
     most = min(limit, INTERVAL_MAX)
     low = costs.gpu_total / (cores + 1) / 2
@@ -265,10 +260,7 @@ def interval_hint(lm: LatencyModel, allowed: frozenset[str], score: Callable[[Br
     sets = {costs.select(w, cap, picks) for t in targets for w in INTERVAL_WEIGHTS
             for picks, cap in ((min(cores, most), t), (most, t), (most, t / 2))}
     ranked = sorted(costs.refine(*costs.assign(s)) for s in sorted(sets) if s)
-    neighbours: dict[int, set[int]] = {}
-    for a, b in lm.groups.group_edges():
-        neighbours.setdefault(a, set()).add(b)
-        neighbours.setdefault(b, set()).add(a)
+    neighbours = group_neighbours(lm.groups)
     plans: list[tuple[int, int, tuple[Placement, ...]]] = []
     for _, intervals, on in sorted(set(ranked))[:INTERVAL_SCORED]:
         placements = _interval_plan(order, intervals, on, gpu_options, dla, neighbours, limit)
@@ -281,29 +273,13 @@ def _interval_plan(order: list[int], intervals: tuple[tuple[int, int], ...], on:
                    ) -> tuple[Placement, ...]:
     """Each interval's connected parts as loadables on its core; past the limit the smallest parts go back to
     the GPU."""
-    parts: list[tuple[set[int], int]] = []
-    for (i, j), core in zip(intervals, on):
-        members = set(order[i:j + 1])
-        seen: set[int] = set()
-        for first in order[i:j + 1]:
-            if first in seen:
-                continue
-            part, stack = set(), [first]
-            while stack:
-                g = stack.pop()
-                if g in part:
-                    continue
-                part.add(g)
-                stack.extend(h for h in neighbours.get(g, ()) if h in members and h not in part)
-            seen |= part
-            parts.append((part, core))
+    parts = [(part, core) for (i, j), core in zip(intervals, on)
+             for part in components(set(order[i:j + 1]), neighbours)]
     parts.sort(key=lambda pc: (-len(pc[0]), min(pc[0])))
-    kept = parts[:limit]
     placements = [Placement(o) for o in gpu]
-    for part, core in kept:
+    for slot, (part, core) in enumerate(parts[:limit]):
         for g in part:
             option = dla[g]
             assert option is not None
-            placements[g] = Placement(option, core, 0)
-    slot = {g: k for k, (part, _) in enumerate(sorted(kept, key=lambda pc: min(pc[0]))) for g in part}
-    return tuple(Placement(p.option, p.core, slot[g]) if g in slot else p for g, p in enumerate(placements))
+            placements[g] = Placement(option, core, slot)
+    return _relabel(tuple(placements))

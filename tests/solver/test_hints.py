@@ -13,7 +13,8 @@ from optimizer.check import check_graph
 from optimizer.fusion import build_groups
 from optimizer.ir import load_model
 from optimizer.latency import LatencyModel, Placement, evaluate, load_profile
-from optimizer.solver._hints import _fastest, _Intervals, interval_hint, topological_positions
+from optimizer.solver._decompose import topological_order
+from optimizer.solver._hints import _fastest, _Intervals, interval_hint
 from tests.solver.conftest import add, build_model, chain, concat, conv, gpu_only
 from tests.solver.test_cpsat import _convex_connected
 
@@ -42,7 +43,7 @@ def _costs(lm):
     n = len(lm.groups.groups)
     gpu = [_fastest(lm, g, "gpu", ALLOWED) for g in range(n)]
     dla = [_fastest(lm, g, "dla", ALLOWED) for g in range(n)]
-    order = topological_positions(lm)
+    order = topological_order(lm.groups)
     return order, gpu, dla, _Intervals(lm, order, gpu, dla, float(lm.launch_ns()), 2)
 
 
@@ -107,7 +108,6 @@ def test_hint_plans_are_valid_loadables(tmp_path, favour_dla, graph, limit):
         assert _convex_connected(lm, members)
         assert len({hint[g].core for g in members}) == 1
     assert all((p.loadable >= 0) == (p.option.device == "dla") for p in hint)
-
 
 
 @pytest.mark.slow
