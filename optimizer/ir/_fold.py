@@ -93,20 +93,23 @@ def fold_node(node: onnx.NodeProto, opset: int, known: Mapping[str, np.ndarray],
     names = list(node.input)
     if not names or any(n and n not in known for n in names):
         return None
-    values = [known[n] if n else None for n in names]
-    present = [v for v in values if v is not None]
-    if not _fits(node, present):
+    return _run_reference(node, opset, [known[n] if n else None for n in names], MAX_FOLD_ELEMENTS)
+
+
+def _run_reference(node: onnx.NodeProto, opset: int, values: list[np.ndarray | None],
+                   most: int) -> list[np.ndarray] | None:
+    """The node's outputs by onnx's reference op, sized before it runs (`_fits`) and after; None when it
+    would be too large or the reference op cannot run this instance (the value simply stays unknown)."""
+    if not _fits(node, [v for v in values if v is not None], most):
         return None
     try:
         op = load_op("", node.op_type, opset)(
             node, {"log": lambda *_: None, "opsets": {"": opset}, "verbose": 0, "new_ops": None})
         result = op.run(*values)
-    except Exception:  # a reference op that cannot run this instance simply leaves it unfolded
+    except Exception:
         return None
     outputs = [np.asarray(r) for r in (result if isinstance(result, tuple) else (result,))]
-    if any(o.size > MAX_FOLD_ELEMENTS for o in outputs):
-        return None
-    return outputs
+    return None if any(o.size > most for o in outputs) else outputs
 
 
 BUILD_TIME_MAX_ELEMENTS = 1 << 23  # 64 MiB of int64: the largest index grid in the corpus (MViTv2) is 4.9M
@@ -141,7 +144,6 @@ def build_time_value(graph: Graph, tensor: str, max_elements: int = BUILD_TIME_M
             return None
         order.append(producer.name)
         pending.extend(t for t in producer.inputs if t)
-    done: set[str] = set()
     nodes = [graph.node(n) for n in dict.fromkeys(reversed(order))]
     while nodes:
         ready = [n for n in nodes if all(not t or t in graph.constants or t in values for t in n.inputs)]
@@ -149,23 +151,13 @@ def build_time_value(graph: Graph, tensor: str, max_elements: int = BUILD_TIME_M
             return None
         for node in ready:
             nodes.remove(node)
-            if node.name in done:
-                continue
-            done.add(node.name)
             args = [None if not t else graph.constants[t] if t in graph.constants else values[t] for t in node.inputs]
-            present = [a for a in args if a is not None]
+            if sum(a.size for a in args if a is not None) > max_elements:
+                return None  # sized before it runs: nothing a model holds can make it allocate more
             proto = onnx.helper.make_node(node.op_type, list(node.inputs), list(node.outputs),
                                           **_proto_attrs(node.op_type, graph.opset, node.attrs))
-            if sum(a.size for a in present) > max_elements or not _fits(proto, present, max_elements):
-                return None  # sized before it runs: nothing a model holds can make it allocate more
-            try:
-                op = load_op("", node.op_type, graph.opset)(
-                    proto, {"log": lambda *_: None, "opsets": {"": graph.opset}, "verbose": 0, "new_ops": None})
-                result = op.run(*args)
-            except Exception:  # a reference op that cannot run this instance leaves the value unknown
-                return None
-            outputs = [np.asarray(r) for r in (result if isinstance(result, tuple) else (result,))]
-            if any(o.size > max_elements for o in outputs):
+            outputs = _run_reference(proto, graph.opset, args, max_elements)
+            if outputs is None:
                 return None
             values.update({name: out for name, out in zip(node.outputs, outputs) if name})
     return graph.constants.get(tensor, values.get(tensor))
