@@ -39,7 +39,8 @@ def main() -> int:
     args = parser.parse_args()
     with open(args.manifest, encoding="utf-8", newline="") as handle:
         families = {r["name"]: r["family"] for r in csv.DictReader(handle)}
-    layers, skipped = compiled_layers(read_layer_table(args.layers), Path(args.models), families, load_catalog())
+    rows, catalog = read_layer_table(args.layers), load_catalog()  # read once: the padding comparison reuses them
+    layers, skipped = compiled_layers(rows, Path(args.models), families, catalog)
     models = sorted({x.model for x in layers})
     print(f"{len(layers)} compiled conv/matmul layers (node x SoC x precision) of {len(models)} models in "
           f"{len({x.family for x in layers})} families; {len(skipped)} models not loadable")
@@ -57,8 +58,7 @@ def main() -> int:
     print("NPU MAC array per core (padded MACs per NPU cycle, median of the largest fifth of conv layers):")
     for (soc, precision), macs in macs_per_cycle(layers).items():
         print(f"  {soc} {precision}: {macs:.0f}")
-    plain, _ = compiled_layers(read_layer_table(args.layers), Path(args.models), families, load_catalog(),
-                               atoms=(16, 16))
+    plain, _ = compiled_layers(rows, Path(args.models), families, catalog, atoms=(16, 16))
     before = conv_cycle_error(plain)
     print("conv NPU cycles as padded MACs / array width, median |error| (16-channel padding -> the target's "
           "MAC-array term, optimizer/latency/_rknn.py; targets without array figures keep the padding):")

@@ -33,8 +33,7 @@ from optimizer.catalog import Catalog
 from optimizer.errors import EdgeplanError
 from optimizer.ir import BYTES_PER_ELEMENT, Graph, load_model
 from optimizer.latency import op_class
-from optimizer.latency._model import channel_padding
-from optimizer.latency._rknn import array_figures, conv_array_factor
+from optimizer.latency._model import npu_padding
 
 
 @dataclass(frozen=True)
@@ -94,15 +93,10 @@ def compiled_layers(rows: Iterable[Mapping[str, str]], models: Path, families: M
         target = catalog.target(soc)
         peak = target.figures[f"npu_{precision}_tops"].value * 1e12
         bpe = BYTES_PER_ELEMENT[precision]
-        fig = target.figures
-        pad_in, pad_out = atoms or (int(fig["npu_channel_atom_in"].value) if "npu_channel_atom_in" in fig else 1,
-                                    int(fig["npu_channel_atom_out"].value) if "npu_channel_atom_out" in fig else 1)
-        array = None if atoms else array_figures(fig, precision)  # the model's own MAC-array term
-        factor = conv_array_factor(graph, node, *array) if array else None
         out.append(CompiledLayer(
             model=model, family=families.get(model, model), soc=soc, precision=precision, node=node_name,
             op_class=op_class(graph, node),
-            unit_compute_s=2 * node.macs * (factor or channel_padding(graph, node, pad_in, pad_out)) / peak,
+            unit_compute_s=2 * node.macs * npu_padding(graph, node, target.figures, precision, atoms) / peak,
             bytes=float(graph.weight_bytes(node, precision) + graph.activation_elements(node) * bpe),
             npu_cycles=npu, ddr_cycles=ddr, total_cycles=total, peak_ops=peak))
     return out, skipped

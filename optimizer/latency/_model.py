@@ -50,7 +50,7 @@ from functools import cached_property
 from typing import Any
 
 from optimizer.backends import backend_of
-from optimizer.catalog import Catalog, Target
+from optimizer.catalog import Catalog, Figure, Target
 from optimizer.fusion import GroupGraph, LayerGroup
 from optimizer.ir import BYTES_PER_ELEMENT, Graph, Node
 from optimizer.latency._gpu import GPU_TILE_OUTPUTS, split_k, split_k_extra_bytes, wave_utilization
@@ -169,6 +169,22 @@ def channel_padding(graph: Graph, node: Node, atom_in: int, atom_out: int) -> fl
     return math.ceil(per_group / atom_in) * atom_in / per_group * out
 
 
+def npu_padding(graph: Graph, node: Node, figures: Mapping[str, Figure], precision: str,
+                atoms: tuple[int, int] | None = None) -> float:
+    """MACs an NPU layer spends per useful MAC: a dense RKNN convolution's MAC-array term where the target gives
+    its figures (optimizer/latency/_rknn.py), else the padding to the target's channel atoms. Given `atoms`,
+    the padding to those alone (what fitting the atoms to the compiler's cycles compares)."""
+    if atoms is None:
+        array = array_figures(figures, precision)
+        factor = conv_array_factor(graph, node, *array) if array else None
+        if factor is not None:
+            return factor
+        if "npu_channel_atom_in" not in figures or "npu_channel_atom_out" not in figures:
+            return 1.0
+        atoms = (int(figures["npu_channel_atom_in"].value), int(figures["npu_channel_atom_out"].value))
+    return channel_padding(graph, node, *atoms)
+
+
 class LatencyModel:
     """Costs of options, transfers and launches for one model on one target."""
 
@@ -219,17 +235,6 @@ class LatencyModel:
         if device == "cpu":
             return self.cpu_peak_ops
         return self._peak_ops(device, "fp16" if f"{device}_fp16_tops" in fig else "int8")
-
-    def _npu_padding(self, node: Node, precision: str) -> float:
-        fig = self.target.figures
-        array = array_figures(fig, precision)  # RKNN dense conv on the MAC array (optimizer/latency/_rknn.py)
-        factor = conv_array_factor(self.graph, node, *array) if array else None
-        if factor is not None:
-            return factor
-        if "npu_channel_atom_in" not in fig or "npu_channel_atom_out" not in fig:
-            return 1.0
-        return channel_padding(self.graph, node, int(fig["npu_channel_atom_in"].value),
-                               int(fig["npu_channel_atom_out"].value))
 
     def _gpu_split(self, node: Node, precision: str = "int8") -> tuple[int, float]:
         """(split-K slices, SM utilization) of a tensor-core layer (optimizer/latency/_gpu.py; (1, 1) when
@@ -304,7 +309,7 @@ class LatencyModel:
                                      else 1)  # DLA-ELTWISE-XAVIER-SUB: a Scale plus a Sum
         cls = op_class(self.graph, node)
         if device == "npu" and node.macs:
-            scale *= self._npu_padding(node, precision)
+            scale *= npu_padding(self.graph, node, self.target.figures, precision)
         if device == "gpu" and node.macs and cls in TF32_CLASSES:
             scale /= self._gpu_waves(node, precision)
         macs = 2 * node.macs / self._peak_ops(device, precision, cls) * scale if node.macs else 0.0
