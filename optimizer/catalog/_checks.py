@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 
-from optimizer.catalog._layout import in_identity_run
+from optimizer.catalog._layout import LAYOUT_OPS, in_identity_run, moves_data
+from optimizer.catalog._layout import data_users as _data_users
+from optimizer.catalog._layout import only_user as _only_user
 from optimizer.ir._fold import build_time_value
 
 if TYPE_CHECKING:
@@ -46,15 +48,6 @@ class LayerView:
 
 
 Check = Callable[["Rule", LayerView], "str | None"]
-
-
-_METADATA_READERS = frozenset({"Shape", "Size"})
-
-
-def _data_users(graph: Graph, tensor: str) -> tuple[Node, ...]:
-    """The consumers that read a tensor's data: a Shape or Size reads only its dims, which the toolkit folds
-    into constants, so it neither holds the tensor in a layout nor forces one."""
-    return tuple(u for u in graph.consumers(tensor) if u.op_type not in _METADATA_READERS)
 
 
 def _dims(values: Sequence[Any]) -> str:
@@ -473,8 +466,6 @@ def _avgpool_count_include_pad(view: LayerView, params: Mapping[str, Any]) -> st
     return None
 
 
-
-
 def precision_only(rule: Rule, view: LayerView) -> str | None:
     if view.node.op_type in rule.params.get("ops", (view.node.op_type,)) and \
             view.precision not in rule.params["precisions"]:
@@ -540,7 +531,6 @@ def norm_limits(rule: Rule, view: LayerView) -> str | None:
     return norm_axes(rule, view)
 
 
-
 def _activation_matmul_operand(graph: Graph, tensor: str, depth: int = 4) -> tuple[int, Node] | None:
     """(operand index, MatMul) when `tensor` flows through element-wise ops only into a MatMul of two
     activations (exMatMul: attention's Q.K^T and P.V)."""
@@ -603,14 +593,6 @@ def _value_operand(graph: Graph, node: Node) -> tuple[int, tuple[Any, ...]] | No
     return None
 
 
-_LAYOUT_ONLY = frozenset({"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Flatten"})
-
-
-def _only_user(graph: Graph, tensor: str) -> Node | None:
-    users = _data_users(graph, tensor)
-    return users[0] if len(users) == 1 else None
-
-
 def _unit_move(graph: Graph, node: Node) -> bool:
     """A Squeeze/Unsqueeze/Reshape that only adds or drops unit axes: the toolkit's 4-D form is unchanged."""
     src = graph.shape(node.inputs[0]) if node.inputs else None
@@ -669,7 +651,7 @@ def _downstream_layout(graph: Graph, node: Node, depth: int = 4) -> list[Node]:
     found, frontier = [node], [node]
     for _ in range(depth):
         frontier = [u for n in frontier for o in n.outputs for u in (_only_user(graph, o),)
-                    if u is not None and u.op_type in _LAYOUT_ONLY]
+                    if u is not None and u.op_type in LAYOUT_OPS]
         found += frontier
     return found
 
@@ -1087,19 +1069,16 @@ def _normalised_heads(graph: Graph, tensor: str, depth: int = 8) -> bool:
 def _relaid_windows(graph: Graph, tensor: str, depth: int = 8) -> bool:
     """`tensor` holds windowed tokens made, through element-wise ops and a token MatMul, by a Reshape of a 2-D
     partition's [B, ws, ws, C] windows into [B, N, C] (RKNN-WINDOW-TOKENS relays them into the batch)."""
-    for _ in range(depth):
-        node = graph.producer(tensor)
-        if node is None:
-            return False
-        if node.op_type == "Reshape":
-            windows = graph.producer(node.inputs[0])
-            window = graph.producer(windows.inputs[0]) if windows is not None and windows.op_type == "Reshape" \
-                else None
-            return window is not None and window.op_type == "Transpose" and _window_tokens_out(graph, window, node)
-        if node.op_type not in _LAYOUT_NEUTRAL and not _const_matmul(graph, node):
-            return False
-        tensor = _activation_input(graph, node)
-    return False
+    node = _up_to(graph, tensor, lambda n: n.op_type == "Reshape", lambda n: _token_step(graph, n), depth)
+    windows = graph.producer(node.inputs[0]) if node is not None else None
+    window = graph.producer(windows.inputs[0]) if windows is not None and windows.op_type == "Reshape" else None
+    return node is not None and window is not None and window.op_type == "Transpose" \
+        and _window_tokens_out(graph, window, node)
+
+
+def _token_step(graph: Graph, node: Node) -> bool:
+    """An element-wise op or a token MatMul (constant weight): windowed tokens keep their windows through it."""
+    return node.op_type in _LAYOUT_NEUTRAL or _const_matmul(graph, node)
 
 
 def _cosine_windows(graph: Graph, tensor: str, depth: int = 4) -> bool:
@@ -1390,16 +1369,8 @@ def _heads_mix(graph: Graph, node: Node | None) -> bool:
 
 def _score_source(graph: Graph, tensor: str, depth: int = 4) -> Node | None:
     """The MatMul of two activations whose result `tensor` is, through score steps (scale, bias, Softmax)."""
-    for _ in range(depth):
-        node = graph.producer(tensor)
-        if node is None:
-            return None
-        if _is_activation_matmul(graph, node):
-            return node
-        if node.op_type not in _SCORE_STEPS:
-            return None
-        tensor = _activation_input(graph, node)
-    return None
+    return _up_to(graph, tensor, lambda n: _is_activation_matmul(graph, n), lambda n: n.op_type in _SCORE_STEPS,
+                  depth)
 
 
 def _heads_mix_transpose(graph: Graph, node: Node) -> str | None:
@@ -1461,7 +1432,6 @@ _GRID_PERM, _GRID_BACK = (0, 2, 4, 1, 3, 5), (0, 3, 1, 4, 2, 5)  # MaxViT's grid
 _PARTITIONS, _REVERSES = frozenset({_WINDOW_PERM, _GRID_PERM}), frozenset({_WINDOW_PERM, _GRID_BACK})
 _WINDOW_PERMS = _PARTITIONS | _REVERSES
 _REVERSE_BY_OP = 16  # probe winpart: the reverse's relayout is named after the token op with 4, 9, 16 windows, not 25
-_RUN_RESHAPES = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze"})
 
 
 def _window_windows(graph: Graph, transpose: Node) -> tuple[bool, int] | None:
@@ -1499,19 +1469,13 @@ def _window_tokens_out(graph: Graph, transpose: Node | None, node: Node) -> bool
 def _window_batch(graph: Graph, tensor: str, depth: int = 4) -> bool:
     """`tensor` holds 4-D windows [B, ws, ws, C] (B > 1) a square-grid partition made, through a token MatMul
     and element-wise ops (MaxViT's block attention keeps its windows that way, with no rank-3 token reshape)."""
-    for _ in range(depth):
-        node = graph.producer(tensor)
-        if node is None:
-            return False
-        if node.op_type == "Reshape":
-            out = graph.shape(node.outputs[0])
-            found = _window_windows(graph, graph.producer(node.inputs[0]) or node)
-            return found is not None and found[0] and found[1] > 1 and _static(out) and len(out) == 4 \
-                and int(out[0]) % found[1] == 0
-        if node.op_type not in _LAYOUT_NEUTRAL and not _const_matmul(graph, node):
-            return False
-        tensor = _activation_input(graph, node)
-    return False
+    node = _up_to(graph, tensor, lambda n: n.op_type == "Reshape", lambda n: _token_step(graph, n), depth)
+    if node is None:
+        return False
+    out = graph.shape(node.outputs[0])
+    found = _window_windows(graph, graph.producer(node.inputs[0]) or node)
+    return found is not None and found[0] and found[1] > 1 and _static(out) and len(out) == 4 \
+        and int(out[0]) % found[1] == 0
 
 
 def _window_head_transpose(graph: Graph, node: Node | None) -> bool:
@@ -1583,9 +1547,9 @@ def window_tokens(rule: Rule, view: LayerView) -> str | None:
         if pv is not None and _is_activation_matmul(graph, pv) and _window_attention(graph, pv) \
                 and _static(out) and len(out) == 4 and _softmax_side(graph, pv.inputs[0]):
             return "joins the heads of 4-D window attention back into [B, ws, ws, C]: a relayout on the CPU"
-    if node.op_type in _RUN_RESHAPES and node.inputs:
+    if node.op_type in _RESHAPES and node.inputs:
         users = _data_users(graph, node.outputs[0]) if node.outputs else ()
-        if len(users) == 1 and users[0].op_type in _RUN_RESHAPES:
+        if len(users) == 1 and users[0].op_type in _RESHAPES:
             return None  # not the last reshape of the run
         tensor, transpose = node.inputs[0], None
         for _ in range(4):
@@ -1595,7 +1559,7 @@ def window_tokens(rule: Rule, view: LayerView) -> str | None:
             if producer.op_type == "Transpose":
                 transpose = producer
                 break
-            if producer.op_type not in _RUN_RESHAPES:
+            if producer.op_type not in _RESHAPES:
                 break
             tensor = producer.inputs[0]
         found = _window_windows(graph, transpose) if transpose is not None else None
@@ -1604,7 +1568,7 @@ def window_tokens(rule: Rule, view: LayerView) -> str | None:
                     "the batch of windowed tokens: a relayout out of exWindow's form on the CPU")
         return None
     shape = graph.shape(node.outputs[0]) if node.outputs else None
-    if node.op_type in _LAYOUT_ONLY or not _static(shape) or len(shape) != 3:
+    if node.op_type in LAYOUT_OPS or not _static(shape) or len(shape) != 3:
         return None  # the reverse takes rank-3 windowed tokens [B, N, C]
     tensor = node.outputs[0]
     for _ in range(4):
@@ -1618,7 +1582,7 @@ def window_tokens(rule: Rule, view: LayerView) -> str | None:
                 return (f"makes the windowed tokens the window reverse {user.name} takes: relaid into exWindow's "
                         "form on the CPU")
             return None
-        if user.op_type not in _RUN_RESHAPES:
+        if user.op_type not in _RESHAPES:
             return None
         tensor = user.outputs[0]
     return None
@@ -1645,7 +1609,7 @@ def vector_sequence(rule: Rule, view: LayerView) -> str | None:
     the sequence (the Conv, its Sigmoid fused into it)."""
     graph, node = view.graph, view.node
     src, dst = view.in_shape(), view.out_shape()
-    if node.op_type in _RUN_RESHAPES:
+    if node.op_type in _RESHAPES:
         length = _channel_vector(src)
         users = _data_users(graph, node.outputs[0]) if node.outputs else ()
         if length is not None and _one_channel_sequence(dst) == length and len(users) == 1 \
@@ -1661,7 +1625,7 @@ def vector_sequence(rule: Rule, view: LayerView) -> str | None:
         user = _only_user(graph, tensor)
         if user is None:
             return None
-        if user.op_type in _RUN_RESHAPES:
+        if user.op_type in _RESHAPES:
             if _channel_vector(graph.shape(user.outputs[0])) == length:
                 return (f"makes a one-channel sequence {list(dst or ())} that {user.name} turns back into a channel "
                         "vector: a transpose out of W on the CPU")
@@ -1814,7 +1778,6 @@ def width_split(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
-_LAYOUT_OPS = frozenset({"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten"})
 _GRID_MERGE = (0, 3, 1, 4, 2, 5)
 
 
@@ -1833,14 +1796,14 @@ def grid_merge(rule: Rule, view: LayerView) -> str | None:
     merge: that one becomes a 5-D Transpose (C, nh, nw, gh, gw) -> (C, gh, nh, gw, nw) on the CPU, named after
     the last op of the run of layout ops it sits in, which carries the verdict."""
     graph, node = view.graph, view.node
-    if node.op_type not in _LAYOUT_OPS or not node.outputs:
+    if node.op_type not in LAYOUT_OPS or not node.outputs:
         return None
     users = _data_users(graph, node.outputs[0])
-    if len(users) == 1 and users[0].op_type in _LAYOUT_OPS:
+    if len(users) == 1 and users[0].op_type in LAYOUT_OPS:
         return None  # not the last op of its run
     current: Node | None = node
     for _ in range(8):
-        if current is None or current.op_type not in _LAYOUT_OPS:
+        if current is None or current.op_type not in LAYOUT_OPS:
             return None
         if _grid_merge(graph, current):
             dims = graph.shape(current.inputs[0])
@@ -1905,17 +1868,7 @@ def score_grid(rule: Rule, view: LayerView) -> str | None:
     src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
     if not (_static(src) and _static(dst)) or len(src) != 6 or len(dst) != 4 or dst[3] != src[4] * src[5]:
         return None
-    current: Node | None = graph.producer(node.inputs[0])
-    for _ in range(6):  # back through the grid's element-wise adds to the view of the scores
-        if current is None:
-            return None
-        if _score_grid_view(graph, current) is not None:
-            break
-        if current.op_type not in ("Add", "Sub", "Mul", "Div"):
-            return None
-        grids = [t for t in graph.runtime_inputs(current) if graph.shape(t) == tuple(src)]
-        current = graph.producer(grids[0]) if grids else None
-    else:
+    if not _merges_score_grid(graph, node, tuple(src)):
         return None
     if dst[3] % align:
         return (f"Reshape {list(src)} -> {list(dst)} merges a grid of attention scores back: M = {dst[3]} is not a "
@@ -2103,7 +2056,6 @@ def radix_row(rule: Rule, view: LayerView) -> str | None:
                 return (f"feeds the radix sum '{user.name}': the toolkit relays out its {rows} radix maps "
                         f"(1, {channels}, {height}, {width}) as rows (1, {rows}, 1, {row}) and {why}")
     return None
-
 
 
 def _window_partition(graph: Graph, tensor: str) -> bool:
@@ -2521,29 +2473,29 @@ def _phase_chain(graph: Graph, tensor: str) -> tuple[str, dict[int, tuple[int, i
 def _space_to_depth_slices(graph: Graph, concat: Node) -> set[str]:
     """The Slices of a space-to-depth ending in this Concat: every (start mod step) phase of one map, joined over
     an axis none of them slices; empty when the Concat is anything else."""
-    chains = [_phase_chain(graph, part) for part in concat.inputs]
-    if not chains or any(c is None for c in chains):
+    chains = [chain for part in concat.inputs if (chain := _phase_chain(graph, part)) is not None]
+    if not chains or len(chains) != len(concat.inputs):
         return set()
-    source = chains[0][0] if chains[0] else ""
-    axes = {axis: step for axis, (_, step) in (chains[0][1] if chains[0] else {}).items()}
+    source, first, _ = chains[0]
+    axes = {axis: step for axis, (_, step) in first.items()}
     rank = len(graph.shape(source) or ())
     if not rank or int(concat.attrs.get("axis", 0)) % rank in axes:
         return set()
     phases = set()
-    for chain in chains:
-        if chain is None or chain[0] != source or {a: s for a, (_, s) in chain[1].items()} != axes:
+    for tensor, phase, _ in chains:
+        if tensor != source or {a: step for a, (_, step) in phase.items()} != axes:
             return set()
-        phases.add(tuple(sorted((a, r) for a, (r, _) in chain[1].items())))
+        phases.add(tuple(sorted((a, r) for a, (r, _) in phase.items())))
     if len(phases) != len(chains) or len(phases) != math.prod(axes.values()):
         return set()
-    return set().union(*(chain[2] for chain in chains if chain is not None))
+    return set().union(*(names for _, _, names in chains))
 
 
 def _space_to_depth(graph: Graph, node: Node, depth: int = 4) -> bool:
     """The strided Slice belongs to a space-to-depth: every path from it runs through Slices only into a Concat of
     every (start mod step) phase of one map, which the toolkit lowers to one strided convolution (YOLOv5's
     Focus, Swin's patch merging)."""
-    frontier, seen = [node], set()
+    frontier = [node]
     for _ in range(depth):
         following = []
         for current in frontier:
@@ -2551,16 +2503,12 @@ def _space_to_depth(graph: Graph, node: Node, depth: int = 4) -> bool:
             if not users:
                 return False
             for user in users:
-                if user.op_type == "Concat":
-                    if current.name not in _space_to_depth_slices(graph, user):
-                        return False
-                    seen.add(user.name)
-                elif user.op_type == "Slice":
+                if user.op_type == "Slice":
                     following.append(user)
-                else:
+                elif user.op_type != "Concat" or current.name not in _space_to_depth_slices(graph, user):
                     return False
         if not following:
-            return bool(seen)
+            return True  # every path ended in a space-to-depth Concat
         frontier = following
     return False
 
@@ -2595,12 +2543,9 @@ def _as_npu_4d(shape: tuple[Dim, ...]) -> Shape:
 
 
 def _moving_transpose(graph: Graph, node: Node) -> bool:
+    """A 4-D Transpose that moves data on its own (`moves_data`)."""
     src = graph.shape(node.inputs[0]) if node.inputs else None
-    if node.op_type != "Transpose" or not _static(src) or len(src) != 4:
-        return False
-    perm = node.attrs.get("perm") or tuple(reversed(range(4)))
-    moved = [axis for axis in perm if src[axis] != 1]
-    return moved != sorted(moved)
+    return node.op_type == "Transpose" and _static(src) and len(src) == 4 and moves_data(graph, node)
 
 
 _TO_NHWC, _TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
@@ -2776,16 +2721,24 @@ def _direction_join(graph: Graph, node: Node) -> bool:
 def _matmul_result(graph: Graph, tensor: str, depth: int = 4) -> bool:
     """The tensor is a MatMul's result, directly or through element-wise ops (MViTv2's residual pooling adds q to
     P.V, CoaT adds its convolutional position term): it is still held in the MatMul's layout."""
+    return _up_to(graph, tensor, lambda n: n.op_type == "MatMul", lambda n: n.op_type in _LAYOUT_NEUTRAL,
+                  depth) is not None
+
+
+def _up_to(graph: Graph, tensor: str, stop: Callable[[Node], bool], through: Callable[[Node], bool],
+           depth: int) -> Node | None:
+    """The first producer up the tensor's activation inputs for which `stop` holds, passing only nodes
+    `through` admits, within `depth` producers; None otherwise."""
     for _ in range(depth):
         node = graph.producer(tensor)
         if node is None:
-            return False
-        if node.op_type == "MatMul":
-            return True
-        if node.op_type not in _LAYOUT_NEUTRAL:
-            return False
+            return None
+        if stop(node):
+            return node
+        if not through(node):
+            return None
         tensor = _activation_input(graph, node)
-    return False
+    return None
 
 
 def _form_channel_change(view: LayerView) -> str | None:
@@ -3161,14 +3114,22 @@ def _free_grid_merge(graph: Graph, node: Node, align: int) -> bool:
     src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
     if not (_static(src) and _static(dst)) or len(src) != 6 or len(dst) != 4 or dst[3] % align:
         return False
+    return _merges_score_grid(graph, node, tuple(src))
+
+
+def _merges_score_grid(graph: Graph, node: Node, grid: tuple[int, ...], depth: int = 6) -> bool:
+    """`node`'s input is a score grid (`_score_grid_view`), directly or through the element-wise adds of
+    relative positions onto it (each step followed along its operand shaped like the grid)."""
     current = graph.producer(node.inputs[0])
-    for _ in range(6):
+    for _ in range(depth):
         if current is None:
             return False
         if _score_grid_view(graph, current) is not None:
             return True
-        grids = [t for t in graph.runtime_inputs(current) if graph.shape(t) == tuple(src)]
-        current = graph.producer(grids[0]) if current.op_type in ("Add", "Sub", "Mul", "Div") and grids else None
+        if current.op_type not in ("Add", "Sub", "Mul", "Div"):
+            return False
+        grids = [t for t in graph.runtime_inputs(current) if graph.shape(t) == grid]
+        current = graph.producer(grids[0]) if grids else None
     return False
 
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 LAYOUT_OPS = frozenset({"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Flatten"})
 _MAX_ELEMENTS = 1 << 22  # index arrays above this are not built (4M int32: 16 MB); such a run is left undecided
-_METADATA_READERS = frozenset({"Shape", "Size"})
+METADATA_READERS = frozenset({"Shape", "Size"})
 
 
 def _static_shape(graph: Graph, tensor: str) -> tuple[int, ...] | None:
@@ -28,8 +28,15 @@ def _static_shape(graph: Graph, tensor: str) -> tuple[int, ...] | None:
     return tuple(int(d) for d in shape)
 
 
-def _sole_data_user(graph: Graph, tensor: str) -> Node | None:
-    users = [u for u in graph.consumers(tensor) if u.op_type not in _METADATA_READERS]
+def data_users(graph: Graph, tensor: str) -> tuple[Node, ...]:
+    """The consumers that read a tensor's data: a Shape or Size reads only its dims, which the toolkit folds
+    into constants, so it neither holds the tensor in a layout nor forces one."""
+    return tuple(u for u in graph.consumers(tensor) if u.op_type not in METADATA_READERS)
+
+
+def only_user(graph: Graph, tensor: str) -> Node | None:
+    """The tensor's one data user, or None."""
+    users = data_users(graph, tensor)
     return users[0] if len(users) == 1 else None
 
 
@@ -43,13 +50,13 @@ def layout_run(graph: Graph, node: Node, limit: int = 8) -> list[Node]:
         producer = graph.producer(current.inputs[0])
         if producer is None or producer.op_type not in LAYOUT_OPS or not producer.inputs:
             break
-        if _sole_data_user(graph, current.inputs[0]) is not current or len(producer.outputs) != 1:
+        if only_user(graph, current.inputs[0]) is not current or len(producer.outputs) != 1:
             break
         run.insert(0, producer)
         current = producer
     current = node
     while len(run) < 2 * limit:
-        user = _sole_data_user(graph, current.outputs[0])
+        user = only_user(graph, current.outputs[0])
         if user is None or user.op_type not in LAYOUT_OPS or user.inputs[0] != current.outputs[0]:
             break
         run.append(user)
@@ -93,7 +100,7 @@ def composes_to_reshape(graph: Graph, members: Sequence[Node]) -> bool:
     return bool(np.array_equal(data.reshape(-1), np.arange(size, dtype=np.int32)))
 
 
-def _moves(graph: Graph, node: Node) -> bool:
+def moves_data(graph: Graph, node: Node) -> bool:
     """A Transpose that reorders non-unit axes (a data move on its own)."""
     src = _static_shape(graph, node.inputs[0])
     if node.op_type != "Transpose" or src is None:
@@ -114,6 +121,6 @@ def in_identity_run(graph: Graph, node: Node) -> bool:
     for start in range(at, -1, -1):
         for end in range(max(at, start + 1), len(run)):
             stretch = run[start:end + 1]
-            if any(_moves(graph, m) for m in stretch) and composes_to_reshape(graph, stretch):
+            if any(moves_data(graph, m) for m in stretch) and composes_to_reshape(graph, stretch):
                 return True
     return False
