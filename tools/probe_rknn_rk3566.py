@@ -112,6 +112,26 @@ def wrap(name: str, nodes: list[onnx.NodeProto], inits: list[onnx.TensorProto], 
     return onnx.shape_inference.infer_shapes(m), (h, w_)
 
 
+def _partition() -> list[onnx.NodeProto]:
+    """x [1, C, H, W] -> channels last -> [1, nH, ws, nW, ws, C] ("s6") -> the 2-D window Transpose
+    (0,1,3,2,4,5), as Swin-style partitions write it."""
+    return [N("Transpose", ["x"], ["xl"], "to_last", perm=[0, 2, 3, 1]),
+            N("Reshape", ["xl", "s6"], ["x6"], "part_reshape"),
+            N("Transpose", ["x6"], ["xt"], "part_transpose", perm=[0, 1, 3, 2, 4, 5])]
+
+
+def _unwindow() -> list[onnx.NodeProto]:
+    """The window reverse from [1, nH, nW, ws, ws, C] ("m6"): (0,1,3,2,4,5) -> [1, H, W, C] ("s_map") -> NCHW y."""
+    return [N("Transpose", ["m6"], ["mt"], "rev_transpose", perm=[0, 1, 3, 2, 4, 5]),
+            N("Reshape", ["mt", "s_map"], ["ml"], "rev_map"),
+            N("Transpose", ["ml"], ["y"], "to_first", perm=[0, 3, 1, 2])]
+
+
+def _reverse(src: str) -> list[onnx.NodeProto]:
+    """Windows `src` [B, ws, ws, C] (or tokens) reshaped to [1, nH, nW, ws, ws, C] ("s_back6"), then `_unwindow`."""
+    return [N("Reshape", [src, "s_back6"], ["m6"], "rev_reshape"), *_unwindow()]
+
+
 def vop(d: int, n: int, heads: int = 1) -> Built:
     """softmax(Q.K^T * s).V with q/k/v from 1x1 convs reshaped to [1, heads, d, N] and transposed to tokens."""
     h, w_ = hw_for(n)
@@ -208,24 +228,17 @@ def winpart(nh: int, nw: int, ws: int, ch: int, flat: int) -> Built:
     """[1, C, H, W] -> (0,2,3,1) -> [1, NH, WS, NW, WS, C] -> (0,1,3,2,4,5) -> [B, WS, WS, C] (-> [B, WS*WS, C])
     -> MatMul [C, C] -> the window reverse -> (0,3,1,2) -> map."""
     b, h, w_ = nh * nw, nh * ws, nw * ws
-    win = [b, ws * ws, ch] if flat else [b, ws, ws, ch]
-    nodes = [N("Transpose", ["x"], ["xl"], "to_last", perm=[0, 2, 3, 1]),
-             N("Reshape", ["xl", "s6"], ["x6"], "part_reshape"),
-             N("Transpose", ["x6"], ["xt"], "part_transpose", perm=[0, 1, 3, 2, 4, 5]),
+    nodes = [*_partition(),
              N("Reshape", ["xt", "s_tok" if flat == 2 else "s_win"], ["xw"], "part_windows")]
     tokens = "xw"
     if flat == 1:
         nodes.append(N("Reshape", ["xw", "s_tok"], ["xf"], "part_tokens"))
         tokens = "xf"
     nodes += [N("MatMul", [tokens, "wm"], ["m"], "token_matmul"),
-              N("Reshape", ["m", "s_back6"], ["m6"], "rev_reshape"),
-              N("Transpose", ["m6"], ["mt"], "rev_transpose", perm=[0, 1, 3, 2, 4, 5]),
-              N("Reshape", ["mt", "s_map"], ["ml"], "rev_map"),
-              N("Transpose", ["ml"], ["y"], "to_first", perm=[0, 3, 1, 2])]
+              *_reverse("m")]
     inits = [w("wm", (ch, ch)), c("s6", np.array([1, nh, ws, nw, ws, ch], np.int64)),
              c("s_win", np.array([b, ws, ws, ch], np.int64)), c("s_tok", np.array([b, ws * ws, ch], np.int64)),
              c("s_back6", np.array([1, nh, nw, ws, ws, ch], np.int64)), c("s_map", np.array([1, h, w_, ch], np.int64))]
-    del win
     return wrap("winpart", nodes, inits, ch, h, w_, ch)
 
 
@@ -233,9 +246,7 @@ def swinattn(n: int, ws: int, heads: int, d: int, cos: int) -> Built:
     """Windowed attention after a 2-D partition through [B, ws, ws, C], as timm's Swin (COS 0) and SwinV2-cr
     (COS 1: q and k divided by their L2 norm over d, clipped, as F.normalize exports it) write it."""
     b, t, ch, side = n * n, ws * ws, heads * d, n * ws
-    nodes = [N("Transpose", ["x"], ["xl"], "to_last", perm=[0, 2, 3, 1]),
-             N("Reshape", ["xl", "s6"], ["x6"], "part_reshape"),
-             N("Transpose", ["x6"], ["xt"], "part_transpose", perm=[0, 1, 3, 2, 4, 5]),
+    nodes = [*_partition(),
              N("Reshape", ["xt", "s_win"], ["xw"], "part_windows"),
              N("Reshape", ["xw", "s_tok"], ["xf"], "part_tokens"),
              N("MatMul", ["xf", "wqkv"], ["qkv"], "qkv_matmul"),
@@ -262,10 +273,7 @@ def swinattn(n: int, ws: int, heads: int, d: int, cos: int) -> Built:
               N("Transpose", ["o"], ["ot"], "o_transpose", perm=[0, 2, 1, 3]),
               N("Reshape", ["ot", "s_tok"], ["tok"], "o_join"),
               N("MatMul", ["tok", "wp"], ["pr"], "proj"),
-              N("Reshape", ["pr", "s_back6"], ["m6"], "rev_reshape"),
-              N("Transpose", ["m6"], ["mt"], "rev_transpose", perm=[0, 1, 3, 2, 4, 5]),
-              N("Reshape", ["mt", "s_map"], ["ml"], "rev_map"),
-              N("Transpose", ["ml"], ["y"], "to_first", perm=[0, 3, 1, 2])]
+              *_reverse("pr")]
     inits = [w("wqkv", (ch, 3 * ch)), w("wp", (ch, ch)), c("s6", np.array([1, n, ws, n, ws, ch], np.int64)),
              c("s_win", np.array([b, ws, ws, ch], np.int64)), c("s_tok", np.array([b, t, ch], np.int64)),
              c("s5", np.array([b, t, 3, heads, d], np.int64)), c("ones", np.array([1, 1, 1], np.int64)),
@@ -320,9 +328,7 @@ def maxattn(n: int, ws: int, heads: int, d: int) -> Built:
     """timm MaxViT's PartitionAttention (block): windows kept as [B, ws, ws, C] through the qkv MatMul; the heads
     split by Reshape [B, N, h, 3d] + Transpose (0,2,1,3) and q/k/v sliced on the last axis."""
     b, t, ch, side = n * n, ws * ws, heads * d, n * ws
-    nodes = [N("Transpose", ["x"], ["xl"], "to_last", perm=[0, 2, 3, 1]),
-             N("Reshape", ["xl", "s6"], ["x6"], "part_reshape"),
-             N("Transpose", ["x6"], ["xt"], "part_transpose", perm=[0, 1, 3, 2, 4, 5]),
+    nodes = [*_partition(),
              N("Reshape", ["xt", "s_win"], ["xw"], "part_windows"),
              N("MatMul", ["xw", "wqkv"], ["qkv"], "qkv_matmul"),
              N("Reshape", ["qkv", "s_heads"], ["qh"], "head_reshape"),
@@ -337,10 +343,7 @@ def maxattn(n: int, ws: int, heads: int, d: int) -> Built:
               N("Transpose", ["o"], ["ot"], "o_transpose", perm=[0, 2, 1, 3]),
               N("Reshape", ["ot", "s_win"], ["ow"], "o_join"),
               N("MatMul", ["ow", "wp"], ["pr"], "proj"),
-              N("Reshape", ["pr", "s_back6"], ["m6"], "rev_reshape"),
-              N("Transpose", ["m6"], ["mt"], "rev_transpose", perm=[0, 1, 3, 2, 4, 5]),
-              N("Reshape", ["mt", "s_map"], ["ml"], "rev_map"),
-              N("Transpose", ["ml"], ["y"], "to_first", perm=[0, 3, 1, 2])]
+              *_reverse("pr")]
     inits = [w("wqkv", (ch, 3 * ch)), w("wp", (ch, ch)), c("s6", np.array([1, n, ws, n, ws, ch], np.int64)),
              c("s_win", np.array([b, ws, ws, ch], np.int64)), c("s_heads", np.array([b, t, heads, 3 * d], np.int64)),
              c("ax3", np.array([3], np.int64)), c("sc", np.float32(d**-0.5)),
@@ -355,9 +358,7 @@ def lsa(n: int, ws: int, heads: int, d: int, order: int) -> Built:
     """Windowed attention whose windows stay in axis 1 of [1, windows, tokens, ...] (Twins' LSA, NesT's blocks)."""
     b, t, ch, side = n * n, ws * ws, heads * d, n * ws
     perm = [3, 0, 4, 1, 2, 5] if order else [3, 0, 1, 4, 2, 5]
-    nodes = [N("Transpose", ["x"], ["xl"], "to_last", perm=[0, 2, 3, 1]),
-             N("Reshape", ["xl", "s6"], ["x6"], "part_reshape"),
-             N("Transpose", ["x6"], ["xt"], "part_transpose", perm=[0, 1, 3, 2, 4, 5]),
+    nodes = [*_partition(),
              N("MatMul", ["xt", "wqkv"], ["qkv"], "qkv_matmul"),
              N("Reshape", ["qkv", "s_heads"], ["qh"], "head_reshape"),
              N("Transpose", ["qh"], ["qt"], "head_transpose", perm=perm),
@@ -371,9 +372,7 @@ def lsa(n: int, ws: int, heads: int, d: int, order: int) -> Built:
               N("MatMul", ["p", "v"], ["o"], "pv"),
               N("Transpose", ["o"], ["ot"], "o_transpose", perm=[0, 2, 3, 1, 4] if order else [0, 1, 3, 2, 4]),
               N("Reshape", ["ot", "s_back6"], ["m6"], "o_join"),
-              N("Transpose", ["m6"], ["mt"], "rev_transpose", perm=[0, 1, 3, 2, 4, 5]),
-              N("Reshape", ["mt", "s_map"], ["ml"], "rev_map"),
-              N("Transpose", ["ml"], ["y"], "to_first", perm=[0, 3, 1, 2])]
+              *_unwindow()]
     inits = [w("wqkv", (ch, 3 * ch)), c("s6", np.array([1, n, ws, n, ws, ch], np.int64)),
              c("s_heads", np.array([1, b, t, 3, heads, d], np.int64)), c("ones", np.array([1, 1, 1], np.int64)),
              c("ax0", np.array([0], np.int64)), c("sc", np.float32(d**-0.5)),
