@@ -55,7 +55,7 @@ from optimizer.fusion import GroupGraph, LayerGroup
 from optimizer.ir import BYTES_PER_ELEMENT, Graph, Node
 from optimizer.latency._gpu import GPU_TILE_OUTPUTS, split_k, split_k_extra_bytes, wave_utilization
 from optimizer.latency._profile import OP_CLASSES, DeviceConstants, Profile
-from optimizer.latency._rknn import array_figures, conv_array_factor
+from optimizer.latency._rknn import array_figures, conv_array_factor, relayout_precisions
 
 __all__ = ["GPU_TILE_OUTPUTS", "wave_utilization"]  # re-exported: the wave term lives in _gpu.py
 
@@ -421,12 +421,35 @@ class LatencyModel:
             self._works[key] = self._work(group, option, default_formats)
         return self._works[key]
 
+    @cached_property
+    def _cpu_relayouts(self) -> dict[str, str]:
+        """RKNN: nodes whose CPU verdict is only the output relayout -> the NPU precision they run at."""
+        return relayout_precisions(self.io)
+
+    def _npu_layer_s(self, node: Node, precision: str) -> float:
+        """One node as its own NPU layer under the profile's NPU constants (optimizer/latency/_rknn.py)."""
+        unit = dict.fromkeys(OP_CLASSES, 0.0)
+        cls, macs, other = self._unit_compute_s(node, "npu", precision)
+        unit[cls] += macs
+        unit["vector"] += other
+        work = Work(unit_compute_s=tuple(unit[k] for k in OP_CLASSES),
+                    weight_bytes=float(self.graph.weight_bytes(node, precision)),
+                    act_bytes=float(self.batch * self.graph.activation_bytes(node, precision)),
+                    kernels=1, cores=1, boundary_s=0.0)
+        return work_seconds(work, self.constants("npu"), self.bandwidth, self.sram_bytes)
+
     def _work(self, group: LayerGroup, option: Option, default_formats: bool) -> Work:
         device, precision = option.device, option.precision
         unit = dict.fromkeys(OP_CLASSES, 0.0)
         weight_bytes = 0.0
+        npu_s = 0.0  # RKNN output relayouts: the node's own NPU layer, a fixed cost of the CPU option
         for m in group.members:
             node = self.graph.node(m)
+            if device == "cpu" and m in self._cpu_relayouts:
+                npu_s += self._npu_layer_s(node, self._cpu_relayouts[m])
+                unit["vector"] += self.batch * sum(self.graph.tensors[t].num_elements or 0 for t in node.outputs
+                                                   if t in self.graph.tensors) / self._vector_ops("cpu")
+                continue
             cls, macs, other = self._unit_compute_s(node, device, precision)
             unit[cls] += macs
             unit["vector"] += other
@@ -442,7 +465,7 @@ class LatencyModel:
                     chunks=self._gpu_wave_count(group, precision) if device == "gpu" else
                     self._dla_refills(group, precision, weight_bytes) if device == "dla" else 1,
                     cores=option.cores if device == "npu" else 1,
-                    boundary_s=self._boundary_io_s(group, option, default_formats))
+                    boundary_s=self._boundary_io_s(group, option, default_formats) + npu_s)
 
     def sram_of(self, loadable: int) -> int:
         """The managed SRAM pool of a DLA loadable slot (the shared default where no slot size is set)."""
