@@ -15,6 +15,10 @@ Physics terms beyond the roofline, each with its formula (README "The latency mo
   Jetson, rknn_run submit + completion interrupt on RKNN), once per inference, whatever the placement.
 - CPU fallback (RKNN): the CPU peak is `cpu_cores * cpu_ghz * cpu_neon_flops_per_cycle` when the target
   gives them (else `cpu_gflops`), times the CPU's per-op-class efficiency.
+- RKNN output relayout (RKNN-OUTPUT-RELAYOUT): the node's "cpu" option costs its own NPU layer plus a CPU copy of
+  its output elements (only the toolkit's appended Reshape is a CPU layer; optimizer/latency/_rknn.py).
+- RKNN conv output stage: a ReLU/Clip/LeakyReLU/PReLU after a Conv/Gemm of the same fused NPU group is free.
+- RKNN general API: a zero-copy-ready input is still copied by the CPU, `2 * bytes / BW + memsync_us`.
 - NPU/CPU hand-over: `memsync_us + handover_us + (npu_bytes + 4*elements)/BW + 4*elements/convert_rate`
   (seed 001 rknn_mem_sync per direction; the CPU side works in FP32 NCHW, the NPU side in NC1HWC2).
 - Multi-core NPU: a split layer's class-k compute is divided by `cores * split_efficiency[k]`.
@@ -55,7 +59,7 @@ from optimizer.fusion import GroupGraph, LayerGroup
 from optimizer.ir import BYTES_PER_ELEMENT, Graph, Node
 from optimizer.latency._gpu import GPU_TILE_OUTPUTS, split_k, split_k_extra_bytes, wave_utilization
 from optimizer.latency._profile import OP_CLASSES, DeviceConstants, Profile
-from optimizer.latency._rknn import array_figures, conv_array_factor, relayout_precisions
+from optimizer.latency._rknn import CONV_OUTPUT_ACTIVATIONS, array_figures, conv_array_factor, relayout_precisions
 
 __all__ = ["GPU_TILE_OUTPUTS", "wave_utilization"]  # re-exported: the wave term lives in _gpu.py
 
@@ -438,6 +442,13 @@ class LatencyModel:
                     kernels=1, cores=1, boundary_s=0.0)
         return work_seconds(work, self.constants("npu"), self.bandwidth, self.sram_bytes)
 
+    def _in_conv_output(self, group: LayerGroup, node: Node) -> bool:
+        """RKNN: an activation the NPU applies in its convolution's output stage (optimizer/latency/_rknn.py)."""
+        if node.op_type not in CONV_OUTPUT_ACTIVATIONS:
+            return False
+        producer = self.graph.producer(node.inputs[0]) if node.inputs else None
+        return producer is not None and producer.name in group.members and producer.op_type in ("Conv", "Gemm")
+
     def _work(self, group: LayerGroup, option: Option, default_formats: bool) -> Work:
         device, precision = option.device, option.precision
         unit = dict.fromkeys(OP_CLASSES, 0.0)
@@ -451,6 +462,8 @@ class LatencyModel:
                                                    if t in self.graph.tensors) / self._vector_ops("cpu")
                 continue
             cls, macs, other = self._unit_compute_s(node, device, precision)
+            if device == "npu" and group.fused and self._in_conv_output(group, node):
+                other = 0.0
             unit[cls] += macs
             unit["vector"] += other
             keep = SPARSE_KEEP[option.sparsity] if m == group.anchor else 1.0

@@ -28,6 +28,15 @@ gives the node a CPU verdict, since the placement is the node's; its cost on the
 the node's own NPU layer time (MACs, weights and activations at the NPU precision, one layer overhead) plus the
 CPU relayout, instead of the node's MACs and FP32 weights on the Cortex-A cores. The check names such nodes
 in its `io` block (`cpu_relayout`: NPU precision -> nodes whose only NPU violation is this rule).
+
+Activations in the convolution's output stage: a ReLU, ReLU6 (Clip), LeakyReLU or PReLU fed by a Conv/Gemm of
+the same fused NPU group is applied to the accumulator on its way out, so it adds no work of its own (its one op
+per element is not priced): rknn-toolkit2 compiles them into one layer (ConvRelu, ConvClip, ConvLeakyRelu) whose
+NPU cycles are exactly the MAC-array formula's (corpus RK3588 INT8: median ratio 1.000 over 1,908 ConvRelu and
+134 ConvClip layers; `python benchmarks/compiler_cycles.py`). SiLU (Sigmoid x input, the toolkit's ConvExSwish)
+is compiled the same way and costs the same compiler cycles, but the published rows disagree: rknn_model_zoo's
+YOLOv5s runs at 0.73x the rate of its ReLU twin on RK3588 (48.4 vs 66.1 fps), so the measurement wins and SiLU's
+Sigmoid and Mul keep their elementwise price (pricing them free as well made every RKNN key's held-out error worse).
 """
 
 from __future__ import annotations
@@ -38,7 +47,10 @@ from collections.abc import Mapping
 from optimizer.catalog import Figure
 from optimizer.ir import Graph, Node
 
-__all__ = ["array_figures", "conv_array_factor", "relayout_precisions"]
+__all__ = ["CONV_OUTPUT_ACTIVATIONS", "array_figures", "conv_array_factor", "relayout_precisions"]
+
+# activations the NPU applies in a convolution's output stage at no cost of their own (see the module docstring)
+CONV_OUTPUT_ACTIVATIONS = frozenset({"Relu", "Clip", "LeakyRelu", "PRelu"})
 
 
 def array_figures(figures: Mapping[str, Figure], precision: str) -> tuple[int, int, int] | None:

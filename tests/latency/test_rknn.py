@@ -121,3 +121,31 @@ def test_the_general_api_copies_a_zero_copy_ready_input_on_the_cpu(tmp_path):
     handed = LatencyModel(build_groups(report), CATALOG, tgt, load_profile(tgt.family), io=report.io,
                           pass_through=True)
     assert handed.input_format("x", option) == ("NHWC", 0.0)
+
+
+def _conv_act(tmp_path, act):
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1] * 4)]
+    if act == "SiLU":
+        nodes += [helper.make_node("Sigmoid", ["c"], ["s"], name="sig"), helper.make_node("Mul", ["c", "s"], ["y"])]
+    else:
+        nodes.append(helper.make_node(act, ["c"], ["y"], name="act"))
+    return save_model(tmp_path / f"{act}.onnx", nodes, [value("x", [1, 64, 40, 40])], [value("y", None)],
+                      [weight("w", [64, 64, 3, 3])])
+
+
+def test_a_relu_in_the_convolutions_output_stage_costs_nothing_a_silu_keeps_its_two_elementwise_ops(tmp_path):
+    """ReLU/Clip/LeakyReLU after a Conv of the same NPU group: the group's NPU work is the conv's alone (vector
+    work 0); a SiLU adds 2 ops per output element at the NPU's vector peak; on the CPU a ReLU still costs its op."""
+    works = {}
+    for act in ("Relu", "LeakyRelu", "SiLU"):
+        model = _model(_conv_act(tmp_path, act), "rk3588")
+        (group,) = model.groups.groups
+        assert group.fused
+        works[act] = (model, model.work(group, Option("npu", "int8")), model.work(group, Option("cpu", "fp32")))
+    model, relu, relu_cpu = works["Relu"]
+    vector = 5  # OP_CLASSES index of "vector"
+    assert relu.unit_compute_s[vector] == 0.0 and works["LeakyRelu"][1].unit_compute_s[vector] == 0.0
+    assert relu.unit_compute_s[0] == works["SiLU"][1].unit_compute_s[0] > 0  # the same conv
+    elements = 64 * 40 * 40
+    assert works["SiLU"][1].unit_compute_s[vector] == pytest.approx(2 * elements / model._vector_ops("npu"))
+    assert relu_cpu.unit_compute_s[vector] == pytest.approx(elements / model.cpu_peak_ops)
