@@ -1,6 +1,6 @@
 """Rockchip RKNN2 with rknn-toolkit2: one NPU engine whose cores split a layer, and CPU fallback.
 
-Boundary formats are the zero-copy layouts of seed 003 §3.1.6 (NC1HWC2 on the NPU side, FP32 NCHW on the
+Boundary formats are the zero-copy layouts of seed 003 §3.1.6 (NC1HWC2 on the NPU side, NCHW on the
 CPU side), an NPU/CPU hand-over pays rknn_mem_sync and a CPU layout conversion, and exports are a
 convert.py for rknn-toolkit2 with hybrid-quantization layers and runtime settings."""
 
@@ -87,13 +87,14 @@ class RknnBackend(Backend):
 
     def transfer(self, model: CostView, tensor: str, src: str, dst: str, precision: str,
                  default_formats: bool = False) -> tuple[str, float]:
-        """RKNN-MEMSYNC + RKNN-ZC-LAYOUT: the CPU side is FP32 NCHW."""
+        """RKNN-MEMSYNC + RKNN-ZC-LAYOUT: the CPU side is NCHW at the NPU's precision (rknn-toolkit2 runs its CPU
+        layers on INT8 tensors in an INT8 build and FLOAT16 ones in an FP16 build: the data_type of 8,699 of the
+        8,721 CPU layers of the corpus/rknn layer tables), so both sides move the NPU-precision bytes."""
         info = model.graph.tensors[tensor]
         elements = info.num_elements or 0
-        dense = elements * model.batch * BYTES_PER_ELEMENT[precision]
         profile = model.profile
-        cpu_bytes = elements * model.batch * BYTES_PER_ELEMENT["fp32"]
-        npu_bytes = dense if src == "npu" else elements * model.batch * BYTES_PER_ELEMENT[precision_npu(precision)]
+        npu_bytes = elements * model.batch * BYTES_PER_ELEMENT[precision_npu(precision)]
+        cpu_bytes = npu_bytes
         seconds = ((profile.memsync_us + profile.handover_us) * 1e-6 + (npu_bytes + cpu_bytes) / model.bandwidth
                    + cpu_bytes / (profile.layout_convert_gbps * 1e9))
         return "nchw", float(seconds)

@@ -19,9 +19,11 @@ Physics terms beyond the roofline, each with its formula (README "The latency mo
   its output elements (only the toolkit's appended Reshape is a CPU layer; optimizer/latency/_rknn.py).
 - RKNN conv output stage: a ReLU/Clip/LeakyReLU/PReLU after a Conv/Gemm of the same fused NPU group is free.
 - RKNN general API: a zero-copy-ready input is still copied by the CPU, `2 * bytes / BW + memsync_us`.
-- NPU/CPU hand-over: `memsync_us + handover_us + (npu_bytes + 4*elements)/BW + 4*elements/convert_rate`
-  (seed 001 rknn_mem_sync per direction; the CPU side works in FP32 NCHW, the NPU side in NC1HWC2).
-- Multi-core NPU: a split layer's class-k compute is divided by `cores * split_efficiency[k]`.
+- NPU/CPU hand-over: `memsync_us + handover_us + 2*bytes/BW + bytes/convert_rate`, bytes at the NPU precision
+  (seed 001 rknn_mem_sync per direction; the CPU side works in NCHW at the build's precision, as rknn-toolkit2's CPU
+  layers do, the NPU side in NC1HWC2).
+- Multi-core NPU: a split layer's class-k compute is divided by `cores * split_efficiency[k]`; on RKNN only groups
+  of the layers librknnrt splits (Conv, Add, Concat, ReLU-class activations; optimizer/latency/_rknn.py) split.
 - GPU waves: a tensor-core layer's output is tiled into thread blocks of GPU_TILE_OUTPUTS outputs
   (CUTLASS's default 128 x 128 threadblock tile) that run in waves over the `gpu_sms` SMs; the last wave
   leaves SMs idle, so the layer's MACs are divided by `blocks / (ceil(blocks / sms) * sms)` (NVIDIA's
@@ -59,7 +61,13 @@ from optimizer.fusion import GroupGraph, LayerGroup
 from optimizer.ir import BYTES_PER_ELEMENT, Graph, Node
 from optimizer.latency._gpu import GPU_TILE_OUTPUTS, split_k, split_k_extra_bytes, wave_utilization
 from optimizer.latency._profile import OP_CLASSES, DeviceConstants, Profile
-from optimizer.latency._rknn import CONV_OUTPUT_ACTIVATIONS, array_figures, conv_array_factor, relayout_precisions
+from optimizer.latency._rknn import (
+    CONV_OUTPUT_ACTIVATIONS,
+    CORE_SPLIT_OPS,
+    array_figures,
+    conv_array_factor,
+    relayout_precisions,
+)
 
 __all__ = ["GPU_TILE_OUTPUTS", "wave_utilization"]  # re-exported: the wave term lives in _gpu.py
 
@@ -442,6 +450,11 @@ class LatencyModel:
                     kernels=1, cores=1, boundary_s=0.0)
         return work_seconds(work, self.constants("npu"), self.bandwidth, self.sram_bytes)
 
+    def _splits(self, group: LayerGroup) -> bool:
+        """RKNN: the runtime splits a group over the NPU cores only when all of its layers split
+        (optimizer/latency/_rknn.py CORE_SPLIT_OPS)."""
+        return self.backend.name != "rknn" or all(self.graph.node(m).op_type in CORE_SPLIT_OPS for m in group.members)
+
     def _in_conv_output(self, group: LayerGroup, node: Node) -> bool:
         """RKNN: an activation the NPU applies in its convolution's output stage (optimizer/latency/_rknn.py)."""
         if node.op_type not in CONV_OUTPUT_ACTIVATIONS:
@@ -477,7 +490,7 @@ class LatencyModel:
                     kernels=self._kernels(group) * (self.images if device == "dla" else 1),
                     chunks=self._gpu_wave_count(group, precision) if device == "gpu" else
                     self._dla_refills(group, precision, weight_bytes) if device == "dla" else 1,
-                    cores=option.cores if device == "npu" else 1,
+                    cores=option.cores if device == "npu" and self._splits(group) else 1,
                     boundary_s=self._boundary_io_s(group, option, default_formats) + npu_s)
 
     def sram_of(self, loadable: int) -> int:

@@ -37,6 +37,13 @@ NPU cycles are exactly the MAC-array formula's (corpus RK3588 INT8: median ratio
 is compiled the same way and costs the same compiler cycles, but the published rows disagree: rknn_model_zoo's
 YOLOv5s runs at 0.73x the rate of its ReLU twin on RK3588 (48.4 vs 66.1 fps), so the measurement wins and SiLU's
 Sigmoid and Mul keep their elementwise price (pricing them free as well made every RKNN key's held-out error worse).
+
+Multi-core NPU (RK3588, RK3576): with a multi-core mask (RKNN_NPU_CORE_0_1, _0_1_2) the runtime splits only Conv
+(dense and depthwise), Add, Concat, ReLU, Clip/ReLU6, ThresholdedReLU, PReLU and LeakyReLU layers over the cores;
+every other layer runs on core 0 (the rknn_core_mask note of Rockchip's rknn_api.h, as swdee/go-rknnlite's
+runtime.go quotes it; a ConvExSwish stays on one core, as users report). A group split over k cores divides its
+class-c compute by `k * multicore_split[c]` (the profile); a group with any other member is priced on one core
+whatever the mask, on top of the catalog's per-op `multicore` flags (seed 002's "not yet supported" list).
 """
 
 from __future__ import annotations
@@ -47,10 +54,15 @@ from collections.abc import Mapping
 from optimizer.catalog import Figure
 from optimizer.ir import Graph, Node
 
-__all__ = ["CONV_OUTPUT_ACTIVATIONS", "array_figures", "conv_array_factor", "relayout_precisions"]
+__all__ = ["CONV_OUTPUT_ACTIVATIONS", "CORE_SPLIT_OPS", "array_figures", "conv_array_factor", "relayout_precisions"]
 
 # activations the NPU applies in a convolution's output stage at no cost of their own (see the module docstring)
 CONV_OUTPUT_ACTIVATIONS = frozenset({"Relu", "Clip", "LeakyRelu", "PRelu"})
+# the layers librknnrt splits over the cores of a multi-core mask (see the module docstring), with the ops the
+# toolkit folds into them (BatchNormalization into the Conv, a constant-weight Gemm becomes a 1x1 Conv) and the
+# layout ops that cost nothing
+CORE_SPLIT_OPS = frozenset({"Conv", "Gemm", "Add", "Concat", "Relu", "Clip", "ThresholdedRelu", "PRelu", "LeakyRelu",
+                            "BatchNormalization", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"})
 
 
 def array_figures(figures: Mapping[str, Figure], precision: str) -> tuple[int, int, int] | None:

@@ -117,11 +117,18 @@ def test_cpu_fallback_runs_at_the_neon_peak_of_the_soc_cores(tmp_path):
     assert slow._unit_compute_s(node, "cpu", "fp32")[1] / macs_s == pytest.approx(153.6 / 4.8)
 
 
-def test_npu_cpu_hand_over_costs_sync_handover_and_an_fp32_conversion(tmp_path):
+def test_npu_cpu_hand_over_costs_sync_handover_and_a_conversion_at_the_npu_precision(tmp_path):
+    """The toolkit's CPU layers hold INT8 tensors in an INT8 build (corpus layer tables): 1 byte an element on both
+    sides of an INT8 hand-over, 2 in FP16, and a CPU layer's FP32-labelled output goes back at FP16."""
     lm = _lm(_conv(tmp_path, c=64, hw=56), "rk3588")
     p = lm.profile
     elements = 64 * 56 * 56
-    cpu_bytes, npu_bytes = 4 * elements, elements * BYTES_PER_ELEMENT["int8"]
+    cpu_bytes = npu_bytes = elements * BYTES_PER_ELEMENT["int8"]
+    for precision, size in (("fp16", 2), ("fp32", 2)):
+        half = size * elements
+        assert lm.transfer("y", "npu" if precision == "fp16" else "cpu", "cpu" if precision == "fp16" else "npu",
+                           precision)[1] == round(((p.memsync_us + p.handover_us) * 1e-6 + 2 * half / lm.bandwidth
+                                                   + half / (p.layout_convert_gbps * 1e9)) * 1e9)
     expected = ((p.memsync_us + p.handover_us) * 1e-6 + (npu_bytes + cpu_bytes) / lm.bandwidth
                 + cpu_bytes / (p.layout_convert_gbps * 1e9))
     fmt, ns = lm.transfer("y", "npu", "cpu", "int8")

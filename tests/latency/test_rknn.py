@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from onnx import helper
 
@@ -10,7 +12,7 @@ from optimizer.check import check_graph
 from optimizer.fusion import build_groups
 from optimizer.ir import load_model
 from optimizer.latency import LatencyModel, Option, load_profile
-from optimizer.latency._model import channel_padding
+from optimizer.latency._model import channel_padding, work_seconds
 from optimizer.latency._rknn import array_figures, conv_array_factor
 from tests.conftest import save_model, value, weight
 
@@ -149,3 +151,27 @@ def test_a_relu_in_the_convolutions_output_stage_costs_nothing_a_silu_keeps_its_
     elements = 64 * 40 * 40
     assert works["SiLU"][1].unit_compute_s[vector] == pytest.approx(2 * elements / model._vector_ops("npu"))
     assert relu_cpu.unit_compute_s[vector] == pytest.approx(elements / model.cpu_peak_ops)
+
+
+def test_only_the_layers_librknnrt_splits_use_a_multi_core_mask(tmp_path):
+    """rknn_core_mask: Conv(+ReLU), Add, Concat split over the cores; a MaxPool (or a SiLU conv) runs on core 0:
+    its 3-core option costs exactly its 1-core one, while the Conv+ReLU's compute is divided by 3 x the split."""
+    model = _model(_conv_act(tmp_path, "Relu"), "rk3588")
+    (group,) = model.groups.groups
+    one, three = model.work(group, Option("npu", "int8", 1)), model.work(group, Option("npu", "int8", 3))
+    assert three.cores == 3 and one.cores == 1
+    const = model.constants("npu")
+    assert model.option_ns(group, Option("npu", "int8", 3)) < model.option_ns(group, Option("npu", "int8", 1))
+    compute = [work_seconds(replace(w, weight_bytes=0.0, act_bytes=0.0, kernels=0, boundary_s=0.0), const, model.bandwidth, 0)
+               for w in (one, three)]
+    assert compute[1] - const.multicore_overhead_us * 1e-6 == pytest.approx(
+        compute[0] / (3 * const.multicore_split["conv"]))
+    silu = _model(_conv_act(tmp_path, "SiLU"), "rk3588")
+    (group,) = silu.groups.groups
+    assert silu.work(group, Option("npu", "int8", 3)).cores == 1
+    pool = helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2, 2], strides=[2, 2])
+    model = _model(save_model(tmp_path / "pool.onnx", [pool], [value("x", [1, 64, 80, 80])], [value("y", None)]),
+                   "rk3588")
+    (group,) = model.groups.groups
+    assert group.multicore  # the catalog lets it split; the runtime does not
+    assert model.option_ns(group, Option("npu", "int8", 3)) == model.option_ns(group, Option("npu", "int8", 1))
