@@ -333,8 +333,11 @@ def prepare(model_path: str | Path, target_id: str, situation: Situation, catalo
                             file=str(model_path))
     report, groups = checked.report, checked.groups
 
+    # the whole model on the CPU: an RKNN output relayout's node runs there too, not on the NPU
+    io = {**report.io, "cpu_relayout": {}} if situation.accelerator == "cpu" else report.io
+
     def latency_model(batch: int) -> LatencyModel:
-        return LatencyModel(groups, catalog, target, profile, io=report.io, batch=batch // exported,
+        return LatencyModel(groups, catalog, target, profile, io=io, batch=batch // exported,
                             io_costs=situation.io_included, tf32=situation.tf32)
 
     model = latency_model(situation.batch)

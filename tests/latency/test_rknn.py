@@ -175,3 +175,20 @@ def test_only_the_layers_librknnrt_splits_use_a_multi_core_mask(tmp_path):
     (group,) = model.groups.groups
     assert group.multicore  # the catalog lets it split; the runtime does not
     assert model.option_ns(group, Option("npu", "int8", 3)) == model.option_ns(group, Option("npu", "int8", 1))
+
+
+def test_the_whole_model_on_the_cpu_prices_a_relayout_node_on_the_cpu(tmp_path):
+    """predict --accelerator cpu (issue 12 item 6): the same CPU physics as a fallback layer, and an output relayout's
+    node runs on the Cortex-A cores with the rest, not on the NPU."""
+    from optimizer.calibrate._predict import predict
+    from optimizer.calibrate._situation import Situation
+
+    path = _classifier(tmp_path, 1000)
+    cpu = predict(path, "rk3588", Situation("cpu", "fp32"), catalog=CATALOG)
+    npu = predict(path, "rk3588", Situation("npu", "int8"), catalog=CATALOG)
+    model = _model(path, "rk3588")
+    plain = LatencyModel(model.groups, CATALOG, model.target, model.profile, io={**model.io, "cpu_relayout": {}})
+    (group,) = model.groups.groups
+    assert cpu.figure.latency_s * 1e9 == pytest.approx(plain.option_ns(group, Option("cpu", "fp32"))
+                                                       + plain.inference_ns(), abs=2)
+    assert npu.figure.latency_s < cpu.figure.latency_s / 2  # the NPU run keeps the Gemm on the NPU
