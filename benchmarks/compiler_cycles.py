@@ -22,7 +22,9 @@ from optimizer.calibrate._compiler import (
     class_shape,
     compiled_layers,
     conv_cycle_error,
+    cpu_layer_types,
     fit_shape,
+    fused_activation_ratios,
     hold_out_by_family,
     macs_per_cycle,
     read_layer_table,
@@ -64,6 +66,13 @@ def main() -> int:
           "MAC-array term, optimizer/latency/_rknn.py; targets without array figures keep the padding):")
     for key, (count, error) in conv_cycle_error(layers).items():
         print(f"  {key[0]} {key[1]}: {count} layers, {before[key][1]:.1%} -> {error:.1%}")
+    print("fused conv layers, NPU cycles / the MAC-array formula, median (what a fused activation adds; "
+          "optimizer/latency/_rknn.py prices ReLU-class ones free):")
+    for (soc, precision, kind), (count, ratio) in fused_activation_ratios(rows, catalog).items():
+        print(f"  {soc} {precision} {kind}: {count} layers, {ratio:.3f}")
+    print("CPU fallback layers by (build precision, data type): the precision the CPU side holds (hand-overs):")
+    for (precision, dtype), count in cpu_layer_types(args.layers).items():
+        print(f"  {precision} {dtype}: {count}")
     for line in skipped:
         print(f"skipped {line}")
     return 0

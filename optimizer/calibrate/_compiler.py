@@ -34,6 +34,7 @@ from optimizer.errors import EdgeplanError
 from optimizer.ir import BYTES_PER_ELEMENT, Graph, load_model
 from optimizer.latency import op_class
 from optimizer.latency._model import npu_padding
+from optimizer.latency._rknn import array_figures
 
 
 @dataclass(frozen=True)
@@ -220,3 +221,53 @@ def conv_cycle_error(layers: Sequence[CompiledLayer]) -> dict[tuple[str, str], t
         errors = [abs(x.unit_compute_s * x.peak_ops / 2 / macs / x.npu_cycles - 1) for x in convs]
         out[key] = (len(convs), float(np.median(errors)))
     return out
+
+
+def _shapes(text: str) -> list[tuple[int, ...]]:
+    """The toolkit's "(1,3,320,320),(16,3,3,3),..." shape lists (an elided "..." entry is left out)."""
+    out = []
+    for part in text.split("),"):
+        dims = part.strip().strip("()").split(",")
+        if all(d.strip().isdigit() for d in dims if d.strip()) and any(d.strip() for d in dims):
+            out.append(tuple(int(d) for d in dims if d.strip()))
+    return out
+
+
+def fused_activation_ratios(rows: Iterable[Mapping[str, str]], catalog: Catalog,
+                            least: int = 20) -> dict[tuple[str, str, str], tuple[int, float]]:
+    """Per (soc, precision, compiled layer type Conv*): dense 2-D conv layers and the median of their NPU cycles over
+    the MAC-array formula's (optimizer/latency/_rknn.py), on SoCs with array figures: how much a fused activation
+    (ConvRelu, ConvClip, ConvExSwish, ...) adds to the conv in the compiler's own estimate."""
+    arrays = {}
+    for target in catalog.targets.values():
+        for precision in ("int8", "fp16"):
+            figures = array_figures(target.figures, precision)
+            if figures is not None:
+                arrays[(target.id, precision)] = figures
+    ratios: dict[tuple[str, str, str], list[float]] = {}
+    for r in rows:
+        key = (r["soc"], r["precision"])
+        if key not in arrays or not r["op_type"].startswith("Conv"):
+            continue
+        ins, outs = _shapes(r["input_shapes"]), _shapes(r["output_shapes"])
+        if len(ins) < 2 or len(ins[0]) != 4 or len(ins[1]) != 4 or not outs or len(outs[0]) != 4:
+            continue
+        (c_out, c_in, kh, kw), atom_in, atom_out, floor = ins[1], *arrays[key]
+        if c_in != ins[0][1]:
+            continue  # grouped or depthwise
+        formula = outs[0][2] * outs[0][3] * -(-c_out // atom_out) * max(floor, kh * kw * -(-c_in // atom_in))
+        ratios.setdefault((*key, r["op_type"]), []).append(float(r["cycles_npu"] or 0) / formula)
+    return {k: (len(v), float(np.median(v))) for k, v in sorted(ratios.items()) if len(v) >= least}
+
+
+def cpu_layer_types(path: str | Path) -> dict[tuple[str, str], int]:
+    """(build precision, data type) -> CPU layers of that type (input/output operators left out): what precision
+    the toolkit's CPU fallback layers hold their tensors in."""
+    opener = gzip.open if str(path).endswith(".gz") else open
+    counts: dict[tuple[str, str], int] = {}
+    with opener(path, "rt", encoding="utf-8", newline="") as handle:
+        for r in csv.DictReader(handle):
+            if r["target"] == "CPU" and r["op_type"] not in ("InputOperator", "OutputOperator"):
+                key = (r["precision"], r["data_type"])
+                counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items()))

@@ -10,7 +10,9 @@ from onnx import helper
 from optimizer.calibrate._compiler import (
     class_shape,
     compiled_layers,
+    cpu_layer_types,
     fit_shape,
+    fused_activation_ratios,
     hold_out_by_family,
     macs_per_cycle,
     read_layer_table,
@@ -56,3 +58,29 @@ def test_the_per_class_shape_predicts_held_out_families_compiler_cycles():
     assert arrays[("rk3566", "int8")] == pytest.approx(512, rel=0.1)
     shape = class_shape(fit_shape(layers), "rk3588", "int8")
     assert shape["conv"] == 1.0 and 0 < shape["dwconv"] < 0.5  # depthwise costs far more cycles per MAC
+
+
+def _layer(op_type, cycles, c_in=64, c_out=64, k=1, hw=20, soc="rk3588", target="NPU", dtype="INT8"):
+    return {"model": "m", "soc": soc, "precision": "int8", "op_type": op_type, "data_type": dtype, "target": target,
+            "input_shapes": f"({1},{c_in},{hw},{hw}),({c_out},{c_in},{k},{k}),({c_out})",
+            "output_shapes": f"({1},{c_out},{hw},{hw})", "cycles_npu": str(cycles)}
+
+
+def test_fused_activation_ratio_is_npu_cycles_over_the_array_formula():
+    """RK3588 INT8 (32/32/4): a 1x1 64->64 conv over 20x20 is 400 x 2 x max(4, 2) = 3200 cycles; a ConvRelu at
+    3200 adds nothing (1.0), one at 6400 doubles; grouped convs and SoCs without array figures are left out."""
+    rows = [_layer("ConvRelu", 3200)] * 2 + [_layer("ConvExSwish", 6400)] * 2
+    rows += [_layer("ConvRelu", 3200, soc="rk3576"), {**_layer("Conv", 1), "input_shapes": "(1,64,20,20),(64,1,3,3)"}]
+    assert fused_activation_ratios(rows, load_catalog(), least=2) == {
+        ("rk3588", "int8", "ConvExSwish"): (2, 2.0), ("rk3588", "int8", "ConvRelu"): (2, 1.0)}
+
+
+def test_cpu_layer_types_count_the_cpu_layers_by_build_precision_and_type(tmp_path):
+    path = tmp_path / "layers.csv"
+    rows = [_layer("Reshape", 0, target="CPU"), _layer("exSoftmax13", 0, target="CPU"),
+            _layer("InputOperator", 0, target="CPU"), _layer("Conv", 3200)]
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    assert cpu_layer_types(path) == {("int8", "INT8"): 2}
