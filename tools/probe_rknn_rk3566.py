@@ -51,7 +51,7 @@ lsa:N:WS:HEADS:D:ORDER  Twins' locally-grouped attention with the windows kept i
                      grid of WS x WS windows, qkv MatMul on [1, N, N, WS, WS, C], Reshape [1, N*N, WS*WS, 3, HEADS, D],
                      unbind Transpose windows-before-heads (3,0,1,4,2,5) (ORDER 0, Twins) or heads-before-windows
                      (3,0,4,1,2,5) (ORDER 1, NesT), attention, heads joined back, reverse
-spmean:C:S:ORDER:KEEP  a squeeze-excitation gate from a spatial mean of a Relu'd [1, C, S, S] conv map: ReduceMean
+spmean:C:S:ORDER:KEEP[:OP]  a squeeze-excitation gate from a spatial mean (OP 1/2/3: ReduceSum/ReduceL2/ReduceMax) of a Relu'd [1, C, S, S] conv map: ReduceMean
                      over axes (2, 3) (ORDER 0), (3, 2) (ORDER 1, as the dynamo exporter writes [-1, -2]) or (-2, -1)
                      (ORDER 2), keepdims KEEP (0: Reshape to [1, C, 1, 1]), 1x1 Conv, Sigmoid, Mul into the map
 lastmean:S:C:NORM    a channels-last map's mean over its pixels (Swin/Sequencer heads): Conv map [1, C, S, S] ->
@@ -686,15 +686,22 @@ def mu(a: int, b: int, d: int, swap: int) -> Built:
     return wrap("mu", nodes, inits, ch, h, w_, ch)
 
 
-def spmean(ch: int, side: int, order: int, keep: int) -> Built:
-    """An SE gate from ReduceMean over the pixels of a conv map, the axes written in either order."""
+def spmean(ch: int, side: int, order: int, keep: int, op: int = 0) -> Built:
+    """An SE gate from a reduce over the pixels of a conv map (ReduceMean, or ReduceSum/ReduceL2/ReduceMax by
+    OP 1/2/3), the axes written in either order."""
     axes = [[2, 3], [3, 2], [-2, -1]][order]
-    nodes = [N("Relu", ["x"], ["r"], "act"), N("ReduceMean", ["r"], ["g"], "mean", axes=axes, keepdims=keep)]
+    reduce = ("ReduceMean", "ReduceSum", "ReduceL2", "ReduceMax")[op]
+    nodes = [N("Relu", ["x"], ["r"], "act")]
+    if reduce == "ReduceSum":  # opset 13+: the axes are an input
+        nodes.append(N(reduce, ["r", "axes"], ["g"], "mean", keepdims=keep))
+    else:
+        nodes.append(N(reduce, ["r"], ["g"], "mean", axes=axes, keepdims=keep))
     if not keep:
         nodes.append(N("Reshape", ["g", "s_vec"], ["gv0"], "to_vec"))
     nodes += [N("Conv", ["gv0" if not keep else "g", "wse"], ["gc"], "se_conv"),
               N("Sigmoid", ["gc"], ["gate"], "gate"), N("Mul", ["r", "gate"], ["y"], "scale")]
-    inits = [w("wse", (ch, ch, 1, 1)), c("s_vec", np.array([1, ch, 1, 1], np.int64))]
+    inits = [w("wse", (ch, ch, 1, 1)), c("s_vec", np.array([1, ch, 1, 1], np.int64)),
+             c("axes", np.array(axes, np.int64))]
     return wrap("spmean", nodes, inits, ch, side, side, ch)
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from optimizer.catalog._layout import LAYOUT_OPS, in_identity_run, moves_data
 from optimizer.catalog._layout import data_users as _data_users
 from optimizer.catalog._layout import only_user as _only_user
-from optimizer.catalog._rk3566 import pixel_mean, spaced_einsum
+from optimizer.catalog._rk3566 import pixel_reduce, spaced_einsum
 from optimizer.ir._fold import build_time_value
 
 if TYPE_CHECKING:
@@ -615,8 +615,26 @@ def _split_in_transpose(graph: Graph, split: Node) -> bool:
     perm = tuple(producer.attrs.get("perm") or ())
     if not _static(src) or len(perm) != len(src) or len(src) > 5:
         return False  # a rank-6 unbind (NesT's blocks axis) is lowered as a Gather, and the Split kept apart
-    source = perm[int(split.attrs.get("axis", 0)) % len(perm)]
+    axis = _cut_axis(graph, split)
+    if axis is None:
+        return False
+    source = perm[axis % len(perm)]
     return sum(1 for d in src[:source] if d != 1) <= 1
+
+
+def _cut_axis(graph: Graph, node: Node) -> int | None:
+    """The axis a Split cuts, or the one constant axis a Slice cuts (the dynamo exporter unbinds q/k/v with
+    Slice + Squeeze where TorchScript writes Split + Squeeze)."""
+    if node.op_type == "Split":
+        return int(node.attrs.get("axis", 0))
+    if node.op_type != "Slice":
+        return None
+    if len(node.inputs) < 4 or not node.inputs[3]:
+        return 0
+    value = graph.constants.get(node.inputs[3])
+    if value is None or value.size != 1:
+        return None
+    return int(value.reshape(-1)[0])
 
 
 def _v_carriers(graph: Graph, maker: Node) -> tuple[Node, ...]:
@@ -631,7 +649,7 @@ def _v_carriers(graph: Graph, maker: Node) -> tuple[Node, ...]:
         producer = graph.producer(_activation_input(graph, node)) if squeeze else None
         if producer is None or _only_user(graph, _activation_input(graph, node)) is not node:
             break
-        if producer.op_type == "Split" and _split_in_transpose(graph, producer):
+        if producer.op_type in ("Split", "Slice") and _split_in_transpose(graph, producer):
             break
         node = producer
     if node.op_type != "Transpose":
@@ -2242,7 +2260,7 @@ CHECKS: Mapping[str, Check] = {
     "exmatmul_conv": exmatmul_conv,
     "window_tokens": window_tokens,
     "vector_sequence": vector_sequence,
-    "pixel_mean": pixel_mean,
+    "pixel_reduce": pixel_reduce,
     "spaced_einsum": spaced_einsum,
     "sdpa_kv_broadcast": sdpa_kv_broadcast,
     "width_split": width_split,
