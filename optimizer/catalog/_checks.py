@@ -16,7 +16,7 @@ import numpy as np
 from optimizer.catalog._layout import LAYOUT_OPS, in_identity_run, moves_data
 from optimizer.catalog._layout import data_users as _data_users
 from optimizer.catalog._layout import only_user as _only_user
-from optimizer.catalog._rk3566 import pixel_reduce, spaced_einsum
+from optimizer.catalog._rk3566 import einsum_operands, pixel_reduce
 from optimizer.ir._fold import build_time_value
 
 if TYPE_CHECKING:
@@ -2261,7 +2261,7 @@ CHECKS: Mapping[str, Check] = {
     "window_tokens": window_tokens,
     "vector_sequence": vector_sequence,
     "pixel_reduce": pixel_reduce,
-    "spaced_einsum": spaced_einsum,
+    "einsum_operands": einsum_operands,
     "sdpa_kv_broadcast": sdpa_kv_broadcast,
     "width_split": width_split,
     "level_rows": level_rows,

@@ -80,29 +80,34 @@ def pixel_reduce(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
-def spaced_einsum_node(node: Node) -> bool:
-    """An Einsum whose equation holds whitespace (torchvision's MaxViT: 'B G H I D, B G H J D -> B G H I J'):
-    the toolkit's Einsum rewrite does not parse it and keeps a CPU Einsum layer."""
+def cpu_einsum(node: Node) -> bool:
+    """An Einsum the toolkit keeps as a CPU layer: an operand's subscripts repeat a character, a blank included
+    (torchvision's MaxViT: 'B G H I D, B G H J D -> B G H I J'). The Einsum's own verdict is RKNN-EINSUM-LABELS'
+    (the same criterion, measured on every SoC); here it only decides whether the operands are relaid for one."""
     equation = node.attrs.get("equation") if node.op_type == "Einsum" else None
     if isinstance(equation, bytes):
         equation = equation.decode("utf-8", "replace")
-    return isinstance(equation, str) and any(ch.isspace() for ch in equation)
+    if not isinstance(equation, str):
+        return False
+    for term in equation.partition("->")[0].split(","):
+        chars = term.replace("...", "", 1)
+        if len(set(chars)) != len(chars):
+            return True
+    return False
 
 
-def spaced_einsum(rule: Rule, view: LayerView) -> str | None:
-    """The spaced Einsum itself, and each op (other than a CPU Softmax) making one of its operands of rank 5 or
-    more: the NPU's 4-D result is reshaped into the CPU Einsum's operand by a CPU layer named after that op."""
+def einsum_operands(rule: Rule, view: LayerView) -> str | None:
+    """Each op (other than a Softmax) making an operand of rank 5 or more for a CPU Einsum: rk3566 reshapes the
+    NPU's 4-D result into that operand with a CPU layer named after the op, whatever the innermost axis (rk3588
+    needs it only for an innermost axis that is not whole 16-byte groups, RKNN-EINSUM-RELAYOUT)."""
     graph, node = view.graph, view.node
-    if spaced_einsum_node(node):
-        return (f"Einsum equation {node.attrs.get('equation')!r} holds spaces: the toolkit does not rewrite it into "
-                "exMatMul and runs a CPU Einsum")
     if node.op_type == "Softmax":
         return None  # its own verdict decides (the 5-D reshape of a Softmax result is an NPU layer, measured)
     for out in node.outputs:
         shape = graph.shape(out)
         if shape is None or len(shape) < 5:
             continue
-        einsums = [u for u in data_users(graph, out) if spaced_einsum_node(u)]
+        einsums = [u for u in data_users(graph, out) if cpu_einsum(u)]
         if einsums:
             return (f"makes a rank-{len(shape)} operand of {einsums[0].name}, a CPU Einsum: the reshape into it runs "
                     "on the CPU")

@@ -122,7 +122,6 @@ CITED = [
     ("timm_convnextv2_atto", "rk3566", "fp16", "/stages/stages.0/blocks/blocks.0/mlp/act/Mul_1", True),
     ("timm_deit_tiny_patch16_224_dynamo", "rk3566", "fp16", "node_unbind__2", True),  # V's Slice + Squeeze
     ("timm_deit_tiny_patch16_224_dynamo", "rk3566", "int8", "node_Slice_31", False),
-    ("tv_maxvit_t", "rk3566", "fp16", "/blocks.0/layers.0/layers/window_attention/attn_layer/attn_layer.1/Einsum", True),
     ("tv_maxvit_t", "rk3566", "int8", "/blocks.0/layers.0/layers/grid_attention/attn_layer/attn_layer.1/Mul_3", True),
     # q/k/v cut apart by Slices (CoAtNet): the head Reshape folds, V's Slice carries its transpose
     ("timm_coatnet_nano_rw_224", "rk3566", "int8", "/stages/stages.2/blocks/blocks.1/attn/Reshape", False),

@@ -80,22 +80,23 @@ def _einsum(tmp_path, equation, scale_q=True, rank5=True):
     return save_model(tmp_path / "ein.onnx", nodes, [value("x", [1, 32, 8, 8])], [value("y", None)], inits)
 
 
-@pytest.mark.parametrize(("equation", "spaced"), [("bghid,bghjd->bghij", False),
-                                                  ("B G H I D, B G H J D -> B G H I J", True),
-                                                  ("bghid,bghjd -> bghij", True)])
-def test_an_einsum_with_spaces_in_its_equation_is_cpu_with_its_rank5_operands(catalog, tmp_path, equation,
-                                                                                spaced):
+@pytest.mark.parametrize(("equation", "cpu"), [("bghid,bghjd->bghij", False),
+                                               ("B G H I D, B G H J D -> B G H I J", True),
+                                               ("bghid ,bghjd->bghij", False),  # one blank per operand: no repeat
+                                               ("bghid,bghjd -> bghij", False)])  # blanks only after the arrow
+def test_the_rank5_operands_of_a_cpu_einsum_are_relaid_on_the_cpu(catalog, tmp_path, equation, cpu):
+    # scratch probe ein5_spaces on rk3566: the Reshape making the 5-D operand is a CPU layer (ein5_plain: NPU);
+    # corpus tv_maxvit_t Mul_3 / Transpose / Transpose_2 before the spaced Einsums
     path = _einsum(tmp_path, equation)
     for target in ("rk3566", "rk3568"):
-        for node in ("ein", "scale", "split"):
-            assert ("RKNN-EINSUM-OPERANDS" in violations(catalog, path, target, "int8", node)) is spaced
+        for node in ("scale", "split"):
+            assert ("RKNN-EINSUM-OPERANDS" in violations(catalog, path, target, "int8", node)) is cpu
         assert "RKNN-EINSUM-OPERANDS" not in violations(catalog, path, target, "int8", "merge")
-    assert "RKNN-EINSUM-OPERANDS" not in violations(catalog, path, "rk3588", "fp16", "ein")
+    assert "RKNN-EINSUM-OPERANDS" not in violations(catalog, path, "rk3588", "fp16", "scale")
 
 
-def test_a_rank4_operand_of_a_spaced_einsum_keeps_its_producer_verdict(catalog, tmp_path):
+def test_a_rank4_operand_of_a_cpu_einsum_keeps_its_producer_verdict(catalog, tmp_path):
     path = _einsum(tmp_path, "b h i d, b h j d -> b h i j", rank5=False)
-    assert "RKNN-EINSUM-OPERANDS" in violations(catalog, path, "rk3566", "fp16", "ein")
     assert "RKNN-EINSUM-OPERANDS" not in violations(catalog, path, "rk3566", "fp16", "scale")
 
 
