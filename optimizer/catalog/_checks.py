@@ -858,7 +858,9 @@ def _token_swap(graph: Graph, node: Node) -> tuple[Any, ...] | None:
 
 
 def _token_axis_mean(graph: Graph, node: Node) -> bool:
-    """A ReduceMean over the token axis of a rank-3 token tensor [B, N, C] (a ViT/Mixer head's average pool)."""
+    """A ReduceMean over the token axis of a rank-3 token tensor [B, N, C] (a ViT/Mixer head's average pool), or
+    over both pixel axes of a channels-last token map [B, H, W, C] (Swin's and Sequencer2D's head pool; probe
+    tools/probe_rknn_rk3566.py lastmean:7:64:0: the same token MatMul between CPU transposes)."""
     if node.op_type != "ReduceMean" or not node.inputs:
         return False
     src = graph.shape(node.inputs[0])
@@ -866,9 +868,10 @@ def _token_axis_mean(graph: Graph, node: Node) -> bool:
     if axes is None and len(node.inputs) > 1:
         value = graph.constants.get(node.inputs[1])
         axes = None if value is None else [int(a) for a in value.reshape(-1)]
-    if not _static(src) or len(src) != 3 or axes is None:
+    if not _static(src) or len(src) not in (3, 4) or axes is None:
         return False
-    return [a % 3 for a in axes] == [1] and _token_form(graph, node.inputs[0])
+    want = [1] if len(src) == 3 else [1, 2]
+    return sorted(a % len(src) for a in axes) == want and _token_form(graph, node.inputs[0])
 
 
 def _bias_step(graph: Graph, node: Node) -> bool:
@@ -928,7 +931,10 @@ def token_relayout(rule: Rule, view: LayerView) -> str | None:
     if src is None and node.outputs:
         means = [u for u in graph.consumers(node.outputs[0]) if _token_axis_mean(graph, u)]
         if means:
-            src, what = graph.shape(node.outputs[0]), "feeds a token-axis ReduceMean, which transposes"
+            shape = graph.shape(node.outputs[0])
+            if _static(shape) and len(shape) == 4:  # a channels-last token map: its pixels are the tokens
+                shape = (shape[0], shape[1] * shape[2], shape[3])
+            src, what = shape, "feeds a token-axis ReduceMean, which transposes"
     if src is not None:
         if _whole_groups(src[1:], align):
             return None
