@@ -57,6 +57,10 @@ spmean:C:S:ORDER:KEEP[:OP]  a squeeze-excitation gate from a spatial mean (OP 1/
 lastmean:S:C:NORM    a channels-last map's mean over its pixels (Swin/Sequencer heads): Conv map [1, C, S, S] ->
                      Transpose (0, 2, 3, 1) (-> LayerNormalization over C when NORM 1) -> ReduceMean axes (1, 2),
                      keepdims 0 -> Reshape [1, C, 1, 1]
+pad:FORM:AXIS:AMOUNT  a constant Pad of AMOUNT at the end of one axis: FORM 0 on a conv map [1, 16, 8, 8], FORM 1 on
+                     tokens [1, 64, 16] made by a token MatMul, FORM 2 on attention heads [1, 2, 64, 8] split from
+                     them (2026-12-02, FP16 and INT8: a Pad layer on the NPU in every form, the channel included, so
+                     BoTNet's and EfficientViT's CPU Pads are not explained by the padded axis)
 Each case converts in a fresh process, FP16 and INT8, and prints the layers of the pattern (op, target,
 shapes, name); the Conv stem and tail are left out.
 """
@@ -720,7 +724,34 @@ def lastmean(side: int, ch: int, norm: int) -> Built:
     return m, hw
 
 
-BUILDERS: dict[str, Callable[..., Built]] = {"spmean": spmean, "lastmean": lastmean, "lsa": lsa, "maxattn": maxattn, "slicehead": slicehead, "eca": eca, "swinattn": swinattn, "winpart": winpart, "bilstm": bilstm, "talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
+def pad(form: int, axis: int, amount: int) -> Built:
+    """x -> (a map, tokens or heads) -> Pad at the end of `axis` -> back to a map for the tail Conv."""
+    ch, side = 16, 8
+    if form == 0:
+        nodes, src, shape = [N("Relu", ["x"], ["m"], "act")], "m", [1, ch, side, side]
+    else:
+        nodes = [N("Reshape", ["x", "s_tok"], ["r"], "to_rows"), N("Transpose", ["r"], ["t"], "to_tokens", perm=[0, 2, 1]),
+                 N("MatMul", ["t", "wt"], ["m"], "token_mm")]
+        src, shape = "m", [1, side * side, ch]
+        if form == 2:
+            nodes += [N("Reshape", ["m", "s_heads"], ["h4"], "split_heads"),
+                      N("Transpose", ["h4"], ["m2"], "heads_first", perm=[0, 2, 1, 3])]
+            src, shape = "m2", [1, 2, side * side, ch // 2]
+    pads = [0] * (2 * len(shape))
+    pads[len(shape) + axis] = amount
+    shape[axis] += amount
+    nodes.append(N("Pad", [src, "pads"], ["p"], "pad", mode="constant"))
+    count = int(np.prod(shape))
+    nodes.append(N("Reshape", ["p", "s_back"], ["y"], "to_map"))
+    inits = [c("s_tok", np.array([1, ch, side * side], np.int64)), w("wt", (ch, ch)),
+             c("s_heads", np.array([1, side * side, 2, ch // 2], np.int64)), c("pads", np.array(pads, np.int64)),
+             c("s_back", np.array([1, count // (side * side), side, side] if count % (side * side) == 0
+                                  else [1, count, 1, 1], np.int64))]
+    out_c = count // (side * side) if count % (side * side) == 0 else count
+    return wrap("pad", nodes, inits, ch, side, side, out_c)
+
+
+BUILDERS: dict[str, Callable[..., Built]] = {"pad": pad, "spmean": spmean, "lastmean": lastmean, "lsa": lsa, "maxattn": maxattn, "slicehead": slicehead, "eca": eca, "swinattn": swinattn, "winpart": winpart, "bilstm": bilstm, "talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
 
 
 def build(label: str) -> Built:
