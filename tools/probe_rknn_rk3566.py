@@ -59,7 +59,8 @@ lastmean:S:C:NORM    a channels-last map's mean over its pixels (Swin/Sequencer 
                      keepdims 0 -> Reshape [1, C, 1, 1]
 pad:FORM:AXIS:AMOUNT  a constant Pad of AMOUNT at the end of one axis: FORM 0 on a conv map [1, 16, 8, 8], FORM 1 on
                      tokens [1, 64, 16] made by a token MatMul, FORM 2 on attention heads [1, 2, 64, 8] split from
-                     them (2026-12-02, FP16 and INT8: a Pad layer on the NPU in every form, the channel included, so
+                     them (2026-12-02, FP16 and INT8: a Pad layer on the NPU in every form that built, the tokens'
+                     channel included (a conv map's channel pad, pad:0:1:1, failed to build), so
                      BoTNet's and EfficientViT's CPU Pads are not explained by the padded axis)
 Each case converts in a fresh process, FP16 and INT8, and prints the layers of the pattern (op, target,
 shapes, name); the Conv stem and tail are left out.
