@@ -1527,6 +1527,34 @@ def build(build_dir: Path, only: list[str] | None, failures: Path) -> int:
     return 0
 
 
+def reproduce(names: list[str]) -> int:
+    """Rebuild the named models in a temporary folder and compare both hashes with the manifest's: the
+    manifest's claim that a rebuild is byte-identical, checked. Exit 1 on any difference."""
+    import tempfile
+
+    import torch
+
+    torch.set_num_threads(1)
+    rows = read_manifest()
+    by_name = {s.name: s for s in specs()}
+    differ = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            if name not in rows or name not in by_name:
+                print(f"{name}: not a built spec in the manifest", file=sys.stderr)
+                differ += 1
+                continue
+            weighted, structure = Path(tmp) / f"{name}.weighted.onnx", Path(tmp) / name / f"{name}.onnx"
+            _export(by_name[name], weighted)
+            strip(weighted, structure)
+            same = (_sha256(weighted) == rows[name]["sha256_weighted"],
+                    _sha256(structure) == rows[name]["sha256_structure"])
+            differ += not all(same)
+            print(f"{name}: weighted {'same' if same[0] else 'DIFFERS'}, structure {'same' if same[1] else 'DIFFERS'}",
+                  file=sys.stderr, flush=True)
+    return 1 if differ else 0
+
+
 def verify(target: str, only: set[str] | None = None) -> int:
     """Run `edgeplan check` (its CLI entry point, in this process: one import for all models) on every
     committed model not yet verified; a load error is recorded, not hidden."""
@@ -1562,6 +1590,8 @@ def main() -> int:
     parser.add_argument("--list", action="store_true", help="print the spec names and families")
     parser.add_argument("--verify", action="store_true", help="run edgeplan check on the committed models")
     parser.add_argument("--target", default="rk3588")
+    parser.add_argument("--reproduce", action="store_true",
+                        help="rebuild the --only models in a temporary folder and compare their hashes with the manifest")
     args = parser.parse_args()
     if args.list:
         for spec in specs():
@@ -1570,6 +1600,8 @@ def main() -> int:
     only = args.only.split(",") if args.only else None
     if args.verify:
         return verify(args.target, set(only) if only else None)
+    if args.reproduce:
+        return reproduce(only or [])
     return build(args.build_dir, only, args.build_dir / "export_failures.tsv")
 
 
