@@ -934,11 +934,11 @@ def _wave3() -> Iterator[Spec]:
                      [(1, 3, 16, 112, 112)])
     yield _tv_custom("tv_mc3_18", vid, "torchvision.models.video.mc3_18(weights=None)", _tv_video("mc3_18"),
                      [(1, 3, 8, 112, 112)])
-    yield _tv_det_backbone("tv_fcos_resnet50_fpn_backbone", "fcos_resnet50_fpn")
+    # fcos_resnet50_fpn's backbone is retinanet_resnet50_fpn's (ResNet-50, FPN, P6/P7): already in, not built
     yield _tv_det_backbone("tv_ssd300_vgg16_backbone", "ssd300_vgg16", shape=(1, 3, 300, 300))
     for yaml in ("yolo26n-seg", "yolo26n-pose", "yolo26n-obb"):
         yield _yolo(yaml.replace("-", "_") + "_320", f"{yaml}.yaml", other)
-    yield _yolo("yolo26n_cls_224", "yolo26n-cls.yaml", other, size=224)
+    # yolo26n-cls.yaml is yolo11n-cls.yaml (same graph and dims): not a new architecture, not built
     yield _yolo("yolo26n_p2_320", "yolo26n-p2.yaml", det)
     yield _yolo("yolo26n_320_opset13", "yolo26n.yaml", det, opset=13)
     yield _yolo("yolov5n6_320", "yolov5n6.yaml", det)
