@@ -179,3 +179,25 @@ def test_a_harness_that_times_nms_beside_the_graph_is_read_as_such(tmp_path):
     public = [m for m in read_measurements(DATA / "published_latency_calibration.csv", DATA / "latency-models")
               if m.situation is not None and m.situation.nms]
     assert len(public) == 13 and all(m.target.startswith(("orin", "xavier")) for m in public)
+
+
+def test_a_harness_that_reports_trtexec_gpu_time_is_read_as_engine_time(tmp_path):
+    """jetson_benchmarks' FPS is batch x 1000 / trtexec's 'GPU latency' and HaX-CoNN gives trtexec's GPU-compute
+    time: no host enqueue or sync in either. MLPerf's loadgen latency has them; an NPU row never carries the flag.
+    In the public CSV: the 5 usable jetson_benchmarks rows and HaX-CoNN's 2 whole-network rows."""
+    bench = "GitHub NVIDIA-AI-IOT/jetson_benchmarks README.md"
+    timed, hax, mlperf, npu = _read(tmp_path, [
+        _row(source=bench, device="Jetson Xavier NX", accelerator="gpu"),
+        _row(source="GitHub ismetdagli/HaX-CoNN x", device="Jetson AGX Xavier", accelerator="gpu", metric="latency",
+             unit="ms"),
+        _row(source="GitHub mlcommons/inference_results_v2.0 x", device="Jetson Xavier NX", accelerator="gpu",
+             metric="latency", unit="ms"),
+        _row(source=bench)])
+    assert timed.situation is not None and not timed.situation.host_timed
+    assert timed.situation.command("m", "t").endswith("--engine-time")
+    assert hax.situation is not None and not hax.situation.host_timed
+    assert mlperf.situation is not None and mlperf.situation.host_timed
+    assert npu.situation is not None and npu.situation.host_timed
+    public = [m for m in read_measurements(DATA / "published_latency_calibration.csv", DATA / "latency-models")
+              if m.situation is not None and not m.situation.host_timed]
+    assert sorted(m.origin for m in public) == ["NVIDIA-AI-IOT/jetson_benchmarks"] * 5 + ["ismetdagli/HaX-CoNN"] * 2

@@ -369,3 +369,26 @@ def test_separate_runs_is_refused_beside_a_gpu_engine_or_for_a_latency(tmp_path)
                 Situation("gpu", "int8", metric="throughput", separate_runs=True)):
         with pytest.raises(BadInputError, match="separate-runs"):
             prepare(path, "orin-agx", bad, CATALOG, profile)
+
+
+def test_engine_time_leaves_out_exactly_the_per_inference_host_overhead(tmp_path):
+    """trtexec's GPU latency is timed with CUDA events around the engine: the figure is the host-timed one minus
+    the host device's inference_overhead_us (60 us in the prior), on the GPU and on a DLA engine, at any batch;
+    a throughput over a GPU engine beside the DLAs loses it on both engines."""
+    path = _conv(tmp_path, c=64, hw=56)
+    profile = load_profile("nvidia-dla", prior=True)
+    overhead = profile.constants("xavier-nx", "gpu").inference_overhead_us * 1e-6
+    assert overhead == pytest.approx(60e-6)
+    for situation in (Situation("gpu", "int8"), Situation("gpu", "int8", batch=8),
+                      Situation("dla", "fp16")):
+        host = score(prepare(path, "xavier-nx-15w", situation, CATALOG, profile), profile.constants)
+        engine = score(prepare(path, "xavier-nx-15w", replace(situation, host_timed=False), CATALOG, profile),
+                       profile.constants)
+        assert host.latency_s - engine.latency_s == pytest.approx(overhead, rel=1e-9)
+    both = Situation("dla", "int8", batch=2, cores=2, metric="throughput", gpu_batch=4)
+    host = score(prepare(path, "xavier-nx-15w", both, CATALOG, profile), profile.constants)
+    engine = score(prepare(path, "xavier-nx-15w", replace(both, host_timed=False), CATALOG, profile),
+                   profile.constants)
+    assert engine.throughput > host.throughput
+    with pytest.raises(BadInputError, match="engine-time"):
+        prepare(path, "rk3588", Situation("npu", "int8", host_timed=False), CATALOG, load_profile("rockchip-rknn"))
