@@ -913,3 +913,53 @@ def test_rk3588_int8_relative_position_column_needs_whole_rows(catalog, tmp_path
                                            const("last", np.array([-1], np.int64))])
     assert _verdicts(catalog, path, "rk3588", "int8")("n") is not cpu
     assert _verdicts(catalog, path, "rk3588", "fp16")("n")  # FP16: probe and corpus disagree, not claimed
+
+
+_RKNN2 = ("rk3588", "rk3576", "rk3562", "rv1126b")
+
+
+def _einsum(tmp_path, equations, shapes, label):
+    """Activations -> Einsum (one node per equation, each named e<i>, reading the inputs it names) -> y<i>."""
+    nodes = [helper.make_node("Einsum", list(inputs), [f"y{i}"], name=f"e{i}", equation=eq)
+             for i, (eq, inputs) in enumerate(equations)]
+    return save_model(tmp_path / f"ein_{label}.onnx", nodes, [value(n, s) for n, s in shapes.items()],
+                      [value(f"y{i}", None) for i in range(len(equations))])
+
+
+@pytest.mark.parametrize(("equation", "cpu"), [
+    ("bghid,bghjd->bghij", False),  # probe einform_5_plain: exMatMul
+    ("B G H I D, B G H J D -> B G H I J", True),  # einform_5_torch; corpus tv_maxvit_t
+    ("BGHID,BGHJD->BGHIJ", False),  # einform_5_upper: upper case alone is fine
+    ("b g h i d, b g h j d -> b g h i j", True),  # einform_5_lowsp
+    ("bghi d,bghjd->bghij", False),  # einform_5_onesp: one blank in an operand, just inside
+    ("bgh i d,bghjd->bghij", True),  # einform_5_sp2a: two blanks in one operand, just outside
+    ("b ghid,bghjd->bghij", False),  # einform_5_sp1front
+    ("bghi d,bghj d->bghi j", False),  # einform_5_sp1all: one blank in each term
+    ("bghid,b g h j d->bghij", True),  # einform_5_innerb: the second operand alone
+    ("bghid, bghjd->bghij", False),  # einform_5_comma: one blank after the comma
+    ("bghid,bghjd -> bghij", False),  # einform_5_arrow
+    ("bghid, bghjd -> bghij", True),  # einform_5_commaarrow: the second operand ' bghjd ' holds two blanks
+    ("  bghid,bghjd->bghij", True),  # einform_5_lead2: two leading blanks are two labels
+    ("bghid,  bghjd->bghij", True),  # einform_5_comma2
+    ("bghid,bghjd->b g h i j", False),  # einform_5_innero: the output term is not checked
+    ("...id,...jd->...ij", False),  # einform_5_ellip
+])
+def test_einsum_with_a_repeated_subscript_character_stays_on_the_cpu(catalog, tmp_path, equation, cpu):
+    path = _einsum(tmp_path, [(equation, ("a", "b"))], {"a": [1, 2, 2, 64, 8], "b": [1, 2, 2, 64, 8]}, "pair")
+    for target in _RKNN2:
+        for precision in ("fp16", "int8"):
+            assert ("RKNN-EINSUM-LABELS" in violations(catalog, path, target, precision, node="e0")) is cpu
+            assert _verdicts(catalog, path, target, precision)("e0") is not cpu
+
+
+def test_einsum_blank_labels_hold_for_every_operand_count(catalog, tmp_path):
+    """probes einone_tp_torch, einew_torch, einthree_torch (CPU) and their plain forms (NPU)."""
+    shapes = {"q": [1, 4, 64, 8], "kv": [1, 64, 8, 8], "z": [1, 4, 64], "m": [1, 32, 8, 8]}
+    path = _einsum(tmp_path, [
+        ("B H I D -> B H D I", ("q",)), ("bhid->bhdi", ("q",)),
+        ("N C H W, N C H W -> N C H W", ("m", "m")), ("nchw,nchw->nchw", ("m", "m")),
+        ("b n h d, b h d e, b n h -> b n h e", ("q", "kv", "z")), ("bnhd,bhde,bnh->bnhe", ("q", "kv", "z")),
+    ], shapes, "ops")
+    for target in _RKNN2:
+        verdict = _verdicts(catalog, path, target, "fp16")
+        assert [verdict(f"e{i}") for i in range(6)] == [False, True, False, True, False, True]
