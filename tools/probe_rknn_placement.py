@@ -1150,7 +1150,7 @@ def einsum_attention(form: str, form_pv: str | None = None, rank: int = 5, group
 for _form in ("plain", "torch", "arrow", "comma"):
     CASES[f"einattn_{_form}"] = (lambda f=_form: einsum_attention(f))
 for _n, _d, _g in ((64, 16, 4), (48, 16, 3), (40, 16, 10), (49, 16, 4), (36, 16, 4), (64, 24, 4), (64, 12, 4),
-                   (56, 16, 14)):
+                   (56, 16, 14), (50, 16, 2), (25, 16, 4), (44, 16, 11), (45, 16, 5), (42, 16, 42), (63, 16, 7)):
     CASES[f"einho_{_n}_{_d}"] = (lambda n=_n, d=_d, g=_g: einsum_attention("torch", groups=g, n=n, d=d))
     CASE_SOCS[f"einho_{_n}_{_d}"] = "rk3588"
 CASES["einattn_qkonly"] = lambda: einsum_attention("torch", "plain")
@@ -1201,6 +1201,59 @@ for _form in ("plain", "torch"):
     CASES[f"einew_{_form}"] = (lambda f=_form: einsum_elementwise(f))
     CASES[f"einthree_{_form}"] = (lambda f=_form: einsum_three(f))
 
+
+def tv_windows(c: int, nh: int, p: int) -> onnx.ModelProto:
+    """torchvision MaxViT's window partition and departition of an NCHW map [1,C,nh*p,nh*p]: Reshape
+    [1,C,nh,p,nh,p] -> Transpose (0,2,4,3,5,1) -> Reshape [1,nh*nh,p*p,C] -> MatMul on the tokens -> Reshape
+    [1,nh,nh,p,p,C] -> Transpose (0,5,1,3,2,4) -> Reshape back to the map -> Conv."""
+    h = nh * p
+    return graph("tvwin", (1, c, h, h), [
+        node("Reshape", ["x", "s6"], ["a"], "part_rs"),
+        node("Transpose", ["a"], ["b"], "part_tp", perm=[0, 2, 4, 3, 5, 1]),
+        node("Reshape", ["b", "tok"], ["t"], "part_rs1"),
+        node("MatMul", ["t", "wm"], ["m"], "mix"),
+        node("Reshape", ["m", "w6"], ["d"], "depart_rs"),
+        node("Transpose", ["d"], ["e"], "depart_tp", perm=[0, 5, 1, 3, 2, 4]),
+        node("Reshape", ["e", "back"], ["y"], "depart_rs1"),
+    ], [const("s6", np.array([1, c, nh, p, nh, p], np.int64)), const("tok", np.array([1, nh * nh, p * p, c], np.int64)),
+        weight("wm", (c, c)), const("w6", np.array([1, nh, nh, p, p, c], np.int64)),
+        const("back", np.array([1, c, h, h], np.int64))])
+
+
+for _c, _nh, _p in ((64, 8, 7), (128, 4, 7), (256, 2, 7), (64, 4, 7), (128, 8, 7), (64, 2, 7), (128, 4, 8),
+                    (128, 4, 4), (128, 7, 4), (128, 2, 8), (32, 4, 7), (128, 4, 6), (128, 6, 7), (128, 4, 5)):
+    CASES[f"tvwin_{_c}_{_nh}_{_p}"] = (lambda c=_c, nh=_nh, p=_p: tv_windows(c, nh, p))
+
+
+def channel_pad(c: int, before: int, after: int, h: int = 32, w: int = 8) -> onnx.ModelProto:
+    """Conv (C outputs) -> Pad of the channel axis (before, after; zeros) -> Conv: BoTNet's relative-position
+    logits, whose [.., 2W-1] last axis the toolkit holds as the channel of a 1x1 convolution, padded to 2W."""
+    return graph("cpad", (1, c, h, w), [
+        node("Pad", ["x", "pads"], ["y"], "pad"),
+    ], [const("pads", np.array([0, before, 0, 0, 0, after, 0, 0], np.int64))])
+
+
+for _c, _b, _a in ((15, 0, 1), (31, 0, 1), (16, 0, 1), (14, 0, 2), (15, 1, 0), (8, 0, 8), (7, 0, 1), (32, 0, 32),
+                   (16, 0, 16), (24, 0, 8)):
+    CASES[f"chpad_{_c}_{_b}_{_a}"] = (lambda c=_c, b=_b, a=_a: channel_pad(c, b, a))
+
+def transpose5(shape: tuple[int, ...], perm: tuple[int, ...]) -> onnx.ModelProto:
+    """Conv [1,C,H,W] -> Reshape to a rank-5 `shape` -> Transpose `perm` -> Reshape back -> Conv: a rank-5
+    transpose on its own (BoTNet's relative-position expand uses (0,3,1,4,2))."""
+    c = 32
+    total = int(np.prod(shape))
+    h = next(d for d in range(math.isqrt(total // c), 0, -1) if (total // c) % d == 0)
+    return graph("tp5", (1, c, h, total // (c * h)), [
+        node("Reshape", ["x", "s5"], ["a"], "to5"),
+        node("Transpose", ["a"], ["b"], "tp", perm=list(perm)),
+        node("Reshape", ["b", "back"], ["y"], "back"),
+    ], [const("s5", np.array(shape, np.int64)), const("back", np.array([1, c, h, total // (c * h)], np.int64))])
+
+
+for _label, _shape, _perm in (("botnet", (4, 8, 8, 8, 8), (0, 3, 1, 4, 2)), ("swap34", (4, 8, 8, 8, 8), (0, 1, 3, 2, 4)),
+                              ("p02143", (4, 8, 8, 8, 8), (0, 2, 1, 4, 3)), ("p20314", (4, 8, 8, 8, 8), (2, 0, 3, 1, 4)),
+                              ("p03142b1", (1, 8, 8, 16, 16), (0, 3, 1, 4, 2)), ("p41230", (4, 8, 8, 8, 8), (4, 1, 2, 3, 0))):
+    CASES[f"tp5_{_label}"] = (lambda s=_shape, p=_perm: transpose5(s, p))
 
 CORPUS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "corpus", "models")
 

@@ -1817,6 +1817,25 @@ def einsum_labels(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
+def einsum_operand_relayout(rule: Rule, view: LayerView) -> str | None:
+    """rk3588 hands a rank>4 tensor from the NPU's 4-D form to a CPU Einsum through a Reshape layer named after
+    the tensor; that Reshape is a CPU layer itself when the innermost axis is not a whole number of 16-byte
+    groups (8 FP16 / 16 INT8 elements), so the op that made the tensor counts as CPU."""
+    graph, node = view.graph, view.node
+    align = int(rule.params["align"][view.precision])
+    for out in node.outputs:
+        shape = graph.shape(out) if out else None
+        if not _static(shape) or len(shape) <= 4 or shape[-1] % align == 0:
+            continue
+        for user in graph.consumers(out):
+            if user.op_type == "Einsum" and einsum_labels(rule, LayerView(graph, user, view.family, view.target,
+                                                                          view.precision, view.kind)):
+                return (f"{node.op_type} output '{out}' {list(shape)} feeds the CPU Einsum {user.name}: its "
+                        f"relayout from the NPU's 4-D form is a CPU Reshape when the last axis ({shape[-1]}) is "
+                        f"not a multiple of {align}")
+    return None
+
+
 def grid_merge(rule: Rule, view: LayerView) -> str | None:
     """rknn-toolkit2 lowers window partitions (block and grid) and the block merge as exWindow, but not the grid
     merge: that one becomes a 5-D Transpose (C, nh, nw, gh, gw) -> (C, gh, nh, gw, nw) on the CPU, named after
@@ -2233,6 +2252,7 @@ def _after_scale(graph: Graph, node: Node, depth: int = 4) -> list[Node]:
 
 CHECKS: Mapping[str, Check] = {
     "einsum_labels": einsum_labels,
+    "einsum_operand_relayout": einsum_operand_relayout,
     "class_token_map": class_token_map,
     "score_grid": score_grid,
     "grid_merge": grid_merge,

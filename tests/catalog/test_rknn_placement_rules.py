@@ -915,7 +915,7 @@ def test_rk3588_int8_relative_position_column_needs_whole_rows(catalog, tmp_path
     assert _verdicts(catalog, path, "rk3588", "fp16")("n")  # FP16: probe and corpus disagree, not claimed
 
 
-_RKNN2 = ("rk3588", "rk3576", "rk3562", "rv1126b")
+_RKNN2 = ("rk3588", "rk3576", "rk3566", "rk3562", "rv1126b")  # rk3566: einform_5_{plain,torch,onesp,sp2a,...}
 
 
 def _einsum(tmp_path, equations, shapes, label):
@@ -963,3 +963,38 @@ def test_einsum_blank_labels_hold_for_every_operand_count(catalog, tmp_path):
     for target in _RKNN2:
         verdict = _verdicts(catalog, path, target, "fp16")
         assert [verdict(f"e{i}") for i in range(6)] == [False, True, False, True, False, True]
+
+
+def _einsum_attention(tmp_path, n, rank=5, spaced=("qk", "pv")):
+    """tv_maxvit_t's attention core: q, k, v [1,G,2,N,16] (rank 4: [G,2,N,16]) -> Einsum q.k -> Softmax -> Einsum
+    p.v -> Relu; each Einsum in torch's spaced form when named in `spaced`."""
+    lead = "B G " if rank == 5 else "B "
+    plain = "bg" if rank == 5 else "b"
+    qk = f"{lead}H I D, {lead}H J D -> {lead}H I J" if "qk" in spaced else f"{plain}hid,{plain}hjd->{plain}hij"
+    pv = f"{lead}H I J, {lead}H J D -> {lead}H I D" if "pv" in spaced else f"{plain}hij,{plain}hjd->{plain}hid"
+    shape = [1, 4, 2, n, 16] if rank == 5 else [4, 2, n, 16]
+    nodes = [helper.make_node("Einsum", ["q", "k"], ["s"], name="qk", equation=qk),
+             helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1),
+             helper.make_node("Einsum", ["p", "v"], ["o"], name="pv", equation=pv),
+             helper.make_node("Relu", ["o"], ["y"], name="tail")]
+    return save_model(tmp_path / f"einattn{n}_{rank}_{'_'.join(spaced)}.onnx", nodes,
+                      [value(x, shape) for x in "qkv"], [value("y", None)])
+
+
+@pytest.mark.parametrize(("n", "cpu"), [(49, True), (50, True), (25, True), (44, False), (36, False), (64, False)])
+def test_rk3588_softmax_handed_to_a_cpu_einsum_needs_a_last_axis_of_whole_fours(catalog, tmp_path, n, cpu):
+    """probes einho_N_16: the Softmax's hand-over Reshape to the spaced P.V Einsum; corpus tv_maxvit_t (N = 49)."""
+    path = _einsum_attention(tmp_path, n)
+    for precision in ("fp16", "int8"):
+        assert ("RKNN-EINSUM-HANDOVER" in violations(catalog, path, "rk3588", precision, node="softmax")) is cpu
+        verdict = _verdicts(catalog, path, "rk3588", precision)
+        assert verdict("softmax") is not cpu
+        assert not verdict("qk") and not verdict("pv")
+        assert _verdicts(catalog, path, "rk3576", precision)("softmax")  # einattn_torch: NPU on rk3576
+
+
+def test_rk3588_einsum_handover_needs_a_rank5_operand_and_a_cpu_einsum(catalog, tmp_path):
+    four = _einsum_attention(tmp_path, 49, rank=4)  # probe einattn4_torch: no Reshape, Softmax NPU
+    plain = _einsum_attention(tmp_path, 49, spaced=("qk",))  # the P.V Einsum is rewritten: nothing handed over
+    for path in (four, plain):
+        assert _verdicts(catalog, path, "rk3588", "fp16")("softmax")
