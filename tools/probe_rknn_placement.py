@@ -1255,6 +1255,35 @@ for _label, _shape, _perm in (("botnet", (4, 8, 8, 8, 8), (0, 3, 1, 4, 2)), ("sw
                               ("p03142b1", (1, 8, 8, 16, 16), (0, 3, 1, 4, 2)), ("p41230", (4, 8, 8, 8, 8), (4, 1, 2, 3, 0))):
     CASES[f"tp5_{_label}"] = (lambda s=_shape, p=_perm: transpose5(s, p))
 
+def rel_logits(w: int, d: int = 32, heads: int = 4, pad_to: int = 1) -> onnx.ModelProto:
+    """BoTNet's rel_logits_1d (timm): q [heads,W,W,d] (from a map) @ rel [d, 2W-1] -> Reshape [-1,W,2W-1] -> Pad
+    the last axis by `pad_to` -> Flatten -> Pad by W-1 -> Reshape [-1,W+1,2W-1] -> Slice [:W, W-1:] -> Reshape
+    [heads, W*W, W] ... back to a map. The toolkit holds the 2W-1 axis as a 1x1 convolution's channels."""
+    c = heads * d
+    r = 2 * w - 1
+    rows = heads * w
+    return graph("rell", (1, c, w, w), [
+        node("Reshape", ["x", "s4"], ["q4"], "heads"),
+        node("Transpose", ["q4"], ["q"], "to_tokens", perm=[0, 2, 3, 1]),
+        node("MatMul", ["q", "rel"], ["lg"], "logits"),
+        node("Reshape", ["lg", "s3"], ["l3"], "rows"),
+        node("Pad", ["l3", "p1"], ["lp"], "pad_col"),
+        node("Flatten", ["lp"], ["lf"], "flat", axis=1),
+        node("Pad", ["lf", "p2"], ["lq"], "pad_flat"),
+        node("Reshape", ["lq", "s3b"], ["lr"], "unflat"),
+        node("Slice", ["lr", "st", "en", "axs"], ["ls"], "crop"),
+        node("Reshape", ["ls", "back"], ["y"], "to_map"),
+    ], [const("s4", np.array([heads, d, w, w], np.int64)), weight("rel", (d, r)),
+        const("s3", np.array([-1, w, r], np.int64)), const("p1", np.array([0, 0, 0, 0, 0, pad_to], np.int64)),
+        const("p2", np.array([0, 0, 0, w - 1], np.int64)),
+        const("s3b", np.array([-1, w + 1, r], np.int64)),
+        const("st", np.array([0, w - 1], np.int64)), const("en", np.array([w, r], np.int64)),
+        const("axs", np.array([1, 2], np.int64)), const("back", np.array([1, rows, w, w], np.int64))])
+
+
+for _w in (8, 16, 7, 12, 6, 4):
+    CASES[f"rellog_{_w}"] = (lambda w=_w: rel_logits(w))
+
 CORPUS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "corpus", "models")
 
 

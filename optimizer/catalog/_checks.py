@@ -2471,6 +2471,28 @@ def _linear_resize(view: LayerView, params: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _token_channel_pad(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """A constant Pad of a token tensor's last axis pads the channels of the 1x1 convolution the toolkit made
+    of the token MatMul (held as [1, C, rows, N]); the NPU Pad does not extend the channels of a map with more
+    than one pixel, so it runs on the CPU (a flattened vector padded in its channels stays on the NPU)."""
+    graph, node = view.graph, view.node
+    if (node.attrs.get("mode") or "constant") != "constant" or len(node.inputs) < 2 or not node.inputs[1]:
+        return None
+    pads = graph.constants.get(node.inputs[1])
+    shape = graph.shape(node.inputs[0])
+    if pads is None or not _static(shape) or len(shape) < 2 or pads.size != 2 * len(shape):
+        return None
+    flat = [int(v) for v in pads.reshape(-1)]
+    rank = len(shape)
+    axes = [i for i in range(rank) if flat[i] or flat[i + rank]]
+    if len(node.inputs) > 3 and node.inputs[3]:
+        return None  # opset-18 axes: not measured
+    if axes != [rank - 1] or math.prod(shape[:-1]) <= 1 or not _token_form(graph, node.inputs[0]):
+        return None
+    return (f"Pad of the last axis of token tensor {list(shape)} ({flat[rank - 1]}, {flat[-1]}) extends the "
+            "channels of the toolkit's convolution layout over several pixels; it runs on the CPU")
+
+
 def _strided_slice(view: LayerView, params: Mapping[str, Any]) -> str | None:
     """A Slice with a step other than 1 gathers every k-th row/column/channel of a map; on token tensors
     (channel last) the toolkit regroups it as an NPU Gather instead."""
@@ -3429,6 +3451,7 @@ CONDITIONS: Mapping[str, Condition] = {
     "same_type_cast": _same_type_cast,
     "linear_resize": _linear_resize,
     "strided_slice": _strided_slice,
+    "token_channel_pad": _token_channel_pad,
     "pixels_into_channel": _pixels_into_channel,
     "map_rank3_output": _map_rank3_output,
     "channel_reduce": _channel_reduce,

@@ -998,3 +998,40 @@ def test_rk3588_einsum_handover_needs_a_rank5_operand_and_a_cpu_einsum(catalog, 
     plain = _einsum_attention(tmp_path, 49, spaced=("qk",))  # the P.V Einsum is rewritten: nothing handed over
     for path in (four, plain):
         assert _verdicts(catalog, path, "rk3588", "fp16")("softmax")
+
+
+def _rel_logits(tmp_path, w, d=32, heads=4):
+    """BoTNet's rel_logits_1d as the probe rellog_W builds it: q [heads,W,W,d] @ rel [d,2W-1] -> Reshape
+    [-1,W,2W-1] -> Pad the last axis by 1 (pad_col) -> Flatten -> Pad by W-1 (pad_flat) -> Reshape -> Slice."""
+    r = 2 * w - 1
+    nodes = [helper.make_node("MatMul", ["q", "rel"], ["lg"], name="logits"),
+             helper.make_node("Reshape", ["lg", "s3"], ["l3"], name="rows"),
+             helper.make_node("Pad", ["l3", "p1"], ["lp"], name="pad_col"),
+             helper.make_node("Flatten", ["lp"], ["lf"], name="flat", axis=1),
+             helper.make_node("Pad", ["lf", "p2"], ["lq"], name="pad_flat"),
+             helper.make_node("Reshape", ["lq", "s3b"], ["lr"], name="unflat"),
+             helper.make_node("Slice", ["lr", "st", "en", "axs"], ["y"], name="crop")]
+    inits = [weight("rel", [d, r]), const("s3", np.array([-1, w, r], np.int64)),
+             const("p1", np.array([0, 0, 0, 0, 0, 1], np.int64)), const("p2", np.array([0, 0, 0, w - 1], np.int64)),
+             const("s3b", np.array([-1, w + 1, r], np.int64)), const("st", np.array([0, w - 1], np.int64)),
+             const("en", np.array([w, r], np.int64)), const("axs", np.array([1, 2], np.int64))]
+    return save_model(tmp_path / f"rellog{w}.onnx", nodes, [value("q", [heads, w, w, d])], [value("y", None)], inits)
+
+
+@pytest.mark.parametrize("w", [8, 16, 7])  # probes rellog_8, rellog_16, rellog_7; corpus timm_botnet26t_256
+def test_pad_of_a_token_tensors_channels_is_cpu_but_of_the_flattened_rows_npu(catalog, tmp_path, w):
+    path = _rel_logits(tmp_path, w)
+    for target in ("rk3588", "rk3576", "rk3562", "rv1126b"):
+        for precision in ("fp16", "int8"):
+            verdict = _verdicts(catalog, path, target, precision)
+            assert not verdict("pad_col")
+            assert verdict("pad_flat")
+
+
+def test_pad_of_token_channels_needs_the_token_layout(catalog, tmp_path):
+    """The same Pad of the last axis of a map made by a Conv (NCHW: its last axis is W, not the channel)."""
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv"),
+             helper.make_node("Pad", ["c", "p"], ["y"], name="n")]
+    path = save_model(tmp_path / "padw.onnx", nodes, [value("x", [1, 16, 8, 8])], [value("y", None)],
+                      [weight("w", [16, 16, 1, 1]), const("p", np.array([0, 0, 0, 0, 0, 0, 0, 1], np.int64))])
+    assert _verdicts(catalog, path, "rk3576", "fp16")("n")
