@@ -51,6 +51,12 @@ lsa:N:WS:HEADS:D:ORDER  Twins' locally-grouped attention with the windows kept i
                      grid of WS x WS windows, qkv MatMul on [1, N, N, WS, WS, C], Reshape [1, N*N, WS*WS, 3, HEADS, D],
                      unbind Transpose windows-before-heads (3,0,1,4,2,5) (ORDER 0, Twins) or heads-before-windows
                      (3,0,4,1,2,5) (ORDER 1, NesT), attention, heads joined back, reverse
+spmean:C:S:ORDER:KEEP  a squeeze-excitation gate from a spatial mean of a Relu'd [1, C, S, S] conv map: ReduceMean
+                     over axes (2, 3) (ORDER 0), (3, 2) (ORDER 1, as the dynamo exporter writes [-1, -2]) or (-2, -1)
+                     (ORDER 2), keepdims KEEP (0: Reshape to [1, C, 1, 1]), 1x1 Conv, Sigmoid, Mul into the map
+lastmean:S:C:NORM    a channels-last map's mean over its pixels (Swin/Sequencer heads): Conv map [1, C, S, S] ->
+                     Transpose (0, 2, 3, 1) (-> LayerNormalization over C when NORM 1) -> ReduceMean axes (1, 2),
+                     keepdims 0 -> Reshape [1, C, 1, 1]
 Each case converts in a fresh process, FP16 and INT8, and prints the layers of the pattern (op, target,
 shapes, name); the Conv stem and tail are left out.
 """
@@ -680,7 +686,34 @@ def mu(a: int, b: int, d: int, swap: int) -> Built:
     return wrap("mu", nodes, inits, ch, h, w_, ch)
 
 
-BUILDERS: dict[str, Callable[..., Built]] = {"lsa": lsa, "maxattn": maxattn, "slicehead": slicehead, "eca": eca, "swinattn": swinattn, "winpart": winpart, "bilstm": bilstm, "talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
+def spmean(ch: int, side: int, order: int, keep: int) -> Built:
+    """An SE gate from ReduceMean over the pixels of a conv map, the axes written in either order."""
+    axes = [[2, 3], [3, 2], [-2, -1]][order]
+    nodes = [N("Relu", ["x"], ["r"], "act"), N("ReduceMean", ["r"], ["g"], "mean", axes=axes, keepdims=keep)]
+    if not keep:
+        nodes.append(N("Reshape", ["g", "s_vec"], ["gv0"], "to_vec"))
+    nodes += [N("Conv", ["gv0" if not keep else "g", "wse"], ["gc"], "se_conv"),
+              N("Sigmoid", ["gc"], ["gate"], "gate"), N("Mul", ["r", "gate"], ["y"], "scale")]
+    inits = [w("wse", (ch, ch, 1, 1)), c("s_vec", np.array([1, ch, 1, 1], np.int64))]
+    return wrap("spmean", nodes, inits, ch, side, side, ch)
+
+
+def lastmean(side: int, ch: int, norm: int) -> Built:
+    """The mean over the pixels of a channels-last map [1, S, S, C] (keepdims 0), reshaped to [1, C, 1, 1]."""
+    nodes = [N("Transpose", ["x"], ["xl"], "to_last", perm=[0, 2, 3, 1])]
+    src = "xl"
+    if norm:
+        nodes.append(N("LayerNormalization", ["xl", "lg", "lb"], ["xn"], "norm", axis=-1))
+        src = "xn"
+    nodes += [N("ReduceMean", [src], ["g"], "mean", axes=[1, 2], keepdims=0),
+              N("Reshape", ["g", "s_vec"], ["y"], "to_vec")]
+    inits = [c("lg", np.ones(ch, np.float32)), c("lb", np.zeros(ch, np.float32)),
+             c("s_vec", np.array([1, ch, 1, 1], np.int64))]
+    m, hw = wrap("lastmean", nodes, inits, ch, side, side, ch)
+    return m, hw
+
+
+BUILDERS: dict[str, Callable[..., Built]] = {"spmean": spmean, "lastmean": lastmean, "lsa": lsa, "maxattn": maxattn, "slicehead": slicehead, "eca": eca, "swinattn": swinattn, "winpart": winpart, "bilstm": bilstm, "talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
 
 
 def build(label: str) -> Built:

@@ -16,6 +16,7 @@ import numpy as np
 from optimizer.catalog._layout import LAYOUT_OPS, in_identity_run, moves_data
 from optimizer.catalog._layout import data_users as _data_users
 from optimizer.catalog._layout import only_user as _only_user
+from optimizer.catalog._rk3566 import pixel_mean, spaced_einsum
 from optimizer.ir._fold import build_time_value
 
 if TYPE_CHECKING:
@@ -2277,6 +2278,8 @@ CHECKS: Mapping[str, Check] = {
     "exmatmul_conv": exmatmul_conv,
     "window_tokens": window_tokens,
     "vector_sequence": vector_sequence,
+    "pixel_mean": pixel_mean,
+    "spaced_einsum": spaced_einsum,
     "sdpa_kv_broadcast": sdpa_kv_broadcast,
     "width_split": width_split,
     "level_rows": level_rows,
