@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
+from functools import partial
 
 import numpy as np
 import onnx
@@ -1102,14 +1103,14 @@ def einsum_pair(terms: tuple[str, str, str], q_shape: tuple[int, ...], form: str
 _EIN_TERMS = {5: ("bghid", "bghjd", "bghij"), 4: ("bhid", "bhjd", "bhij"), 3: ("bid", "bjd", "bij")}
 _EIN_SHAPES = {5: (1, 2, 2, 64, 8), 4: (1, 4, 64, 8), 3: (4, 64, 8)}
 for _form in EINSUM_FORMS:
-    CASES[f"einform_5_{_form}"] = (lambda f=_form: einsum_pair(_EIN_TERMS[5], _EIN_SHAPES[5], f))
+    CASES[f"einform_5_{_form}"] = partial(einsum_pair, _EIN_TERMS[5], _EIN_SHAPES[5], _form)
 for _rank in (4, 3):
     for _form in ("plain", "torch", "lowsp", "comma", "arrow"):
-        CASES[f"einform_{_rank}_{_form}"] = (lambda r=_rank, f=_form: einsum_pair(_EIN_TERMS[r], _EIN_SHAPES[r], f))
+        CASES[f"einform_{_rank}_{_form}"] = partial(einsum_pair, _EIN_TERMS[_rank], _EIN_SHAPES[_rank], _form)
 CASES["eindiag_4_plain"] = lambda: einsum_pair(("bhii", "bhij", "bhij"), (1, 4, 8, 8), "plain")
 CASES["eindiag_4_torch"] = lambda: einsum_pair(("bhii", "bhij", "bhij"), (1, 4, 8, 8), "torch")
 for _form in ("plain", "torch", "arrow"):
-    CASES[f"einconst_4_{_form}"] = (lambda f=_form: einsum_pair(_EIN_TERMS[4], _EIN_SHAPES[4], f, const_b=True))
+    CASES[f"einconst_4_{_form}"] = partial(einsum_pair, _EIN_TERMS[4], _EIN_SHAPES[4], _form, const_b=True)
 
 
 def einsum_attention(form: str, form_pv: str | None = None, rank: int = 5, groups: int = 4, heads: int = 2,
@@ -1148,10 +1149,10 @@ def einsum_attention(form: str, form_pv: str | None = None, rank: int = 5, group
 
 
 for _form in ("plain", "torch", "arrow", "comma"):
-    CASES[f"einattn_{_form}"] = (lambda f=_form: einsum_attention(f))
+    CASES[f"einattn_{_form}"] = partial(einsum_attention, _form)
 for _n, _d, _g in ((64, 16, 4), (48, 16, 3), (40, 16, 10), (49, 16, 4), (36, 16, 4), (64, 24, 4), (64, 12, 4),
                    (56, 16, 14), (50, 16, 2), (25, 16, 4), (44, 16, 11), (45, 16, 5), (42, 16, 42), (63, 16, 7)):
-    CASES[f"einho_{_n}_{_d}"] = (lambda n=_n, d=_d, g=_g: einsum_attention("torch", groups=g, n=n, d=d))
+    CASES[f"einho_{_n}_{_d}"] = partial(einsum_attention, "torch", groups=_g, n=_n, d=_d)
     CASE_SOCS[f"einho_{_n}_{_d}"] = "rk3588"
 CASES["einattn_qkonly"] = lambda: einsum_attention("torch", "plain")
 CASES["einattn_pvonly"] = lambda: einsum_attention("plain", "torch")
@@ -1163,8 +1164,10 @@ CASES["einattn4_pvonly"] = lambda: einsum_attention("plain", "torch", rank=4)
 
 def einsum_unary(terms: tuple[str, str], shape: tuple[int, ...], form: str) -> onnx.ModelProto:
     """Conv -> Reshape `shape` -> one-operand Einsum (a transpose or a reduction) -> Reshape to a map -> Conv."""
-    spaced = {"plain": lambda a, o: f"{a}->{o}", "torch": lambda a, o: f"{' '.join(a.upper())} -> {' '.join(o.upper())}",
-              "arrow": lambda a, o: f"{a} -> {o}"}[form]
+    forms: dict[str, Callable[[str, str], str]] = {
+        "plain": lambda a, o: f"{a}->{o}", "arrow": lambda a, o: f"{a} -> {o}",
+        "torch": lambda a, o: f"{' '.join(a.upper())} -> {' '.join(o.upper())}"}
+    spaced = forms[form]
     out = int(np.einsum(f"{terms[0]}->{terms[1]}", np.zeros(shape)).size)
     c, h = 32, 8
     side = 8 if out % 64 == 0 else 1
@@ -1195,11 +1198,11 @@ def einsum_three(form: str) -> onnx.ModelProto:
 
 
 for _form in ("plain", "torch", "arrow"):
-    CASES[f"einone_tp_{_form}"] = (lambda f=_form: einsum_unary(("bhid", "bhdi"), (1, 4, 64, 8), f))
-    CASES[f"einone_sum_{_form}"] = (lambda f=_form: einsum_unary(("bhid", "bhi"), (1, 4, 64, 8), f))
+    CASES[f"einone_tp_{_form}"] = partial(einsum_unary, ("bhid", "bhdi"), (1, 4, 64, 8), _form)
+    CASES[f"einone_sum_{_form}"] = partial(einsum_unary, ("bhid", "bhi"), (1, 4, 64, 8), _form)
 for _form in ("plain", "torch"):
-    CASES[f"einew_{_form}"] = (lambda f=_form: einsum_elementwise(f))
-    CASES[f"einthree_{_form}"] = (lambda f=_form: einsum_three(f))
+    CASES[f"einew_{_form}"] = partial(einsum_elementwise, _form)
+    CASES[f"einthree_{_form}"] = partial(einsum_three, _form)
 
 
 def tv_windows(c: int, nh: int, p: int) -> onnx.ModelProto:
@@ -1222,7 +1225,7 @@ def tv_windows(c: int, nh: int, p: int) -> onnx.ModelProto:
 
 for _c, _nh, _p in ((64, 8, 7), (128, 4, 7), (256, 2, 7), (64, 4, 7), (128, 8, 7), (64, 2, 7), (128, 4, 8),
                     (128, 4, 4), (128, 7, 4), (128, 2, 8), (32, 4, 7), (128, 4, 6), (128, 6, 7), (128, 4, 5)):
-    CASES[f"tvwin_{_c}_{_nh}_{_p}"] = (lambda c=_c, nh=_nh, p=_p: tv_windows(c, nh, p))
+    CASES[f"tvwin_{_c}_{_nh}_{_p}"] = partial(tv_windows, _c, _nh, _p)
 
 
 def channel_pad(c: int, before: int, after: int, h: int = 32, w: int = 8) -> onnx.ModelProto:
@@ -1235,7 +1238,7 @@ def channel_pad(c: int, before: int, after: int, h: int = 32, w: int = 8) -> onn
 
 for _c, _b, _a in ((15, 0, 1), (31, 0, 1), (16, 0, 1), (14, 0, 2), (15, 1, 0), (8, 0, 8), (7, 0, 1), (32, 0, 32),
                    (16, 0, 16), (24, 0, 8)):
-    CASES[f"chpad_{_c}_{_b}_{_a}"] = (lambda c=_c, b=_b, a=_a: channel_pad(c, b, a))
+    CASES[f"chpad_{_c}_{_b}_{_a}"] = partial(channel_pad, _c, _b, _a)
 
 def transpose5(shape: tuple[int, ...], perm: tuple[int, ...]) -> onnx.ModelProto:
     """Conv [1,C,H,W] -> Reshape to a rank-5 `shape` -> Transpose `perm` -> Reshape back -> Conv: a rank-5
@@ -1253,7 +1256,7 @@ def transpose5(shape: tuple[int, ...], perm: tuple[int, ...]) -> onnx.ModelProto
 for _label, _shape, _perm in (("botnet", (4, 8, 8, 8, 8), (0, 3, 1, 4, 2)), ("swap34", (4, 8, 8, 8, 8), (0, 1, 3, 2, 4)),
                               ("p02143", (4, 8, 8, 8, 8), (0, 2, 1, 4, 3)), ("p20314", (4, 8, 8, 8, 8), (2, 0, 3, 1, 4)),
                               ("p03142b1", (1, 8, 8, 16, 16), (0, 3, 1, 4, 2)), ("p41230", (4, 8, 8, 8, 8), (4, 1, 2, 3, 0))):
-    CASES[f"tp5_{_label}"] = (lambda s=_shape, p=_perm: transpose5(s, p))
+    CASES[f"tp5_{_label}"] = partial(transpose5, _shape, _perm)
 
 def rel_logits(w: int, d: int = 32, heads: int = 4, pad_to: int = 1) -> onnx.ModelProto:
     """BoTNet's rel_logits_1d (timm): q [heads,W,W,d] (from a map) @ rel [d, 2W-1] -> Reshape [-1,W,2W-1] -> Pad
@@ -1282,7 +1285,7 @@ def rel_logits(w: int, d: int = 32, heads: int = 4, pad_to: int = 1) -> onnx.Mod
 
 
 for _w in (8, 16, 7, 12, 6, 4):
-    CASES[f"rellog_{_w}"] = (lambda w=_w: rel_logits(w))
+    CASES[f"rellog_{_w}"] = partial(rel_logits, _w)
 
 CORPUS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "corpus", "models")
 
