@@ -29,11 +29,13 @@ def _reduce_axes(graph: Graph, node: Node) -> list[int] | None:
     return None if axes is None else [int(a) for a in axes]
 
 
-def unpooled_mean(graph: Graph, node: Node) -> bool:
-    """A ReduceMean over both pixel axes of a 4-D map written in descending order, (3, 2) as the dynamo exporter
-    writes dim=[-1, -2]: the toolkit pools only (2, 3) (negative axes normalised first), so this mean becomes a
-    token MatMul between CPU transposes (probe tools/probe_rknn_rk3566.py spmean)."""
-    if node.op_type != "ReduceMean" or not node.inputs:
+def unpooled_reduce(graph: Graph, node: Node) -> bool:
+    """A reduce over both pixel axes of a 4-D map that the toolkit does not turn into global pooling: it pools
+    only a ReduceMean written (2, 3) (negative axes normalised first), so a ReduceMean written (3, 2), as the
+    dynamo exporter writes dim=[-1, -2], and a ReduceSum or ReduceL2 over the pixels in either order become a
+    token MatMul between CPU transposes (probe tools/probe_rknn_rk3566.py spmean). A ReduceMax is a CPU layer of
+    its own and needs no rule here."""
+    if node.op_type not in ("ReduceMean", "ReduceSum", "ReduceL2") or not node.inputs:
         return False
     shape = graph.shape(node.inputs[0])
     axes = _reduce_axes(graph, node)
@@ -41,64 +43,71 @@ def unpooled_mean(graph: Graph, node: Node) -> bool:
         return False
     if int(shape[2]) * int(shape[3]) <= 1:
         return False
-    return [a % 4 for a in axes] == [3, 2]
+    written = [a % 4 for a in axes]
+    return written == [3, 2] if node.op_type == "ReduceMean" else sorted(written) == [2, 3]
 
 
-def _back_reshape(graph: Graph, mean: Node) -> Node | None:
-    """The reshape that reads the mean's result alone: the transpose back is named after it."""
-    if not mean.outputs:
+def _back_reshape(graph: Graph, reduce: Node) -> Node | None:
+    """The reshape that reads the reduce's result alone: the transpose back is named after it."""
+    if not reduce.outputs:
         return None
-    user = only_user(graph, mean.outputs[0])
+    user = only_user(graph, reduce.outputs[0])
     return user if user is not None and user.op_type in _RESHAPES else None
 
 
-def pixel_mean(rule: Rule, view: LayerView) -> str | None:
-    """The three nodes an unpooled spatial mean costs on the CPU: the op making the map (its relayout into
-    tokens), the mean (the transpose of its one-wide result back), or instead a reshape that alone reads the
-    result, which takes that transpose's name."""
+def pixel_reduce(rule: Rule, view: LayerView) -> str | None:
+    """The nodes an unpooled pixel reduce costs on the CPU: the op making the map (its relayout into tokens),
+    the reduce (the transpose of its one-wide result back), or instead a reshape that alone reads the result,
+    which takes that transpose's name."""
     graph, node = view.graph, view.node
-    if unpooled_mean(graph, node):
+    if unpooled_reduce(graph, node):
         if _back_reshape(graph, node) is not None:
             return None
-        return (f"ReduceMean over axes {_reduce_axes(graph, node)} is not lowered as global pooling (only (2, 3) is): "
-                "a token MatMul whose result is transposed back on the CPU")
+        return (f"{node.op_type} over axes {_reduce_axes(graph, node)} is not lowered as global pooling (only a "
+                "ReduceMean over (2, 3) is): a token MatMul whose result is transposed back on the CPU")
     if node.op_type in _RESHAPES and node.inputs:
-        mean = graph.producer(node.inputs[0])
-        if mean is not None and unpooled_mean(graph, mean) and _back_reshape(graph, mean) is node:
-            return (f"reshapes the result of {mean.name}, a spatial mean not lowered as global pooling: the transpose "
-                    "of its one-wide result back runs on the CPU")
+        reduce = graph.producer(node.inputs[0])
+        if reduce is not None and unpooled_reduce(graph, reduce) and _back_reshape(graph, reduce) is node:
+            return (f"reshapes the result of {reduce.name}, a pixel reduce not lowered as global pooling: the "
+                    "transpose of its one-wide result back runs on the CPU")
         return None
     for out in node.outputs:
-        means = [u for u in data_users(graph, out) if unpooled_mean(graph, u)]
-        if means:
-            return (f"its map feeds {means[0].name}, a spatial mean over axes {_reduce_axes(graph, means[0])} that is "
+        reduces = [u for u in data_users(graph, out) if unpooled_reduce(graph, u)]
+        if reduces:
+            first = reduces[0]
+            return (f"its map feeds {first.name}, a {first.op_type} over axes {_reduce_axes(graph, first)} that is "
                     "not lowered as global pooling: the map's relayout into tokens runs on the CPU")
     return None
 
 
-def spaced_einsum_node(node: Node) -> bool:
-    """An Einsum whose equation holds whitespace (torchvision's MaxViT: 'B G H I D, B G H J D -> B G H I J'):
-    the toolkit's Einsum rewrite does not parse it and keeps a CPU Einsum layer."""
+def cpu_einsum(node: Node) -> bool:
+    """An Einsum the toolkit keeps as a CPU layer: an operand's subscripts repeat a character, a blank included
+    (torchvision's MaxViT: 'B G H I D, B G H J D -> B G H I J'). The Einsum's own verdict is RKNN-EINSUM-LABELS'
+    (the same criterion, measured on every SoC); here it only decides whether the operands are relaid for one."""
     equation = node.attrs.get("equation") if node.op_type == "Einsum" else None
     if isinstance(equation, bytes):
         equation = equation.decode("utf-8", "replace")
-    return isinstance(equation, str) and any(ch.isspace() for ch in equation)
+    if not isinstance(equation, str):
+        return False
+    for term in equation.partition("->")[0].split(","):
+        chars = term.replace("...", "", 1)
+        if len(set(chars)) != len(chars):
+            return True
+    return False
 
 
-def spaced_einsum(rule: Rule, view: LayerView) -> str | None:
-    """The spaced Einsum itself, and each op (other than a CPU Softmax) making one of its operands of rank 5 or
-    more: the NPU's 4-D result is reshaped into the CPU Einsum's operand by a CPU layer named after that op."""
+def einsum_operands(rule: Rule, view: LayerView) -> str | None:
+    """Each op (other than a Softmax) making an operand of rank 5 or more for a CPU Einsum: rk3566 reshapes the
+    NPU's 4-D result into that operand with a CPU layer named after the op, whatever the innermost axis (rk3588
+    needs it only for an innermost axis that is not whole 16-byte groups, RKNN-EINSUM-RELAYOUT)."""
     graph, node = view.graph, view.node
-    if spaced_einsum_node(node):
-        return (f"Einsum equation {node.attrs.get('equation')!r} holds spaces: the toolkit does not rewrite it into "
-                "exMatMul and runs a CPU Einsum")
     if node.op_type == "Softmax":
         return None  # its own verdict decides (the 5-D reshape of a Softmax result is an NPU layer, measured)
     for out in node.outputs:
         shape = graph.shape(out)
         if shape is None or len(shape) < 5:
             continue
-        einsums = [u for u in data_users(graph, out) if spaced_einsum_node(u)]
+        einsums = [u for u in data_users(graph, out) if cpu_einsum(u)]
         if einsums:
             return (f"makes a rank-{len(shape)} operand of {einsums[0].name}, a CPU Einsum: the reshape into it runs "
                     "on the CPU")
