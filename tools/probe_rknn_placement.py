@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
+from functools import partial
 
 import numpy as np
 import onnx
@@ -24,7 +26,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rknn_build import captured_build
-from rknn_log import map_to_onnx, parse_layer_table
+from rknn_log import error_summary, map_to_onnx, parse_layer_table
 
 SOCS = "rk3588,rk3576,rk3562,rv1126b"
 rng = np.random.default_rng(0)
@@ -1048,6 +1050,266 @@ for _label, _shape, _axis in (("r5a1", (1, 2, 16, 8, 8), 1), ("r5a2", (1, 2, 16,
     CASE_SOCS[f"reducemax_{_label}"] = "rk3576,rv1126b"
 
 
+EINSUM_FORMS = {
+    "plain": lambda a, b, o: f"{a},{b}->{o}",
+    "torch": lambda a, b, o: f"{' '.join(a.upper())}, {' '.join(b.upper())} -> {' '.join(o.upper())}",
+    "upper": lambda a, b, o: f"{a.upper()},{b.upper()}->{o.upper()}",
+    "lowsp": lambda a, b, o: f"{' '.join(a)}, {' '.join(b)} -> {' '.join(o)}",
+    "comma": lambda a, b, o: f"{a}, {b}->{o}",
+    "arrow": lambda a, b, o: f"{a},{b} -> {o}",
+    "arrowl": lambda a, b, o: f"{a},{b} ->{o}",
+    "arrowr": lambda a, b, o: f"{a},{b}-> {o}",
+    "inner": lambda a, b, o: f"{' '.join(a)},{' '.join(b)}->{' '.join(o)}",
+    "innera": lambda a, b, o: f"{' '.join(a)},{b}->{o}",
+    "innero": lambda a, b, o: f"{a},{b}->{' '.join(o)}",
+    "innerb": lambda a, b, o: f"{a},{' '.join(b)}->{o}",
+    "onesp": lambda a, b, o: f"{a[:-1]} {a[-1]},{b}->{o}",
+    "tab": lambda a, b, o: f"{a},{b}->\t{o}",
+    "sp1front": lambda a, b, o: f"{a[0]} {a[1:]},{b}->{o}",
+    "sp2a": lambda a, b, o: f"{a[:-2]} {a[-2]} {a[-1]},{b}->{o}",
+    "sp1b": lambda a, b, o: f"{a},{b[:-1]} {b[-1]}->{o}",
+    "sp1ab": lambda a, b, o: f"{a[:-1]} {a[-1]},{b[:-1]} {b[-1]}->{o}",
+    "sp1all": lambda a, b, o: f"{a[:-1]} {a[-1]},{b[:-1]} {b[-1]}->{o[:-1]} {o[-1]}",
+    "lead2": lambda a, b, o: f"  {a},{b}->{o}",
+    "comma2": lambda a, b, o: f"{a},  {b}->{o}",
+    "commaarrow": lambda a, b, o: f"{a}, {b} -> {o}",
+    "trail2a": lambda a, b, o: f"{a}  ,{b}->{o}",
+    "ellip1": lambda a, b, o: f"...{a[-2]} {a[-1]},...{b[-2:]}->...{o[-2:]}",
+    "lead": lambda a, b, o: f" {a},{b}->{o}",
+    "trail": lambda a, b, o: f"{a},{b}->{o} ",
+    "ellip": lambda a, b, o: f"...{a[-2:]},...{b[-2:]}->...{o[-2:]}",
+    "ellipsp": lambda a, b, o: f"... {' '.join(a[-2:])}, ... {' '.join(b[-2:])} -> ... {' '.join(o[-2:])}",
+}
+
+
+def einsum_pair(terms: tuple[str, str, str], q_shape: tuple[int, ...], form: str, const_b: bool = False,
+                c: int = 32, h: int = 8) -> onnx.ModelProto:
+    """Conv [1,C,H,H] -> Reshape q_shape -> Einsum(q, q or a constant) written in `form` (EINSUM_FORMS: the
+    same contraction with or without spaces, upper case, ellipsis) -> Reshape to a map -> Conv: a contraction
+    of two activations (exMatMul when the toolkit's Einsum rewrite takes it)."""
+    eq = EINSUM_FORMS[form](*terms)
+    b_shape = tuple(q_shape)
+    out_numel = int(np.einsum(f"{terms[0]},{terms[1]}->{terms[2]}", np.zeros(q_shape), np.zeros(b_shape)).size)
+    nodes = [node("Reshape", ["x", "s1"], ["q"], "split"),
+             node("Einsum", ["q", "kc" if const_b else "q"], ["sc"], "ein", equation=eq),
+             node("Reshape", ["sc", "s2"], ["y"], "merge")]
+    inits = [const("s1", np.array(q_shape, np.int64)),
+             const("s2", np.array([1, out_numel // (h * h), h, h], np.int64))]
+    if const_b:
+        inits.append(weight("kc", b_shape))
+    return graph("einp", (1, c, h, h), nodes, inits)
+
+
+_EIN_TERMS = {5: ("bghid", "bghjd", "bghij"), 4: ("bhid", "bhjd", "bhij"), 3: ("bid", "bjd", "bij")}
+_EIN_SHAPES = {5: (1, 2, 2, 64, 8), 4: (1, 4, 64, 8), 3: (4, 64, 8)}
+for _form in EINSUM_FORMS:
+    CASES[f"einform_5_{_form}"] = partial(einsum_pair, _EIN_TERMS[5], _EIN_SHAPES[5], _form)
+for _rank in (4, 3):
+    for _form in ("plain", "torch", "lowsp", "comma", "arrow"):
+        CASES[f"einform_{_rank}_{_form}"] = partial(einsum_pair, _EIN_TERMS[_rank], _EIN_SHAPES[_rank], _form)
+CASES["eindiag_4_plain"] = lambda: einsum_pair(("bhii", "bhij", "bhij"), (1, 4, 8, 8), "plain")
+CASES["eindiag_4_torch"] = lambda: einsum_pair(("bhii", "bhij", "bhij"), (1, 4, 8, 8), "torch")
+for _form in ("plain", "torch", "arrow"):
+    CASES[f"einconst_4_{_form}"] = partial(einsum_pair, _EIN_TERMS[4], _EIN_SHAPES[4], _form, const_b=True)
+
+
+def einsum_attention(form: str, form_pv: str | None = None, rank: int = 5, groups: int = 4, heads: int = 2,
+                     n: int = 49, d: int = 16) -> onnx.ModelProto:
+    """MaxViT's attention as torchvision writes it: tokens [1,G,N,3*H*D] -> q/k/v Slices -> Reshape
+    [1,G,N,H,D] -> Transpose (0,1,3,2,4) -> Einsum q.k (scaled k) -> Softmax -> Einsum p.v -> Transpose back ->
+    Reshape [1,G,N,H*D] -> MatMul; q.k written in `form`, p.v in `form_pv` (default the same; torchvision:
+    'B G H I D, B G H J D -> B G H I J'). rank 4 folds the groups into the batch: [G,N,H,D] and 'bhid' terms."""
+    c = heads * d
+    side = math.isqrt(groups * n)
+    lead = [1, groups] if rank == 5 else [groups]
+    nodes = [node("Reshape", ["x", "tok"], ["t"], "to_tokens"),
+             node("MatMul", ["t", "wqkv"], ["qkv"], "to_qkv")]
+    inits = [const("tok", np.array([*lead, n, c], np.int64)), weight("wqkv", (c, 3 * c)),
+             const("hs", np.array([*lead, n, heads, d], np.int64)), const("scale", np.array(0.25, np.float32)),
+             const("ax", np.array([rank - 2], np.int64)), weight("wo", (c, c)),
+             const("back", np.array([1, c, side, side], np.int64))]
+    perm = [0, 1, 3, 2, 4] if rank == 5 else [0, 2, 1, 3]
+    for k, part in enumerate("qkv"):
+        inits += [const(f"b{k}", np.array([k * c], np.int64)), const(f"e{k}", np.array([(k + 1) * c], np.int64))]
+        nodes += [node("Slice", ["qkv", f"b{k}", f"e{k}", "ax"], [f"{part}s"], f"slice_{part}"),
+                  node("Reshape", [f"{part}s", "hs"], [f"{part}r"], f"heads_{part}"),
+                  node("Transpose", [f"{part}r"], [f"{part}t"], f"tp_{part}", perm=perm)]
+    g = "g" if rank == 5 else ""
+    nodes += [node("Mul", ["kt", "scale"], ["kscaled"], "scale_k"),
+              node("Einsum", ["qt", "kscaled"], ["sc"], "ein_qk",
+                   equation=EINSUM_FORMS[form](f"b{g}hid", f"b{g}hjd", f"b{g}hij")),
+              node("Softmax", ["sc"], ["p"], "softmax", axis=-1),
+              node("Einsum", ["p", "vt"], ["o"], "ein_pv",
+                   equation=EINSUM_FORMS[form_pv or form](f"b{g}hij", f"b{g}hjd", f"b{g}hid")),
+              node("Transpose", ["o"], ["ot"], "tp_out", perm=perm),
+              node("Reshape", ["ot", "tok"], ["om"], "merge_heads"),
+              node("MatMul", ["om", "wo"], ["proj"], "proj"),
+              node("Reshape", ["proj", "back"], ["y"], "to_map")]
+    return graph("einattn", (1, c, side, side), nodes, inits)
+
+
+for _form in ("plain", "torch", "arrow", "comma"):
+    CASES[f"einattn_{_form}"] = partial(einsum_attention, _form)
+for _n, _d, _g in ((64, 16, 4), (48, 16, 3), (40, 16, 10), (49, 16, 4), (36, 16, 4), (64, 24, 4), (64, 12, 4),
+                   (56, 16, 14), (50, 16, 2), (25, 16, 4), (44, 16, 11), (45, 16, 5), (42, 16, 42), (63, 16, 7)):
+    CASES[f"einho_{_n}_{_d}"] = partial(einsum_attention, "torch", groups=_g, n=_n, d=_d)
+    CASE_SOCS[f"einho_{_n}_{_d}"] = "rk3588"
+CASES["einattn_qkonly"] = lambda: einsum_attention("torch", "plain")
+CASES["einattn_pvonly"] = lambda: einsum_attention("plain", "torch")
+CASES["einattn4_plain"] = lambda: einsum_attention("plain", rank=4)
+CASES["einattn4_torch"] = lambda: einsum_attention("torch", rank=4)
+CASES["einattn4_qkonly"] = lambda: einsum_attention("torch", "plain", rank=4)
+CASES["einattn4_pvonly"] = lambda: einsum_attention("plain", "torch", rank=4)
+
+
+def einsum_unary(terms: tuple[str, str], shape: tuple[int, ...], form: str) -> onnx.ModelProto:
+    """Conv -> Reshape `shape` -> one-operand Einsum (a transpose or a reduction) -> Reshape to a map -> Conv."""
+    forms: dict[str, Callable[[str, str], str]] = {
+        "plain": lambda a, o: f"{a}->{o}", "arrow": lambda a, o: f"{a} -> {o}",
+        "torch": lambda a, o: f"{' '.join(a.upper())} -> {' '.join(o.upper())}"}
+    spaced = forms[form]
+    out = int(np.einsum(f"{terms[0]}->{terms[1]}", np.zeros(shape)).size)
+    c, h = 32, 8
+    side = 8 if out % 64 == 0 else 1
+    return graph("ein1", (1, c, h, h), [
+        node("Reshape", ["x", "s1"], ["q"], "split"),
+        node("Einsum", ["q"], ["sc"], "ein", equation=spaced(*terms)),
+        node("Reshape", ["sc", "s2"], ["y"], "merge"),
+    ], [const("s1", np.array(shape, np.int64)), const("s2", np.array([1, out // (side * side), side, side], np.int64))])
+
+
+def einsum_elementwise(form: str) -> onnx.ModelProto:
+    """Conv [1,C,H,W] -> Einsum 'nchw,nchw->nchw' of the map with itself (a product, no contraction) -> Conv."""
+    eq = {"plain": "nchw,nchw->nchw", "torch": "N C H W, N C H W -> N C H W"}[form]
+    return graph("einew", (1, 32, 8, 8), [node("Einsum", ["x", "x"], ["y"], "ein", equation=eq)], [])
+
+
+def einsum_three(form: str) -> onnx.ModelProto:
+    """Linear attention's three-operand Einsum 'bnhd,bhde,bnh->bnhe' (corpus nn_linear_attention) of activations."""
+    eq = {"plain": "bnhd,bhde,bnh->bnhe", "torch": "b n h d, b h d e, b n h -> b n h e"}[form]
+    return graph("ein3", (1, 32, 8, 8), [
+        node("Reshape", ["x", "s1"], ["q"], "split"),
+        node("Einsum", ["q", "q"], ["kv"], "ein_kv", equation="bnhd,bnhe->bhde"),
+        node("ReduceSum", ["q", "ax"], ["z"], "zsum", keepdims=0),
+        node("Einsum", ["q", "kv", "z"], ["o"], "ein", equation=eq),
+        node("Reshape", ["o", "s2"], ["y"], "merge"),
+    ], [const("s1", np.array([1, 64, 4, 8], np.int64)), const("ax", np.array([3], np.int64)),
+        const("s2", np.array([1, 32, 8, 8], np.int64))])
+
+
+for _form in ("plain", "torch", "arrow"):
+    CASES[f"einone_tp_{_form}"] = partial(einsum_unary, ("bhid", "bhdi"), (1, 4, 64, 8), _form)
+    CASES[f"einone_sum_{_form}"] = partial(einsum_unary, ("bhid", "bhi"), (1, 4, 64, 8), _form)
+for _form in ("plain", "torch"):
+    CASES[f"einew_{_form}"] = partial(einsum_elementwise, _form)
+    CASES[f"einthree_{_form}"] = partial(einsum_three, _form)
+
+
+def tv_windows(c: int, nh: int, p: int) -> onnx.ModelProto:
+    """torchvision MaxViT's window partition and departition of an NCHW map [1,C,nh*p,nh*p]: Reshape
+    [1,C,nh,p,nh,p] -> Transpose (0,2,4,3,5,1) -> Reshape [1,nh*nh,p*p,C] -> MatMul on the tokens -> Reshape
+    [1,nh,nh,p,p,C] -> Transpose (0,5,1,3,2,4) -> Reshape back to the map -> Conv."""
+    h = nh * p
+    return graph("tvwin", (1, c, h, h), [
+        node("Reshape", ["x", "s6"], ["a"], "part_rs"),
+        node("Transpose", ["a"], ["b"], "part_tp", perm=[0, 2, 4, 3, 5, 1]),
+        node("Reshape", ["b", "tok"], ["t"], "part_rs1"),
+        node("MatMul", ["t", "wm"], ["m"], "mix"),
+        node("Reshape", ["m", "w6"], ["d"], "depart_rs"),
+        node("Transpose", ["d"], ["e"], "depart_tp", perm=[0, 5, 1, 3, 2, 4]),
+        node("Reshape", ["e", "back"], ["y"], "depart_rs1"),
+    ], [const("s6", np.array([1, c, nh, p, nh, p], np.int64)), const("tok", np.array([1, nh * nh, p * p, c], np.int64)),
+        weight("wm", (c, c)), const("w6", np.array([1, nh, nh, p, p, c], np.int64)),
+        const("back", np.array([1, c, h, h], np.int64))])
+
+
+for _c, _nh, _p in ((64, 8, 7), (128, 4, 7), (256, 2, 7), (64, 4, 7), (128, 8, 7), (64, 2, 7), (128, 4, 8),
+                    (128, 4, 4), (128, 7, 4), (128, 2, 8), (32, 4, 7), (128, 4, 6), (128, 6, 7), (128, 4, 5)):
+    CASES[f"tvwin_{_c}_{_nh}_{_p}"] = partial(tv_windows, _c, _nh, _p)
+
+
+def channel_pad(c: int, before: int, after: int, h: int = 32, w: int = 8) -> onnx.ModelProto:
+    """Conv (C outputs) -> Pad of the channel axis (before, after; zeros) -> Conv: BoTNet's relative-position
+    logits, whose [.., 2W-1] last axis the toolkit holds as the channel of a 1x1 convolution, padded to 2W."""
+    return graph("cpad", (1, c, h, w), [
+        node("Pad", ["x", "pads"], ["y"], "pad"),
+    ], [const("pads", np.array([0, before, 0, 0, 0, after, 0, 0], np.int64))])
+
+
+for _c, _b, _a in ((15, 0, 1), (31, 0, 1), (16, 0, 1), (14, 0, 2), (15, 1, 0), (8, 0, 8), (7, 0, 1), (32, 0, 32),
+                   (16, 0, 16), (24, 0, 8)):
+    CASES[f"chpad_{_c}_{_b}_{_a}"] = partial(channel_pad, _c, _b, _a)
+
+def transpose5(shape: tuple[int, ...], perm: tuple[int, ...]) -> onnx.ModelProto:
+    """Conv [1,C,H,W] -> Reshape to a rank-5 `shape` -> Transpose `perm` -> Reshape back -> Conv: a rank-5
+    transpose on its own (BoTNet's relative-position expand uses (0,3,1,4,2))."""
+    c = 32
+    total = int(np.prod(shape))
+    h = next(d for d in range(math.isqrt(total // c), 0, -1) if (total // c) % d == 0)
+    return graph("tp5", (1, c, h, total // (c * h)), [
+        node("Reshape", ["x", "s5"], ["a"], "to5"),
+        node("Transpose", ["a"], ["b"], "tp", perm=list(perm)),
+        node("Reshape", ["b", "back"], ["y"], "back"),
+    ], [const("s5", np.array(shape, np.int64)), const("back", np.array([1, c, h, total // (c * h)], np.int64))])
+
+
+for _label, _shape, _perm in (("botnet", (4, 8, 8, 8, 8), (0, 3, 1, 4, 2)), ("swap34", (4, 8, 8, 8, 8), (0, 1, 3, 2, 4)),
+                              ("p02143", (4, 8, 8, 8, 8), (0, 2, 1, 4, 3)), ("p20314", (4, 8, 8, 8, 8), (2, 0, 3, 1, 4)),
+                              ("p03142b1", (1, 8, 8, 16, 16), (0, 3, 1, 4, 2)), ("p41230", (4, 8, 8, 8, 8), (4, 1, 2, 3, 0))):
+    CASES[f"tp5_{_label}"] = partial(transpose5, _shape, _perm)
+
+def rel_logits(w: int, d: int = 32, heads: int = 4, pad_to: int = 1) -> onnx.ModelProto:
+    """BoTNet's rel_logits_1d (timm): q [heads,W,W,d] (from a map) @ rel [d, 2W-1] -> Reshape [-1,W,2W-1] -> Pad
+    the last axis by `pad_to` -> Flatten -> Pad by W-1 -> Reshape [-1,W+1,2W-1] -> Slice [:W, W-1:] -> Reshape
+    [heads, W*W, W] ... back to a map. The toolkit holds the 2W-1 axis as a 1x1 convolution's channels."""
+    c = heads * d
+    r = 2 * w - 1
+    rows = heads * w
+    return graph("rell", (1, c, w, w), [
+        node("Reshape", ["x", "s4"], ["q4"], "heads"),
+        node("Transpose", ["q4"], ["q"], "to_tokens", perm=[0, 2, 3, 1]),
+        node("MatMul", ["q", "rel"], ["lg"], "logits"),
+        node("Reshape", ["lg", "s3"], ["l3"], "rows"),
+        node("Pad", ["l3", "p1"], ["lp"], "pad_col"),
+        node("Flatten", ["lp"], ["lf"], "flat", axis=1),
+        node("Pad", ["lf", "p2"], ["lq"], "pad_flat"),
+        node("Reshape", ["lq", "s3b"], ["lr"], "unflat"),
+        node("Slice", ["lr", "st", "en", "axs"], ["ls"], "crop"),
+        node("Reshape", ["ls", "back"], ["y"], "to_map"),
+    ], [const("s4", np.array([heads, d, w, w], np.int64)), weight("rel", (d, r)),
+        const("s3", np.array([-1, w, r], np.int64)), const("p1", np.array([0, 0, 0, 0, 0, pad_to], np.int64)),
+        const("p2", np.array([0, 0, 0, w - 1], np.int64)),
+        const("s3b", np.array([-1, w + 1, r], np.int64)),
+        const("st", np.array([0, w - 1], np.int64)), const("en", np.array([w, r], np.int64)),
+        const("axs", np.array([1, 2], np.int64)), const("back", np.array([1, rows, w, w], np.int64))])
+
+
+for _w in (8, 16, 7, 12, 6, 4):
+    CASES[f"rellog_{_w}"] = partial(rel_logits, _w)
+
+CORPUS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "corpus", "models")
+
+
+def corpus_variant(model: str, edit: str) -> onnx.ModelProto:
+    """A committed corpus model (structure-only: its large float initializers point at a missing file) with
+    random weights in their place and one edit applied, to learn which of the toolkit's verdicts on the real
+    model follow from one feature. Edits: 'einsum_nospace' removes the blanks from every Einsum equation."""
+    m = onnx.load(os.path.join(CORPUS, model + ".onnx"), load_external_data=False)
+    for init in m.graph.initializer:
+        if init.data_location == TensorProto.EXTERNAL:
+            dtype = helper.tensor_dtype_to_np_dtype(init.data_type)
+            init.CopyFrom(numpy_helper.from_array(rng.normal(0, 0.05, tuple(init.dims)).astype(dtype), init.name))
+    for n in m.graph.node:
+        if edit == "einsum_nospace" and n.op_type == "Einsum":
+            for a in n.attribute:
+                if a.name == "equation":
+                    a.s = a.s.replace(b" ", b"")
+    return m
+
+
+CASES["corpus_tv_maxvit_t_einsum_nospace"] = lambda: corpus_variant("tv_maxvit_t", "einsum_nospace")
+
+
 def _convert(path: str, soc: str, quantize: bool, dataset: str) -> tuple[bool, str]:
     return captured_build(path, soc, quantize, dataset)
 
@@ -1088,8 +1350,9 @@ def convert_case(label: str, socs: list[str], out: str | None = None) -> dict[st
                         f"{la.derived_name}" for la in parse_layer_table(text)
                         if la.derived_name not in ("pre_conv", "post_conv", "in")
                         and la.op_type not in ("InputOperator", "OutputOperator")]
-                result[f"{soc}/{'int8' if quantize else 'fp16'}"] = {"built": ok, "layers": rows,
-                                                                      "nodes": node_targets(model, text)}
+                result[f"{soc}/{'int8' if quantize else 'fp16'}"] = {
+                    "built": ok, "layers": rows, "nodes": node_targets(model, text),
+                    **({} if ok else {"error": error_summary(text)})}
     if out:
         os.makedirs(out, exist_ok=True)
         onnx.save(model, os.path.join(out, label + ".onnx"))

@@ -1816,6 +1816,40 @@ def _grid_merge(graph: Graph, node: Node) -> bool:
     return _static(shape) and len(shape) == 6 and all(d > 1 for d in shape[1:5])
 
 
+def einsum_labels(rule: Rule, view: LayerView) -> str | None:
+    """rknn-toolkit2 reads an Einsum equation character by character, blanks included: an operand term holding
+    two blanks repeats a label, so the toolkit does not rewrite the Einsum (to exMatMul, a convolution or an
+    element-wise op) and it stays a CPU layer (torch's spaced 'B G H I D, B G H J D -> B G H I J')."""
+    node = view.node
+    if node.op_type != "Einsum":
+        return None
+    equation = str(view.attr("equation") or "")
+    for i, term in enumerate(equation.partition("->")[0].split(",")):
+        if term.count(" ") > 1:
+            return (f"Einsum equation {equation!r}: operand {i} subscripts {term!r} hold {term.count(' ')} blanks, "
+                    "which the toolkit reads as a repeated label; it keeps the Einsum on the CPU (no exMatMul)")
+    return None
+
+
+def einsum_operand_relayout(rule: Rule, view: LayerView) -> str | None:
+    """rk3588 hands a rank>4 tensor from the NPU's 4-D form to a CPU Einsum through a Reshape layer named after
+    the tensor; that Reshape is a CPU layer itself when the innermost axis is not a whole number of 16-byte
+    groups (8 FP16 / 16 INT8 elements), so the op that made the tensor counts as CPU."""
+    graph, node = view.graph, view.node
+    align = int(rule.params["align"][view.precision])
+    for out in node.outputs:
+        shape = graph.shape(out) if out else None
+        if not _static(shape) or len(shape) <= 4 or shape[-1] % align == 0:
+            continue
+        for user in graph.consumers(out):
+            if user.op_type == "Einsum" and einsum_labels(rule, LayerView(graph, user, view.family, view.target,
+                                                                          view.precision, view.kind)):
+                return (f"{node.op_type} output '{out}' {list(shape)} feeds the CPU Einsum {user.name}: its "
+                        f"relayout from the NPU's 4-D form is a CPU Reshape when the last axis ({shape[-1]}) is "
+                        f"not a multiple of {align}")
+    return None
+
+
 def grid_merge(rule: Rule, view: LayerView) -> str | None:
     """rknn-toolkit2 lowers window partitions (block and grid) and the block merge as exWindow, but not the grid
     merge: that one becomes a 5-D Transpose (C, nh, nw, gh, gw) -> (C, gh, nh, gw, nw) on the CPU, named after
@@ -2231,6 +2265,8 @@ def _after_scale(graph: Graph, node: Node, depth: int = 4) -> list[Node]:
 
 
 CHECKS: Mapping[str, Check] = {
+    "einsum_labels": einsum_labels,
+    "einsum_operand_relayout": einsum_operand_relayout,
     "class_token_map": class_token_map,
     "score_grid": score_grid,
     "grid_merge": grid_merge,
@@ -2449,6 +2485,28 @@ def _linear_resize(view: LayerView, params: Mapping[str, Any]) -> str | None:
             return (f"linear Resize {list(src[2:])} -> {list(dst[2:])} is not a whole-number scale; it runs on "
                     "the CPU")
     return None
+
+
+def _token_channel_pad(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """A constant Pad of a token tensor's last axis pads the channels of the 1x1 convolution the toolkit made
+    of the token MatMul (held as [1, C, rows, N]); the NPU Pad does not extend the channels of a map with more
+    than one pixel, so it runs on the CPU (a flattened vector padded in its channels stays on the NPU)."""
+    graph, node = view.graph, view.node
+    if (node.attrs.get("mode") or "constant") != "constant" or len(node.inputs) < 2 or not node.inputs[1]:
+        return None
+    pads = graph.constants.get(node.inputs[1])
+    shape = graph.shape(node.inputs[0])
+    if pads is None or not _static(shape) or len(shape) < 2 or pads.size != 2 * len(shape):
+        return None
+    flat = [int(v) for v in pads.reshape(-1)]
+    rank = len(shape)
+    axes = [i for i in range(rank) if flat[i] or flat[i + rank]]
+    if len(node.inputs) > 3 and node.inputs[3]:
+        return None  # opset-18 axes: not measured
+    if axes != [rank - 1] or math.prod(shape[:-1]) <= 1 or not _token_form(graph, node.inputs[0]):
+        return None
+    return (f"Pad of the last axis of token tensor {list(shape)} ({flat[rank - 1]}, {flat[-1]}) extends the "
+            "channels of the toolkit's convolution layout over several pixels; it runs on the CPU")
 
 
 def _strided_slice(view: LayerView, params: Mapping[str, Any]) -> str | None:
@@ -3409,6 +3467,7 @@ CONDITIONS: Mapping[str, Condition] = {
     "same_type_cast": _same_type_cast,
     "linear_resize": _linear_resize,
     "strided_slice": _strided_slice,
+    "token_channel_pad": _token_channel_pad,
     "pixels_into_channel": _pixels_into_channel,
     "map_rank3_output": _map_rank3_output,
     "channel_reduce": _channel_reduce,

@@ -169,6 +169,11 @@ CITED = [
     ("timm_coat_lite_tiny", "rk3588", "int8", "/serial_blocks1.0/factoratt_crpe/crpe1/Reshape", True),  # 200704
     ("timm_coat_lite_tiny", "rk3588", "int8", "/serial_blocks2.0/factoratt_crpe/crpe2/Reshape", False),
     ("timm_coat_lite_tiny", "rk3588", "fp16", "/serial_blocks1.0/factoratt_crpe/crpe1/Reshape_1", False),
+    # RKNN-EINSUM-LABELS: torchvision MaxViT's spaced Einsums; RKNN-EINSUM-HANDOVER: the Softmax between them
+    ("tv_maxvit_t", "rk3576", "fp16", "/blocks.0/layers.0/layers/window_attention/attn_layer/attn_layer.1/Einsum", True),
+    ("tv_maxvit_t", "rk3588", "int8", "/blocks.0/layers.0/layers/grid_attention/attn_layer/attn_layer.1/Einsum_1", True),
+    ("tv_maxvit_t", "rk3588", "fp16", "/blocks.0/layers.0/layers/window_attention/attn_layer/attn_layer.1/Softmax", True),
+    ("tv_maxvit_t", "rk3576", "int8", "/blocks.0/layers.0/layers/window_attention/attn_layer/attn_layer.1/Softmax", False),
 ]
 
 

@@ -913,3 +913,126 @@ def test_rk3588_int8_relative_position_column_needs_whole_rows(catalog, tmp_path
                                            const("last", np.array([-1], np.int64))])
     assert _verdicts(catalog, path, "rk3588", "int8")("n") is not cpu
     assert _verdicts(catalog, path, "rk3588", "fp16")("n")  # FP16: probe and corpus disagree, not claimed
+
+
+_RKNN2 = ("rk3588", "rk3576", "rk3566", "rk3562", "rv1126b")  # rk3566: einform_5_{plain,torch,onesp,sp2a,...}
+
+
+def _einsum(tmp_path, equations, shapes, label):
+    """Activations -> Einsum (one node per equation, each named e<i>, reading the inputs it names) -> y<i>."""
+    nodes = [helper.make_node("Einsum", list(inputs), [f"y{i}"], name=f"e{i}", equation=eq)
+             for i, (eq, inputs) in enumerate(equations)]
+    return save_model(tmp_path / f"ein_{label}.onnx", nodes, [value(n, s) for n, s in shapes.items()],
+                      [value(f"y{i}", None) for i in range(len(equations))])
+
+
+@pytest.mark.parametrize(("equation", "cpu"), [
+    ("bghid,bghjd->bghij", False),  # probe einform_5_plain: exMatMul
+    ("B G H I D, B G H J D -> B G H I J", True),  # einform_5_torch; corpus tv_maxvit_t
+    ("BGHID,BGHJD->BGHIJ", False),  # einform_5_upper: upper case alone is fine
+    ("b g h i d, b g h j d -> b g h i j", True),  # einform_5_lowsp
+    ("bghi d,bghjd->bghij", False),  # einform_5_onesp: one blank in an operand, just inside
+    ("bgh i d,bghjd->bghij", True),  # einform_5_sp2a: two blanks in one operand, just outside
+    ("b ghid,bghjd->bghij", False),  # einform_5_sp1front
+    ("bghi d,bghj d->bghi j", False),  # einform_5_sp1all: one blank in each term
+    ("bghid,b g h j d->bghij", True),  # einform_5_innerb: the second operand alone
+    ("bghid, bghjd->bghij", False),  # einform_5_comma: one blank after the comma
+    ("bghid,bghjd -> bghij", False),  # einform_5_arrow
+    ("bghid, bghjd -> bghij", True),  # einform_5_commaarrow: the second operand ' bghjd ' holds two blanks
+    ("  bghid,bghjd->bghij", True),  # einform_5_lead2: two leading blanks are two labels
+    ("bghid,  bghjd->bghij", True),  # einform_5_comma2
+    ("bghid,bghjd->b g h i j", False),  # einform_5_innero: the output term is not checked
+    ("...id,...jd->...ij", False),  # einform_5_ellip
+])
+def test_einsum_with_two_blanks_in_an_operand_stays_on_the_cpu(catalog, tmp_path, equation, cpu):
+    path = _einsum(tmp_path, [(equation, ("a", "b"))], {"a": [1, 2, 2, 64, 8], "b": [1, 2, 2, 64, 8]}, "pair")
+    for target in _RKNN2:
+        for precision in ("fp16", "int8"):
+            assert ("RKNN-EINSUM-LABELS" in violations(catalog, path, target, precision, node="e0")) is cpu
+            if target != "rk3566":  # rk3566's own rules (catalog._rk3566) may add verdicts of their own
+                assert _verdicts(catalog, path, target, precision)("e0") is not cpu
+
+
+def test_einsum_blank_labels_hold_for_every_operand_count(catalog, tmp_path):
+    """probes einone_tp_torch, einew_torch, einthree_torch (CPU) and their plain forms (NPU)."""
+    shapes = {"q": [1, 4, 64, 8], "kv": [1, 64, 8, 8], "z": [1, 4, 64], "m": [1, 32, 8, 8]}
+    path = _einsum(tmp_path, [
+        ("B H I D -> B H D I", ("q",)), ("bhid->bhdi", ("q",)),
+        ("N C H W, N C H W -> N C H W", ("m", "m")), ("nchw,nchw->nchw", ("m", "m")),
+        ("b n h d, b h d e, b n h -> b n h e", ("q", "kv", "z")), ("bnhd,bhde,bnh->bnhe", ("q", "kv", "z")),
+    ], shapes, "ops")
+    for target in _RKNN2:
+        flagged = [("RKNN-EINSUM-LABELS" in violations(catalog, path, target, "fp16", node=f"e{i}")) for i in range(6)]
+        assert flagged == [True, False, True, False, True, False]
+
+
+def _einsum_attention(tmp_path, n, rank=5, spaced=("qk", "pv")):
+    """tv_maxvit_t's attention core: q, k, v [1,G,2,N,16] (rank 4: [G,2,N,16]) -> Einsum q.k -> Softmax -> Einsum
+    p.v -> Relu; each Einsum in torch's spaced form when named in `spaced`."""
+    lead = "B G " if rank == 5 else "B "
+    plain = "bg" if rank == 5 else "b"
+    qk = f"{lead}H I D, {lead}H J D -> {lead}H I J" if "qk" in spaced else f"{plain}hid,{plain}hjd->{plain}hij"
+    pv = f"{lead}H I J, {lead}H J D -> {lead}H I D" if "pv" in spaced else f"{plain}hij,{plain}hjd->{plain}hid"
+    shape = [1, 4, 2, n, 16] if rank == 5 else [4, 2, n, 16]
+    nodes = [helper.make_node("Einsum", ["q", "k"], ["s"], name="qk", equation=qk),
+             helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1),
+             helper.make_node("Einsum", ["p", "v"], ["o"], name="pv", equation=pv),
+             helper.make_node("Relu", ["o"], ["y"], name="tail")]
+    return save_model(tmp_path / f"einattn{n}_{rank}_{'_'.join(spaced)}.onnx", nodes,
+                      [value(x, shape) for x in "qkv"], [value("y", None)])
+
+
+@pytest.mark.parametrize(("n", "cpu"), [(49, True), (50, True), (25, True), (44, False), (36, False), (64, False)])
+def test_rk3588_softmax_handed_to_a_cpu_einsum_needs_a_last_axis_of_whole_fours(catalog, tmp_path, n, cpu):
+    """probes einho_N_16: the Softmax's hand-over Reshape to the spaced P.V Einsum; corpus tv_maxvit_t (N = 49)."""
+    path = _einsum_attention(tmp_path, n)
+    for precision in ("fp16", "int8"):
+        assert ("RKNN-EINSUM-HANDOVER" in violations(catalog, path, "rk3588", precision, node="softmax")) is cpu
+        verdict = _verdicts(catalog, path, "rk3588", precision)
+        assert verdict("softmax") is not cpu
+        assert not verdict("qk") and not verdict("pv")
+        assert _verdicts(catalog, path, "rk3576", precision)("softmax")  # einattn_torch: NPU on rk3576
+
+
+def test_rk3588_einsum_handover_needs_a_rank5_operand_and_a_cpu_einsum(catalog, tmp_path):
+    four = _einsum_attention(tmp_path, 49, rank=4)  # probe einattn4_torch: no Reshape, Softmax NPU
+    plain = _einsum_attention(tmp_path, 49, spaced=("qk",))  # the P.V Einsum is rewritten: nothing handed over
+    for path in (four, plain):
+        assert _verdicts(catalog, path, "rk3588", "fp16")("softmax")
+
+
+def _rel_logits(tmp_path, w, d=32, heads=4):
+    """BoTNet's rel_logits_1d as the probe rellog_W builds it: q [heads,W,W,d] @ rel [d,2W-1] -> Reshape
+    [-1,W,2W-1] -> Pad the last axis by 1 (pad_col) -> Flatten -> Pad by W-1 (pad_flat) -> Reshape -> Slice."""
+    r = 2 * w - 1
+    nodes = [helper.make_node("MatMul", ["q", "rel"], ["lg"], name="logits"),
+             helper.make_node("Reshape", ["lg", "s3"], ["l3"], name="rows"),
+             helper.make_node("Pad", ["l3", "p1"], ["lp"], name="pad_col"),
+             helper.make_node("Flatten", ["lp"], ["lf"], name="flat", axis=1),
+             helper.make_node("Pad", ["lf", "p2"], ["lq"], name="pad_flat"),
+             helper.make_node("Reshape", ["lq", "s3b"], ["lr"], name="unflat"),
+             helper.make_node("Slice", ["lr", "st", "en", "axs"], ["y"], name="crop")]
+    inits = [weight("rel", [d, r]), const("s3", np.array([-1, w, r], np.int64)),
+             const("p1", np.array([0, 0, 0, 0, 0, 1], np.int64)), const("p2", np.array([0, 0, 0, w - 1], np.int64)),
+             const("s3b", np.array([-1, w + 1, r], np.int64)), const("st", np.array([0, w - 1], np.int64)),
+             const("en", np.array([w, r], np.int64)), const("axs", np.array([1, 2], np.int64))]
+    return save_model(tmp_path / f"rellog{w}.onnx", nodes, [value("q", [heads, w, w, d])], [value("y", None)], inits)
+
+
+@pytest.mark.parametrize("w", [8, 16, 7, 4])  # probes rellog_W; corpus timm_botnet26t_256
+def test_pad_of_a_token_tensors_channels_is_cpu_but_of_the_flattened_rows_npu(catalog, tmp_path, w):
+    path = _rel_logits(tmp_path, w)
+    for target in ("rk3588", "rk3576", "rk3562", "rv1126b"):
+        for precision in ("fp16", "int8"):
+            verdict = _verdicts(catalog, path, target, precision)
+            assert not verdict("pad_col")
+            assert verdict("pad_flat")
+
+
+def test_pad_of_token_channels_needs_the_token_layout(catalog, tmp_path):
+    """The same Pad of the last axis of a map made by a Conv (NCHW: its last axis is W, not the channel)."""
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv"),
+             helper.make_node("Pad", ["c", "p"], ["y"], name="n")]
+    path = save_model(tmp_path / "padw.onnx", nodes, [value("x", [1, 16, 8, 8])], [value("y", None)],
+                      [weight("w", [16, 16, 1, 1]), const("p", np.array([0, 0, 0, 0, 0, 0, 0, 1], np.int64))])
+    assert _verdicts(catalog, path, "rk3576", "fp16")("n")
