@@ -28,7 +28,7 @@ from optimizer.solver._decompose import separators, topological_order
 from optimizer.solver._request import PlanRequest
 
 QUANTUM_NS = 100  # DLA time steps of the DP's state (each group's DLA time rounded down: still a bound)
-MAX_REGION = 14  # DLA-capable groups of one region enumerated (2^14 device choices); past it, no bound
+MAX_REGION = 14  # DLA-capable groups of one region enumerated (2^14 device choices); past it, relaxed
 MAX_STEPS = 200_000  # DLA time steps of the state; past it, no bound
 MAX_PARTS = 8  # connected DLA parts counted exactly; the state's last count means "this many or more"
 
@@ -36,7 +36,7 @@ MAX_PARTS = 8  # connected DLA parts counted exactly; the state's last count mea
 def region_bound_ns(lm: LatencyModel, request: PlanRequest, limit: int | None = None) -> int | None:
     """The bound for a throughput request on a target whose copies and reformats are GPU work and whose DLA
     cores are engines of their own, for plans of at most `limit` loadables (None: no limit); None where it
-    does not apply or a region is too large to enumerate."""
+    does not apply or the DLA time is too long to count in steps."""
     backend = lm.backend
     if request.objective != "throughput" or not backend.loadables or backend.transfer_engine != "gpu" \
             or lm.target.cores < 1 or not lm.groups.groups:
@@ -84,14 +84,19 @@ def region_bound_ns(lm: LatencyModel, request: PlanRequest, limit: int | None = 
     state[0, 0, 0] = gpu[first]
     if dla_steps[first] >= 0:
         state[1, 1, dla_steps[first]] = 0.0
+    relaxed = False
     for start, end in itertools.pairwise(bounds):
         region = list(range(start + 1, end + 1))
-        advanced = _advance(state, start, region, [order[p] for p in region], gpu, dla_steps, tensors, edges,
-                            limit is not None and limit <= MAX_PARTS)
-        if advanced is None:
-            return None
-        state = advanced
-    value = _busiest(state.min(axis=0), lm.launch_ns(), lm.target.cores, split,
+        chunks = _chunks(region, dla_steps[[order[p] for p in region]] >= 0)
+        relaxed = relaxed or len(chunks) > 1
+        for k, chunk in enumerate(chunks):
+            advanced = _advance(state, start, chunk, [order[p] for p in chunk], gpu, dla_steps, tensors, edges,
+                                limit is not None and limit <= MAX_PARTS, len(chunks) == 1, k == len(chunks) - 1)
+            if advanced is None:
+                return None
+            state = advanced
+    # a relaxed region's parts are not counted: the count is then only a floor, so no cut is charged
+    value = _busiest(state.min(axis=0), lm.launch_ns(), lm.target.cores, 0.0 if relaxed else split,
                      limit if limit is not None else MAX_PARTS)
     return None if math.isinf(value) else math.ceil(value - 1e-6)
 
@@ -104,7 +109,9 @@ def _busiest(gpu: np.ndarray, launch: int, cores: int, split: float, limit: int)
     cores); past `cores` both terms grow with p, so p stops there. Past MAX_PARTS the state counts "k or
     more" and p starts at k."""
     work = np.arange(gpu.shape[1]) * QUANTUM_NS
-    best = float(gpu[0].min())  # no DLA part: the all-GPU plan
+    # no part counted: the all-GPU plan, or DLA work in relaxed regions (at least one loadable per core used)
+    idle = np.where(work > 0, work / cores + launch, 0.0)
+    best = float(np.min(np.maximum(gpu[0], idle)))
     for k in range(1, gpu.shape[0]):
         for p in range(k, min(max(k, cores), max(limit, k)) + 1):
             if p > k and math.isinf(split):
@@ -115,13 +122,31 @@ def _busiest(gpu: np.ndarray, launch: int, cores: int, split: float, limit: int)
     return best
 
 
+def _chunks(region: list[int], capable: np.ndarray) -> list[list[int]]:
+    """The region whole if it has at most MAX_REGION DLA-capable groups, else cut in the topological order
+    into runs of that many."""
+    chunks: list[list[int]] = [[]]
+    count = 0
+    for p, able in zip(region, capable.tolist()):
+        if able and count == MAX_REGION:
+            chunks.append([])
+            count = 0
+        chunks[-1].append(p)
+        count += int(able)
+    return chunks
+
+
 def _advance(state: np.ndarray, start: int, region: list[int], groups: list[int], gpu: np.ndarray,
              dla_steps: np.ndarray, tensors: dict[int, list[tuple[list[int], float, float]]],
-             edges: dict[int, list[int]], capped: bool) -> np.ndarray | None:
+             edges: dict[int, list[int]], capped: bool, whole: bool = True, final: bool = True) -> np.ndarray | None:
     """The DP's step over one region (the positions after separator `start` up to and including the next):
     every device choice of its DLA-capable groups, for each device of `start`, kept as the least GPU time per
     connected DLA parts and DLA time and per device of the region's last group. `capped`: the state's last
-    part count is the loadable limit (more parts are no plan), else it stands for that many or more."""
+    part count is the loadable limit (more parts are no plan), else it stands for that many or more.
+
+    A region too large to enumerate goes chunk by chunk (`whole` False), relaxed: a chunk's tensors pay their
+    copies as far as its own groups see them (the first chunk also charges `start`'s), it adds no connected
+    part, and the state keeps `start`'s device until the `final` chunk sets the region's last group's."""
     capable = [k for k, g in enumerate(groups) if dla_steps[g] >= 0]
     if len(capable) > MAX_REGION:
         return None
@@ -140,16 +165,21 @@ def _advance(state: np.ndarray, start: int, region: list[int], groups: list[int]
         on = on_dla.copy()
         on[:, 0] = bool(kind)
         copies = np.zeros(len(choices))
-        for p in [start, *region[:-1]]:
+        first = whole or region[0] == start + 1  # the first chunk starts right after `start`
+        for p in [start, *region[:-1]] if whole else [*([start] if first else []), *region]:
             for consumers, to_dla, to_gpu in tensors.get(p, ()):
-                if any(c not in column for c in consumers):
+                if whole and any(c not in column for c in consumers):
                     return None  # not a region between separators (cannot happen in a topological order)
+                seen = [column[c] for c in consumers if c in column]
+                if not seen:
+                    continue
                 src = on[:, column[p]]
-                dst = on[:, [column[c] for c in consumers]]
+                dst = on[:, seen]
                 copies += to_dla * (~src & dst.any(axis=1)) + to_gpu * (src & (~dst).any(axis=1))
         total = gpu_time + copies
-        added = _parts(on, [start, *region], column, edges) - kind  # a part through `start` is counted already
-        last = on[:, -1].astype(int)
+        # a part through `start` is counted already; a chunk counts none
+        added = _parts(on, [start, *region], column, edges) - kind if whole else np.zeros(len(choices), np.int64)
+        last = on[:, -1].astype(int) if final else np.full(len(choices), kind)
         top = state.shape[1] - 1
         for end_kind in (0, 1):
             for k in np.unique(added).tolist():
