@@ -9,10 +9,11 @@ It keeps what decides how finely DLA work can be spread: a loadable is connected
 many loadables as its DLA groups have connected parts, each paying a launch on its core, and at most the
 DLA-LOADABLES limit of them. A separator (a group every path passes) is the only group with edges on both
 sides of it, so a DP over the regions in order, with the separator's device, the connected parts so far and the
-DLA time so far as its state, finds the least GPU time for every such pair exactly (DLA time counted down to
-whole QUANTUM_NS steps, so it stays a bound). With k parts and D of DLA work a plan's busiest DLA core carries
-at least (D + max(k, cores) x launch) / cores, so its busiest engine is at least that or its GPU time,
-whichever is more; the minimum over the DP's states bounds every plan.
+DLA time so far as its state, finds the least GPU time for every such triple exactly (DLA time counted down
+to whole steps of QUANTUM_NS or more, so it stays a bound). A region of more than MAX_REGION DLA-capable groups
+is taken in chunks, relaxed (see _advance). With k parts run as p >= k loadables and D of DLA work, a plan's
+busiest DLA core carries at least (D + p x launch) / min(p, cores) (_busiest), so its busiest engine is at
+least that or its GPU time, whichever is more; the minimum over the DP's states bounds every plan.
 """
 
 from __future__ import annotations
@@ -28,22 +29,22 @@ from optimizer.solver._decompose import separators, topological_order
 from optimizer.solver._request import PlanRequest
 
 QUANTUM_NS = 100  # DLA time steps of the DP's state (each group's DLA time rounded down: still a bound)
+MAX_STEPS = 50_000  # DLA time steps of the state; past it, the step grows (RT-DETR-L on xavier-agx: 400 ns)
 MAX_REGION = 14  # DLA-capable groups of one region enumerated (2^14 device choices); past it, relaxed
-MAX_STEPS = 200_000  # DLA time steps of the state; past it, no bound
 MAX_PARTS = 8  # connected DLA parts counted exactly; the state's last count means "this many or more"
 
 
 def region_bound_ns(lm: LatencyModel, request: PlanRequest, limit: int | None = None) -> int | None:
     """The bound for a throughput request on a target whose copies and reformats are GPU work and whose DLA
     cores are engines of their own, for plans of at most `limit` loadables (None: no limit); None where it
-    does not apply or the DLA time is too long to count in steps."""
+    does not apply."""
     backend = lm.backend
     if request.objective != "throughput" or not backend.loadables or backend.transfer_engine != "gpu" \
             or lm.target.cores < 1 or not lm.groups.groups:
         return None
     n = len(lm.groups.groups)
     gpu = np.zeros(n)
-    dla_steps = np.full(n, -1, dtype=np.int64)  # -1: no DLA option
+    dla_ns = np.full(n, -1, dtype=np.int64)  # -1: no DLA option
     for g in range(n):
         costs: dict[str, int] = {}
         for option in _options(lm, g, request):
@@ -53,7 +54,9 @@ def region_bound_ns(lm: LatencyModel, request: PlanRequest, limit: int | None = 
             return None
         gpu[g] = costs["gpu"]
         if "dla" in costs:
-            dla_steps[g] = costs["dla"] // QUANTUM_NS
+            dla_ns[g] = costs["dla"]
+    quantum = max(QUANTUM_NS, -(-int(dla_ns[dla_ns > 0].sum()) // MAX_STEPS))
+    dla_steps = np.where(dla_ns >= 0, dla_ns // quantum, -1)
     order = topological_order(lm.groups)
     position = {g: p for p, g in enumerate(order)}
     # per tensor: producer position, consumer positions, cheapest copy GPU->DLA and DLA->GPU
@@ -75,8 +78,6 @@ def region_bound_ns(lm: LatencyModel, request: PlanRequest, limit: int | None = 
     cuts = separators(lm.groups, order)
     bounds = [*cuts, n - 1] if cuts[-1] != n - 1 else cuts
     steps = int(dla_steps[dla_steps > 0].sum()) + 1
-    if steps > MAX_STEPS:
-        return None
     parts_cap = MAX_PARTS if limit is None else min(limit, MAX_PARTS)
     # state[kind of the last separator, connected DLA parts, DLA steps] = least GPU time; kind 1 = DLA
     first = order[0]
@@ -97,18 +98,19 @@ def region_bound_ns(lm: LatencyModel, request: PlanRequest, limit: int | None = 
             state = advanced
     # a relaxed region's parts are not counted: the count is then only a floor, so no cut is charged
     value = _busiest(state.min(axis=0), lm.launch_ns(), lm.target.cores, 0.0 if relaxed else split,
-                     limit if limit is not None else MAX_PARTS)
+                     limit if limit is not None else MAX_PARTS, quantum)
     return None if math.isinf(value) else math.ceil(value - 1e-6)
 
 
-def _busiest(gpu: np.ndarray, launch: int, cores: int, split: float, limit: int) -> float:
+def _busiest(gpu: np.ndarray, launch: int, cores: int, split: float, limit: int, quantum: int = QUANTUM_NS
+             ) -> float:
     """The least busiest engine over the DP's final states (`gpu`[parts, DLA steps] = least GPU time). A plan
     whose DLA groups form k connected parts runs them as p >= k loadables, p up to the limit: each loadable
     pays a launch on its core, and each cut of a part is at least one copy between loadables, GPU work. With p
     loadables on at most min(p, cores) cores the busiest DLA core carries at least (D + p x launch) / min(p,
     cores); past `cores` both terms grow with p, so p stops there. Past MAX_PARTS the state counts "k or
     more" and p starts at k."""
-    work = np.arange(gpu.shape[1]) * QUANTUM_NS
+    work = np.arange(gpu.shape[1]) * quantum
     # no part counted: the all-GPU plan, or DLA work in relaxed regions (at least one loadable per core used)
     idle = np.where(work > 0, work / cores + launch, 0.0)
     best = float(np.min(np.maximum(gpu[0], idle)))
@@ -150,8 +152,7 @@ def _advance(state: np.ndarray, start: int, region: list[int], groups: list[int]
     capable = [k for k, g in enumerate(groups) if dla_steps[g] >= 0]
     if len(capable) > MAX_REGION:
         return None
-    choices = np.array([[(c >> b) & 1 for b in range(len(capable))] for c in range(1 << len(capable))],
-                       dtype=bool).reshape(1 << len(capable), len(capable))
+    choices = ((np.arange(1 << len(capable))[:, None] >> np.arange(len(capable))[None, :]) & 1).astype(bool)
     on_dla = np.zeros((len(choices), len(region) + 1), dtype=bool)  # column 0: the separator `start`
     on_dla[:, [k + 1 for k in capable]] = choices
     column = {p: k + 1 for k, p in enumerate(region)}
@@ -159,6 +160,8 @@ def _advance(state: np.ndarray, start: int, region: list[int], groups: list[int]
     gpu_time = (~on_dla[:, 1:]) @ gpu[groups]
     dla_time = on_dla[:, 1:] @ np.maximum(dla_steps[groups], 0)
     out = np.full_like(state, math.inf)
+    finite = np.flatnonzero(np.isfinite(state).any(axis=(0, 1)))
+    reach = int(finite[-1]) + 1 if len(finite) else 0
     for kind in (0, 1):
         if np.isinf(state[kind]).all():
             continue
@@ -190,12 +193,15 @@ def _advance(state: np.ndarray, start: int, region: list[int], groups: list[int]
                     continue
                 k = min(k, top)
                 for d, g_ns in _frontier(dla_time[rows], total[rows]):
-                    shifted = state[kind, :, :state.shape[2] - d] + g_ns
+                    if d >= state.shape[2]:
+                        break
+                    width = min(reach, state.shape[2] - d)  # past `reach` the state is all infinite
+                    shifted = state[kind, :, :width] + g_ns
                     if k and capped:
                         shifted = shifted[:top + 1 - k]  # past the limit: no plan
                     elif k:  # the last count saturates
                         shifted = np.concatenate([shifted[:top - k], shifted[top - k:].min(axis=0, keepdims=True)])
-                    out[end_kind, k:, d:] = np.minimum(out[end_kind, k:, d:], shifted)
+                    out[end_kind, k:, d:d + width] = np.minimum(out[end_kind, k:, d:d + width], shifted)
     return out
 
 
