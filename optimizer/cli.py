@@ -241,7 +241,8 @@ def _predict(args: argparse.Namespace) -> int:
     situation = Situation(accelerator=args.accelerator, precision=args.precision, batch=args.batch,
                           cores=args.cores, metric=args.metric, sparse=args.sparse, gpu_batch=args.gpu_batch,
                           io_included=not args.no_io, tf32=not args.no_tf32, nms=args.nms,
-                          separate_runs=args.separate_runs)
+                          separate_runs=args.separate_runs, host_timed=not args.engine_time,
+                          default_formats=args.default_formats)
     prediction = predict(args.model, args.target, situation, profile_path=args.profile,
                          input_shapes=parse_input_shapes(args.input_shape or []))
     if args.json:
@@ -629,6 +630,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--separate-runs", action="store_true",
                    help="with --accelerator dla --cores K --metric throughput: each core's engine was timed on its "
                         "own and the K rates added (no shared DRAM or GPU between them)")
+    p.add_argument("--engine-time", action="store_true",
+                   help="TensorRT targets: the engine's GPU-side time alone (trtexec's GPU latency / GPU compute), "
+                        "without the per-inference host enqueue and stream sync")
+    p.add_argument("--default-formats", action="store_true",
+                   help="with --accelerator dla: TensorRT's default I/O formats (trtexec without --inputIOFormats/"
+                        "--outputIOFormats): FP32 linear model I/O and kDLA_LINEAR hand-overs, reformatted on the GPU")
     p.add_argument("--profile", metavar="FILE", help="latency profile TOML (edgeplan calibrate)")
     p.add_argument("--json", action="store_true", help="print edgeplan.predict/v1 JSON")
     _input_shape_arg(p)

@@ -51,6 +51,17 @@ lsa:N:WS:HEADS:D:ORDER  Twins' locally-grouped attention with the windows kept i
                      grid of WS x WS windows, qkv MatMul on [1, N, N, WS, WS, C], Reshape [1, N*N, WS*WS, 3, HEADS, D],
                      unbind Transpose windows-before-heads (3,0,1,4,2,5) (ORDER 0, Twins) or heads-before-windows
                      (3,0,4,1,2,5) (ORDER 1, NesT), attention, heads joined back, reverse
+spmean:C:S:ORDER:KEEP[:OP]  a squeeze-excitation gate from a spatial mean (OP 1/2/3: ReduceSum/ReduceL2/ReduceMax) of a Relu'd [1, C, S, S] conv map: ReduceMean
+                     over axes (2, 3) (ORDER 0), (3, 2) (ORDER 1, as the dynamo exporter writes [-1, -2]) or (-2, -1)
+                     (ORDER 2), keepdims KEEP (0: Reshape to [1, C, 1, 1]), 1x1 Conv, Sigmoid, Mul into the map
+lastmean:S:C:NORM    a channels-last map's mean over its pixels (Swin/Sequencer heads): Conv map [1, C, S, S] ->
+                     Transpose (0, 2, 3, 1) (-> LayerNormalization over C when NORM 1) -> ReduceMean axes (1, 2),
+                     keepdims 0 -> Reshape [1, C, 1, 1]
+pad:FORM:AXIS:AMOUNT  a constant Pad of AMOUNT at the end of one axis: FORM 0 on a conv map [1, 16, 8, 8], FORM 1 on
+                     tokens [1, 64, 16] made by a token MatMul, FORM 2 on attention heads [1, 2, 64, 8] split from
+                     them (2026-12-02, FP16 and INT8: a Pad layer on the NPU in every form that built, the tokens'
+                     channel included (a conv map's channel pad, pad:0:1:1, failed to build), so
+                     BoTNet's and EfficientViT's CPU Pads are not explained by the padded axis)
 Each case converts in a fresh process, FP16 and INT8, and prints the layers of the pattern (op, target,
 shapes, name); the Conv stem and tail are left out.
 """
@@ -680,7 +691,68 @@ def mu(a: int, b: int, d: int, swap: int) -> Built:
     return wrap("mu", nodes, inits, ch, h, w_, ch)
 
 
-BUILDERS: dict[str, Callable[..., Built]] = {"lsa": lsa, "maxattn": maxattn, "slicehead": slicehead, "eca": eca, "swinattn": swinattn, "winpart": winpart, "bilstm": bilstm, "talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
+def spmean(ch: int, side: int, order: int, keep: int, op: int = 0) -> Built:
+    """An SE gate from a reduce over the pixels of a conv map (ReduceMean, or ReduceSum/ReduceL2/ReduceMax by
+    OP 1/2/3), the axes written in either order."""
+    axes = [[2, 3], [3, 2], [-2, -1]][order]
+    reduce = ("ReduceMean", "ReduceSum", "ReduceL2", "ReduceMax")[op]
+    nodes = [N("Relu", ["x"], ["r"], "act")]
+    if reduce == "ReduceSum":  # opset 13+: the axes are an input
+        nodes.append(N(reduce, ["r", "axes"], ["g"], "mean", keepdims=keep))
+    else:
+        nodes.append(N(reduce, ["r"], ["g"], "mean", axes=axes, keepdims=keep))
+    if not keep:
+        nodes.append(N("Reshape", ["g", "s_vec"], ["gv0"], "to_vec"))
+    nodes += [N("Conv", ["gv0" if not keep else "g", "wse"], ["gc"], "se_conv"),
+              N("Sigmoid", ["gc"], ["gate"], "gate"), N("Mul", ["r", "gate"], ["y"], "scale")]
+    inits = [w("wse", (ch, ch, 1, 1)), c("s_vec", np.array([1, ch, 1, 1], np.int64)),
+             c("axes", np.array(axes, np.int64))]
+    return wrap("spmean", nodes, inits, ch, side, side, ch)
+
+
+def lastmean(side: int, ch: int, norm: int) -> Built:
+    """The mean over the pixels of a channels-last map [1, S, S, C] (keepdims 0), reshaped to [1, C, 1, 1]."""
+    nodes = [N("Transpose", ["x"], ["xl"], "to_last", perm=[0, 2, 3, 1])]
+    src = "xl"
+    if norm:
+        nodes.append(N("LayerNormalization", ["xl", "lg", "lb"], ["xn"], "norm", axis=-1))
+        src = "xn"
+    nodes += [N("ReduceMean", [src], ["g"], "mean", axes=[1, 2], keepdims=0),
+              N("Reshape", ["g", "s_vec"], ["y"], "to_vec")]
+    inits = [c("lg", np.ones(ch, np.float32)), c("lb", np.zeros(ch, np.float32)),
+             c("s_vec", np.array([1, ch, 1, 1], np.int64))]
+    m, hw = wrap("lastmean", nodes, inits, ch, side, side, ch)
+    return m, hw
+
+
+def pad(form: int, axis: int, amount: int) -> Built:
+    """x -> (a map, tokens or heads) -> Pad at the end of `axis` -> back to a map for the tail Conv."""
+    ch, side = 16, 8
+    if form == 0:
+        nodes, src, shape = [N("Relu", ["x"], ["m"], "act")], "m", [1, ch, side, side]
+    else:
+        nodes = [N("Reshape", ["x", "s_tok"], ["r"], "to_rows"), N("Transpose", ["r"], ["t"], "to_tokens", perm=[0, 2, 1]),
+                 N("MatMul", ["t", "wt"], ["m"], "token_mm")]
+        src, shape = "m", [1, side * side, ch]
+        if form == 2:
+            nodes += [N("Reshape", ["m", "s_heads"], ["h4"], "split_heads"),
+                      N("Transpose", ["h4"], ["m2"], "heads_first", perm=[0, 2, 1, 3])]
+            src, shape = "m2", [1, 2, side * side, ch // 2]
+    pads = [0] * (2 * len(shape))
+    pads[len(shape) + axis] = amount
+    shape[axis] += amount
+    nodes.append(N("Pad", [src, "pads"], ["p"], "pad", mode="constant"))
+    count = int(np.prod(shape))
+    nodes.append(N("Reshape", ["p", "s_back"], ["y"], "to_map"))
+    inits = [c("s_tok", np.array([1, ch, side * side], np.int64)), w("wt", (ch, ch)),
+             c("s_heads", np.array([1, side * side, 2, ch // 2], np.int64)), c("pads", np.array(pads, np.int64)),
+             c("s_back", np.array([1, count // (side * side), side, side] if count % (side * side) == 0
+                                  else [1, count, 1, 1], np.int64))]
+    out_c = count // (side * side) if count % (side * side) == 0 else count
+    return wrap("pad", nodes, inits, ch, side, side, out_c)
+
+
+BUILDERS: dict[str, Callable[..., Built]] = {"pad": pad, "spmean": spmean, "lastmean": lastmean, "lsa": lsa, "maxattn": maxattn, "slicehead": slicehead, "eca": eca, "swinattn": swinattn, "winpart": winpart, "bilstm": bilstm, "talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
 
 
 def build(label: str) -> Built:

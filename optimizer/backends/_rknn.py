@@ -16,6 +16,23 @@ from optimizer.catalog import Catalog, Target
 from optimizer.fileio import dumps_json, safe_name
 from optimizer.ir import BYTES_PER_ELEMENT, Graph
 
+OUTPUT_RELAYOUT = "RKNN-OUTPUT-RELAYOUT"
+
+
+def cpu_relayouts(verdicts: Mapping[str, Any], accelerator: str) -> dict[str, list[str]]:
+    """Per NPU precision, the nodes whose only NPU violation is RKNN-OUTPUT-RELAYOUT: the toolkit runs them on the
+    NPU and only the Reshape it appends to their output on the CPU (optimizer/latency/_rknn.py prices that)."""
+    out: dict[str, list[str]] = {}
+    for name in sorted(verdicts):
+        rules: dict[str, set[str]] = {}
+        for v in verdicts[name].violations:
+            if v.accelerator == accelerator:
+                rules.setdefault(v.precision, set()).add(v.rule)
+        for precision, found in sorted(rules.items()):
+            if found == {OUTPUT_RELAYOUT}:
+                out.setdefault(precision, []).append(name)
+    return out
+
 
 def precision_npu(precision: str) -> str:
     """The NPU-side precision of a tensor a CPU layer hands back (the NPU has no FP32)."""
@@ -34,7 +51,9 @@ class RknnBackend(Backend):
 
     def boundary_facts(self, graph: Graph, catalog: Catalog, target: Target,
                        verdicts: Mapping[str, Any]) -> dict[str, Any]:
-        return rknn_io(graph, catalog, target)
+        facts = rknn_io(graph, catalog, target)
+        facts["cpu_relayout"] = cpu_relayouts(verdicts, target.accelerator)
+        return facts
 
     def input_format(self, model: CostView, tensor: str, option: OptionView,
                      default_formats: bool = False) -> tuple[str, float]:
@@ -47,6 +66,10 @@ class RknnBackend(Backend):
         if entry is not None and entry.get("native_layout") == "NC1HWC2" and not model.pass_through:
             # seed 003 §3.1.6: with pass_through=0 the runtime converts NHWC -> NC1HWC2 on the CPU
             return "nhwc->nc1hwc2", float(dense / (model.profile.layout_convert_gbps * 1e9))
+        if entry is not None and not model.pass_through:
+            # seed 003 §3.1.6, general API: even a zero-copy-ready input is copied by the CPU into the model's
+            # input buffer (read + write at DRAM speed), then synced to the device (seed 001, CPU->NPU)
+            return entry["native_layout"], float(2 * dense / model.bandwidth + model.profile.memsync_us * 1e-6)
         return entry["native_layout"] if entry else "native", 0.0
 
     def output_format(self, model: CostView, tensor: str, option: OptionView,

@@ -45,6 +45,26 @@ SEPARATE_RUNS = (
      "scripts/prepare_models/README.md, one trtexec on --useDLACore=0 with nothing beside it (the sparse table: "
      "'just add --sparsity=force to the trtexec commands'), i.e. twice one core timed alone"),
 )
+# Harnesses whose figure is the TensorRT engine's GPU-side time, without the host's enqueue and stream sync:
+# (source text fragment, why)
+ENGINE_TIMED = (
+    ("NVIDIA-AI-IOT/jetson_benchmarks",
+     "jetson_benchmarks @a4afb02 utils/read_write_data.py: FPS = batch x 1000 / the 'GPU latency' of trtexec's "
+     "'Average on N runs' lines (TensorRT 7: CUDA events on the stream around the engine), per process"),
+    ("ismetdagli/HaX-CoNN", "HaX-CoNN's whole-network rows: trtexec mean GPU-compute time (the CSV's notes)"),
+)
+# Harnesses whose DLA engines were built by trtexec without --inputIOFormats/--outputIOFormats, so TensorRT's
+# default formats apply (FP32 linear model I/O reformatted on the GPU, kDLA_LINEAR hand-overs): (fragment, why)
+DEFAULT_FORMATS = (
+    ("NVIDIA-AI-IOT/jetson_benchmarks",
+     "jetson_benchmarks @a4afb02 utils/load_store_engine.py: trtexec --deploy/--onnx, --int8, --allowGPUFallback, "
+     "--useDLACore=N, --workspace; no I/O format flags"),
+    ("NVIDIA-AI-IOT/jetson_dla_tutorial",
+     "the tutorial's command (CSV notes): trtexec --int8 --useDLACore=0 --allowGPUFallback --useSpinWait"),
+    ("ismetdagli/HaX-CoNN",
+     "HaX-CoNN src/build_engine.py: TensorRT builder API with FP16, DLA_core 0 and GPU_FALLBACK; no allowed formats "
+     "on the network's inputs or outputs"),
+)
 PARTIAL = ("value covers only", "value is the added latency", "value is for this single node",
            "value is for this single")
 # a harness that times box decoding + NMS beside the graph (MLPerf detection: optimizer/latency/_postprocess.py)
@@ -167,9 +187,13 @@ def _parse(n: int, raw: dict[str, str], models: Path) -> Measurement:
     nms = NMS_TIMED in match_notes and situation.accelerator in ("gpu", "dla")
     apart = (situation.accelerator == "dla" and situation.cores > 1 and not situation.gpu_batch
              and metric == "throughput" and any(fragment in raw["source"] for fragment, _ in SEPARATE_RUNS))
+    engine_only = (situation.accelerator in ("gpu", "dla")
+                   and any(fragment in raw["source"] for fragment, _ in ENGINE_TIMED))
     situation = Situation(**{**situation.__dict__, "metric": metric,
                              "io_included": io if situation.accelerator == "npu" else True, "nms": nms,
-                             "separate_runs": apart})
+                             "separate_runs": apart, "host_timed": not engine_only,
+                             "default_formats": situation.accelerator == "dla" and any(
+                                 fragment in raw["source"] for fragment, _ in DEFAULT_FORMATS)})
     return Measurement(row=n, source=raw["source"], device=device, model=raw["model"], onnx=str(models / onnx_name),
                        family=model_family(onnx_name), origin=origin_of(raw["source"]), metric=metric,
                        observed=figure, target=target, situation=situation, reason="")

@@ -41,6 +41,7 @@ class Prediction:
                 "throughput_fps": round(self.figure.throughput, 6),
                 "metric": s.metric, "value": round(self.value, 6), "unit": self.unit, "sparse": s.sparse,
                 "gpu_batch": s.gpu_batch, "separate_runs": s.separate_runs, "io_included": s.io_included,
+                "host_timed": s.host_timed, "default_formats": s.default_formats,
                 "profile": self.profile,
                 "accelerator_share_of_macs": round(self.scenario.accelerator_share, 6), "tf32": s.tf32,
                 "latency_band_ms": band_json(self.band, self.figure.latency_s * 1e3)}

@@ -49,6 +49,8 @@ class Situation:
     tf32: bool = True  # False: TensorRT built with --noTF32 (FP32 layers on CUDA cores, not tensor cores)
     nms: bool = False  # the timed region also runs box decoding + NMS on the GPU (MLPerf detection harnesses)
     separate_runs: bool = False  # each DLA core's engine was timed on its own and the rates added (DLA-SW)
+    host_timed: bool = True  # False: the figure is the engine's GPU-side time alone (trtexec "GPU latency")
+    default_formats: bool = False  # TensorRT's default I/O formats (trtexec without --inputIOFormats/--outputIOFormats)
 
     def command(self, model: str, target: str) -> str:
         """The `edgeplan predict` command line that reproduces this situation's figure."""
@@ -66,6 +68,10 @@ class Situation:
             parts.append("--nms")
         if self.separate_runs:
             parts.append("--separate-runs")
+        if not self.host_timed:
+            parts.append("--engine-time")
+        if self.default_formats:
+            parts.append("--default-formats")
         return " ".join(parts)
 
     def describe(self) -> str:
@@ -80,6 +86,10 @@ class Situation:
             text += ", GPU NMS"
         if self.separate_runs:
             text += ", cores timed apart"
+        if not self.host_timed:
+            text += ", engine time"
+        if self.default_formats:
+            text += ", default formats"
         return text + (", sparse weights" if self.sparse else "")
 
 
@@ -224,6 +234,12 @@ def _check(situation: Situation, target: Target, where: str) -> None:
     if situation.separate_runs and (acc != "dla" or situation.gpu_batch or situation.metric != "throughput"):
         raise BadInputError("--separate-runs (each DLA core timed on its own, the rates added) goes with "
                             "--accelerator dla --metric throughput and no --gpu-batch", file=where)
+    if not situation.host_timed and acc not in ("gpu", "dla"):
+        raise BadInputError("--engine-time (the TensorRT engine's GPU-side time, no host enqueue/sync) goes with "
+                            "--accelerator gpu or dla", file=where)
+    if situation.default_formats and acc != "dla":
+        raise BadInputError("--default-formats (TensorRT's linear DLA I/O, reformatted on the GPU) goes with "
+                            "--accelerator dla", file=where)
     if situation.nms and "gpu" not in target.precisions:
         raise BadInputError(f"--nms runs NMS on the GPU; {target.id} has none", file=where)
 
@@ -269,10 +285,15 @@ def _nms_s(model: LatencyModel) -> float:
     return nms_seconds(elements, model.bandwidth, gpu.bandwidth_efficiency, gpu.layer_overhead_us)
 
 
-def _stage(model: LatencyModel, placements: tuple[Placement, ...], nms: bool = False) -> Stage:
+def _stage(model: LatencyModel, placements: tuple[Placement, ...], nms: bool = False,
+           host_timed: bool = True, default_formats: bool = False) -> Stage:
     """The evaluator's breakdown, split into what constants change (each group's Work) and what they do not
-    (transfers, precision changes, launches: whatever each engine is busy with beyond its groups)."""
-    breakdown = evaluate(model, placements)
+    (transfers, precision changes, launches: whatever each engine is busy with beyond its groups).
+    `host_timed` False leaves out the per-inference host overhead: a harness that reports trtexec's GPU-side
+    time (CUDA events recorded on the stream around the engine) never sees the enqueue and the stream sync.
+    `default_formats` scores the DLA I/O and hand-overs in TensorRT's defaults (kDLA_LINEAR, FP32 model I/O
+    reformatted on the GPU): what trtexec builds without --inputIOFormats/--outputIOFormats."""
+    breakdown = evaluate(model, placements, default_formats)
     on_groups: dict[str, int] = {}
     for p, ns in zip(placements, breakdown.group_ns):
         on_groups[p.device] = on_groups.get(p.device, 0) + ns
@@ -282,8 +303,10 @@ def _stage(model: LatencyModel, placements: tuple[Placement, ...], nms: bool = F
         if extra:
             kind = "dla" if device.startswith("dla") else device
             fixed_busy[kind] = fixed_busy.get(kind, 0.0) + extra / 1e9
-    works = tuple((p.option.device, model.work(g, p.option)) for g, p in zip(model.groups.groups, placements))
-    works += ((model.host_device, inference_work()),)  # fitted with the host device's constants
+    works = tuple((p.option.device, model.work(g, p.option, default_formats))
+                  for g, p in zip(model.groups.groups, placements))
+    if host_timed:
+        works += ((model.host_device, inference_work()),)  # fitted with the host device's constants
     fixed_ns: float = breakdown.total_ns - sum(breakdown.group_ns) - breakdown.inference_ns
     if nms:  # host-visible GPU work of every inference, wherever the network ran
         post = _nms_s(model)
@@ -342,7 +365,10 @@ def prepare(model_path: str | Path, target_id: str, situation: Situation, catalo
     gpu_stage = None
     if situation.gpu_batch:
         gpu_model = latency_model(situation.gpu_batch)
-        gpu_stage = _stage(gpu_model, gpu_only(gpu_model, frozenset({situation.precision})), situation.nms)
-    return Scenario(situation=situation, target=target_id, stage=_stage(model, placements, situation.nms),
+        gpu_stage = _stage(gpu_model, gpu_only(gpu_model, frozenset({situation.precision})), situation.nms,
+                           situation.host_timed)
+    return Scenario(situation=situation, target=target_id,
+                    stage=_stage(model, placements, situation.nms, situation.host_timed,
+                                 situation.default_formats),
                     gpu_stage=gpu_stage,
                     accelerator_share=_accelerator_share(model, placements))

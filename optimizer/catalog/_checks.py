@@ -16,6 +16,7 @@ import numpy as np
 from optimizer.catalog._layout import LAYOUT_OPS, in_identity_run, moves_data
 from optimizer.catalog._layout import data_users as _data_users
 from optimizer.catalog._layout import only_user as _only_user
+from optimizer.catalog._rk3566 import einsum_operands, pixel_reduce
 from optimizer.ir._fold import build_time_value
 
 if TYPE_CHECKING:
@@ -614,8 +615,26 @@ def _split_in_transpose(graph: Graph, split: Node) -> bool:
     perm = tuple(producer.attrs.get("perm") or ())
     if not _static(src) or len(perm) != len(src) or len(src) > 5:
         return False  # a rank-6 unbind (NesT's blocks axis) is lowered as a Gather, and the Split kept apart
-    source = perm[int(split.attrs.get("axis", 0)) % len(perm)]
+    axis = _cut_axis(graph, split)
+    if axis is None:
+        return False
+    source = perm[axis % len(perm)]
     return sum(1 for d in src[:source] if d != 1) <= 1
+
+
+def _cut_axis(graph: Graph, node: Node) -> int | None:
+    """The axis a Split cuts, or the one constant axis a Slice cuts (the dynamo exporter unbinds q/k/v with
+    Slice + Squeeze where TorchScript writes Split + Squeeze)."""
+    if node.op_type == "Split":
+        return int(node.attrs.get("axis", 0))
+    if node.op_type != "Slice":
+        return None
+    if len(node.inputs) < 4 or not node.inputs[3]:
+        return 0
+    value = graph.constants.get(node.inputs[3])
+    if value is None or value.size != 1:
+        return None
+    return int(value.reshape(-1)[0])
 
 
 def _v_carriers(graph: Graph, maker: Node) -> tuple[Node, ...]:
@@ -630,7 +649,7 @@ def _v_carriers(graph: Graph, maker: Node) -> tuple[Node, ...]:
         producer = graph.producer(_activation_input(graph, node)) if squeeze else None
         if producer is None or _only_user(graph, _activation_input(graph, node)) is not node:
             break
-        if producer.op_type == "Split" and _split_in_transpose(graph, producer):
+        if producer.op_type in ("Split", "Slice") and _split_in_transpose(graph, producer):
             break
         node = producer
     if node.op_type != "Transpose":
@@ -839,7 +858,9 @@ def _token_swap(graph: Graph, node: Node) -> tuple[Any, ...] | None:
 
 
 def _token_axis_mean(graph: Graph, node: Node) -> bool:
-    """A ReduceMean over the token axis of a rank-3 token tensor [B, N, C] (a ViT/Mixer head's average pool)."""
+    """A ReduceMean over the token axis of a rank-3 token tensor [B, N, C] (a ViT/Mixer head's average pool), or
+    over both pixel axes of a channels-last token map [B, H, W, C] (Swin's and Sequencer2D's head pool; probe
+    tools/probe_rknn_rk3566.py lastmean:7:64:0: the same token MatMul between CPU transposes)."""
     if node.op_type != "ReduceMean" or not node.inputs:
         return False
     src = graph.shape(node.inputs[0])
@@ -847,9 +868,10 @@ def _token_axis_mean(graph: Graph, node: Node) -> bool:
     if axes is None and len(node.inputs) > 1:
         value = graph.constants.get(node.inputs[1])
         axes = None if value is None else [int(a) for a in value.reshape(-1)]
-    if not _static(src) or len(src) != 3 or axes is None:
+    if not _static(src) or len(src) not in (3, 4) or axes is None:
         return False
-    return [a % 3 for a in axes] == [1] and _token_form(graph, node.inputs[0])
+    want = [1] if len(src) == 3 else [1, 2]
+    return sorted(a % len(src) for a in axes) == want and _token_form(graph, node.inputs[0])
 
 
 def _bias_step(graph: Graph, node: Node) -> bool:
@@ -909,7 +931,10 @@ def token_relayout(rule: Rule, view: LayerView) -> str | None:
     if src is None and node.outputs:
         means = [u for u in graph.consumers(node.outputs[0]) if _token_axis_mean(graph, u)]
         if means:
-            src, what = graph.shape(node.outputs[0]), "feeds a token-axis ReduceMean, which transposes"
+            shape = graph.shape(node.outputs[0])
+            if _static(shape) and len(shape) == 4:  # a channels-last token map: its pixels are the tokens
+                shape = (shape[0], shape[1] * shape[2], shape[3])
+            src, what = shape, "feeds a token-axis ReduceMean, which transposes"
     if src is not None:
         if _whole_groups(src[1:], align):
             return None
@@ -2241,6 +2266,8 @@ CHECKS: Mapping[str, Check] = {
     "exmatmul_conv": exmatmul_conv,
     "window_tokens": window_tokens,
     "vector_sequence": vector_sequence,
+    "pixel_reduce": pixel_reduce,
+    "einsum_operands": einsum_operands,
     "sdpa_kv_broadcast": sdpa_kv_broadcast,
     "width_split": width_split,
     "level_rows": level_rows,

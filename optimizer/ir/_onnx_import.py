@@ -307,10 +307,12 @@ def _without_external_shape_data(model: onnx.ModelProto) -> onnx.ModelProto:
 
 def _infer(model: onnx.ModelProto, shown: str, strict: bool = False) -> onnx.ModelProto:
     """strict: the model as given must type- and shape-check (a Gemm on a rank-1 tensor is bad input);
-    the folding rounds after it only refine shapes."""
+    the folding rounds after it only refine shapes. That first pass runs without onnx's data propagation,
+    whose memory grows with the length of every 1-D tensor it can compute: the folding rounds size
+    tensors first, and their re-inference propagates data without the long ones."""
     try:
         return shape_inference.infer_shapes(_without_external_shape_data(model), check_type=strict,
-                                            strict_mode=strict, data_prop=True)
+                                            strict_mode=strict, data_prop=not strict)
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise BadInputError(f"shape inference failed: {first[:300]}", file=shown) from None

@@ -15,6 +15,10 @@ Physics terms beyond the roofline, each with its formula (README "The latency mo
   Jetson, rknn_run submit + completion interrupt on RKNN), once per inference, whatever the placement.
 - CPU fallback (RKNN): the CPU peak is `cpu_cores * cpu_ghz * cpu_neon_flops_per_cycle` when the target
   gives them (else `cpu_gflops`), times the CPU's per-op-class efficiency.
+- RKNN output relayout (RKNN-OUTPUT-RELAYOUT): the node's "cpu" option costs its own NPU layer plus a CPU copy of
+  its output elements (only the toolkit's appended Reshape is a CPU layer; optimizer/latency/_rknn.py).
+- RKNN conv output stage: a ReLU/Clip/LeakyReLU/PReLU after a Conv/Gemm of the same fused NPU group is free.
+- RKNN general API: a zero-copy-ready input is still copied by the CPU, `2 * bytes / BW + memsync_us`.
 - NPU/CPU hand-over: `memsync_us + handover_us + (npu_bytes + 4*elements)/BW + 4*elements/convert_rate`
   (seed 001 rknn_mem_sync per direction; the CPU side works in FP32 NCHW, the NPU side in NC1HWC2).
 - Multi-core NPU: a split layer's class-k compute is divided by `cores * split_efficiency[k]`.
@@ -55,7 +59,7 @@ from optimizer.fusion import GroupGraph, LayerGroup
 from optimizer.ir import BYTES_PER_ELEMENT, Graph, Node
 from optimizer.latency._gpu import GPU_TILE_OUTPUTS, split_k, split_k_extra_bytes, wave_utilization
 from optimizer.latency._profile import OP_CLASSES, DeviceConstants, Profile
-from optimizer.latency._rknn import array_figures, conv_array_factor
+from optimizer.latency._rknn import CONV_OUTPUT_ACTIVATIONS, array_figures, conv_array_factor, relayout_precisions
 
 __all__ = ["GPU_TILE_OUTPUTS", "wave_utilization"]  # re-exported: the wave term lives in _gpu.py
 
@@ -421,13 +425,45 @@ class LatencyModel:
             self._works[key] = self._work(group, option, default_formats)
         return self._works[key]
 
+    @cached_property
+    def _cpu_relayouts(self) -> dict[str, str]:
+        """RKNN: nodes whose CPU verdict is only the output relayout -> the NPU precision they run at."""
+        return relayout_precisions(self.io)
+
+    def _npu_layer_s(self, node: Node, precision: str) -> float:
+        """One node as its own NPU layer under the profile's NPU constants (optimizer/latency/_rknn.py)."""
+        unit = dict.fromkeys(OP_CLASSES, 0.0)
+        cls, macs, other = self._unit_compute_s(node, "npu", precision)
+        unit[cls] += macs
+        unit["vector"] += other
+        work = Work(unit_compute_s=tuple(unit[k] for k in OP_CLASSES),
+                    weight_bytes=float(self.graph.weight_bytes(node, precision)),
+                    act_bytes=float(self.batch * self.graph.activation_bytes(node, precision)),
+                    kernels=1, cores=1, boundary_s=0.0)
+        return work_seconds(work, self.constants("npu"), self.bandwidth, self.sram_bytes)
+
+    def _in_conv_output(self, group: LayerGroup, node: Node) -> bool:
+        """RKNN: an activation the NPU applies in its convolution's output stage (optimizer/latency/_rknn.py)."""
+        if node.op_type not in CONV_OUTPUT_ACTIVATIONS:
+            return False
+        producer = self.graph.producer(node.inputs[0]) if node.inputs else None
+        return producer is not None and producer.name in group.members and producer.op_type in ("Conv", "Gemm")
+
     def _work(self, group: LayerGroup, option: Option, default_formats: bool) -> Work:
         device, precision = option.device, option.precision
         unit = dict.fromkeys(OP_CLASSES, 0.0)
         weight_bytes = 0.0
+        npu_s = 0.0  # RKNN output relayouts: the node's own NPU layer, a fixed cost of the CPU option
         for m in group.members:
             node = self.graph.node(m)
+            if device == "cpu" and m in self._cpu_relayouts:
+                npu_s += self._npu_layer_s(node, self._cpu_relayouts[m])
+                unit["vector"] += self.batch * sum(self.graph.tensors[t].num_elements or 0 for t in node.outputs
+                                                   if t in self.graph.tensors) / self._vector_ops("cpu")
+                continue
             cls, macs, other = self._unit_compute_s(node, device, precision)
+            if device == "npu" and group.fused and self._in_conv_output(group, node):
+                other = 0.0
             unit[cls] += macs
             unit["vector"] += other
             keep = SPARSE_KEEP[option.sparsity] if m == group.anchor else 1.0
@@ -442,7 +478,7 @@ class LatencyModel:
                     chunks=self._gpu_wave_count(group, precision) if device == "gpu" else
                     self._dla_refills(group, precision, weight_bytes) if device == "dla" else 1,
                     cores=option.cores if device == "npu" else 1,
-                    boundary_s=self._boundary_io_s(group, option, default_formats))
+                    boundary_s=self._boundary_io_s(group, option, default_formats) + npu_s)
 
     def sram_of(self, loadable: int) -> int:
         """The managed SRAM pool of a DLA loadable slot (the shared default where no slot size is set)."""

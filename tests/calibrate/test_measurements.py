@@ -179,3 +179,48 @@ def test_a_harness_that_times_nms_beside_the_graph_is_read_as_such(tmp_path):
     public = [m for m in read_measurements(DATA / "published_latency_calibration.csv", DATA / "latency-models")
               if m.situation is not None and m.situation.nms]
     assert len(public) == 13 and all(m.target.startswith(("orin", "xavier")) for m in public)
+
+
+def test_a_harness_that_reports_trtexec_gpu_time_is_read_as_engine_time(tmp_path):
+    """jetson_benchmarks' FPS is batch x 1000 / trtexec's 'GPU latency' and HaX-CoNN gives trtexec's GPU-compute
+    time: no host enqueue or sync in either. MLPerf's loadgen latency has them; an NPU row never carries the flag.
+    In the public CSV: the 5 usable jetson_benchmarks rows and HaX-CoNN's 2 whole-network rows."""
+    bench = "GitHub NVIDIA-AI-IOT/jetson_benchmarks README.md"
+    timed, hax, mlperf, npu = _read(tmp_path, [
+        _row(source=bench, device="Jetson Xavier NX", accelerator="gpu"),
+        _row(source="GitHub ismetdagli/HaX-CoNN x", device="Jetson AGX Xavier", accelerator="gpu", metric="latency",
+             unit="ms"),
+        _row(source="GitHub mlcommons/inference_results_v2.0 x", device="Jetson Xavier NX", accelerator="gpu",
+             metric="latency", unit="ms"),
+        _row(source=bench)])
+    assert timed.situation is not None and not timed.situation.host_timed
+    assert timed.situation.command("m", "t").endswith("--engine-time")
+    assert hax.situation is not None and not hax.situation.host_timed
+    assert mlperf.situation is not None and mlperf.situation.host_timed
+    assert npu.situation is not None and npu.situation.host_timed
+    public = [m for m in read_measurements(DATA / "published_latency_calibration.csv", DATA / "latency-models")
+              if m.situation is not None and not m.situation.host_timed]
+    assert sorted(m.origin for m in public) == ["NVIDIA-AI-IOT/jetson_benchmarks"] * 5 + ["ismetdagli/HaX-CoNN"] * 2
+
+
+def test_harnesses_without_io_format_flags_are_read_with_tensorrt_default_formats(tmp_path):
+    """jetson_benchmarks and the DLA tutorial run trtexec without --inputIOFormats/--outputIOFormats, HaX-CoNN's
+    builder sets no formats: their DLA rows are scored in TensorRT's defaults; DLA-SW passes int8:dla_hwc4 /
+    int8:chw32 and MLPerf's builder picks its own, so theirs are not; a GPU row never carries the flag."""
+    bench = "GitHub NVIDIA-AI-IOT/jetson_benchmarks README.md"
+    dla, gpu, tutorial, dlasw = _read(tmp_path, [
+        _row(source=bench, device="Jetson Xavier NX", accelerator="dla"),
+        _row(source=bench, device="Jetson Xavier NX", accelerator="gpu"),
+        _row(source="GitHub NVIDIA-AI-IOT/jetson_dla_tutorial README.md", device="Jetson AGX Orin 64GB",
+             accelerator="dla+gpu", cores="1 (DLA0) + GPU fallback"),
+        _row(source="GitHub NVIDIA/Deep-Learning-Accelerator-SW README.md", device="Jetson AGX Orin 64GB",
+             accelerator="dla")])
+    assert dla.situation is not None and dla.situation.default_formats
+    assert tutorial.situation is not None and tutorial.situation.default_formats
+    assert gpu.situation is not None and not gpu.situation.default_formats
+    assert dlasw.situation is not None and not dlasw.situation.default_formats
+    public = [m for m in read_measurements(DATA / "published_latency_calibration.csv", DATA / "latency-models")
+              if m.situation is not None and m.situation.default_formats]
+    assert sorted({m.origin for m in public}) == ["NVIDIA-AI-IOT/jetson_benchmarks", "NVIDIA-AI-IOT/jetson_dla_tutorial",
+                                                   "ismetdagli/HaX-CoNN"]
+    assert all(m.situation is not None and m.situation.accelerator == "dla" for m in public)

@@ -113,6 +113,16 @@ CITED = [
     ("timm_ecaresnet26t", "rk3566", "fp16", "/layer1/layer1.0/se/Reshape", True),
     ("timm_ecaresnet26t", "rk3566", "int8", "/layer1/layer1.0/se/conv/Conv", True),
     ("timm_ecaresnet26t", "rk3566", "int8", "/layer1/layer1.0/se/Reshape_1", False),
+    # RKNN-PIXEL-REDUCE (dynamo's (3, 2) spatial mean) and RKNN-EINSUM-OPERANDS (spaced Einsum), rk3566
+    ("tv_mobilenet_v3_small_dynamo", "rk3566", "fp16", "node_mean_1", True),
+    ("tv_mobilenet_v3_small_dynamo", "rk3566", "int8", "n0_3", True),  # the HardSwish making its map
+    ("tv_mobilenet_v3_small_dynamo", "rk3566", "int8", "node_view", True),  # the reshape after node_mean_9
+    ("tv_mobilenet_v3_small_dynamo", "rk3588", "int8", "node_mean_1", False),
+    ("timm_convnextv2_atto", "rk3566", "fp16", "/stages/stages.0/blocks/blocks.0/mlp/grn/ReduceL2", True),
+    ("timm_convnextv2_atto", "rk3566", "fp16", "/stages/stages.0/blocks/blocks.0/mlp/act/Mul_1", True),
+    ("timm_deit_tiny_patch16_224_dynamo", "rk3566", "fp16", "node_unbind__2", True),  # V's Slice + Squeeze
+    ("timm_deit_tiny_patch16_224_dynamo", "rk3566", "int8", "node_Slice_31", False),
+    ("tv_maxvit_t", "rk3566", "int8", "/blocks.0/layers.0/layers/grid_attention/attn_layer/attn_layer.1/Mul_3", True),
     # q/k/v cut apart by Slices (CoAtNet): the head Reshape folds, V's Slice carries its transpose
     ("timm_coatnet_nano_rw_224", "rk3566", "int8", "/stages/stages.2/blocks/blocks.1/attn/Reshape", False),
     ("timm_coatnet_nano_rw_224", "rk3566", "int8", "/stages/stages.2/blocks/blocks.1/attn/Slice_2", True),

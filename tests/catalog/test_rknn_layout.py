@@ -333,6 +333,25 @@ def test_a_token_axis_mean_transposes_on_rk3566(catalog, tmp_path, tokens, produ
         assert on_npu(catalog, path, "rk3576", precision, node="mean")
 
 
+# probe lastmean:7:64:0 (rknn-toolkit2 2.5.0, rk3566): the mean over the pixels of a channels-last token map
+# [1, H, W, C] is the same token MatMul; corpus timm_swin_tiny_patch4_window7_224 and timm_sequencer2d_s
+# /head/global_pool/pool/ReduceMean (axes (1, 2) of [1, 7, 7, 768] / [1, 16, 16, 384]): CPU, FP16 and INT8
+@pytest.mark.parametrize(("axes", "side", "mean_cpu", "producer_cpu"), [([1, 2], 7, True, True),
+                                                                        ([2, 1], 4, True, False),  # 16 pixels
+                                                                        ([1], 7, False, False)])
+def test_a_pixel_mean_of_a_channels_last_token_map_transposes_on_rk3566(catalog, tmp_path, axes, side, mean_cpu,
+                                                                        producer_cpu):
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["t"], name="producer"),
+             helper.make_node("ReduceMean", ["t"], ["m"], name="mean", axes=axes, keepdims=0),
+             helper.make_node("Relu", ["m"], ["y"], name="tail")]
+    path = save_model(tmp_path / "lastmean.onnx", nodes, [value("x", [1, side, side, 64])], [value("y", None)],
+                      [weight("w", [64, 64])], opset=13)
+    for precision in ("fp16", "int8"):  # one token axis of the map: RKNN-REDUCE-RELAYOUT's, not this
+        assert ("RKNN-TOKEN-RELAYOUT" in violations(catalog, path, "rk3566", precision, "mean")) is mean_cpu
+        assert ("RKNN-TOKEN-RELAYOUT" in violations(catalog, path, "rk3566", precision, "producer")) is producer_cpu
+    assert on_npu(catalog, path, "rk3588", "fp16", node="mean")
+
+
 def test_a_channel_axis_mean_is_no_token_transpose(catalog, tmp_path):
     nodes = [helper.make_node("MatMul", ["x", "w"], ["t"], name="producer"),
              helper.make_node("ReduceMean", ["t"], ["m"], name="mean", axes=[2], keepdims=1),

@@ -12,8 +12,6 @@ from pathlib import Path
 import onnx
 import pytest
 
-from optimizer.ir import load_model
-
 CORPUS = Path(__file__).resolve().parents[2] / "corpus"
 MANIFEST = CORPUS / "MANIFEST.csv"
 SOCS = {"rk3588", "rk3576", "rk3566", "rk3562", "rv1126b"}
@@ -58,12 +56,18 @@ def test_model_matches_manifest_and_is_structure_only(row):
             assert tensor.data_location != onnx.TensorProto.EXTERNAL
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("row", [r for r in ROWS if r["edgeplan_load"] == "ok"],
-                         ids=[r["name"] for r in ROWS if r["edgeplan_load"] == "ok"])
-def test_model_loads_with_edgeplan(row):
-    graph = load_model(CORPUS / "models" / f"{row['name']}.onnx")
-    assert len(graph.nodes) > 0
+def test_models_carry_no_build_paths():
+    """A file that records where it was built (the dynamo exporter's per-node stack traces hold the script's
+    path and line numbers) hashes differently per checkout, so the manifest could not be rebuilt byte-identical."""
+    for path in sorted((CORPUS / "models").glob("*.onnx")):
+        data = path.read_bytes()
+        assert b"pkg.torch.onnx.stack_trace" not in data and b"site-packages" not in data, path.name
+
+
+def test_every_model_the_manifest_calls_loadable_is_a_committed_file():
+    """Each of them is loaded (and its shapes resolved) by tests/ir/test_shapes.py, which walks corpus/models."""
+    ok = [r["name"] for r in ROWS if r["edgeplan_load"] == "ok"]
+    assert ok and all((CORPUS / "models" / f"{name}.onnx").is_file() for name in ok)
 
 
 def test_layer_tables_refer_to_manifest_models_and_parse():

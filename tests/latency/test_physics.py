@@ -140,8 +140,12 @@ def test_nc1hwc2_input_is_converted_on_the_cpu_unless_pass_through(tmp_path):
     assert fmt == "nhwc->nc1hwc2"
     assert seconds == pytest.approx(16 * 64 * 64 / (converted.profile.layout_convert_gbps * 1e9))
     assert passed.input_format("x", Option("npu", "int8"))[1] == 0.0
-    # a 3-channel NHWC input with aligned rows is zero-copy: the NPU normalises it, no CPU pass
+    # a 3-channel NHWC input with aligned rows is zero-copy: the NPU normalises it, no CPU conversion; the general
+    # API still copies it into the model's input buffer (2 x bytes over the DRAM + one cache sync), handed over free
     rgb = _lm(_conv(tmp_path, c=3, hw=64, name="c3.onnx"), "rk3588")
+    assert rgb.input_format("x", Option("npu", "int8")) == (
+        "NHWC", pytest.approx(2 * 3 * 64 * 64 / rgb.bandwidth + rgb.profile.memsync_us * 1e-6))
+    rgb = _lm(_conv(tmp_path, c=3, hw=64, name="c3.onnx"), "rk3588", pass_through=True)
     assert rgb.input_format("x", Option("npu", "int8"))[1] == 0.0
 
 
@@ -369,3 +373,51 @@ def test_separate_runs_is_refused_beside_a_gpu_engine_or_for_a_latency(tmp_path)
                 Situation("gpu", "int8", metric="throughput", separate_runs=True)):
         with pytest.raises(BadInputError, match="separate-runs"):
             prepare(path, "orin-agx", bad, CATALOG, profile)
+
+
+def test_engine_time_leaves_out_exactly_the_per_inference_host_overhead(tmp_path):
+    """trtexec's GPU latency is timed with CUDA events around the engine: the figure is the host-timed one minus
+    the host device's inference_overhead_us (60 us in the prior), on the GPU and on a DLA engine, at any batch;
+    a throughput over a GPU engine beside the DLAs loses it on both engines."""
+    path = _conv(tmp_path, c=64, hw=56)
+    profile = load_profile("nvidia-dla", prior=True)
+    overhead = profile.constants("xavier-nx", "gpu").inference_overhead_us * 1e-6
+    assert overhead == pytest.approx(60e-6)
+    for situation in (Situation("gpu", "int8"), Situation("gpu", "int8", batch=8),
+                      Situation("dla", "fp16")):
+        host = score(prepare(path, "xavier-nx-15w", situation, CATALOG, profile), profile.constants)
+        engine = score(prepare(path, "xavier-nx-15w", replace(situation, host_timed=False), CATALOG, profile),
+                       profile.constants)
+        assert host.latency_s - engine.latency_s == pytest.approx(overhead, rel=1e-9)
+    both = Situation("dla", "int8", batch=2, cores=2, metric="throughput", gpu_batch=4)
+    host = score(prepare(path, "xavier-nx-15w", both, CATALOG, profile), profile.constants)
+    engine = score(prepare(path, "xavier-nx-15w", replace(both, host_timed=False), CATALOG, profile),
+                   profile.constants)
+    assert engine.throughput > host.throughput
+    with pytest.raises(BadInputError, match="engine-time"):
+        prepare(path, "rk3588", Situation("npu", "int8", host_timed=False), CATALOG, load_profile("rockchip-rknn"))
+
+
+def test_default_formats_add_the_gpu_reformats_and_the_thin_planar_input_of_trtexec_without_io_flags(tmp_path):
+    """trtexec without --inputIOFormats/--outputIOFormats feeds the DLA FP32 linear tensors: each model input and
+    output pays a GPU reformat (reformat_us + padded bytes + 4 B an element over the DRAM), and a 3-channel input
+    in kDLA_LINEAR fills 3 of the 32 INT8 channels of an atom, so the first convolution costs 32/3 - 1 more than
+    in kDLA_HWC4. The figure grows by exactly the difference of the backend's format costs."""
+    node = helper.make_node("Conv", ["x", "w"], ["y"], name="c", kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    path = save_model(tmp_path / "thin.onnx", [node], [value("x", [1, 3, 64, 64])], [value("y", None)],
+                      [weight("w", [16, 3, 3, 3])])
+    profile = load_profile("nvidia-dla", prior=True)
+    native = Situation("dla", "int8")
+    default = replace(native, default_formats=True)
+    lm = _lm(path, "orin-agx", profile)
+    option = Option("dla", "int8")
+    extra = (lm.input_format("x", option, True)[1] + lm.output_format("y", option, True)[1]
+             - lm.input_format("x", option)[1] - lm.output_format("y", option)[1])
+    thin = (32 / 3 - 1) * lm._node_compute_s(lm.graph.node("c"), "dla", "int8")
+    assert lm.input_format("x", option, True)[1] > thin > 0
+    fast = score(prepare(path, "orin-agx", native, CATALOG, profile), profile.constants).latency_s
+    slow = score(prepare(path, "orin-agx", default, CATALOG, profile), profile.constants).latency_s
+    assert slow - fast == pytest.approx(extra, abs=2e-9)
+    assert "--default-formats" in default.command("m.onnx", "orin-agx")
+    with pytest.raises(BadInputError, match="default-formats"):
+        prepare(path, "orin-agx", replace(default, accelerator="gpu"), CATALOG, profile)

@@ -9,7 +9,7 @@ from optimizer.catalog import load_catalog
 from optimizer.check import check_graph
 from optimizer.fusion import build_groups
 from optimizer.ir import load_model
-from optimizer.latency import LatencyModel, load_profile
+from optimizer.latency import LatencyModel, Option, load_profile
 from optimizer.latency._model import channel_padding
 from optimizer.latency._rknn import array_figures, conv_array_factor
 from tests.conftest import save_model, value, weight
@@ -70,3 +70,82 @@ def test_grouped_and_depthwise_convolutions_and_other_targets_keep_the_channel_p
     node = model.graph.node("c")
     peak = model.target.figures["npu_int8_tops"].value * 1e12
     assert model._unit_compute_s(node, "npu", "int8")[1] == pytest.approx(2 * node.macs / peak)
+
+
+def _classifier(tmp_path, classes):
+    node = helper.make_node("Gemm", ["x", "w"], ["y"], name="fc", transB=1)
+    return save_model(tmp_path / f"fc{classes}.onnx", [node], [value("x", [1, 1280])], [value("y", [1, classes])],
+                      [weight("w", [classes, 1280])])
+
+
+def test_an_output_relayout_costs_the_npu_layer_plus_a_cpu_copy_not_the_gemm_on_the_cpu(tmp_path):
+    """RKNN-OUTPUT-RELAYOUT (RK3588 INT8, [1,1000] output): the toolkit runs the Gemm on the NPU and only the
+    appended Reshape on the CPU, so the CPU option costs t_npu(Gemm) + 1000 element copies on the CPU, a
+    fraction of the Gemm's MACs and FP32 weights on the Cortex-A76s."""
+    model = _model(_classifier(tmp_path, 1000), "rk3588")
+    assert model.io["cpu_relayout"] == {"int8": ["fc"]}
+    node, group = model.graph.node("fc"), model.groups.groups[0]
+    npu = model.constants("npu")
+    fig = model.target.figures
+    compute = 2 * node.macs / (fig["npu_int8_tops"].value * 1e12) / npu.efficiency["conv"]
+    bw = model.bandwidth * npu.bandwidth_efficiency
+    memory = 1280 * 1000 / bw + 2280 / (bw * npu.sram_speedup)  # INT8 weights; activations in the NPU's SRAM
+    assert model.sram_bytes >= 2280
+    layer = (max(compute, memory) + (1 - npu.overlap) * min(compute, memory) + npu.layer_overhead_us * 1e-6)
+    work = model.work(group, Option("cpu", "fp32"))
+    assert work.boundary_s == pytest.approx(layer)
+    assert work.weight_bytes == 0.0
+    assert sum(work.unit_compute_s) == pytest.approx(1000 / model.cpu_peak_ops)
+    tgt = model.target
+    gemm_on_cpu = LatencyModel(model.groups, CATALOG, tgt, model.profile, io={**model.io, "cpu_relayout": {}})
+    old = gemm_on_cpu.work(group, Option("cpu", "fp32"))
+    assert old.weight_bytes == 1280 * 1000 * 4 and old.boundary_s == 0.0  # MACs and FP32 weights on the A76s
+    assert old.unit_compute_s[0] == pytest.approx(2 * node.macs / model.cpu_peak_ops)
+    assert model.option_ns(group, Option("cpu", "fp32")) < gemm_on_cpu.option_ns(group, Option("cpu", "fp32")) / 3
+    aligned = _model(_classifier(tmp_path, 1008), "rk3588")  # 1008 = 63 x 16: no relayout, nothing changes
+    assert aligned.io["cpu_relayout"] == {}
+    assert _model(_classifier(tmp_path, 1000), "rk3576").io["cpu_relayout"] == {}  # the rule is RK3588's
+
+
+def test_the_general_api_copies_a_zero_copy_ready_input_on_the_cpu(tmp_path):
+    """Seed 003 §3.1.6: through rknn_inputs_set (pass_through=0) the CPU copies even an NHWC 3-channel input into
+    the model's buffer: 2 x bytes over the DRAM, plus one cache sync (seed 001); handed over (pass_through) free."""
+    path = _conv(tmp_path, 3, 16, 3, hw=64)
+    model = _model(path, "rk3588")
+    option = Option("npu", "int8")
+    fmt, seconds = model.input_format("x", option)
+    assert fmt == "NHWC"
+    assert seconds == pytest.approx(2 * 3 * 64 * 64 / model.bandwidth + model.profile.memsync_us * 1e-6)
+    report = check_graph(load_model(path), CATALOG, "rk3588")
+    tgt = CATALOG.target("rk3588")
+    handed = LatencyModel(build_groups(report), CATALOG, tgt, load_profile(tgt.family), io=report.io,
+                          pass_through=True)
+    assert handed.input_format("x", option) == ("NHWC", 0.0)
+
+
+def _conv_act(tmp_path, act):
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1] * 4)]
+    if act == "SiLU":
+        nodes += [helper.make_node("Sigmoid", ["c"], ["s"], name="sig"), helper.make_node("Mul", ["c", "s"], ["y"])]
+    else:
+        nodes.append(helper.make_node(act, ["c"], ["y"], name="act"))
+    return save_model(tmp_path / f"{act}.onnx", nodes, [value("x", [1, 64, 40, 40])], [value("y", None)],
+                      [weight("w", [64, 64, 3, 3])])
+
+
+def test_a_relu_in_the_convolutions_output_stage_costs_nothing_a_silu_keeps_its_two_elementwise_ops(tmp_path):
+    """ReLU/Clip/LeakyReLU after a Conv of the same NPU group: the group's NPU work is the conv's alone (vector
+    work 0); a SiLU adds 2 ops per output element at the NPU's vector peak; on the CPU a ReLU still costs its op."""
+    works = {}
+    for act in ("Relu", "LeakyRelu", "SiLU"):
+        model = _model(_conv_act(tmp_path, act), "rk3588")
+        (group,) = model.groups.groups
+        assert group.fused
+        works[act] = (model, model.work(group, Option("npu", "int8")), model.work(group, Option("cpu", "fp32")))
+    model, relu, relu_cpu = works["Relu"]
+    vector = 5  # OP_CLASSES index of "vector"
+    assert relu.unit_compute_s[vector] == 0.0 and works["LeakyRelu"][1].unit_compute_s[vector] == 0.0
+    assert relu.unit_compute_s[0] == works["SiLU"][1].unit_compute_s[0] > 0  # the same conv
+    elements = 64 * 40 * 40
+    assert works["SiLU"][1].unit_compute_s[vector] == pytest.approx(2 * elements / model._vector_ops("npu"))
+    assert relu_cpu.unit_compute_s[vector] == pytest.approx(elements / model.cpu_peak_ops)

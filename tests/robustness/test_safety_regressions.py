@@ -371,3 +371,41 @@ def test_edit_out_never_renames_over_a_link_or_device(tmp_path):
             edit(str(model), ["pad-op@conv"], str(out), target="orin-agx")
     assert victim.read_text() == "keep" and (tmp_path / "link.onnx").is_symlink()
     assert Path("/dev/null").is_char_device()
+
+
+_LOAD_UNDER_3_GIB = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+from optimizer.ir import load_model
+for path in sys.argv[1:]:
+    print(path, load_model(path).tensors["y"].shape)
+"""
+
+
+def test_long_one_d_tensors_load_in_bounded_memory(tmp_path):
+    """onnx's data propagation once held every 1-D tensor as a list of dims (~200 bytes per element):
+    10^8 elements asked for 20 GB. Loading must succeed under a 3 GiB address-space limit."""
+    n = 10 ** 8
+    one = const("one", np.array(1, np.int64))
+    cases = {
+        "cos_of_shape": ([helper.make_node("Shape", ["x"], ["s"], name="s"),
+                          helper.make_node("ConstantOfShape", ["s"], ["c"], name="k",
+                                           value=helper.make_tensor("v", TensorProto.INT64, [1], [1])),
+                          helper.make_node("Cast", ["c"], ["y"], name="y", to=TensorProto.FLOAT)],
+                         [value("x", [n])], []),
+        "cos_of_constant": ([helper.make_node("ConstantOfShape", ["s"], ["c"], name="k"),
+                             helper.make_node("Add", ["x", "c"], ["y"], name="a")],
+                            [value("x", [n])], [const("s", np.array([n], np.int64))]),
+        "range": ([helper.make_node("Range", ["zero", "n", "one"], ["r"], name="r"),
+                   helper.make_node("Cast", ["r"], ["y"], name="y", to=TensorProto.FLOAT)],
+                  [], [const("zero", np.array(0, np.int64)), const("n", np.array(n, np.int64)), one]),
+        "expand": ([helper.make_node("Shape", ["x"], ["s"], name="s"),
+                    helper.make_node("Expand", ["one", "s"], ["e"], name="e"),
+                    helper.make_node("Cast", ["e"], ["y"], name="y", to=TensorProto.FLOAT)],
+                   [value("x", [n])], [one]),
+    }
+    paths = [str(_hostile(tmp_path, case, *spec)) for case, spec in cases.items()]
+    run = subprocess.run([sys.executable, "-c", _LOAD_UNDER_3_GIB, *paths], capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.splitlines() == [f"{path} ({n},)" for path in paths]

@@ -1,0 +1,125 @@
+"""RK3566/RK3568 verdicts of ops the toolkit does not rewrite (optimizer/catalog/_rk3566.py), at the boundaries
+measured with rknn-toolkit2 2.5.0 (tools/probe_rknn_rk3566.py spmean; the scratch Einsum probe on rk3566)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import helper
+
+from tests.conftest import const, save_model, value, violations, weight
+
+
+def _se_mean(tmp_path, axes, keepdims=1, side=14, channels=64, op="ReduceMean"):
+    """Relu'd map -> op(axes) [-> Reshape to [1, C, 1, 1]] -> Conv -> Sigmoid -> Mul into the map."""
+    reduce = (helper.make_node(op, ["r", "axes"], ["g"], name="mean", keepdims=keepdims) if op == "ReduceSum"
+              else helper.make_node(op, ["r"], ["g"], name="mean", axes=axes, keepdims=keepdims))
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="act"), reduce]
+    gate_in = "g"
+    if not keepdims:
+        nodes.append(helper.make_node("Reshape", ["g", "s"], ["gv"], name="to_vec"))
+        gate_in = "gv"
+    nodes += [helper.make_node("Conv", [gate_in, "w"], ["gc"], name="se_conv"),
+              helper.make_node("Sigmoid", ["gc"], ["gate"], name="gate"),
+              helper.make_node("Mul", ["r", "gate"], ["y"], name="scale")]
+    inits = [weight("w", (channels, channels, 1, 1)), const("s", np.array([1, channels, 1, 1], np.int64)),
+             const("axes", np.array(axes, np.int64))]
+    return save_model(tmp_path / "se.onnx", nodes, [value("x", [1, channels, side, side])], [value("y", None)],
+                      inits)
+
+
+@pytest.mark.parametrize(("axes", "unpooled"), [([2, 3], False), ([-2, -1], False), ([3, 2], True),
+                                                ([-1, -2], True)])
+def test_a_spatial_mean_is_global_pooling_only_with_ascending_axes(catalog, tmp_path, axes, unpooled):
+    path = _se_mean(tmp_path, axes)
+    for target in ("rk3566", "rk3568"):
+        for node in ("mean", "act"):  # the mean's result transpose and the producer's relayout into tokens
+            assert ("RKNN-PIXEL-REDUCE" in violations(catalog, path, target, "fp16", node)) is unpooled
+        assert "RKNN-PIXEL-REDUCE" not in violations(catalog, path, target, "int8", "se_conv")
+    assert "RKNN-PIXEL-REDUCE" not in violations(catalog, path, "rk3588", "fp16", "act")
+
+
+@pytest.mark.parametrize(("op", "axes", "unpooled"), [("ReduceSum", [2, 3], True), ("ReduceL2", [2, 3], True),
+                                                      ("ReduceL2", [3, 2], True), ("ReduceL2", [3], False),
+                                                      ("ReduceMax", [2, 3], False)])
+def test_a_pixel_sum_or_l2_norm_is_never_pooled(catalog, tmp_path, op, axes, unpooled):
+    # probe spmean:64:14:0:1:1 (ReduceSum), :0:1:2 (ReduceL2): the mean's CPU relayouts; ReduceMax (:0:1:3) is a
+    # CPU layer of its own, without the producer's relayout; a one-axis L2 norm is exNorm's (another rule)
+    path = _se_mean(tmp_path, axes, op=op)
+    for node in ("mean", "act"):
+        assert ("RKNN-PIXEL-REDUCE" in violations(catalog, path, "rk3566", "int8", node)) is unpooled
+
+
+def test_the_reshape_reading_an_unpooled_mean_takes_its_transpose(catalog, tmp_path):
+    # probe spmean:64:14:1:0: the transpose back is named after the Reshape (to_vec#1), the mean has no layer
+    path = _se_mean(tmp_path, [3, 2], keepdims=0)
+    assert "RKNN-PIXEL-REDUCE" in violations(catalog, path, "rk3566", "int8", "to_vec")
+    assert "RKNN-PIXEL-REDUCE" not in violations(catalog, path, "rk3566", "int8", "mean")
+    assert "RKNN-PIXEL-REDUCE" in violations(catalog, path, "rk3566", "int8", "act")
+
+
+@pytest.mark.parametrize(("side", "unpooled"), [(1, False), (2, True)])
+def test_a_one_pixel_mean_has_nothing_to_pool(catalog, tmp_path, side, unpooled):
+    # probe spmean:64:1:1:1: on a 1x1 map the (3, 2) mean leaves no layer at all
+    path = _se_mean(tmp_path, [3, 2], side=side)
+    assert ("RKNN-PIXEL-REDUCE" in violations(catalog, path, "rk3566", "fp16", "mean")) is unpooled
+
+
+def _einsum(tmp_path, equation, scale_q=True, rank5=True):
+    """A conv map reshaped to q [1, G, H, N, D] (or [1, H, N, D]), q.q^T by an Einsum, reshaped back."""
+    split = [1, 2, 2, 64, 8] if rank5 else [1, 4, 64, 8]
+    nodes = [helper.make_node("Reshape", ["x", "s1"], ["q"], name="split")]
+    operand = "q"
+    if scale_q:
+        nodes.append(helper.make_node("Mul", ["q", "k"], ["qs"], name="scale"))
+        operand = "qs"
+    nodes += [helper.make_node("Einsum", [operand, "q"], ["sc"], name="ein", equation=equation),
+              helper.make_node("Reshape", ["sc", "s2"], ["y"], name="merge")]
+    inits = [const("s1", np.array(split, np.int64)), const("s2", np.array([1, 256, 8, 8], np.int64)),
+             const("k", np.array(0.5, np.float32))]
+    return save_model(tmp_path / "ein.onnx", nodes, [value("x", [1, 32, 8, 8])], [value("y", None)], inits)
+
+
+@pytest.mark.parametrize(("equation", "cpu"), [("bghid,bghjd->bghij", False),
+                                               ("B G H I D, B G H J D -> B G H I J", True),
+                                               ("bghid ,bghjd->bghij", False),  # one blank per operand: no repeat
+                                               ("bghid,bghjd -> bghij", False)])  # blanks only after the arrow
+def test_the_rank5_operands_of_a_cpu_einsum_are_relaid_on_the_cpu(catalog, tmp_path, equation, cpu):
+    # scratch probe ein5_spaces on rk3566: the Reshape making the 5-D operand is a CPU layer (ein5_plain: NPU);
+    # corpus tv_maxvit_t Mul_3 / Transpose / Transpose_2 before the spaced Einsums
+    path = _einsum(tmp_path, equation)
+    for target in ("rk3566", "rk3568"):
+        for node in ("scale", "split"):
+            assert ("RKNN-EINSUM-OPERANDS" in violations(catalog, path, target, "int8", node)) is cpu
+        assert "RKNN-EINSUM-OPERANDS" not in violations(catalog, path, target, "int8", "merge")
+    assert "RKNN-EINSUM-OPERANDS" not in violations(catalog, path, "rk3588", "fp16", "scale")
+
+
+def test_a_rank4_operand_of_a_cpu_einsum_keeps_its_producer_verdict(catalog, tmp_path):
+    path = _einsum(tmp_path, "b h i d, b h j d -> b h i j", rank5=False)
+    assert "RKNN-EINSUM-OPERANDS" not in violations(catalog, path, "rk3566", "fp16", "scale")
+
+
+def test_a_dynamo_slice_unbind_leaves_v_s_transpose_to_the_squeeze(catalog, tmp_path):
+    # corpus timm_deit_tiny_patch16_224_dynamo: q/k/v cut from the unbind Transpose by Slice + Squeeze (TorchScript:
+    # Split + Squeeze); V's transpose into exMatMul (197 tokens: not whole 8-byte groups) is named after the Squeeze
+    d, h, n = 64, 3, 197
+    nodes = [helper.make_node("MatMul", ["x", "wqkv"], ["qkv"], name="qkv"),
+             helper.make_node("Reshape", ["qkv", "s5"], ["h5"], name="split_heads"),
+             helper.make_node("Transpose", ["h5"], ["t"], name="unbind", perm=[2, 0, 3, 1, 4])]
+    for i, part in enumerate("qkv"):
+        nodes += [helper.make_node("Slice", ["t", f"b{i}", f"e{i}", "ax0"], [f"{part}5"], name=f"cut_{part}"),
+                  helper.make_node("Squeeze", [f"{part}5", "ax0"], [part], name=f"sq_{part}")]
+    nodes += [helper.make_node("Transpose", ["k"], ["kt"], name="kt", perm=[0, 1, 3, 2]),
+              helper.make_node("MatMul", ["q", "kt"], ["s"], name="qk"),
+              helper.make_node("Softmax", ["s"], ["p"], name="sm", axis=-1),
+              helper.make_node("MatMul", ["p", "v"], ["o"], name="pv"),
+              helper.make_node("Transpose", ["o"], ["ot"], name="join", perm=[0, 2, 1, 3]),
+              helper.make_node("Reshape", ["ot", "s3"], ["y"], name="merge")]
+    inits = [weight("wqkv", (h * d, 3 * h * d)), const("s5", np.array([1, n, 3, h, d], np.int64)),
+             const("s3", np.array([1, n, h * d], np.int64)), const("ax0", np.array([0], np.int64))]
+    inits += [const(f"b{i}", np.array([i], np.int64)) for i in range(3)]
+    inits += [const(f"e{i}", np.array([i + 1], np.int64)) for i in range(3)]
+    path = save_model(tmp_path / "unbind.onnx", nodes, [value("x", [1, n, h * d])], [value("y", None)], inits)
+    assert "RKNN-EXMATMUL-B" in violations(catalog, path, "rk3566", "fp16", "sq_v")
+    assert "RKNN-EXMATMUL-B" not in violations(catalog, path, "rk3566", "fp16", "cut_v")
