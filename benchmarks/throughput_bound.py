@@ -26,7 +26,7 @@ from optimizer.check import check_graph
 from optimizer.fusion import build_groups
 from optimizer.ir import load_model
 from optimizer.latency import LatencyModel, load_profile
-from optimizer.solver import PlanRequest, lp_bound_ns, region_bound_ns, throughput_lp_ns
+from optimizer.solver import PlanRequest, loadable_limit, lp_bound_ns, region_bound_ns, throughput_lp_ns
 
 
 def _bounds(model: Path, target: str) -> tuple[int, int, int, int | None, float]:
@@ -43,7 +43,7 @@ def _bounds(model: Path, target: str) -> tuple[int, int, int, int | None, float]
     started = time.process_time()
     plain = lp_bound_ns(lm, request) or 0
     raised = throughput_lp_ns(lm, request) or 0
-    region = region_bound_ns(lm, request)
+    region = region_bound_ns(lm, request, loadable_limit(request, catalog.loadables_at_once(spec)))
     return len(groups.groups), plain, raised, region, time.process_time() - started
 
 

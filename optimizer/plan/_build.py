@@ -247,8 +247,10 @@ def _solve(model: LatencyModel, report: CheckReport, catalog: Catalog, request: 
                       else f"; constraints in conflict: {', '.join(names)}" if names else "")
         raise InfeasibleError(f"{exc.message}{detail}", file=model.graph.path, node=exc.node) from None
     if result.outcome is not Outcome.NOT_FOUND:
+        limit = loadable_limit(request, catalog.loadables_at_once(model.target))
         return _launch_proof(model, request, replace(result, bound_ns=max(result.bound_ns,
-                                                                         min(bound, result.objective_ns)))), []
+                                                                         min(bound, result.objective_ns))),
+                             limit), []
     if not _unconstrained(request):
         raise InfeasibleError(f"no plan found within --time-limit {request.time_limit_s:g} s; raise the limit "
                               "(the request has constraints the baselines do not honour)", file=model.graph.path)
@@ -259,7 +261,7 @@ def _solve(model: LatencyModel, report: CheckReport, catalog: Catalog, request: 
              f"{request.objective}, within {gap:.1%} of the lower bound (cheapest options, LP relaxation)"])
 
 
-def _launch_proof(model: LatencyModel, request: PlanRequest, result: SolveResult) -> SolveResult:
+def _launch_proof(model: LatencyModel, request: PlanRequest, result: SolveResult, limit: int) -> SolveResult:
     """An unproven throughput plan checked against the launch-raised LP (optimizer.solver._bounds.
     throughput_lp_ns) and the region DP that sees border copies (optimizer.solver._cutbound): a real gap, and
     OPTIMAL when the plan meets them. After the search, so the search and
@@ -267,7 +269,7 @@ def _launch_proof(model: LatencyModel, request: PlanRequest, result: SolveResult
     if request.objective != "throughput" or result.outcome is not Outcome.BEST_FOUND \
             or len(model.groups.groups) > LP_MAX_GROUPS:
         return result
-    raised = min(max(throughput_lp_ns(model, request) or 0, region_bound_ns(model, request) or 0),
+    raised = min(max(throughput_lp_ns(model, request) or 0, region_bound_ns(model, request, limit) or 0),
                  result.objective_ns)
     if raised <= result.bound_ns:
         return result

@@ -3,14 +3,17 @@
 The LP relaxation (optimizer.solver._bounds) is fluid: a group split between engines pays no copy, so it cannot
 see that every loadable's inputs and outputs are moved by the GPU (ResNet-50 on orin-agx: about 100 of the
 plan's 325 us of GPU time). This bound keeps each group whole on the GPU or the DLA and relaxes everything
-else: which core and loadable (both cores' time is pooled, each used core pays one launch), loadable count,
-convexity and connectivity, DLA-to-DLA copies and precision changes (all non-negative), each group at its
-cheapest option on its device and each copy at its cheapest precision. A separator (a group every path passes)
-is the only producer whose tensors leave the region before it, so a DP over the regions in order, with the
-separator's device and the DLA time so far as its state, finds the least GPU time for every amount of DLA
-time exactly (DLA time counted down to whole QUANTUM_NS steps, so it stays a bound). Every plan's busiest
-engine is at least max(GPU time, DLA time / cores + launch) for its device choice, hence at least the
-minimum of that over the DP's states.
+else: which core and loadable (both cores' time is pooled), convexity, DLA-to-DLA copies and precision changes
+(all non-negative), each group at its cheapest option on its device and each copy at its cheapest precision.
+It keeps what decides how finely DLA work can be spread: a loadable is connected, so a plan has at least as
+many loadables as its DLA groups have connected parts, each paying a launch on its core, and at most the
+DLA-LOADABLES limit of them. A separator (a group every path passes) is the only group with edges on both
+sides of it, so a DP over the regions in order, with the separator's device, the connected parts so far and the
+DLA time so far as its state, finds the least GPU time for every such triple exactly (DLA time counted down
+to whole steps of QUANTUM_NS or more, so it stays a bound). A region of more than MAX_REGION DLA-capable groups
+is taken in chunks, relaxed (see _advance). With k parts run as p >= k loadables and D of DLA work, a plan's
+busiest DLA core carries at least (D + p x launch) / min(p, cores) (_busiest), so its busiest engine is at
+least that or its GPU time, whichever is more; the minimum over the DP's states bounds every plan.
 """
 
 from __future__ import annotations
@@ -26,20 +29,22 @@ from optimizer.solver._decompose import separators, topological_order
 from optimizer.solver._request import PlanRequest
 
 QUANTUM_NS = 100  # DLA time steps of the DP's state (each group's DLA time rounded down: still a bound)
-MAX_REGION = 14  # DLA-capable groups of one region enumerated (2^14 device choices); past it, no bound
-MAX_STEPS = 200_000  # DLA time steps of the state; past it, no bound
+MAX_STEPS = 50_000  # DLA time steps of the state; past it, the step grows (RT-DETR-L on xavier-agx: 400 ns)
+MAX_REGION = 14  # DLA-capable groups of one region enumerated (2^14 device choices); past it, relaxed
+MAX_PARTS = 8  # connected DLA parts counted exactly; the state's last count means "this many or more"
 
 
-def region_bound_ns(lm: LatencyModel, request: PlanRequest) -> int | None:
+def region_bound_ns(lm: LatencyModel, request: PlanRequest, limit: int | None = None) -> int | None:
     """The bound for a throughput request on a target whose copies and reformats are GPU work and whose DLA
-    cores are engines of their own; None where it does not apply or a region is too large to enumerate."""
+    cores are engines of their own, for plans of at most `limit` loadables (None: no limit); None where it
+    does not apply."""
     backend = lm.backend
     if request.objective != "throughput" or not backend.loadables or backend.transfer_engine != "gpu" \
             or lm.target.cores < 1 or not lm.groups.groups:
         return None
     n = len(lm.groups.groups)
     gpu = np.zeros(n)
-    dla_steps = np.full(n, -1, dtype=np.int64)  # -1: no DLA option
+    dla_ns = np.full(n, -1, dtype=np.int64)  # -1: no DLA option
     for g in range(n):
         costs: dict[str, int] = {}
         for option in _options(lm, g, request):
@@ -49,11 +54,14 @@ def region_bound_ns(lm: LatencyModel, request: PlanRequest) -> int | None:
             return None
         gpu[g] = costs["gpu"]
         if "dla" in costs:
-            dla_steps[g] = costs["dla"] // QUANTUM_NS
+            dla_ns[g] = costs["dla"]
+    quantum = max(QUANTUM_NS, -(-int(dla_ns[dla_ns > 0].sum()) // MAX_STEPS))
+    dla_steps = np.where(dla_ns >= 0, dla_ns // quantum, -1)
     order = topological_order(lm.groups)
     position = {g: p for p, g in enumerate(order)}
     # per tensor: producer position, consumer positions, cheapest copy GPU->DLA and DLA->GPU
     tensors: dict[int, list[tuple[list[int], float, float]]] = {}
+    split = math.inf  # the cheapest copy between two loadables: what cutting a connected DLA part costs at least
     for tensor, src, consumers in tensor_routes(lm):
         if src < 0:
             continue
@@ -61,40 +69,90 @@ def region_bound_ns(lm: LatencyModel, request: PlanRequest) -> int | None:
         to_dla = min(lm.transfer(tensor, "gpu", "dla", p)[1] for p in sorted(precisions))
         to_gpu = min(lm.transfer(tensor, "dla", "gpu", p)[1] for p in sorted(precisions))
         tensors.setdefault(position[src], []).append(([position[v] for v in consumers], to_dla, to_gpu))
+        if dla_steps[src] >= 0 and any(dla_steps[v] >= 0 for v in consumers):
+            split = min(split, *(lm.transfer(tensor, "dla", "dla", p)[1] for p in sorted(precisions)))
+    edges: dict[int, list[int]] = {}  # by the later end's position: the earlier ends' positions
+    for a, b in lm.groups.group_edges():
+        low, high = sorted((position[a], position[b]))
+        edges.setdefault(high, []).append(low)
     cuts = separators(lm.groups, order)
     bounds = [*cuts, n - 1] if cuts[-1] != n - 1 else cuts
     steps = int(dla_steps[dla_steps > 0].sum()) + 1
-    if steps > MAX_STEPS:
-        return None
-    # state[kind of the last separator][DLA steps] = least GPU time; kind 1 = DLA
+    parts_cap = MAX_PARTS if limit is None else min(limit, MAX_PARTS)
+    # state[kind of the last separator, connected DLA parts, DLA steps] = least GPU time; kind 1 = DLA
     first = order[0]
-    state = np.full((2, steps), math.inf)
-    state[0, 0] = gpu[first]
+    state = np.full((2, parts_cap + 1, steps), math.inf)
+    state[0, 0, 0] = gpu[first]
     if dla_steps[first] >= 0:
-        state[1, dla_steps[first]] = 0.0
+        state[1, 1, dla_steps[first]] = 0.0
+    relaxed = False
     for start, end in itertools.pairwise(bounds):
         region = list(range(start + 1, end + 1))
-        advanced = _advance(state, start, region, [order[p] for p in region], gpu, dla_steps, tensors)
-        if advanced is None:
-            return None
-        state = advanced
-    launch = lm.launch_ns()
-    used = np.arange(steps) * QUANTUM_NS / lm.target.cores + launch
-    used[0] = 0.0  # no DLA time: the all-GPU plan (or DLA groups under one step: GPU time still bounds them)
-    value = float(np.min(np.maximum(state.min(axis=0), used)))
+        chunks = _chunks(region, dla_steps[[order[p] for p in region]] >= 0)
+        relaxed = relaxed or len(chunks) > 1
+        for k, chunk in enumerate(chunks):
+            advanced = _advance(state, start, chunk, [order[p] for p in chunk], gpu, dla_steps, tensors, edges,
+                                limit is not None and limit <= MAX_PARTS, len(chunks) == 1, k == len(chunks) - 1)
+            if advanced is None:
+                return None
+            state = advanced
+    # a relaxed region's parts are not counted: the count is then only a floor, so no cut is charged
+    value = _busiest(state.min(axis=0), lm.launch_ns(), lm.target.cores, 0.0 if relaxed else split,
+                     limit if limit is not None else MAX_PARTS, quantum)
     return None if math.isinf(value) else math.ceil(value - 1e-6)
 
 
+def _busiest(gpu: np.ndarray, launch: int, cores: int, split: float, limit: int, quantum: int = QUANTUM_NS
+             ) -> float:
+    """The least busiest engine over the DP's final states (`gpu`[parts, DLA steps] = least GPU time). A plan
+    whose DLA groups form k connected parts runs them as p >= k loadables, p up to the limit: each loadable
+    pays a launch on its core, and each cut of a part is at least one copy between loadables, GPU work. With p
+    loadables on at most min(p, cores) cores the busiest DLA core carries at least (D + p x launch) / min(p,
+    cores); past `cores` both terms grow with p, so p stops there. Past MAX_PARTS the state counts "k or
+    more" and p starts at k."""
+    work = np.arange(gpu.shape[1]) * quantum
+    # no part counted: the all-GPU plan, or DLA work in relaxed regions (at least one loadable per core used)
+    idle = np.where(work > 0, work / cores + launch, 0.0)
+    best = float(np.min(np.maximum(gpu[0], idle)))
+    for k in range(1, gpu.shape[0]):
+        for p in range(k, min(max(k, cores), max(limit, k)) + 1):
+            if p > k and math.isinf(split):
+                break  # no DLA-to-DLA tensor: a part cannot be cut
+            dla = (work + p * launch) / min(p, cores)
+            extra = (p - k) * split if p > k else 0.0
+            best = min(best, float(np.min(np.maximum(gpu[k] + extra, dla))))
+    return best
+
+
+def _chunks(region: list[int], capable: np.ndarray) -> list[list[int]]:
+    """The region whole if it has at most MAX_REGION DLA-capable groups, else cut in the topological order
+    into runs of that many."""
+    chunks: list[list[int]] = [[]]
+    count = 0
+    for p, able in zip(region, capable.tolist()):
+        if able and count == MAX_REGION:
+            chunks.append([])
+            count = 0
+        chunks[-1].append(p)
+        count += int(able)
+    return chunks
+
+
 def _advance(state: np.ndarray, start: int, region: list[int], groups: list[int], gpu: np.ndarray,
-             dla_steps: np.ndarray, tensors: dict[int, list[tuple[list[int], float, float]]]) -> np.ndarray | None:
+             dla_steps: np.ndarray, tensors: dict[int, list[tuple[list[int], float, float]]],
+             edges: dict[int, list[int]], capped: bool, whole: bool = True, final: bool = True) -> np.ndarray | None:
     """The DP's step over one region (the positions after separator `start` up to and including the next):
     every device choice of its DLA-capable groups, for each device of `start`, kept as the least GPU time per
-    DLA time and per device of the region's last group."""
+    connected DLA parts and DLA time and per device of the region's last group. `capped`: the state's last
+    part count is the loadable limit (more parts are no plan), else it stands for that many or more.
+
+    A region too large to enumerate goes chunk by chunk (`whole` False), relaxed: a chunk's tensors pay their
+    copies as far as its own groups see them (the first chunk also charges `start`'s), it adds no connected
+    part, and the state keeps `start`'s device until the `final` chunk sets the region's last group's."""
     capable = [k for k, g in enumerate(groups) if dla_steps[g] >= 0]
     if len(capable) > MAX_REGION:
         return None
-    choices = np.array([[(c >> b) & 1 for b in range(len(capable))] for c in range(1 << len(capable))],
-                       dtype=bool).reshape(1 << len(capable), len(capable))
+    choices = ((np.arange(1 << len(capable))[:, None] >> np.arange(len(capable))[None, :]) & 1).astype(bool)
     on_dla = np.zeros((len(choices), len(region) + 1), dtype=bool)  # column 0: the separator `start`
     on_dla[:, [k + 1 for k in capable]] = choices
     column = {p: k + 1 for k, p in enumerate(region)}
@@ -102,29 +160,70 @@ def _advance(state: np.ndarray, start: int, region: list[int], groups: list[int]
     gpu_time = (~on_dla[:, 1:]) @ gpu[groups]
     dla_time = on_dla[:, 1:] @ np.maximum(dla_steps[groups], 0)
     out = np.full_like(state, math.inf)
+    finite = np.flatnonzero(np.isfinite(state).any(axis=(0, 1)))
+    reach = int(finite[-1]) + 1 if len(finite) else 0
     for kind in (0, 1):
         if np.isinf(state[kind]).all():
             continue
         on = on_dla.copy()
         on[:, 0] = bool(kind)
         copies = np.zeros(len(choices))
-        for p in [start, *region[:-1]]:
+        first = whole or region[0] == start + 1  # the first chunk starts right after `start`
+        for p in [start, *region[:-1]] if whole else [*([start] if first else []), *region]:
             for consumers, to_dla, to_gpu in tensors.get(p, ()):
-                if any(c not in column for c in consumers):
+                if whole and any(c not in column for c in consumers):
                     return None  # not a region between separators (cannot happen in a topological order)
+                seen = [column[c] for c in consumers if c in column]
+                if not seen:
+                    continue
                 src = on[:, column[p]]
-                dst = on[:, [column[c] for c in consumers]]
+                dst = on[:, seen]
                 copies += to_dla * (~src & dst.any(axis=1)) + to_gpu * (src & (~dst).any(axis=1))
         total = gpu_time + copies
-        last = on[:, -1].astype(int)
+        # a part through `start` is counted already; a chunk counts none
+        added = _parts(on, [start, *region], column, edges) - kind if whole else np.zeros(len(choices), np.int64)
+        last = on[:, -1].astype(int) if final else np.full(len(choices), kind)
+        top = state.shape[1] - 1
         for end_kind in (0, 1):
-            rows = last == end_kind
-            if not rows.any():
-                continue
-            for d, g_ns in _frontier(dla_time[rows], total[rows]):
-                shifted = state[kind, :state.shape[1] - d] + g_ns
-                out[end_kind, d:] = np.minimum(out[end_kind, d:], shifted)
+            for k in np.unique(added).tolist():
+                rows = (last == end_kind) & (added == k)
+                if not rows.any():
+                    continue
+                if k > top and capped:
+                    continue
+                k = min(k, top)
+                for d, g_ns in _frontier(dla_time[rows], total[rows]):
+                    if d >= state.shape[2]:
+                        break
+                    width = min(reach, state.shape[2] - d)  # past `reach` the state is all infinite
+                    shifted = state[kind, :, :width] + g_ns
+                    if k and capped:
+                        shifted = shifted[:top + 1 - k]  # past the limit: no plan
+                    elif k:  # the last count saturates
+                        shifted = np.concatenate([shifted[:top - k], shifted[top - k:].min(axis=0, keepdims=True)])
+                    out[end_kind, k:, d:d + width] = np.minimum(out[end_kind, k:, d:d + width], shifted)
     return out
+
+
+def _parts(on: np.ndarray, positions: list[int], column: dict[int, int], edges: dict[int, list[int]]) -> np.ndarray:
+    """Per device choice (a row of `on`), the connected parts its DLA groups form among `positions`: labels
+    spread along the edges whose ends are both on the DLA until they settle; a part is a group keeping its own."""
+    label = np.where(on, np.arange(on.shape[1])[None, :], on.shape[1])
+    pairs = [(column[low], column[high]) for high in positions for low in edges.get(high, ()) if low in column]
+    if not pairs:
+        return np.asarray(on.sum(axis=1))
+    a = np.array([p for p, _ in pairs])
+    b = np.array([q for _, q in pairs])
+    both = on[:, a] & on[:, b]
+    for _ in range(on.shape[1]):
+        low = np.where(both, np.minimum(label[:, a], label[:, b]), on.shape[1])
+        new = label.copy()
+        np.minimum.at(new.T, a, low.T)
+        np.minimum.at(new.T, b, low.T)
+        if (new == label).all():
+            break
+        label = new
+    return np.asarray((on & (label == np.arange(on.shape[1])[None, :])).sum(axis=1))
 
 
 def _frontier(dla: np.ndarray, gpu: np.ndarray) -> list[tuple[int, float]]:
