@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 
-from optimizer.catalog._layout import LAYOUT_OPS, in_identity_run, moves_data
+from optimizer.catalog._layout import LAYOUT_OPS, in_identity_run, moves_data, spaced_einsum_operand
 from optimizer.catalog._layout import data_users as _data_users
 from optimizer.catalog._layout import only_user as _only_user
 from optimizer.catalog._rk3566 import einsum_operands, pixel_reduce
@@ -1817,18 +1817,15 @@ def _grid_merge(graph: Graph, node: Node) -> bool:
 
 
 def einsum_labels(rule: Rule, view: LayerView) -> str | None:
-    """rknn-toolkit2 reads an Einsum equation character by character, blanks included: an operand term holding
-    two blanks repeats a label, so the toolkit does not rewrite the Einsum (to exMatMul, a convolution or an
-    element-wise op) and it stays a CPU layer (torch's spaced 'B G H I D, B G H J D -> B G H I J')."""
-    node = view.node
-    if node.op_type != "Einsum":
+    """An Einsum whose equation the toolkit reads as repeating a label (two blanks in one operand term: torch's
+    spaced 'B G H I D, B G H J D -> B G H I J') is not rewritten to exMatMul, a convolution or an element-wise op."""
+    spaced = spaced_einsum_operand(view.node)
+    if spaced is None:
         return None
-    equation = str(view.attr("equation") or "")
-    for i, term in enumerate(equation.partition("->")[0].split(",")):
-        if term.count(" ") > 1:
-            return (f"Einsum equation {equation!r}: operand {i} subscripts {term!r} hold {term.count(' ')} blanks, "
-                    "which the toolkit reads as a repeated label; it keeps the Einsum on the CPU (no exMatMul)")
-    return None
+    i, term = spaced
+    return (f"Einsum equation {str(view.attr('equation') or '')!r}: operand {i} subscripts {term!r} hold "
+            f"{term.count(' ')} blanks, which the toolkit reads as a repeated label; it keeps the Einsum on the CPU "
+            "(no exMatMul)")
 
 
 def einsum_operand_relayout(rule: Rule, view: LayerView) -> str | None:
@@ -1842,8 +1839,7 @@ def einsum_operand_relayout(rule: Rule, view: LayerView) -> str | None:
         if not _static(shape) or len(shape) <= 4 or shape[-1] % align == 0:
             continue
         for user in graph.consumers(out):
-            if user.op_type == "Einsum" and einsum_labels(rule, LayerView(graph, user, view.family, view.target,
-                                                                          view.precision, view.kind)):
+            if spaced_einsum_operand(user):
                 return (f"{node.op_type} output '{out}' {list(shape)} feeds the CPU Einsum {user.name}: its "
                         f"relayout from the NPU's 4-D form is a CPU Reshape when the last axis ({shape[-1]}) is "
                         f"not a multiple of {align}")

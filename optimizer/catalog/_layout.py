@@ -21,6 +21,23 @@ _MAX_ELEMENTS = 1 << 22  # index arrays above this are not built (4M int32: 16 M
 METADATA_READERS = frozenset({"Shape", "Size"})
 
 
+def spaced_einsum_operand(node: Node) -> tuple[int, str] | None:
+    """rknn-toolkit2 reads an Einsum equation character by character, blanks included: an operand term with two
+    blanks repeats a label, and the toolkit keeps that Einsum as a CPU layer (RKNN-EINSUM-LABELS; rk3588's and
+    rk3566's operand hand-overs follow from it). The first such operand (index, subscripts), else None."""
+    if node.op_type != "Einsum":
+        return None
+    equation = node.attrs.get("equation")
+    if isinstance(equation, bytes):
+        equation = equation.decode("utf-8", "replace")
+    if not isinstance(equation, str):
+        return None
+    for i, term in enumerate(equation.partition("->")[0].split(",")):
+        if term.count(" ") > 1:
+            return i, term
+    return None
+
+
 def _static_shape(graph: Graph, tensor: str) -> tuple[int, ...] | None:
     shape = graph.shape(tensor)
     if shape is None or not all(isinstance(d, int) for d in shape):

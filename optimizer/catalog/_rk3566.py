@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from optimizer.catalog._layout import data_users, only_user
+from optimizer.catalog._layout import data_users, only_user, spaced_einsum_operand
 
 if TYPE_CHECKING:
     from optimizer.catalog._checks import LayerView
@@ -80,22 +80,6 @@ def pixel_reduce(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
-def cpu_einsum(node: Node) -> bool:
-    """An Einsum the toolkit keeps as a CPU layer: an operand's subscripts repeat a character, a blank included
-    (torchvision's MaxViT: 'B G H I D, B G H J D -> B G H I J'). The Einsum's own verdict is RKNN-EINSUM-LABELS'
-    (the same criterion, measured on every SoC); here it only decides whether the operands are relaid for one."""
-    equation = node.attrs.get("equation") if node.op_type == "Einsum" else None
-    if isinstance(equation, bytes):
-        equation = equation.decode("utf-8", "replace")
-    if not isinstance(equation, str):
-        return False
-    for term in equation.partition("->")[0].split(","):
-        chars = term.replace("...", "", 1)
-        if len(set(chars)) != len(chars):
-            return True
-    return False
-
-
 def einsum_operands(rule: Rule, view: LayerView) -> str | None:
     """Each op (other than a Softmax) making an operand of rank 5 or more for a CPU Einsum: rk3566 reshapes the
     NPU's 4-D result into that operand with a CPU layer named after the op, whatever the innermost axis (rk3588
@@ -107,7 +91,7 @@ def einsum_operands(rule: Rule, view: LayerView) -> str | None:
         shape = graph.shape(out)
         if shape is None or len(shape) < 5:
             continue
-        einsums = [u for u in data_users(graph, out) if cpu_einsum(u)]
+        einsums = [u for u in data_users(graph, out) if spaced_einsum_operand(u)]
         if einsums:
             return (f"makes a rank-{len(shape)} operand of {einsums[0].name}, a CPU Einsum: the reshape into it runs "
                     "on the CPU")
