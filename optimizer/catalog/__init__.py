@@ -1,6 +1,6 @@
 """The hardware catalog: targets, figures and vendor rules, loaded from constraints/*.toml."""
 
-from optimizer.catalog._checks import CHECKS, CONDITIONS, LayerView
+from optimizer.catalog._checks import CHECKS, CONDITIONS
 from optimizer.catalog._load import extra_family, family_files, load_catalog
 from optimizer.catalog._schema import (
     DEFAULT_TENSORRT,
@@ -12,6 +12,7 @@ from optimizer.catalog._schema import (
     Rule,
     Target,
 )
+from optimizer.catalog._view import LayerView
 from optimizer.enums import PRECISIONS
 
 __all__ = ["CHECKS", "CONDITIONS", "DEFAULT_TENSORRT", "PRECISIONS", "TENSORRT_VERSIONS", "Catalog", "Family",

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
@@ -17,35 +16,13 @@ from optimizer.catalog._layout import LAYOUT_OPS, in_identity_run, moves_data, s
 from optimizer.catalog._layout import data_users as _data_users
 from optimizer.catalog._layout import only_user as _only_user
 from optimizer.catalog._rk3566 import einsum_operands, pixel_reduce
+from optimizer.catalog._view import LayerView
 from optimizer.ir._fold import build_time_value
 
 if TYPE_CHECKING:
-    from optimizer.catalog._schema import Family, Rule, Target
+    from optimizer.catalog._schema import Rule
     from optimizer.ir import Graph, Node
     from optimizer.ir._graph import Dim, Shape
-
-
-@dataclass(frozen=True)
-class LayerView:
-    graph: Graph
-    node: Node
-    family: Family
-    target: Target
-    precision: str
-    kind: str
-
-    def attr(self, name: str) -> Any:
-        return self.node.attrs.get(name)
-
-    def in_shape(self, i: int = 0) -> Shape:
-        names = self.graph.runtime_inputs(self.node)
-        return self.graph.shape(names[i]) if len(names) > i else None
-
-    def input_shape(self, i: int) -> Shape:
-        return self.graph.shape(self.node.inputs[i]) if len(self.node.inputs) > i else None
-
-    def out_shape(self, i: int = 0) -> Shape:
-        return self.graph.shape(self.node.outputs[i]) if len(self.node.outputs) > i else None
 
 
 Check = Callable[["Rule", LayerView], "str | None"]

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 from optimizer.catalog._layout import data_users, only_user, spaced_einsum_operand
 
 if TYPE_CHECKING:
-    from optimizer.catalog._checks import LayerView
     from optimizer.catalog._schema import Rule
+    from optimizer.catalog._view import LayerView
     from optimizer.ir import Graph, Node
 
 _RESHAPES = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze"})
