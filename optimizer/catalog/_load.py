@@ -199,7 +199,11 @@ def load_family(text: str, path: str, extra: tuple[tuple[Mapping[str, Any], str]
                 tensorrt: str = DEFAULT_TENSORRT) -> tuple[Family, dict[str, Target]]:
     """A family file, plus the [targets.*] of extra files (raw TOML, path) that name this family; its
     rules are those of TensorRT major `tensorrt` (rules without a `tensorrt` list hold for every one)."""
-    raw = _parse(text, path)
+    return _family_from_raw(_parse(text, path), path, extra, tensorrt)
+
+
+def _family_from_raw(raw: Mapping[str, Any], path: str, extra: tuple[tuple[Mapping[str, Any], str], ...],
+                     tensorrt: str) -> tuple[Family, dict[str, Target]]:
     name, accelerator, fallback = raw["family"], raw["accelerator"], raw["fallback"]
     backend = raw.get("backend", "")  # the toolchain class (optimizer/backends); planning needs it, a check of
     if not isinstance(backend, str):  # rules alone does not
@@ -318,7 +322,8 @@ def load_catalog(directory: str | Path | None = None, extra_dir: str | Path | No
     texts = [(name, (base / name).read_text(encoding="utf-8")) for name in family_files(directory).values()]
     extra_texts = _extra_files(extra_dir) if extra_dir else []
     extras: dict[str, list[tuple[Mapping[str, Any], str]]] = {}
-    known = {_parse(text, name)["family"] for name, text in texts}
+    parsed = [(name, text, _parse(text, name)) for name, text in texts]  # each file parsed once: every command
+    known = {raw["family"] for _, _, raw in parsed}                          # loads the catalog first
     for path, text in extra_texts:
         raw = _parse(text, path)
         if _is_family_file(raw):  # a whole new family: its own rules, formats and backend
@@ -326,6 +331,7 @@ def load_catalog(directory: str | Path | None = None, extra_dir: str | Path | No
                 raise _fail(path, f"family '{raw['family']}' is already defined; an extra file of a known family "
                                   "adds [targets.*] only")
             known.add(raw["family"])
+            parsed.append((path, text, raw))
             texts.append((path, text))
             continue
         stray = sorted(set(raw) - EXTRA_KEYS)
@@ -333,10 +339,9 @@ def load_catalog(directory: str | Path | None = None, extra_dir: str | Path | No
             raise _fail(path, f"an extra catalog file names its family and adds [targets.*] only (found {stray})"
                         if stray else "an extra catalog file must name its family")
         extras.setdefault(raw["family"], []).append((raw, path))
-    for name, text in texts:
+    for name, text, raw in parsed:
         digest.update(Path(name).name.encode() + b"\0" + text.encode())
-        family_name = _parse(text, name)["family"]
-        family, family_targets = load_family(text, name, tuple(extras.pop(family_name, ())), tensorrt)
+        family, family_targets = _family_from_raw(raw, name, tuple(extras.pop(raw["family"], ())), tensorrt)
         families[family.name] = family
         for tid, target in family_targets.items():
             if tid in targets:
