@@ -2429,14 +2429,14 @@ def _subsampling_pool(view: LayerView, params: Mapping[str, Any]) -> str | None:
 
 
 def _same_type_cast(view: LayerView, params: Mapping[str, Any]) -> str | None:
-    """A Cast of a float tensor to its own element type does nothing and is removed at build time."""
+    """A Cast of a tensor to its own element type does nothing and is removed at build time."""
     node, graph = view.node, view.graph
     source, target = (graph.tensors.get(t) for t in (node.inputs[0] if node.inputs else "",
                                                       node.outputs[0] if node.outputs else ""))
     kinds = [info.dtype if info is not None else "unknown" for info in (source, target)]
     if kinds[0] == kinds[1] and kinds[0] in params["dtypes"]:
         return None
-    return f"Cast {kinds[0]} -> {kinds[1]} converts data; only a float Cast to its own type is removed"
+    return f"Cast {kinds[0]} -> {kinds[1]} converts data; only a Cast to its own type is removed"
 
 
 def _linear_resize(view: LayerView, params: Mapping[str, Any]) -> str | None:
@@ -2508,9 +2508,35 @@ def _slice_form(graph: Graph, node: Node) -> tuple[str, tuple[int, ...], tuple[i
             tuple(int(v) for v in steps.reshape(-1)), tuple(int(v) for v in starts.reshape(-1)))
 
 
-def _phase_chain(graph: Graph, tensor: str) -> tuple[str, dict[int, tuple[int, int]], set[str]] | None:
-    """Walks a tensor back through constant-parameter Slices (one per axis, as exporters write x[..., 0::2, 1::2,
-    :]): the first tensor that is no Slice's output, {axis: (start mod step, step)} and the Slices passed."""
+_PHASE_CARRIERS = frozenset({"Neg", "Unsqueeze"})  # between a phase and its Concat in rotary embeddings
+
+
+def _carried(graph: Graph, tensor: str) -> tuple[str, tuple[int, ...]] | None:
+    """Walks a Concat input back through Neg and at most one constant-axes Unsqueeze (a rotary embedding's
+    interleave: x[..., ::2] and -x[..., 1::2] stacked on a new last axis): the first other tensor and the axes the
+    Unsqueeze inserted, as axes of the Concat input; None for anything else on the way."""
+    rank = len(graph.shape(tensor) or ())
+    inserted: tuple[int, ...] = ()
+    producer = graph.producer(tensor)
+    while producer is not None and producer.op_type in _PHASE_CARRIERS:
+        if producer.op_type == "Unsqueeze":
+            axes = graph.constants.get(producer.inputs[1]) if len(producer.inputs) > 1 else None
+            if inserted or axes is None or not rank:
+                return None
+            inserted = tuple(sorted(int(a) % rank for a in axes.reshape(-1)))
+        tensor = producer.inputs[0]
+        producer = graph.producer(tensor)
+    return tensor, inserted
+
+
+def _phase_chain(graph: Graph, tensor: str) -> tuple[str, dict[int, tuple[int, int]], set[str], tuple[int, ...]] | None:
+    """Walks a tensor back through Neg/Unsqueeze carriers, then constant-parameter Slices (one per axis, as
+    exporters write x[..., 0::2, 1::2, :]): the first tensor that is no Slice's output, {axis: (start mod step,
+    step)}, the Slices passed and the axes the carriers inserted (as axes of the Concat input)."""
+    carried = _carried(graph, tensor)
+    if carried is None:
+        return None
+    tensor, inserted = carried
     phase: dict[int, tuple[int, int]] = {}
     names: set[str] = set()
     producer = graph.producer(tensor)
@@ -2525,34 +2551,48 @@ def _phase_chain(graph: Graph, tensor: str) -> tuple[str, dict[int, tuple[int, i
             phase[axis] = (start % step, step)
         names.add(producer.name)
         tensor, producer = source, graph.producer(source)
-    return (tensor, phase, names) if phase else None
+    return (tensor, phase, names, inserted) if phase else None
 
 
 def _space_to_depth_slices(graph: Graph, concat: Node) -> set[str]:
     """The Slices of a space-to-depth ending in this Concat: every (start mod step) phase of one map, joined over
-    an axis none of them slices; empty when the Concat is anything else."""
+    an axis none of them slices (an axis a Neg/Unsqueeze carrier inserted counts as unsliced); empty when the
+    Concat is anything else."""
     chains = [chain for part in concat.inputs if (chain := _phase_chain(graph, part)) is not None]
     if not chains or len(chains) != len(concat.inputs):
         return set()
-    source, first, _ = chains[0]
+    source, first, _, inserted = chains[0]
     axes = {axis: step for axis, (_, step) in first.items()}
-    rank = len(graph.shape(source) or ())
-    if not rank or int(concat.attrs.get("axis", 0)) % rank in axes:
+    rank = len(graph.shape(concat.inputs[0]) or ())
+    if not rank:
+        return set()
+    axis = int(concat.attrs.get("axis", 0)) % rank
+    if axis not in inserted and axis - sum(1 for a in inserted if a < axis) in axes:
         return set()
     phases = set()
-    for tensor, phase, _ in chains:
-        if tensor != source or {a: step for a, (_, step) in phase.items()} != axes:
+    for tensor, phase, _, carried in chains:
+        if tensor != source or carried != inserted or {a: step for a, (_, step) in phase.items()} != axes:
             return set()
         phases.add(tuple(sorted((a, r) for a, (r, _) in phase.items())))
     if len(phases) != len(chains) or len(phases) != math.prod(axes.values()):
         return set()
-    return set().union(*(names for _, _, names in chains))
+    return set().union(*(names for _, _, names, _ in chains))
+
+
+def _slices_behind(graph: Graph, node: Node) -> set[str]:
+    """The Slice itself, or the Slice a run of Neg/Unsqueeze carriers starts from."""
+    while node.op_type in _PHASE_CARRIERS:
+        producer = graph.producer(node.inputs[0])
+        if producer is None:
+            return set()
+        node = producer
+    return {node.name} if node.op_type == "Slice" else set()
 
 
 def _space_to_depth(graph: Graph, node: Node, depth: int = 4) -> bool:
-    """The strided Slice belongs to a space-to-depth: every path from it runs through Slices only into a Concat of
-    every (start mod step) phase of one map, which the toolkit lowers to one strided convolution (YOLOv5's
-    Focus, Swin's patch merging)."""
+    """The strided Slice belongs to a space-to-depth: every path from it runs through Slices (and Neg/Unsqueeze
+    carriers) only into a Concat of every (start mod step) phase of one map, which the toolkit lowers to one
+    strided or gather convolution (YOLOv5's Focus, Swin's patch merging, EVA-02's interleaved rotary embedding)."""
     frontier = [node]
     for _ in range(depth):
         following = []
@@ -2561,9 +2601,10 @@ def _space_to_depth(graph: Graph, node: Node, depth: int = 4) -> bool:
             if not users:
                 return False
             for user in users:
-                if user.op_type == "Slice":
+                if user.op_type == "Slice" or user.op_type in _PHASE_CARRIERS:
                     following.append(user)
-                elif user.op_type != "Concat" or current.name not in _space_to_depth_slices(graph, user):
+                elif user.op_type != "Concat" or not (_space_to_depth_slices(graph, user)
+                                                      & _slices_behind(graph, current)):
                     return False
         if not following:
             return True  # every path ended in a space-to-depth Concat

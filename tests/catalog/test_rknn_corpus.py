@@ -18,6 +18,10 @@ pytestmark = pytest.mark.skipif(not (CORPUS / "rknn" / "layers.csv.gz").exists()
 # (model, soc, precision, ONNX node, runs on the CPU)
 CITED = [
     ("tv_resnet18", "rk3588", "int8", "/fc/Gemm", True),  # RKNN-OUTPUT-RELAYOUT: [1,1000] misses 16
+    ("timm_eva02_tiny_patch14_224_dynamo", "rk3562", "int8", "node_slice_3", False),  # rotary: a gather conv
+    ("timm_eva02_tiny_patch14_224_dynamo", "rk3588", "fp16", "node_slice_4", False),
+    ("tv_quantized_mobilenet_v2", "rk3566", "fp16", "/features/0/0/Cast", False),  # uint8 -> uint8: removed
+    ("tv_quantized_mobilenet_v2", "rk3588", "fp16", "/features/0/0/Cast", False),
     ("tv_resnet18", "rk3588", "fp16", "/fc/Gemm", False),  # ... but is a multiple of 8
     ("tv_squeezenet1_1", "rk3588", "int8", "/Flatten", True),
     ("tv_resnet18", "rk3566", "int8", "/fc/Gemm", False),  # a 2-D Gemm has no token transpose

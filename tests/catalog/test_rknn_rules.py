@@ -89,14 +89,19 @@ def test_subsampling_average_pool_is_cpu_in_int8_on_rk3576_rv1126b(catalog, buil
     assert npu(catalog, path, "rk3588", "int8") and npu(catalog, path, "rk3562", "int8")
 
 
-@pytest.mark.parametrize(("to", "on_npu"), [(TensorProto.FLOAT, True), (TensorProto.INT32, False),
-                                            (TensorProto.FLOAT16, False)])
-def test_only_a_float_cast_to_its_own_type_is_removed(catalog, tmp_path, to, on_npu):
-    """Measured (corpus timm_efficientvit_b0: float32 -> float32 Casts have no layer); a converting Cast is CPU."""
-    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"), helper.make_node("Cast", ["r"], ["c"], name="n", to=to),
+@pytest.mark.parametrize(("source", "to", "on_npu"), [
+    (TensorProto.FLOAT, TensorProto.FLOAT, True), (TensorProto.UINT8, TensorProto.UINT8, True),
+    (TensorProto.FLOAT, TensorProto.INT32, False), (TensorProto.FLOAT, TensorProto.FLOAT16, False),
+    (TensorProto.UINT8, TensorProto.FLOAT, False)])
+def test_only_a_cast_to_its_own_type_is_removed(catalog, tmp_path, source, to, on_npu):
+    """Measured (corpus timm_efficientvit_b0: float32 -> float32 Casts have no layer; corpus
+    tv_quantized_mobilenet_v2: uint8 -> uint8 Casts have none either); a converting Cast is CPU."""
+    nodes = [helper.make_node("Identity", ["x"], ["r"], name="head"), helper.make_node("Cast", ["r"], ["c"], name="n",
+                                                                                      to=to),
              helper.make_node("Identity", ["c"], ["y"], name="tail")]
+    x = helper.make_tensor_value_info("x", source, [1, 8, 4, 4])
     out = helper.make_tensor_value_info("y", to, None)
-    path = save_model(tmp_path / f"cast{to}.onnx", nodes, [value("x", [1, 8, 4, 4])], [out])
+    path = save_model(tmp_path / f"cast{source}_{to}.onnx", nodes, [x], [out])
     for target in ("rk3588", "rk3576", "rk3562", "rv1126b"):
         assert npu(catalog, path, target, "fp16") is on_npu
         assert npu(catalog, path, target, "int8") is on_npu
@@ -187,6 +192,33 @@ def test_a_space_to_depth_written_one_axis_at_a_time_is_one_npu_convolution(cata
     for target in ("rk3588", "rk3562"):
         for node in ("row0", "p00"):
             assert npu(catalog, path, target, "fp16", node=node) is not cpu
+
+
+@pytest.mark.parametrize(("phases", "cpu"), [((0, 1), False), ((0,), True)])
+def test_an_interleaved_rotary_embedding_is_one_npu_gather(catalog, tmp_path, phases, cpu):
+    """Measured (scratch probe hslice_rope / hslice_one on attention heads [1,3,256,64], rk3588 and rk3576, FP16
+    and INT8; corpus timm_eva02_tiny_patch14_224_dynamo: its 48 step-2 Slices per cell NPU on every SoC): both
+    phases of the last axis, the odd one negated, stacked on a new axis and flattened back, become one NPU gather
+    convolution ('r-gather_2conv'); one phase alone is a CPU strided Slice."""
+    nodes = [helper.make_node("Relu", ["x"], ["h"], name="pre")]
+    inits = [const("en", np.array([64], np.int64)), const("ax", np.array([3], np.int64)),
+             const("sp", np.array([2], np.int64)), const("um", np.array([-1], np.int64)),
+             const("s0", np.array([0], np.int64)), const("s1", np.array([1], np.int64))]
+    parts = []
+    for k in phases:
+        nodes.append(helper.make_node("Slice", ["h", f"s{k}", "en", "ax", "sp"], [f"p{k}"], name=f"phase{k}"))
+        if k == 1:
+            nodes.append(helper.make_node("Neg", ["p1"], ["n1"], name="neg"))
+        nodes.append(helper.make_node("Unsqueeze", ["n1" if k == 1 else f"p{k}", "um"], [f"u{k}"], name=f"u{k}"))
+        parts.append(f"u{k}")
+    if len(parts) == 1:
+        inits.append(const("other", np.zeros((1, 3, 256, 32, 1), np.float32)))
+        parts.append("other")
+    nodes.append(helper.make_node("Concat", parts[::-1], ["y"], name="stack", axis=-1))
+    path = save_model(tmp_path / "rope.onnx", nodes, [value("x", [1, 3, 256, 64])], [value("y", None)], inits)
+    for target in ("rk3588", "rk3576", "rk3562", "rv1126b"):
+        for precision in ("fp16", "int8"):
+            assert npu(catalog, path, target, precision, node="phase0") is not cpu
 
 
 def test_erf_runs_on_npu_only_inside_gelu(catalog, tmp_path):
