@@ -1388,6 +1388,42 @@ for _phases in (4, 2):
             lambda p=_phases, last=_last: space_to_depth(32, 16, p, last))
 
 
+def strided_heads(kind: str) -> onnx.ModelProto:
+    """in [1,64,16,16] -> Conv -> tokens [1,256,64] -> MatMul [1,256,192] -> heads [1,3,256,64] -> step-2 Slices of the
+    last axis: one phase alone ("one"), both phases as an interleaved rotary embedding ("rope": the odd one negated,
+    stacked on a new axis, flattened back; EVA-02), or a Slice of the conv map itself ("map")."""
+    nodes = [node("Reshape", ["x", "s0"], ["f"], "flat"), node("Transpose", ["f"], ["t"], "tok", perm=[0, 2, 1]),
+             node("MatMul", ["t", "wq"], ["q"], "proj"), node("Reshape", ["q", "s1"], ["q4"], "split_heads"),
+             node("Transpose", ["q4"], ["h"], "heads", perm=[0, 2, 1, 3])]
+    inits = [const("s0", np.array([1, 64, 256], np.int64)), weight("wq", (64, 192)),
+             const("s1", np.array([1, 256, 3, 64], np.int64))]
+    ax = const("ax", np.array([3], np.int64))
+    st0, st1 = const("st0", np.array([0], np.int64)), const("st1", np.array([1], np.int64))
+    en, sp = const("en", np.array([64], np.int64)), const("sp", np.array([2], np.int64))
+    inits += [ax, st0, st1, en, sp]
+    if kind == "one":
+        nodes += [node("Slice", ["h", "st0", "en", "ax", "sp"], ["y"], "even")]
+    elif kind == "rope":
+        nodes += [node("Slice", ["h", "st0", "en", "ax", "sp"], ["e"], "even"),
+                  node("Slice", ["h", "st1", "en", "ax", "sp"], ["o"], "odd"),
+                  node("Neg", ["o"], ["no"], "neg"),
+                  node("Unsqueeze", ["no", "um"], ["a"], "ua"), node("Unsqueeze", ["e", "um"], ["b"], "ub"),
+                  node("Concat", ["a", "b"], ["c"], "stack", axis=-1), node("Reshape", ["c", "s2"], ["r"], "flatten"),
+                  node("Mul", ["h", "cos"], ["hc"], "mulcos"), node("Mul", ["r", "sin"], ["rs"], "mulsin"),
+                  node("Add", ["hc", "rs"], ["y"], "rot")]
+        inits += [const("um", np.array([-1], np.int64)), const("s2", np.array([1, 3, 256, 64], np.int64)),
+                  weight("cos", (256, 64)), weight("sin", (256, 64))]
+    elif kind == "map":
+        nodes = [node("Slice", ["x", "st0", "en", "ax", "sp"], ["y"], "even")]
+        inits = [ax, st0, en, const("sp", np.array([2], np.int64))]
+        inits[2] = const("en", np.array([16], np.int64))
+    return graph(f"heads_{kind}", (1, 64, 16, 16), nodes, inits, tail=None)
+
+
+for _kind in ("one", "rope", "map"):
+    CASES[f"hslice_{_kind}"] = partial(strided_heads, _kind)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cases", default="", help="comma-separated labels or label prefixes")

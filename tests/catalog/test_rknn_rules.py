@@ -196,7 +196,7 @@ def test_a_space_to_depth_written_one_axis_at_a_time_is_one_npu_convolution(cata
 
 @pytest.mark.parametrize(("phases", "cpu"), [((0, 1), False), ((0,), True)])
 def test_an_interleaved_rotary_embedding_is_one_npu_gather(catalog, tmp_path, phases, cpu):
-    """Measured (scratch probe hslice_rope / hslice_one on attention heads [1,3,256,64], rk3588 and rk3576, FP16
+    """Measured (tools/probe_rknn_placement.py hslice_rope / hslice_one on attention heads [1,3,256,64], rk3588 and rk3576, FP16
     and INT8; corpus timm_eva02_tiny_patch14_224_dynamo: its 48 step-2 Slices per cell NPU on every SoC): both
     phases of the last axis, the odd one negated, stacked on a new axis and flattened back, become one NPU gather
     convolution ('r-gather_2conv'); one phase alone is a CPU strided Slice."""
