@@ -17,7 +17,10 @@ def rknn_settings(plan: Mapping[str, Any], graph: Graph, io: Mapping[str, Any], 
     layers = [layer for layer in plan["layers"] if layer["role"] != "constant"]
     npu = [layer for layer in layers if layer["device"] == "npu"]
     precisions = {layer["precision"] for layer in npu}
-    quantize = "int8" in precisions
+    # A QDQ model carries its own scales: rknn-toolkit2 refuses to quantize it again ("If a quantized model has
+    # been import, please set do_quantization = False"; measured on 2.5.0, corpus tv_quantized_mobilenet_v2).
+    prequantized = any(node.op_type in ("QuantizeLinear", "DequantizeLinear") for node in graph.nodes)
+    quantize = "int8" in precisions and not prequantized
     fp16_tensors = sorted({t for layer in npu if quantize and layer["precision"] == "fp16"
                            for t in graph.node(layer["node"]).outputs if t})
     cpu_ops = sorted({t for layer in layers if layer["device"] == "cpu"
@@ -29,6 +32,7 @@ def rknn_settings(plan: Mapping[str, Any], graph: Graph, io: Mapping[str, Any], 
     return {
         "target_platform": platform,
         "do_quantization": quantize,
+        "prequantized": prequantized,
         "quantized_dtype": "w8a8",
         "optimization_level": 3,
         "sparse_infer": sparse,

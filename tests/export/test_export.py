@@ -198,6 +198,49 @@ def test_rknn_convert_round_trip_keeps_fp16_layers(tmp_path):
     assert precision("c0") == "INT8"
 
 
+def _qdq(tmp_path):
+    """QuantizeLinear/DequantizeLinear around a Conv + Relu, as a quantization-aware export writes it."""
+    rng = np.random.default_rng(3)
+    scale = lambda name, v: numpy_helper.from_array(np.array(v, np.float32), name)  # noqa: E731
+    inits = [scale("s", 0.05), numpy_helper.from_array(np.array(128, np.uint8), "z"), scale("ws", 0.01),
+             numpy_helper.from_array(np.array(0, np.int8), "wz"), numpy_helper.from_array(np.zeros(8, np.float32), "b"),
+             numpy_helper.from_array(rng.integers(-127, 128, (8, 8, 3, 3)).astype(np.int8), "wq")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"], name="qx"),
+             helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"], name="dqx"),
+             helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["wd"], name="dqw"),
+             helper.make_node("Conv", ["xd", "wd", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"], name="relu"),
+             helper.make_node("QuantizeLinear", ["r", "s", "z"], ["rq"], name="qr"),
+             helper.make_node("DequantizeLinear", ["rq", "s", "z"], ["y"], name="dqr")]
+    return save_model(tmp_path / "qdq.onnx", nodes, [value("x", [1, 8, 16, 16])], [value("y", [1, 8, 16, 16])],
+                      inits, opset=13)
+
+
+def test_a_qdq_model_is_built_with_its_own_scales(tmp_path):
+    plan_path, plan = _plan(tmp_path, _qdq(tmp_path), "rk3588", precision_pins={"conv": "int8"})
+    assert {layer["precision"] for layer in plan["layers"] if layer["node"] == "conv"} == {"int8"}
+    export_plan(plan_path, tmp_path / "out")
+    settings = json.loads((tmp_path / "out" / "runtime.json").read_text())
+    assert settings["prequantized"] and not settings["do_quantization"]
+    assert settings["custom_quantize_layers"] == {}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not RKNN_PYTHON, reason="RKNN_PYTHON (rknn-toolkit2's own venv) is not set")
+def test_a_qdq_model_converts_with_the_real_toolkit(tmp_path):
+    """rknn-toolkit2 2.5.0 refuses do_quantization=True on a QDQ model ('If a quantized model has been import,
+    please set do_quantization = False'); the exported convert.py builds it."""
+    import subprocess
+
+    plan_path, _ = _plan(tmp_path, _qdq(tmp_path), "rk3588", precision_pins={"conv": "int8"})
+    out = tmp_path / "out"
+    export_plan(plan_path, out)
+    result = subprocess.run([RKNN_PYTHON, "convert.py", "--out", "m.rknn"], cwd=out, capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-2000:]
+    assert (out / "m.rknn").stat().st_size > 0
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not RKNN_PYTHON, reason="RKNN_PYTHON (rknn-toolkit2's own venv) is not set")
 def test_verify_rknn_agrees_with_the_toolkit(tmp_path, monkeypatch):
