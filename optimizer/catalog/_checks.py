@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 
-from optimizer.catalog._layout import LAYOUT_OPS, in_identity_run, moves_data, spaced_einsum_operand
+from optimizer.catalog._layout import (
+    LAYOUT_OPS,
+    RESHAPES,
+    in_identity_run,
+    moves_data,
+    reduce_axes,
+    spaced_einsum_operand,
+)
 from optimizer.catalog._layout import data_users as _data_users
 from optimizer.catalog._layout import only_user as _only_user
 from optimizer.catalog._rk3566 import einsum_operands, pixel_reduce
@@ -1549,9 +1556,9 @@ def window_tokens(rule: Rule, view: LayerView) -> str | None:
         if pv is not None and _is_activation_matmul(graph, pv) and _window_attention(graph, pv) \
                 and _static(out) and len(out) == 4 and _softmax_side(graph, pv.inputs[0]):
             return "joins the heads of 4-D window attention back into [B, ws, ws, C]: a relayout on the CPU"
-    if node.op_type in _RESHAPES and node.inputs:
+    if node.op_type in RESHAPES and node.inputs:
         users = _data_users(graph, node.outputs[0]) if node.outputs else ()
-        if len(users) == 1 and users[0].op_type in _RESHAPES:
+        if len(users) == 1 and users[0].op_type in RESHAPES:
             return None  # not the last reshape of the run
         tensor, transpose = node.inputs[0], None
         for _ in range(4):
@@ -1561,7 +1568,7 @@ def window_tokens(rule: Rule, view: LayerView) -> str | None:
             if producer.op_type == "Transpose":
                 transpose = producer
                 break
-            if producer.op_type not in _RESHAPES:
+            if producer.op_type not in RESHAPES:
                 break
             tensor = producer.inputs[0]
         found = _window_windows(graph, transpose) if transpose is not None else None
@@ -1584,7 +1591,7 @@ def window_tokens(rule: Rule, view: LayerView) -> str | None:
                 return (f"makes the windowed tokens the window reverse {user.name} takes: relaid into exWindow's "
                         "form on the CPU")
             return None
-        if user.op_type not in _RESHAPES:
+        if user.op_type not in RESHAPES:
             return None
         tensor = user.outputs[0]
     return None
@@ -1611,7 +1618,7 @@ def vector_sequence(rule: Rule, view: LayerView) -> str | None:
     the sequence (the Conv, its Sigmoid fused into it)."""
     graph, node = view.graph, view.node
     src, dst = view.in_shape(), view.out_shape()
-    if node.op_type in _RESHAPES:
+    if node.op_type in RESHAPES:
         length = _channel_vector(src)
         users = _data_users(graph, node.outputs[0]) if node.outputs else ()
         if length is not None and _one_channel_sequence(dst) == length and len(users) == 1 \
@@ -1627,7 +1634,7 @@ def vector_sequence(rule: Rule, view: LayerView) -> str | None:
         user = _only_user(graph, tensor)
         if user is None:
             return None
-        if user.op_type in _RESHAPES:
+        if user.op_type in RESHAPES:
             if _channel_vector(graph.shape(user.outputs[0])) == length:
                 return (f"makes a one-channel sequence {list(dst or ())} that {user.name} turns back into a channel "
                         "vector: a transpose out of W on the CPU")
@@ -1661,15 +1668,6 @@ def _bytes_per_element(precision: str) -> int:
     return 1 if precision == "int8" else 2
 
 
-def _reduce_axes(graph: Graph, node: Node) -> list[int] | None:
-    """A Reduce* node's axes, from the attribute (opset < 18, ReduceSum < 13) or the constant second input."""
-    axes = node.attrs.get("axes")
-    if axes is None and len(node.inputs) > 1 and node.inputs[1]:
-        value = graph.constants.get(node.inputs[1])
-        axes = None if value is None else [int(a) for a in value.reshape(-1)]
-    return None if axes is None else [int(a) for a in axes]
-
-
 def _radix_reduce(graph: Graph, node: Node | None) -> tuple[int, int, int, int] | None:
     """(R, C, H, W) when `node` sums a rank-5 [1, R, C, H, W] tensor over R > 1 (split attention's radix sum,
     ResNeSt/SKNet): the toolkit holds the input as a flat row per radix, (1, R, 1, C*H*W), sums the rows with a
@@ -1679,7 +1677,7 @@ def _radix_reduce(graph: Graph, node: Node | None) -> tuple[int, int, int, int] 
     src = graph.shape(node.inputs[0])
     if not _static(src) or len(src) != 5 or src[0] != 1 or src[1] < 2:
         return None
-    axes = _reduce_axes(graph, node)
+    axes = reduce_axes(graph, node)
     if axes is None or [a % 5 for a in axes] != [1]:
         return None
     return int(src[1]), int(src[2]), int(src[3]), int(src[4])
@@ -2164,7 +2162,7 @@ def width_sum_transpose(rule: Rule, view: LayerView) -> str | None:
         if not _static(shape) or len(shape) != 4 or shape[0] != 1:
             continue
         for user in graph.consumers(tensor):
-            axes = _reduce_axes(graph, user) if user.op_type == "ReduceSum" else None
+            axes = reduce_axes(graph, user) if user.op_type == "ReduceSum" else None
             if axes is None or [a % 4 for a in axes] != [3] or user.inputs[0] != tensor:
                 continue
             height, width = int(shape[2]), int(shape[3])
@@ -3140,7 +3138,7 @@ def _channel_reduce(view: LayerView, params: Mapping[str, Any]) -> str | None:
     src = graph.shape(node.inputs[0]) if node.inputs else None
     if src is None or len(src) <= 3:
         return None
-    axes = _reduce_axes(graph, node)
+    axes = reduce_axes(graph, node)
     rank = len(src)
     reduced = sorted({a % rank for a in axes}) if axes else list(range(rank))
     if (rank == 4 and reduced == [1]) or (rank == 5 and src[0] == 1 and reduced == [2]):
@@ -3302,7 +3300,7 @@ def _reorder_before(view: LayerView) -> str | None:
     """A Reshape right after a token-reordering rank > 4 Transpose: the toolkit composes the split, the transpose
     and this reshape and names the CPU layers after this one (probe mu:8:8:16:1: qf_rs, qf_rs_tp)."""
     graph, node = view.graph, view.node
-    producer = graph.producer(node.inputs[0]) if node.op_type in _RESHAPES and node.inputs else None
+    producer = graph.producer(node.inputs[0]) if node.op_type in RESHAPES and node.inputs else None
     if producer is None or producer.op_type != "Transpose" or len(graph.consumers(producer.outputs[0])) != 1:
         return None
     reason = _token_reorder(graph, producer)
@@ -3337,11 +3335,10 @@ def _token_reorder(graph: Graph, transpose: Node) -> str | None:
 
 
 _CHAIN_OPS = frozenset({"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Gather", "Split"})
-_RESHAPES = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze"})
 
 
 def _reshape_pixels_into_channel(view: LayerView, params: Mapping[str, Any]) -> str | None:
-    return _pixels_into_channel(view, params) if view.node.op_type in _RESHAPES else None
+    return _pixels_into_channel(view, params) if view.node.op_type in RESHAPES else None
 
 
 _ALONE: tuple[Condition, ...] = (_moves_across_channel, _batch_major_transpose, _into_batch_transpose,
@@ -3350,7 +3347,7 @@ _ALONE: tuple[Condition, ...] = (_moves_across_channel, _batch_major_transpose, 
 
 def _next_reshape(graph: Graph, node: Node) -> Node | None:
     users = graph.consumers(node.outputs[0]) if node.outputs else ()
-    return users[0] if len(users) == 1 and users[0].op_type in _RESHAPES else None
+    return users[0] if len(users) == 1 and users[0].op_type in RESHAPES else None
 
 
 def _reshape_run_moves(view: LayerView, params: Mapping[str, Any], depth: int = 8) -> str | None:
@@ -3359,7 +3356,7 @@ def _reshape_run_moves(view: LayerView, params: Mapping[str, Any], depth: int = 
     graph, node = view.graph, view.node
     for _ in range(depth):
         producer = graph.producer(_activation_input(graph, node)) if node.inputs else None
-        if producer is None or producer.op_type not in _RESHAPES or len(graph.consumers(producer.outputs[0])) != 1:
+        if producer is None or producer.op_type not in RESHAPES or len(graph.consumers(producer.outputs[0])) != 1:
             return None
         reason = _moves_alone(_member_view(view, producer), params)
         if reason is not None:
@@ -3448,12 +3445,12 @@ def _layout_chain(view: LayerView, params: Mapping[str, Any]) -> str | None:
         return None
     if _chain_mover_before(view, params) is not None:
         return None
-    if view.node.op_type in _RESHAPES and _next_reshape(view.graph, view.node) is not None:
+    if view.node.op_type in RESHAPES and _next_reshape(view.graph, view.node) is not None:
         return None  # folded into the last reshape of the run
     own = _moves_alone(view, params) or _reorder_before(view)
     if own is not None:
         return own
-    if view.node.op_type in _RESHAPES:
+    if view.node.op_type in RESHAPES:
         earlier = _reshape_run_moves(view, params)
         return None if earlier is None else f"{view.node.op_type} ends a run of reshapes that moves data ({earlier})"
     if not _reorders(view.graph, view.node):

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from optimizer.ir import Graph, Node
 
 LAYOUT_OPS = frozenset({"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Flatten"})
+RESHAPES = LAYOUT_OPS - {"Transpose"}  # the layout ops that keep the element order
 _MAX_ELEMENTS = 1 << 22  # index arrays above this are not built (4M int32: 16 MB); such a run is left undecided
 METADATA_READERS = frozenset({"Shape", "Size"})
 
@@ -36,6 +37,16 @@ def spaced_einsum_operand(node: Node) -> tuple[int, str] | None:
         if term.count(" ") > 1:
             return i, term
     return None
+
+
+def reduce_axes(graph: Graph, node: Node) -> list[int] | None:
+    """A Reduce* node's axes as written, from the attribute (opset < 18, ReduceSum < 13) or the constant second
+    input."""
+    axes = node.attrs.get("axes")
+    if axes is None and len(node.inputs) > 1 and node.inputs[1]:
+        value = graph.constants.get(node.inputs[1])
+        axes = None if value is None else value.reshape(-1).tolist()
+    return None if axes is None else [int(a) for a in axes]
 
 
 def _static_shape(graph: Graph, tensor: str) -> tuple[int, ...] | None:

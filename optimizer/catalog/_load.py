@@ -332,7 +332,6 @@ def load_catalog(directory: str | Path | None = None, extra_dir: str | Path | No
                                   "adds [targets.*] only")
             known.add(raw["family"])
             parsed.append((path, text, raw))
-            texts.append((path, text))
             continue
         stray = sorted(set(raw) - EXTRA_KEYS)
         if stray or "family" not in raw:
@@ -350,7 +349,7 @@ def load_catalog(directory: str | Path | None = None, extra_dir: str | Path | No
     for family_name, files in extras.items():
         raise _fail(files[0][1], f"family '{family_name}' is not one of {sorted(families)}")
     for path, text in extra_texts:
-        if (path, text) not in texts:
+        if not any(path == name and text == kept for name, kept, _ in parsed):
             digest.update(Path(path).name.encode() + b"\0" + text.encode())
     return Catalog(families=MappingProxyType(families), targets=MappingProxyType(targets),
                    sha256=digest.hexdigest(), tensorrt=tensorrt)

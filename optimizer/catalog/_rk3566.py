@@ -10,24 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from optimizer.catalog._layout import data_users, only_user, spaced_einsum_operand
+from optimizer.catalog._layout import RESHAPES, data_users, only_user, reduce_axes, spaced_einsum_operand
 
 if TYPE_CHECKING:
     from optimizer.catalog._schema import Rule
     from optimizer.catalog._view import LayerView
     from optimizer.ir import Graph, Node
-
-_RESHAPES = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze"})
-
-
-def _reduce_axes(graph: Graph, node: Node) -> list[int] | None:
-    """The axes as written (attribute before opset 18, else the constant second input)."""
-    axes = node.attrs.get("axes")
-    if axes is None and len(node.inputs) > 1 and node.inputs[1]:
-        value = graph.constants.get(node.inputs[1])
-        axes = None if value is None else value.reshape(-1).tolist()
-    return None if axes is None else [int(a) for a in axes]
-
 
 def unpooled_reduce(graph: Graph, node: Node) -> bool:
     """A reduce over both pixel axes of a 4-D map that the toolkit does not turn into global pooling: it pools
@@ -38,7 +26,7 @@ def unpooled_reduce(graph: Graph, node: Node) -> bool:
     if node.op_type not in ("ReduceMean", "ReduceSum", "ReduceL2") or not node.inputs:
         return False
     shape = graph.shape(node.inputs[0])
-    axes = _reduce_axes(graph, node)
+    axes = reduce_axes(graph, node)
     if shape is None or len(shape) != 4 or axes is None or not all(isinstance(d, int) for d in shape):
         return False
     if int(shape[2]) * int(shape[3]) <= 1:
@@ -52,7 +40,7 @@ def _back_reshape(graph: Graph, reduce: Node) -> Node | None:
     if not reduce.outputs:
         return None
     user = only_user(graph, reduce.outputs[0])
-    return user if user is not None and user.op_type in _RESHAPES else None
+    return user if user is not None and user.op_type in RESHAPES else None
 
 
 def pixel_reduce(rule: Rule, view: LayerView) -> str | None:
@@ -63,9 +51,9 @@ def pixel_reduce(rule: Rule, view: LayerView) -> str | None:
     if unpooled_reduce(graph, node):
         if _back_reshape(graph, node) is not None:
             return None
-        return (f"{node.op_type} over axes {_reduce_axes(graph, node)} is not lowered as global pooling (only a "
+        return (f"{node.op_type} over axes {reduce_axes(graph, node)} is not lowered as global pooling (only a "
                 "ReduceMean over (2, 3) is): a token MatMul whose result is transposed back on the CPU")
-    if node.op_type in _RESHAPES and node.inputs:
+    if node.op_type in RESHAPES and node.inputs:
         reduce = graph.producer(node.inputs[0])
         if reduce is not None and unpooled_reduce(graph, reduce) and _back_reshape(graph, reduce) is node:
             return (f"reshapes the result of {reduce.name}, a pixel reduce not lowered as global pooling: the "
@@ -75,7 +63,7 @@ def pixel_reduce(rule: Rule, view: LayerView) -> str | None:
         reduces = [u for u in data_users(graph, out) if unpooled_reduce(graph, u)]
         if reduces:
             first = reduces[0]
-            return (f"its map feeds {first.name}, a {first.op_type} over axes {_reduce_axes(graph, first)} that is "
+            return (f"its map feeds {first.name}, a {first.op_type} over axes {reduce_axes(graph, first)} that is "
                     "not lowered as global pooling: the map's relayout into tokens runs on the CPU")
     return None
 

@@ -27,7 +27,7 @@ from optimizer.ir._safety import (
     quiet_numerics,
     read_model_bytes,
 )
-from optimizer.ir._shapes import SHAPE_INPUTS, resolve
+from optimizer.ir._shapes import SHAPE_INPUTS, initializers_as_inputs, resolve
 
 CONTROL_FLOW = frozenset({"If", "Loop", "Scan", "SequenceMap"})
 INLINE_CONSTANT_LIMIT = 1 << 16  # initializers up to this many elements are kept as values
@@ -294,14 +294,7 @@ def _without_external_shape_data(model: onnx.ModelProto) -> onnx.ModelProto:
         return model
     view = onnx.ModelProto()
     view.CopyFrom(model)
-    kept = [t for t in view.graph.initializer if t.name not in needed]
-    listed = {v.name for v in view.graph.input}
-    for tensor in view.graph.initializer:
-        if tensor.name in needed and tensor.name not in listed:
-            view.graph.input.append(onnx.helper.make_tensor_value_info(tensor.name, tensor.data_type,
-                                                                       list(tensor.dims)))
-    del view.graph.initializer[:]
-    view.graph.initializer.extend(kept)
+    initializers_as_inputs(view.graph, needed)
     return view
 
 

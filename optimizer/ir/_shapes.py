@@ -304,6 +304,19 @@ def _long_vector(shape: Shape) -> bool:
     return shape is not None and len(shape) == 1 and isinstance(shape[0], int) and shape[0] > MAX_FOLD_ELEMENTS
 
 
+def initializers_as_inputs(graph: onnx.GraphProto, names: set[str]) -> None:
+    """Turns these initializers into typed graph inputs: onnx's inference then knows their size, not their values."""
+    moved = [t for t in graph.initializer if t.name in names]
+    if not moved:
+        return
+    kept = [t for t in graph.initializer if t.name not in names]
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
+    listed = {v.name for v in graph.input}
+    graph.input.extend(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
+                       for t in moved if t.name not in listed)
+
+
 def _without_long_vectors(working: onnx.ModelProto, shapes: Mapping[str, Shape],
                           types: Mapping[str, onnx.TypeProto]) -> None:
     """onnx's data propagation copies every 1-D tensor it can compute into a list of dims, about 200 bytes
@@ -311,45 +324,33 @@ def _without_long_vectors(working: onnx.ModelProto, shapes: Mapping[str, Shape],
     gigabytes. A shape vector holds one entry per dim, so a 1-D tensor longer than the folding limit is
     never shape data: it becomes a typed graph input, keeping its size for its consumers but no values."""
     graph = working.graph
-    cut: list[str] = []
-    long_inits = [t for t in graph.initializer if len(t.dims) == 1 and t.dims[0] > MAX_FOLD_ELEMENTS]
-    if long_inits:
-        names = {t.name for t in long_inits}
-        kept = [t for t in graph.initializer if t.name not in names]
-        del graph.initializer[:]
-        graph.initializer.extend(kept)
-        listed = {v.name for v in graph.input}
-        for tensor in long_inits:
-            if tensor.name not in listed:
-                graph.input.append(onnx.helper.make_tensor_value_info(tensor.name, tensor.data_type,
-                                                                      list(tensor.dims)))
-    nodes = list(graph.node)
-    keep = [n for n in nodes if not any(_long_vector(shapes.get(o)) for o in n.output if o)]
-    if len(keep) == len(nodes):
+    initializers_as_inputs(graph, {t.name for t in graph.initializer
+                                   if len(t.dims) == 1 and t.dims[0] > MAX_FOLD_ELEMENTS})
+    cut = [n for n in graph.node if any(_long_vector(shapes.get(o)) for o in n.output if o)]
+    if not cut:
         return
-    for node in nodes:
-        if any(_long_vector(shapes.get(o)) for o in node.output if o):
-            cut.extend(o for o in node.output if o)
+    gone = {id(n) for n in cut}
+    kept = [n for n in graph.node if id(n) not in gone]
+    outputs = [o for n in cut for o in n.output if o]
     del graph.node[:]
-    graph.node.extend(keep)
-    for name in cut:
+    graph.node.extend(kept)
+    for name in outputs:
         value = onnx.ValueInfoProto(name=name)
         if name in types:
             value.type.CopyFrom(types[name])
         graph.input.append(value)
 
 
-def _with_constants(model: onnx.ModelProto, folded: set[int], values: Mapping[str, np.ndarray],
-                    env: _Env) -> onnx.ModelProto:
+def _with_constants(model: onnx.ModelProto, folded: set[int], env: _Env) -> onnx.ModelProto:
     """The model with its folded nodes as Constants, so onnx's whole-model data propagation starts from them,
     and without long 1-D tensors that propagation would copy."""
     working = onnx.ModelProto()
     working.CopyFrom(model)
     for index in sorted(folded):
         node = working.graph.node[index]
-        if node.op_type == "Constant" or len(node.output) != 1 or node.output[0] not in values:
+        if node.op_type == "Constant" or len(node.output) != 1 or node.output[0] not in env.values:
             continue
-        tensor = _as_tensor(node.output[0], values[node.output[0]])
+        tensor = _as_tensor(node.output[0], env.values[node.output[0]])
         if tensor is not None:
             node.CopyFrom(onnx.helper.make_node("Constant", [], [node.output[0]], name=node.name, value=tensor))
     _without_long_vectors(working, env.shapes, env.types)
@@ -373,7 +374,7 @@ def resolve(model: onnx.ModelProto, inferred: onnx.ModelProto, order: list[int],
                 folded.add(index)
         if not any(c != DATA_DEPENDENT and not concrete(env.shapes.get(n)) for n, c in env.causes.items()):
             break
-        again = reinfer(_with_constants(model, folded, env.values, env))
+        again = reinfer(_with_constants(model, folded, env))
         if again is None:
             break
         graph = again.graph
