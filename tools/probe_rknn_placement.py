@@ -1310,6 +1310,54 @@ def corpus_variant(model: str, edit: str) -> onnx.ModelProto:
 CASES["corpus_tv_maxvit_t_einsum_nospace"] = lambda: corpus_variant("tv_maxvit_t", "einsum_nospace")
 
 
+def tv_block(c: int, nh: int, p: int, form: str, heads: int = 4) -> onnx.ModelProto:
+    """torchvision MaxViT's window block between its partition and departition (tv_windows with the block's body):
+    tokens [1,G,N,C] -> LayerNorm over C -> FORM "mlp": a MatMul (C,C) + residual Add; FORM "attn": qkv MatMul,
+    q/k/v Slices, Reshape [1,G,N,h,d] + Transpose (0,1,3,2,4) each, softmax(q.k^T).v by MatMul, Transpose back,
+    Reshape [1,G,N,C], merge MatMul, residual Add -> departition Reshape [1,nh,nh,p,p,C] -> Transpose
+    (0,5,1,3,2,4) -> Reshape back to the map."""
+    h, g, n, d = nh * p, nh * nh, p * p, c // heads
+    body = [node("Reshape", ["x", "s6"], ["a"], "part_rs"),
+            node("Transpose", ["a"], ["b"], "part_tp", perm=[0, 2, 4, 3, 5, 1]),
+            node("Reshape", ["b", "tok"], ["t"], "part_rs1"),
+            node("LayerNormalization", ["t", "ln_s", "ln_b"], ["ln"], "norm", axis=-1, epsilon=1e-5)]
+    inits = [const("s6", np.array([1, c, nh, p, nh, p], np.int64)), const("tok", np.array([1, g, n, c], np.int64)),
+             const("ln_s", np.ones(c, np.float32)), const("ln_b", np.zeros(c, np.float32)),
+             const("w6", np.array([1, nh, nh, p, p, c], np.int64)), const("back", np.array([1, c, h, h], np.int64))]
+    if form == "mlp":
+        body += [node("MatMul", ["ln", "wm"], ["m"], "mix"), node("Add", ["m", "t"], ["r"], "residual")]
+        inits.append(weight("wm", (c, c)))
+    else:
+        body.append(node("MatMul", ["ln", "wqkv"], ["qkv"], "to_qkv"))
+        inits += [weight("wqkv", (c, 3 * c)), weight("wo", (c, c)), const("hs", np.array([1, g, n, heads, d], np.int64)),
+                  const("ax", np.array([3], np.int64)), const("sc", np.array(d ** -0.5, np.float32)),
+                  const("js", np.array([1, g, n, c], np.int64))]
+        for i, name in enumerate("qkv"):
+            inits += [const(f"{name}_st", np.array([i * c], np.int64)), const(f"{name}_en", np.array([(i + 1) * c], np.int64))]
+            body += [node("Slice", ["qkv", f"{name}_st", f"{name}_en", "ax"], [f"{name}s"], f"slice_{name}"),
+                     node("Reshape", [f"{name}s", "hs"], [f"{name}5"], f"heads_{name}"),
+                     node("Transpose", [f"{name}5"], [f"{name}h"], f"tp_{name}", perm=[0, 1, 3, 2, 4])]
+        body += [node("Mul", ["qh", "sc"], ["qsc"], "scale"),
+                 node("Transpose", ["kh"], ["kt"], "k_t", perm=[0, 1, 2, 4, 3]),
+                 node("MatMul", ["qsc", "kt"], ["sco"], "scores"),
+                 node("Softmax", ["sco"], ["pr"], "softmax", axis=-1),
+                 node("MatMul", ["pr", "vh"], ["o"], "pv"),
+                 node("Transpose", ["o"], ["ot"], "tp_out", perm=[0, 1, 3, 2, 4]),
+                 node("Reshape", ["ot", "js"], ["oj"], "join"),
+                 node("MatMul", ["oj", "wo"], ["om"], "merge"),
+                 node("Add", ["om", "t"], ["r"], "residual")]
+    body += [node("Reshape", ["r", "w6"], ["dd"], "depart_rs"),
+             node("Transpose", ["dd"], ["e"], "depart_tp", perm=[0, 5, 1, 3, 2, 4]),
+             node("Reshape", ["e", "back"], ["y"], "depart_rs1")]
+    return graph("tvblk", (1, c, h, h), body, inits)
+
+
+for _c, _nh, _p in ((64, 8, 7), (128, 4, 7), (256, 2, 7), (64, 4, 7), (128, 8, 7), (256, 4, 7), (64, 2, 7), (64, 5, 7),
+                    (64, 6, 7), (64, 7, 7), (64, 4, 8), (64, 8, 4)):
+    for _form in ("mlp", "attn"):
+        CASES[f"tvblk_{_form}_{_c}_{_nh}_{_p}"] = partial(tv_block, _c, _nh, _p, _form)
+
+
 def _convert(path: str, soc: str, quantize: bool, dataset: str) -> tuple[bool, str]:
     return captured_build(path, soc, quantize, dataset)
 

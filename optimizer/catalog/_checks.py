@@ -22,6 +22,7 @@ from optimizer.catalog._layout import (
 )
 from optimizer.catalog._layout import data_users as _data_users
 from optimizer.catalog._layout import only_user as _only_user
+from optimizer.catalog._partitions import batched_rows, grid_rows, lone_transpose_runs, window_batch_merge
 from optimizer.catalog._rk3566 import einsum_operands, pixel_reduce
 from optimizer.catalog._view import LayerView
 from optimizer.ir._fold import build_time_value
@@ -2278,6 +2279,11 @@ CHECKS: Mapping[str, Check] = {
     "sdpa_kv_broadcast": sdpa_kv_broadcast,
     "width_split": width_split,
     "level_rows": level_rows,
+    # optimizer/catalog/_partitions.py: layout runs with no 4-D form and no exWindow rewrite
+    "lone_transpose_runs": lone_transpose_runs,
+    "window_batch_merge": window_batch_merge,
+    "grid_rows": grid_rows,
+    "batched_rows": batched_rows,
 }
 
 

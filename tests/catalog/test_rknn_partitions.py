@@ -1,0 +1,180 @@
+"""Layout runs with no 4-D form and no exWindow rewrite (optimizer/catalog/_partitions.py), each just inside and
+just outside its condition: RKNN-TRANSPOSE-RUNS, RKNN-WINDOW-BATCH-MERGE, RKNN-GRID-ROWS, RKNN-BATCHED-ROWS."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import helper
+
+from optimizer.catalog._partitions import axis_runs
+from optimizer.check import check_graph
+from optimizer.ir import load_model
+from tests.conftest import const, save_model, value, violations, weight
+
+FOUR = ("rk3588", "rk3576", "rk3562", "rv1126b")
+
+
+def _npu(catalog, path, target, precision):
+    report = check_graph(load_model(path), catalog, target)
+    return lambda node: report.verdict(node).runs_on("npu", precision)
+
+
+def test_axis_runs_drop_unit_axes_and_merge_consecutive_ones():
+    assert axis_runs((4, 8, 8, 8, 8), (0, 3, 1, 4, 2)) == 5  # BoTNet's rel_logits_h permute
+    assert axis_runs((4, 8, 8, 8, 8), (0, 1, 3, 2, 4)) == 4  # BoTNet's rel_logits_w permute: a 4-D one
+    assert axis_runs((1, 8, 8, 7, 7, 64), (0, 5, 1, 3, 2, 4)) == 5  # the unit batch does not count
+    assert axis_runs((1, 1, 8, 8, 8, 8), (0, 3, 1, 4, 2, 5)) == 3
+
+
+def _rel_expand(tmp_path, perm, before="Expand", after="Add"):
+    """Relu -> Reshape [4,8,1,8,8] -> Expand to [4,8,8,8,8] (or Relu) -> Transpose `perm` -> Add (or Reshape)."""
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="head")]
+    inits = [const("s5", np.array([4, 8, 1, 8, 8], np.int64)), const("e5", np.array([4, 8, 8, 8, 8], np.int64)),
+             const("flat", np.array([4, 4096], np.int64))]
+    if before == "Expand":
+        nodes += [helper.make_node("Reshape", ["r", "s5"], ["r5"], name="rows"),
+                  helper.make_node("Expand", ["r5", "e5"], ["e"], name="expand")]
+    else:
+        nodes += [helper.make_node("Reshape", ["r", "e5"], ["e0"], name="rows_full"),
+                  helper.make_node("Relu", ["e0"], ["e"], name="act")]
+    nodes.append(helper.make_node("Transpose", ["e"], ["t"], name="n", perm=list(perm)))
+    if after == "Add":
+        nodes.append(helper.make_node("Add", ["t", "t"], ["y"], name="sum"))
+    else:
+        nodes.append(helper.make_node("Reshape", ["t", "flat"], ["y"], name="flatten"))
+    x = [4, 8, 64] if before == "Expand" else [4, 8, 512]
+    return save_model(tmp_path / f"rel{''.join(map(str, perm))}{before}{after}.onnx", nodes, [value("x", x)],
+                      [value("y", None)], inits)
+
+
+@pytest.mark.parametrize(("perm", "before", "after", "cpu"), [
+    ((0, 3, 1, 4, 2), "Expand", "Add", True),  # corpus BoTNet pos_embed/Transpose_6: five runs, nothing to merge with
+    ((0, 1, 3, 2, 4), "Expand", "Add", False),  # four runs: a 4-D transpose (BoTNet's Transpose_2, NPU)
+    ((0, 3, 1, 4, 2), "Expand", "Reshape", False),  # a layout op after it takes the transpose into its run
+    ((0, 3, 1, 4, 2), "Relu", "Add", True),  # any non-layout producer
+])
+def test_a_transpose_without_a_4d_form_or_layout_neighbour_runs_on_the_cpu(catalog, tmp_path, perm, before,
+                                                                          after, cpu):
+    path = _rel_expand(tmp_path, perm, before, after)
+    for soc in FOUR:
+        for precision in ("fp16", "int8"):
+            assert ("RKNN-TRANSPOSE-RUNS" in violations(catalog, path, soc, precision)) is cpu
+
+
+def _maxvit_layer(tmp_path, c, nh, p, grid_next=True, grid_window=None):
+    """torchvision MaxViT on an NCHW map [1,C,nh*p,nh*p]: window partition (Reshape, Transpose (0,2,4,3,5,1),
+    Reshape [1,G,N,C]) -> Relu -> departition (Reshape [1,nh,nh,p,p,C], Transpose (0,5,1,3,2,4), Reshape to the
+    map) -> when grid_next, the grid block: the same partition with window `grid_window` (default p), the swap
+    Transpose (0,2,1,3), Relu, the swap back, the departition -> Conv."""
+    h = nh * p
+    g = grid_window or p
+
+    def part(prefix, src, window):
+        n = h // window
+        return [helper.make_node("Reshape", [src, f"{prefix}s6"], [f"{prefix}a"], name=f"{prefix}part_rs"),
+                helper.make_node("Transpose", [f"{prefix}a"], [f"{prefix}b"], name=f"{prefix}part_tp",
+                                 perm=[0, 2, 4, 3, 5, 1]),
+                helper.make_node("Reshape", [f"{prefix}b", f"{prefix}tok"], [f"{prefix}t"], name=f"{prefix}part_rs1")], [
+            const(f"{prefix}s6", np.array([1, c, n, window, n, window], np.int64)),
+            const(f"{prefix}tok", np.array([1, n * n, window * window, c], np.int64)),
+            const(f"{prefix}w6", np.array([1, n, n, window, window, c], np.int64))]
+
+    def depart(prefix, src, out):
+        return [helper.make_node("Reshape", [src, f"{prefix}w6"], [f"{prefix}d"], name=f"{prefix}depart_rs"),
+                helper.make_node("Transpose", [f"{prefix}d"], [f"{prefix}e"], name=f"{prefix}depart_tp",
+                                 perm=[0, 5, 1, 3, 2, 4]),
+                helper.make_node("Reshape", [f"{prefix}e", "map"], [out], name=f"{prefix}depart_rs1")]
+
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["m0"], name="conv")]
+    wn, winits = part("w_", "m0", p)
+    nodes += [*wn, helper.make_node("Relu", ["w_t"], ["w_r"], name="w_body"), *depart("w_", "w_r", "m1")]
+    inits = [weight("w0", [c, c, 1, 1]), const("map", np.array([1, c, h, h], np.int64)), *winits]
+    if grid_next:
+        gn, ginits = part("g_", "m1", g)
+        nodes += [*gn, helper.make_node("Transpose", ["g_t"], ["g_s"], name="g_swap", perm=[0, 2, 1, 3]),
+                  helper.make_node("Relu", ["g_s"], ["g_r"], name="g_body"),
+                  helper.make_node("Transpose", ["g_r"], ["g_u"], name="g_unswap", perm=[0, 2, 1, 3])]
+        nodes += depart("g_", "g_u", "m2")
+        inits += ginits
+    else:
+        nodes.append(helper.make_node("Identity", ["m1"], ["m2"], name="keep"))
+    nodes.append(helper.make_node("Conv", ["m2", "w1"], ["y"], name="tail"))
+    inits.append(weight("w1", [8, c, 1, 1]))
+    return save_model(tmp_path / f"maxvit{c}_{nh}_{p}_{int(grid_next)}_{g}.onnx", nodes, [value("x", [1, c, h, h])],
+                      [value("y", None)], inits)
+
+
+@pytest.mark.parametrize(("c", "nh", "p", "grid_next", "cpu"), [
+    (128, 4, 7, True, True),  # corpus tv_maxvit_t stage 2: 16 windows in the batch axis, a grid block next
+    (256, 2, 7, True, True),  # stage 3: 4 windows
+    (64, 5, 7, True, False),  # 25 windows are held as (1,C,G,N) (probe tvblk_attn_64_5_7): exWindow
+    (64, 8, 7, True, False),  # stage 1: 64 windows
+    (128, 4, 7, False, False),  # no partition after it: the departition is exWindow (corpus sub-graph probe)
+])
+def test_batch_held_windows_departed_into_another_partition_are_a_cpu_transpose(catalog, tmp_path, c, nh, p,
+                                                                              grid_next, cpu):
+    path = _maxvit_layer(tmp_path, c, nh, p, grid_next)
+    for soc in FOUR:
+        for precision in ("fp16", "int8"):
+            npu = _npu(catalog, path, soc, precision)
+            assert ("RKNN-WINDOW-BATCH-MERGE" in violations(catalog, path, soc, precision, node="w_depart_tp")) is cpu
+            assert npu("w_depart_tp") is not cpu
+            assert ("RKNN-WINDOW-BATCH-MERGE" in violations(catalog, path, soc, precision, node="w_depart_rs")) is (
+                cpu and soc == "rk3588")
+            assert npu("w_part_tp") and npu("w_part_rs")  # the window partition is exWindow
+
+
+@pytest.mark.parametrize(("c", "nh", "p", "cpu_in"), [
+    (64, 8, 7, {"int8"}),  # W = 56: whole 16-byte rows in FP16 only (corpus tv_maxvit_t stage 1)
+    (128, 4, 7, {"fp16", "int8"}),  # W = 28 (stage 2)
+    (64, 4, 8, set()),  # W = 32: whole rows in both
+    (64, 2, 8, set()),  # W = 16
+    (64, 3, 4, {"fp16", "int8"}),  # W = 12: not a multiple of 8 either
+])
+def test_rk3588_grid_partition_cuts_map_rows_on_the_cpu_unless_whole_16_byte_rows(catalog, tmp_path, c, nh, p,
+                                                                                 cpu_in):
+    path = _maxvit_layer(tmp_path, c, nh, p)
+    for precision in ("fp16", "int8"):
+        for name in ("g_part_rs", "g_part_rs1", "g_body", "g_depart_rs1"):
+            assert ("RKNN-GRID-ROWS" in violations(catalog, path, "rk3588", precision, node=name)) is (
+                precision in cpu_in)
+        for name in ("w_part_rs", "w_part_rs1"):  # the window partition (no swap) is exWindow at any W
+            assert "RKNN-GRID-ROWS" not in violations(catalog, path, "rk3588", precision, node=name)
+        for soc in ("rk3576", "rk3562", "rv1126b"):
+            assert "RKNN-GRID-ROWS" not in violations(catalog, path, soc, precision, node="g_part_rs")
+
+
+def test_one_pixel_grid_windows_cut_nothing(catalog, tmp_path):
+    """MaxViT's last stage: a 7x7 map, grid windows of one pixel ([1,C,7,1,7,1]): no row is cut (corpus tv_maxvit_t
+    blocks.3, NPU)."""
+    path = _maxvit_layer(tmp_path, 32, 1, 7, grid_window=1)
+    for precision in ("fp16", "int8"):
+        for name in ("g_part_rs", "g_part_rs1", "g_body", "g_depart_rs1"):
+            assert "RKNN-GRID-ROWS" not in violations(catalog, path, "rk3588", precision, node=name)
+
+
+def _padded_rows(tmp_path, w, flat_len=None):
+    """BoTNet's rel_logits_1d tail: rows [B, L] (a Relu'd input) -> Reshape [B, W+1, 2W-1] -> Relu."""
+    rows, cols = w + 1, 2 * w - 1
+    length = flat_len or rows * cols
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="head"),
+             helper.make_node("Reshape", ["r", "s3"], ["u"], name="n"),
+             helper.make_node("Relu", ["u"], ["y"], name="tail")]
+    shape = [length // cols, cols] if flat_len else [rows, cols]
+    return save_model(tmp_path / f"rows{w}_{length}.onnx", nodes, [value("x", [64, length])], [value("y", None)],
+                      [const("s3", np.array([64, *shape], np.int64))])
+
+
+@pytest.mark.parametrize(("w", "flat_len", "cpu_in"), [
+    (8, None, {"fp16", "int8"}),  # L = 9 x 15 = 135 (corpus BoTNet stage 3.1 Reshape_6)
+    (16, None, {"fp16", "int8"}),  # L = 561
+    (8, 8 * 15 * 8, set()),  # L = 960 = 64 rows of 15: whole 16-byte groups
+    (8, 15 * 8, {"int8"}),  # L = 120: a multiple of 8, not of 16
+])
+def test_rk3588_batched_rows_unflatten_on_the_npu_only_in_whole_16_byte_groups(catalog, tmp_path, w, flat_len,
+                                                                              cpu_in):
+    path = _padded_rows(tmp_path, w, flat_len)
+    for precision in ("fp16", "int8"):
+        assert ("RKNN-BATCHED-ROWS" in violations(catalog, path, "rk3588", precision)) is (precision in cpu_in)
+        assert "RKNN-BATCHED-ROWS" not in violations(catalog, path, "rk3576", precision)
