@@ -24,6 +24,7 @@ from optimizer.catalog._layout import data_users as _data_users
 from optimizer.catalog._layout import only_user as _only_user
 from optimizer.catalog._partitions import batched_rows, grid_rows, lone_transpose_runs, window_batch_merge
 from optimizer.catalog._rk3566 import einsum_operands, pixel_reduce
+from optimizer.catalog._stream import batch_rows_stream
 from optimizer.catalog._view import LayerView
 from optimizer.ir._fold import build_time_value
 
@@ -1286,6 +1287,9 @@ def channel_scatter(rule: Rule, view: LayerView) -> str | None:
     src, dst = view.in_shape(), view.out_shape()
     if not _static(src) or not _static(dst) or not src or not dst or len(_unit_stripped(dst)) <= 1:
         return None
+    producer = graph.producer(node.inputs[0]) if node.inputs else None
+    if producer is not None and producer.op_type == "Concat" and _space_to_depth_slices(graph, producer):
+        return None  # the join of a space-to-depth (a rotary interleave): the gather convolution's own output
     axis = channel_axis(graph, _activation_input(graph, node))
     if axis is None or src[axis] == 1 or _carried_axis(src, axis, dst) is not None:
         return None
@@ -2284,6 +2288,7 @@ CHECKS: Mapping[str, Check] = {
     "window_batch_merge": window_batch_merge,
     "grid_rows": grid_rows,
     "batched_rows": batched_rows,
+    "batch_rows_stream": batch_rows_stream,  # optimizer/catalog/_stream.py (rk3566/rk3568)
 }
 
 

@@ -57,7 +57,7 @@ def _rel_expand(tmp_path, perm, before="Expand", after="Add"):
 def test_a_transpose_without_a_4d_form_or_layout_neighbour_runs_on_the_cpu(catalog, tmp_path, perm, before,
                                                                           after, cpu):
     path = _rel_expand(tmp_path, perm, before, after)
-    for soc in FOUR:
+    for soc in (*FOUR, "rk3566", "rk3568"):
         for precision in ("fp16", "int8"):
             assert ("RKNN-TRANSPOSE-RUNS" in violations(catalog, path, soc, precision)) is cpu
 
@@ -178,3 +178,96 @@ def test_rk3588_batched_rows_unflatten_on_the_npu_only_in_whole_16_byte_groups(c
     for precision in ("fp16", "int8"):
         assert ("RKNN-BATCHED-ROWS" in violations(catalog, path, "rk3588", precision)) is (precision in cpu_in)
         assert "RKNN-BATCHED-ROWS" not in violations(catalog, path, "rk3576", precision)
+
+
+def _gated_stage(tmp_path, rows, blocks, ch=16):
+    """MambaOut's stage on an NCHW map [1,C,rows,rows]: Conv -> Transpose (0,2,3,1) opens the channels-last stream;
+    each block: LayerNorm -> fc1 MatMul + bias -> Split (g, i, c) -> c through Transpose (0,3,1,2), depthwise 7x7 Conv,
+    Transpose (0,2,3,1) -> Concat(i, c) * Sigmoid-gated g -> fc2 MatMul -> residual Add; Transpose (0,3,1,2) closes
+    it into a Conv."""
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["m"], name="stem"),
+             helper.make_node("Transpose", ["m"], ["s0"], name="open", perm=[0, 2, 3, 1])]
+    inits = [weight("w0", [ch, ch, 1, 1]), const("split", np.array([2 * ch, ch, ch], np.int64)),
+             weight("wout", [8, ch, 1, 1])]
+    for b in range(blocks):
+        p, s = f"b{b}_", f"s{b}"
+        nodes += [helper.make_node("LayerNormalization", [s, f"{p}lg"], [f"{p}n"], name=f"{p}norm", axis=-1),
+                  helper.make_node("MatMul", [f"{p}n", f"{p}w1"], [f"{p}f"], name=f"{p}fc1"),
+                  helper.make_node("Add", [f"{p}f", f"{p}b1"], [f"{p}fb"], name=f"{p}fc1_bias"),
+                  helper.make_node("Split", [f"{p}fb", "split"], [f"{p}g", f"{p}i", f"{p}c"], name=f"{p}split", axis=-1),
+                  helper.make_node("Transpose", [f"{p}c"], [f"{p}cm"], name=f"{p}to_map", perm=[0, 3, 1, 2]),
+                  helper.make_node("Conv", [f"{p}cm", f"{p}wd"], [f"{p}cd"], name=f"{p}dw", group=ch,
+                                   pads=[3, 3, 3, 3]),
+                  helper.make_node("Transpose", [f"{p}cd"], [f"{p}cl"], name=f"{p}to_last", perm=[0, 2, 3, 1]),
+                  helper.make_node("Sigmoid", [f"{p}g"], [f"{p}gs"], name=f"{p}sig"),
+                  helper.make_node("Mul", [f"{p}g", f"{p}gs"], [f"{p}ga"], name=f"{p}act"),
+                  helper.make_node("Concat", [f"{p}i", f"{p}cl"], [f"{p}ic"], name=f"{p}concat", axis=-1),
+                  helper.make_node("Mul", [f"{p}ga", f"{p}ic"], [f"{p}gm"], name=f"{p}gate"),
+                  helper.make_node("MatMul", [f"{p}gm", f"{p}w2"], [f"{p}o"], name=f"{p}fc2"),
+                  helper.make_node("Add", [f"{p}o", s], [f"s{b + 1}"], name=f"{p}residual")]
+        inits += [const(f"{p}lg", np.ones(ch, np.float32)), weight(f"{p}w1", [ch, 4 * ch]),
+                  weight(f"{p}b1", [4 * ch]), weight(f"{p}wd", [ch, 1, 7, 7]), weight(f"{p}w2", [2 * ch, ch])]
+    nodes += [helper.make_node("Transpose", [f"s{blocks}"], ["back"], name="close", perm=[0, 3, 1, 2]),
+              helper.make_node("Conv", ["back", "wout"], ["y"], name="tail")]
+    return save_model(tmp_path / f"gated{rows}_{blocks}.onnx", nodes, [value("x", [1, ch, rows, rows])],
+                      [value("y", None)], inits)
+
+
+@pytest.mark.parametrize(("rows", "blocks", "cpu"), [
+    (16, 2, True),  # 16 rows, two blocks: rows in the batch axis (corpus sub-graph probe of timm_test_mambaout)
+    (10, 3, True),  # corpus timm_test_mambaout stage 2
+    (20, 3, False),  # 20 rows fold into NCHW
+    (10, 1, False),  # one block alone folds
+])
+def test_rk3566_channels_last_stream_with_rows_in_the_batch_axis(catalog, tmp_path, rows, blocks, cpu):
+    path = _gated_stage(tmp_path, rows, blocks)
+    charged = ["b0_norm", *(f"b{b}_{n}" for b in range(blocks) for n in ("fc1", "to_map", "to_last", "gate"))]
+    for soc in ("rk3566", "rk3568"):
+        for precision in ("fp16", "int8"):
+            for name in charged:
+                assert ("RKNN-STREAM-BATCH-ROWS" in violations(catalog, path, soc, precision, node=name)) is cpu
+            for name in ("b0_fc2", "b0_residual", "b0_split", "open", "close"):
+                assert "RKNN-STREAM-BATCH-ROWS" not in violations(catalog, path, soc, precision, node=name)
+    if blocks > 1:
+        assert "RKNN-STREAM-BATCH-ROWS" not in violations(catalog, path, "rk3566", "fp16", node="b1_norm")
+    assert "RKNN-STREAM-BATCH-ROWS" not in violations(catalog, path, "rk3588", "fp16", node="b0_fc1")
+
+
+def _rotary_join(tmp_path, interleaved):
+    """EVA-02's rotary embedding on attention heads from a token MatMul: h [1,3,256,64] -> both step-2 phases of the
+    last axis (the odd one negated) stacked on a new axis [1,3,256,32,2] -> Reshape back to [1,3,256,64] ('join');
+    when not `interleaved`, the two contiguous halves h[..., :32] and h[..., 32:] are stacked instead."""
+    nodes = [helper.make_node("MatMul", ["x", "wq"], ["q"], name="proj"),
+             helper.make_node("Reshape", ["q", "s4"], ["q4"], name="heads"),
+             helper.make_node("Transpose", ["q4"], ["h"], name="heads_first", perm=[0, 2, 1, 3])]
+    inits = [weight("wq", [192, 192]), const("s4", np.array([1, 256, 3, 64], np.int64)),
+             const("ax", np.array([3], np.int64)), const("um", np.array([-1], np.int64)),
+             const("back", np.array([1, 3, 256, 64], np.int64))]
+    if interleaved:
+        inits += [const("st0", np.array([0], np.int64)), const("st1", np.array([1], np.int64)),
+                  const("en", np.array([64], np.int64)), const("sp", np.array([2], np.int64))]
+        cuts = [("st0", "en", "sp"), ("st1", "en", "sp")]
+    else:
+        inits += [const("st0", np.array([0], np.int64)), const("st1", np.array([32], np.int64)),
+                  const("en0", np.array([32], np.int64)), const("en", np.array([64], np.int64))]
+        cuts = [("st0", "en0"), ("st1", "en")]
+    for k, cut in enumerate(cuts):
+        nodes.append(helper.make_node("Slice", ["h", cut[0], cut[1], "ax", *cut[2:]], [f"p{k}"], name=f"phase{k}"))
+    nodes += [helper.make_node("Neg", ["p1"], ["n1"], name="neg"),
+              helper.make_node("Unsqueeze", ["n1", "um"], ["u1"], name="u1"),
+              helper.make_node("Unsqueeze", ["p0", "um"], ["u0"], name="u0"),
+              helper.make_node("Concat", ["u1", "u0"], ["st"], name="stack", axis=-1),
+              helper.make_node("Reshape", ["st", "back"], ["y"], name="join")]
+    return save_model(tmp_path / f"rotjoin{int(interleaved)}.onnx", nodes, [value("x", [1, 256, 192])],
+                      [value("y", None)], inits)
+
+
+@pytest.mark.parametrize(("interleaved", "scatter"), [(True, False), (False, True)])
+def test_rk3566_the_join_of_an_interleaved_rotary_pair_is_the_gather_convolutions(catalog, tmp_path, interleaved,
+                                                                                  scatter):
+    """Corpus timm_eva02_tiny_patch14_224_dynamo: the Reshape [1,3,256,32,2] -> [1,3,256,64] after the rotary stack
+    has no CPU layer on rk3566 (24 per cell; the pair is one gather convolution); the same stack of two contiguous
+    halves is no space-to-depth and keeps RKNN-CHANNEL-SCATTER's verdict."""
+    path = _rotary_join(tmp_path, interleaved)
+    for precision in ("fp16", "int8"):
+        assert ("RKNN-CHANNEL-SCATTER" in violations(catalog, path, "rk3566", precision, node="join")) is scatter

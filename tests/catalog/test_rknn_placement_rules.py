@@ -1019,10 +1019,10 @@ def _rel_logits(tmp_path, w, d=32, heads=4):
     return save_model(tmp_path / f"rellog{w}.onnx", nodes, [value("q", [heads, w, w, d])], [value("y", None)], inits)
 
 
-@pytest.mark.parametrize("w", [8, 16, 7, 4])  # probes rellog_W; corpus timm_botnet26t_256
+@pytest.mark.parametrize("w", [8, 16, 7, 4])  # probes rellog_W (rk3566: rellog_8, rellog_16); corpus timm_botnet26t_256
 def test_pad_of_a_token_tensors_channels_is_cpu_but_of_the_flattened_rows_npu(catalog, tmp_path, w):
     path = _rel_logits(tmp_path, w)
-    for target in ("rk3588", "rk3576", "rk3562", "rv1126b"):
+    for target in ("rk3588", "rk3576", "rk3562", "rv1126b", "rk3566", "rk3568"):
         for precision in ("fp16", "int8"):
             verdict = _verdicts(catalog, path, target, precision)
             assert not verdict("pad_col")
