@@ -62,8 +62,6 @@ pad:FORM:AXIS:AMOUNT  a constant Pad of AMOUNT at the end of one axis: FORM 0 on
                      them (2026-12-02, FP16 and INT8: a Pad layer on the NPU in every form that built, the tokens'
                      channel included (a conv map's channel pad, pad:0:1:1, failed to build), so
                      BoTNet's and EfficientViT's CPU Pads are not explained by the padded axis)
-lastmlp:H:W:C:GATE  a channels-last block (ConvNeXt's MLP, GATE 1: MambaOut's gated CNN with its depthwise Conv
-                     between Transposes) on an H x W conv map: which form the toolkit holds the channels-last linears in
 Each case converts in a fresh process, FP16 and INT8, and prints the layers of the pattern (op, target,
 shapes, name); the Conv stem and tail are left out.
 """
@@ -754,35 +752,7 @@ def pad(form: int, axis: int, amount: int) -> Built:
     return wrap("pad", nodes, inits, ch, side, side, out_c)
 
 
-def lastmlp(h: int, w_: int, ch: int, gate: int) -> Built:
-    """A channels-last block on an H x W conv map (ConvNeXt's / MambaOut's): Transpose (0,2,3,1) -> LayerNorm over C
-    -> MatMul C -> 4C (GATE 1: MambaOut's gated CNN: fc1 to 3C, Split into (C, C, C), the last third through a
-    depthwise 7x7 Conv between Transposes (0,3,1,2) / (0,2,3,1), multiplied by the Sigmoid-gated first) -> MatMul
-    back to C -> residual Add -> Transpose (0,3,1,2). Which form (NCHW fold, or H in the batch axis) does the
-    toolkit pick for the channels-last linears, and which transposes go to the CPU?"""
-    nodes = [N("Transpose", ["x"], ["xl"], "to_last", perm=[0, 2, 3, 1]),
-             N("LayerNormalization", ["xl", "lg", "lb"], ["xn"], "norm", axis=-1)]
-    inits = [c("lg", np.ones(ch, np.float32)), c("lb", np.zeros(ch, np.float32))]
-    if gate:
-        nodes += [N("MatMul", ["xn", "w_fc1"], ["f"], "fc1"),
-                  N("Split", ["f", "split"], ["g", "i", "cc"], "split", axis=-1),
-                  N("Transpose", ["cc"], ["cm"], "conv_in", perm=[0, 3, 1, 2]),
-                  N("Conv", ["cm", "w_dw"], ["cd"], "dwconv", group=ch, pads=[3, 3, 3, 3]),
-                  N("Transpose", ["cd"], ["cl"], "conv_out", perm=[0, 2, 3, 1]),
-                  N("Sigmoid", ["g"], ["gs"], "act_sig"), N("Mul", ["g", "gs"], ["ga"], "act"),
-                  N("Concat", ["i", "cl"], ["ic"], "concat", axis=-1),
-                  N("Mul", ["ga", "ic"], ["m"], "gate"), N("MatMul", ["m", "w_fc2"], ["o"], "fc2")]
-        inits += [w("w_fc1", (ch, 4 * ch)), c("split", np.array([2 * ch, ch, ch], np.int64)),
-                  w("w_dw", (ch, 1, 7, 7)), w("w_fc2", (2 * ch, ch))]
-    else:
-        nodes += [N("MatMul", ["xn", "w_fc1"], ["f"], "fc1"), N("Relu", ["f"], ["fa"], "act"),
-                  N("MatMul", ["fa", "w_fc2"], ["o"], "fc2")]
-        inits += [w("w_fc1", (ch, 4 * ch)), w("w_fc2", (4 * ch, ch))]
-    nodes += [N("Add", ["o", "xl"], ["r"], "residual"), N("Transpose", ["r"], ["y"], "to_first", perm=[0, 3, 1, 2])]
-    return wrap("lastmlp", nodes, inits, ch, h, w_, ch)
-
-
-BUILDERS: dict[str, Callable[..., Built]] = {"lastmlp": lastmlp, "pad": pad, "spmean": spmean, "lastmean": lastmean, "lsa": lsa, "maxattn": maxattn, "slicehead": slicehead, "eca": eca, "swinattn": swinattn, "winpart": winpart, "bilstm": bilstm, "talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
+BUILDERS: dict[str, Callable[..., Built]] = {"pad": pad, "spmean": spmean, "lastmean": lastmean, "lsa": lsa, "maxattn": maxattn, "slicehead": slicehead, "eca": eca, "swinattn": swinattn, "winpart": winpart, "bilstm": bilstm, "talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
 
 
 def build(label: str) -> Built:

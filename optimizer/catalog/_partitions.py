@@ -50,27 +50,45 @@ def axis_runs(shape: Sequence[int], perm: Sequence[int]) -> int:
     return 1 + sum(1 for a, b in itertools.pairwise(seq) if b != a + 1) if seq else 0
 
 
-def lone_transpose_runs(rule: Rule, view: LayerView) -> str | None:
-    """A Transpose with five or more runs that no layout op or unbind can absorb: its input is not made by a
-    layout op and no data user is a layout op or a q/k/v unbind (BoTNet's relative logits (0,3,1,4,2) after an
-    Expand, before an Add), so it is lowered alone, as a CPU Transpose."""
-    graph, node = view.graph, view.node
+def _lone_runs(graph: Graph, node: Node) -> int | None:
+    """The run count of a Transpose with five or more runs that no layout op or unbind can absorb: its input is
+    not made by a layout op and no data user is a layout op or a q/k/v unbind; else None."""
     if node.op_type != "Transpose" or not node.inputs or not node.outputs:
         return None
     shape = _static(graph, node.inputs[0])
     if shape is None:
         return None
     runs = axis_runs(shape, _perm(node, len(shape)))
-    if runs <= 4:
-        return None
     producer = graph.producer(node.inputs[0])
-    if producer is None or producer.op_type in LAYOUT_OPS:
+    if runs <= 4 or producer is None or producer.op_type in LAYOUT_OPS:
         return None
     users = data_users(graph, node.outputs[0])
     if not users or any(u.op_type in LAYOUT_OPS or u.op_type in _UNBIND_OPS for u in users):
         return None
-    return (f"Transpose {list(shape)} perm {list(_perm(node, len(shape)))} keeps {runs} runs of axes (no 4-D form) "
-            f"and no layout op beside it to merge with ({producer.op_type} before it): a CPU Transpose")
+    return runs
+
+
+def lone_transpose_runs(rule: Rule, view: LayerView) -> str | None:
+    """A Transpose with five or more runs that no layout op or unbind can absorb (BoTNet's relative logits
+    (0,3,1,4,2) after an Expand, before an Add) is lowered alone, as a CPU Transpose. On the SoCs in
+    `producer_socs` (rk3566) the reshape of its producer's 4-D result into the rank-5 input is a CPU layer too,
+    named after the producer."""
+    graph, node = view.graph, view.node
+    runs = _lone_runs(graph, node)
+    if runs is not None:
+        shape = _static(graph, node.inputs[0]) or ()
+        producer = graph.producer(node.inputs[0])
+        return (f"Transpose {list(shape)} perm {list(_perm(node, len(shape)))} keeps {runs} runs of axes (no 4-D "
+                f"form) and no layout op beside it to merge with ({producer.op_type if producer else '?'} before "
+                "it): a CPU Transpose")
+    if view.target.rules_id not in rule.params.get("producer_socs", ()):
+        return None
+    for out in node.outputs:
+        for user in data_users(graph, out):
+            if _lone_runs(graph, user) is not None:
+                return (f"makes the rank-{len(graph.shape(out) or ())} input of {user.name}, a lone CPU Transpose: "
+                        "the reshape into it runs on the CPU")
+    return None
 
 
 def _departition(graph: Graph, transpose: Node) -> tuple[int, int] | None:
@@ -215,7 +233,8 @@ def batched_rows(rule: Rule, view: LayerView) -> str | None:
         return None
     for flat, rows in ((src, dst), (dst, src)):
         if len(flat) == 2 and len(rows) == 3 and flat[0] == rows[0] > 1 and rows[1] > 1 and rows[2] > 1:
-            align = int(rule.params["align"][view.precision])
+            aligns = rule.params["align"]
+            align = int(aligns.get(view.target.rules_id, aligns)[view.precision])
             if flat[1] % align:
                 return (f"Reshape {list(src)} -> {list(dst)} moves rows of {flat[1]} elements into "
                         f"({rows[1]}, {rows[2]}) pixels: {flat[1]} is not a multiple of {align}")

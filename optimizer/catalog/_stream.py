@@ -4,7 +4,7 @@ A channels-last region opens with a Transpose (0,2,3,1) of a conv map [1,C,H,W] 
 (0,3,1,2) back; inside, a residual stream [1,H,W,C] goes through LayerNorms and constant-weight MatMuls, and (in
 MambaOut's gated CNN) mixes tokens with a depthwise Conv between a Transpose pair of its own. rknn-toolkit2 folds
 such a region into NCHW when it can (catalog._checks' channels-last pair); measured on corpus sub-graphs of
-timm_test_mambaout (tools: a scratch extraction of the model's stage 2 with its input size changed, rk3566 FP16),
+timm_test_mambaout (tools/probe_rknn_subgraph.py: the model's stage 2 with its input size changed, rk3566),
 it does not when the region holds two or more of those blocks and the map has at most 16 rows: the stream's
 linears are then held as (H, C, 1, W), H in the batch axis (as MaxViT's windows at <= 16, catalog._partitions), and
 every relayout between that form and a map or channels-last tensor is a CPU layer.
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 _TO_NHWC = (0, 2, 3, 1)
 _TO_NCHW = (0, 3, 1, 2)
-_MAX_ROWS = 16  # corpus sub-graph probe: 10, 14 and 16 rows in the batch axis, 20 rows folded into NCHW
+_MAX_ROWS = 16  # corpus sub-graph probe: 10, 14 and 16 rows in the batch axis, 17, 18 and 20 folded into NCHW
 _MIN_BLOCKS = 2  # one block alone (10 x 10) folds into NCHW; two and three do not
 _LIMIT = 4096  # nodes visited per walk
 

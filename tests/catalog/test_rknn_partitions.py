@@ -271,3 +271,26 @@ def test_rk3566_the_join_of_an_interleaved_rotary_pair_is_the_gather_convolution
     path = _rotary_join(tmp_path, interleaved)
     for precision in ("fp16", "int8"):
         assert ("RKNN-CHANNEL-SCATTER" in violations(catalog, path, "rk3566", precision, node="join")) is scatter
+
+
+@pytest.mark.parametrize(("w", "flat_len", "cpu_in"), [
+    (8, None, {"fp16", "int8"}),  # L = 135 (corpus BoTNet stage 3.1 Reshape_6 on rk3566)
+    (8, 15 * 8, set()),  # L = 120 = 8 rows of 15: whole 8-byte groups in both precisions
+    (8, 15 * 4, {"int8"}),  # L = 60: whole FP16 groups (4), not INT8 ones (8)
+    (8, 15 * 2, {"fp16", "int8"}),  # L = 30
+])
+def test_rk3566_batched_rows_unflatten_by_its_8_byte_groups(catalog, tmp_path, w, flat_len, cpu_in):
+    path = _padded_rows(tmp_path, w, flat_len)
+    for soc in ("rk3566", "rk3568"):
+        for precision in ("fp16", "int8"):
+            assert ("RKNN-BATCHED-ROWS" in violations(catalog, path, soc, precision)) is (precision in cpu_in)
+
+
+def test_rk3566_the_producer_of_a_lone_rank5_transpose_reshapes_on_the_cpu(catalog, tmp_path):
+    """Corpus BoTNet on rk3566: pos_embed/Expand_1's result is reshaped into Transpose_6's rank-5 input by a CPU
+    layer named after the Expand; on rk3588 that reshape is NPU, and a 4-run Transpose needs none."""
+    lone, four = _rel_expand(tmp_path, (0, 3, 1, 4, 2)), _rel_expand(tmp_path, (0, 1, 3, 2, 4))
+    for precision in ("fp16", "int8"):
+        assert "RKNN-TRANSPOSE-RUNS" in violations(catalog, lone, "rk3566", precision, node="expand")
+        assert "RKNN-TRANSPOSE-RUNS" not in violations(catalog, lone, "rk3588", precision, node="expand")
+        assert "RKNN-TRANSPOSE-RUNS" not in violations(catalog, four, "rk3566", precision, node="expand")
