@@ -1358,6 +1358,22 @@ for _c, _nh, _p in ((64, 8, 7), (128, 4, 7), (256, 2, 7), (64, 4, 7), (128, 8, 7
         CASES[f"tvblk_{_form}_{_c}_{_nh}_{_p}"] = partial(tv_block, _c, _nh, _p, _form)
 
 
+def tp4_rows(b: int, c: int, h: int, w: int) -> onnx.ModelProto:
+    """Conv [1,B*C,H,W] -> Reshape [B,C,H,W] -> Transpose (0,1,3,2) -> Reshape [1,B*C,W,H] -> Conv: a 4-D transpose of
+    the last two axes with B images of C channels (torchvision MaxViT's head merge (G,heads,N,d) -> (G,heads,d,N)
+    after its CPU Einsum: CPU on rk3576/rv1126b FP16 at 4 windows x 8 heads, NPU at 16 x 4)."""
+    return graph("tp4", (1, b * c, h, w), [
+        node("Reshape", ["x", "s4"], ["a"], "to4"),
+        node("Transpose", ["a"], ["t"], "tp", perm=[0, 1, 3, 2]),
+        node("Reshape", ["t", "back"], ["y"], "back"),
+    ], [const("s4", np.array([b, c, h, w], np.int64)), const("back", np.array([1, b * c, w, h], np.int64))])
+
+
+for _b, _c, _h, _w in ((4, 8, 49, 32), (16, 4, 49, 32), (4, 8, 32, 32), (4, 8, 33, 32), (1, 8, 49, 32), (4, 16, 32, 32),
+                       (8, 8, 49, 32)):
+    CASES[f"tp4_{_b}_{_c}_{_h}_{_w}"] = partial(tp4_rows, _b, _c, _h, _w)
+
+
 def _convert(path: str, soc: str, quantize: bool, dataset: str) -> tuple[bool, str]:
     return captured_build(path, soc, quantize, dataset)
 
