@@ -22,7 +22,13 @@ from optimizer.catalog._layout import (
 )
 from optimizer.catalog._layout import data_users as _data_users
 from optimizer.catalog._layout import only_user as _only_user
-from optimizer.catalog._partitions import batched_rows, grid_rows, lone_transpose_runs, window_batch_merge
+from optimizer.catalog._partitions import (
+    batched_rows,
+    grid_rows,
+    lone_transpose_runs,
+    window_batch_merge,
+    window_head_join,
+)
 from optimizer.catalog._rk3566 import einsum_operands, pixel_reduce
 from optimizer.catalog._stream import batch_rows_stream
 from optimizer.catalog._view import LayerView
@@ -2288,6 +2294,7 @@ CHECKS: Mapping[str, Check] = {
     "window_batch_merge": window_batch_merge,
     "grid_rows": grid_rows,
     "batched_rows": batched_rows,
+    "window_head_join": window_head_join,
     "batch_rows_stream": batch_rows_stream,  # optimizer/catalog/_stream.py (rk3566/rk3568)
 }
 

@@ -239,3 +239,36 @@ def batched_rows(rule: Rule, view: LayerView) -> str | None:
                 return (f"Reshape {list(src)} -> {list(dst)} moves rows of {flat[1]} elements into "
                         f"({rows[1]}, {rows[2]}) pixels: {flat[1]} is not a multiple of {align}")
     return None
+
+
+def _heads_from_pv(graph: Graph, tensor: str) -> bool:
+    """`tensor` is attention's P.V brought heads-after-tokens: a Transpose (0,2,1,3) of a MatMul of two activations."""
+    transpose = graph.producer(tensor)
+    if transpose is None or transpose.op_type != "Transpose" or _perm(transpose, 4) != (0, 2, 1, 3):
+        return False
+    matmul = graph.producer(transpose.inputs[0]) if transpose.inputs else None
+    return (matmul is not None and matmul.op_type == "MatMul" and len(matmul.inputs) > 1
+            and not graph.is_constant(matmul.inputs[1]))
+
+
+def window_head_join(rule: Rule, view: LayerView) -> str | None:
+    """Attention's heads joined back into 4-D windows [B, ws, ws, C] held in the batch axis (2 to 16 windows, timm's
+    MaxViT): the toolkit merges the windows into the map rows for the projection with a channel/batch Transpose
+    (B, C, ws, ws) -> (C, B, ws, ws), an NPU layer only when ws is a multiple of 4 (a window plane of whole 16-byte
+    groups)."""
+    graph, node = view.graph, view.node
+    if node.op_type != "Reshape" or not node.inputs or not node.outputs:
+        return None
+    src, dst = _static(graph, node.inputs[0]), _static(graph, node.outputs[0])
+    if src is None or dst is None or len(src) != 4 or len(dst) != 4:
+        return None
+    windows, ws = dst[0], dst[1]
+    if not 1 < windows <= _BATCH_WINDOWS or dst[2] != ws or src[0] != windows or src[1] != ws * ws:
+        return None
+    if src[2] * src[3] != dst[3] or src[2] == 1 or not _heads_from_pv(graph, node.inputs[0]):
+        return None
+    align = int(rule.params["window_align"])
+    if ws % align == 0:
+        return None
+    return (f"joins attention heads into {windows} windows of {ws}x{ws} held in the batch axis: the channel/batch "
+            f"transpose of a {ws}x{ws} window plane runs on the CPU (window not a multiple of {align})")

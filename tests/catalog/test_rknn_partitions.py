@@ -294,3 +294,38 @@ def test_rk3566_the_producer_of_a_lone_rank5_transpose_reshapes_on_the_cpu(catal
         assert "RKNN-TRANSPOSE-RUNS" in violations(catalog, lone, "rk3566", precision, node="expand")
         assert "RKNN-TRANSPOSE-RUNS" not in violations(catalog, lone, "rk3588", precision, node="expand")
         assert "RKNN-TRANSPOSE-RUNS" not in violations(catalog, four, "rk3566", precision, node="expand")
+
+
+def _window_join(tmp_path, windows, ws, heads=2, d=32):
+    """timm MaxViT's attention on 4-D windows [B,ws,ws,C]: q and v [B,heads,N,d] from the windows (N = ws*ws),
+    softmax(q.q^T).v, Transpose (0,2,1,3) -> Reshape [B,ws,ws,C] ('join') -> the projection MatMul."""
+    c, n = heads * d, ws * ws
+    nodes = [helper.make_node("MatMul", ["x", "wq"], ["q"], name="qv"),
+             helper.make_node("Reshape", ["q", "s_heads"], ["q4"], name="heads"),
+             helper.make_node("Transpose", ["q4"], ["qh"], name="heads_first", perm=[0, 2, 1, 3]),
+             helper.make_node("Transpose", ["qh"], ["kt"], name="k_t", perm=[0, 1, 3, 2]),
+             helper.make_node("MatMul", ["qh", "kt"], ["s"], name="scores"),
+             helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1),
+             helper.make_node("MatMul", ["p", "qh"], ["o"], name="pv"),
+             helper.make_node("Transpose", ["o"], ["ot"], name="tokens_first", perm=[0, 2, 1, 3]),
+             helper.make_node("Reshape", ["ot", "s_win"], ["j"], name="join"),
+             helper.make_node("MatMul", ["j", "wp"], ["y"], name="proj")]
+    inits = [weight("wq", [c, c]), weight("wp", [c, c]), const("s_heads", np.array([windows, n, heads, d], np.int64)),
+             const("s_win", np.array([windows, ws, ws, c], np.int64))]
+    return save_model(tmp_path / f"winjoin{windows}_{ws}.onnx", nodes, [value("x", [windows, n, c])],
+                      [value("y", None)], inits)
+
+
+@pytest.mark.parametrize(("windows", "ws", "cpu"), [
+    (16, 5, True),  # corpus timm_test_maxvit stage 1; probe maxattn:4:5:2:32 on rk3576
+    (4, 7, True), (16, 6, True),  # probes maxattn:4:7, :4:6
+    (16, 8, False), (16, 4, False),  # probes maxattn:4:8, :4:4; corpus timm_maxvit_rmlp_pico_rw_256
+    (64, 5, False),  # corpus timm_test_maxvit stage 0: 64 windows are not held in the batch axis
+])
+def test_rk3576_heads_joined_into_batch_held_windows_need_a_multiple_of_4(catalog, tmp_path, windows, ws, cpu):
+    path = _window_join(tmp_path, windows, ws)
+    for precision in ("fp16", "int8"):
+        for soc in ("rk3576", "rv1126b"):
+            assert ("RKNN-WINDOW-HEAD-JOIN" in violations(catalog, path, soc, precision, node="join")) is cpu
+        for soc in ("rk3588", "rk3562"):
+            assert "RKNN-WINDOW-HEAD-JOIN" not in violations(catalog, path, soc, precision, node="join")
