@@ -57,6 +57,12 @@ spmean:C:S:ORDER:KEEP[:OP]  a squeeze-excitation gate from a spatial mean (OP 1/
 lastmean:S:C:NORM    a channels-last map's mean over its pixels (Swin/Sequencer heads): Conv map [1, C, S, S] ->
                      Transpose (0, 2, 3, 1) (-> LayerNormalization over C when NORM 1) -> ReduceMean axes (1, 2),
                      keepdims 0 -> Reshape [1, C, 1, 1]
+factor:S:HEADS:D:CLS:CRPE  CoaT's factorised attention on tokens of an S x S map (CLS 1: a class token in front, N = S*S+1):
+                     qkv MatMul -> Reshape [1, N, 3, h, d] -> Transpose (2,0,3,1,4) -> Split -> Squeeze, softmax of K over
+                     the tokens (axis 2) -> Transpose (0,1,3,2) -> K^T.V [1, h, d, d] -> Q.(K^T.V); CRPE 1 adds CoaT's
+                     convolutional position term q * dwconv(v) (v's pixel tokens Transpose (0,1,3,2) + Reshape into the map,
+                     back by Reshape [1, h, d, S*S] + Transpose, the class row padded back); heads joined by Transpose
+                     (0,2,1,3) + Reshape, proj MatMul
 pad:FORM:AXIS:AMOUNT  a constant Pad of AMOUNT at the end of one axis: FORM 0 on a conv map [1, 16, 8, 8], FORM 1 on
                      tokens [1, 64, 16] made by a token MatMul, FORM 2 on attention heads [1, 2, 64, 8] split from
                      them (2026-12-02, FP16 and INT8: a Pad layer on the NPU in every form that built, the tokens'
@@ -752,7 +758,71 @@ def pad(form: int, axis: int, amount: int) -> Built:
     return wrap("pad", nodes, inits, ch, side, side, out_c)
 
 
-BUILDERS: dict[str, Callable[..., Built]] = {"pad": pad, "spmean": spmean, "lastmean": lastmean, "lsa": lsa, "maxattn": maxattn, "slicehead": slicehead, "eca": eca, "swinattn": swinattn, "winpart": winpart, "bilstm": bilstm, "talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
+def factor(side: int, heads: int, d: int, cls: int, crpe: int) -> Built:
+    """CoaT's factorised attention (timm coat.py FactorAttnConvRelPosEnc): softmax of K over the token axis, K^T.V
+    first, then Q.(K^T.V), with or without the class token and the convolutional relative-position term."""
+    hw = side * side
+    n = hw + cls
+    ch = heads * d
+    nodes = [
+        N("Reshape", ["x", "s3"], ["r"], "to_tokens_reshape"),
+        N("Transpose", ["r"], ["t0"], "to_tokens_transpose", perm=[0, 2, 1]),
+        *([N("Concat", ["cls", "t0"], ["t"], "cls_concat", axis=1)] if cls else [N("Identity", ["t0"], ["t"], "tok")]),
+        N("Add", ["t", "b"], ["ln"], "norm"),
+        N("MatMul", ["ln", "wqkv"], ["qkv0"], "qkv_matmul"),
+        N("Add", ["qkv0", "bqkv"], ["qkv"], "qkv_bias"),
+        N("Reshape", ["qkv", "s5"], ["q5"], "qkv_reshape"),
+        N("Transpose", ["q5"], ["qt"], "qkv_transpose", perm=[2, 0, 3, 1, 4]),
+        N("Split", ["qt", "ones"], ["q1", "k1", "v1"], "qkv_split", axis=0),
+        N("Squeeze", ["q1", "ax0"], ["q"], "q_squeeze"),
+        N("Squeeze", ["k1", "ax0"], ["k"], "k_squeeze"),
+        N("Squeeze", ["v1", "ax0"], ["v"], "v_squeeze"),
+        N("Softmax", ["k"], ["ks"], "k_softmax", axis=2),
+        N("Transpose", ["ks"], ["kt"], "k_transpose", perm=[0, 1, 3, 2]),
+        N("MatMul", ["kt", "v"], ["kv"], "kv_matmul"),
+        N("MatMul", ["q", "kv"], ["fa"], "qkv_matmul2"),
+        N("Mul", ["fa", "sc"], ["fas"], "scale"),
+    ]
+    inits = [c("s3", np.array([1, ch, hw], np.int64)), w("b", (ch,)), w("cls", (1, 1, ch)),
+             w("wqkv", (ch, 3 * ch)), w("bqkv", (3 * ch,)), c("s5", np.array([1, n, 3, heads, d], np.int64)),
+             c("ones", np.array([1, 1, 1], np.int64)), c("ax0", np.array([0], np.int64)), c("sc", np.float32(d**-0.5)),
+             c("s_tok", np.array([1, n, ch], np.int64)), w("wp", (ch, ch)), c("s_map", np.array([1, ch, side, side], np.int64)),
+             c("s_hd", np.array([1, heads, d, hw], np.int64)), w("wdw", (ch, 1, 3, 3)),
+             c("st", np.array([cls], np.int64)), c("en", np.array([n], np.int64)), c("ax2", np.array([2], np.int64)),
+             c("pads", np.array([0, 0, cls, 0, 0, 0, 0, 0], np.int64))]
+    out = "fas"
+    if crpe:
+        qi, vi = ("q", "v")
+        if cls:
+            nodes += [N("Slice", ["q", "st", "en", "ax2"], ["qs"], "crpe_q_slice"),
+                      N("Slice", ["v", "st", "en", "ax2"], ["vs"], "crpe_v_slice")]
+            qi, vi = "qs", "vs"
+        nodes += [
+            N("Transpose", [vi], ["vt"], "crpe_v_transpose", perm=[0, 1, 3, 2]),
+            N("Reshape", ["vt", "s_map"], ["vm"], "crpe_v_map"),
+            N("Conv", ["vm", "wdw"], ["vc"], "crpe_conv", group=ch, pads=[1, 1, 1, 1]),
+            N("Reshape", ["vc", "s_hd"], ["vh"], "crpe_v_heads"),
+            N("Transpose", ["vh"], ["vht"], "crpe_v_back", perm=[0, 1, 3, 2]),
+            N("Mul", [qi, "vht"], ["ev"], "crpe_mul"),
+        ]
+        if cls:
+            nodes.append(N("Pad", ["ev", "pads"], ["evp"], "crpe_pad", mode="constant"))
+        nodes.append(N("Add", ["fas", "evp" if cls else "ev"], ["fo"], "crpe_add"))
+        out = "fo"
+    nodes += [
+        N("Transpose", [out], ["ot"], "o_transpose", perm=[0, 2, 1, 3]),
+        N("Reshape", ["ot", "s_tok"], ["tok"], "o_join"),
+        N("MatMul", ["tok", "wp"], ["pr"], "proj"),
+    ]
+    if cls:
+        nodes.append(N("Slice", ["pr", "st", "en", "ones1"], ["prs"], "drop_cls"))
+        inits.append(c("ones1", np.array([1], np.int64)))
+    nodes += [N("Transpose", ["prs" if cls else "pr"], ["pt"], "back_transpose", perm=[0, 2, 1]),
+              N("Reshape", ["pt", "s_map"], ["y"], "back_reshape")]
+    return wrap("factor", nodes, inits, ch, side, side, ch)
+
+
+BUILDERS: dict[str, Callable[..., Built]] = {"factor": factor, "pad": pad, "spmean": spmean, "lastmean": lastmean, "lsa": lsa, "maxattn": maxattn, "slicehead": slicehead, "eca": eca, "swinattn": swinattn, "winpart": winpart, "bilstm": bilstm, "talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
 
 
 def build(label: str) -> Built:

@@ -23,6 +23,7 @@ from optimizer.catalog._layout import (
 from optimizer.catalog._layout import data_users as _data_users
 from optimizer.catalog._layout import only_user as _only_user
 from optimizer.catalog._rk3566 import einsum_operands, pixel_reduce
+from optimizer.catalog._rk3566_attn import factorised_attention, transpose_into_reshape
 from optimizer.catalog._view import LayerView
 from optimizer.ir._fold import build_time_value
 
@@ -2275,6 +2276,7 @@ CHECKS: Mapping[str, Check] = {
     "vector_sequence": vector_sequence,
     "pixel_reduce": pixel_reduce,
     "einsum_operands": einsum_operands,
+    "factorised_attention": factorised_attention,
     "sdpa_kv_broadcast": sdpa_kv_broadcast,
     "width_split": width_split,
     "level_rows": level_rows,
@@ -2783,6 +2785,8 @@ def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
     if node.op_type == "Transpose":
         producer = graph.producer(node.inputs[0])
         if producer is not None and producer.op_type == "Reshape" and len(_data_users(graph, node.inputs[0])) == 1:
+            return None
+        if transpose_into_reshape(graph, node):
             return None
         if _matmul_result(graph, node.inputs[0]) or _activation_matmul_operand(graph, node.outputs[0]) is not None:
             return None  # folded into exMatMul's operand or result layout

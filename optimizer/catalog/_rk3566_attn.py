@@ -1,0 +1,248 @@
+"""RK3566/RK3568 verdicts for factorised attention (CoaT's FactorAttnConvRelPosEnc, linear attention with the
+softmax over the keys' token axis): softmax(K) over the tokens, K^T.V first, then Q.(K^T.V).
+
+rknn-toolkit2 lowers the q/k/v unbind of such an attention in one of two forms (probe
+tools/probe_rknn_rk3566.py factor, FP16 and INT8):
+- tokens that carry a class token (a Concat along the token axis upstream of the qkv MatMul): one qkv
+  convolution, a CPU Reshape into (3, heads, d, N) and an NPU Split, so every operand is held heads-major with
+  the tokens in W; q, K^T and V are then transposed into exMatMul's (heads, ., 1, .) forms on the CPU, the
+  convolutional position term's product is transposed on the CPU (named after it), and the heads are joined back
+  on the CPU;
+- tokens without one: three qkv convolutions (the split-weights lowering), heads in the batch axis; only the
+  transposes of K^T and V follow the 8-byte rule.
+Each function returns the CPU reason for a node, or None.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from optimizer.catalog._layout import RESHAPES, data_users, only_user
+
+if TYPE_CHECKING:
+    from optimizer.catalog._schema import Rule
+    from optimizer.catalog._view import LayerView
+    from optimizer.ir import Graph, Node
+
+_UNBIND = frozenset({"Squeeze", "Split", "Transpose", "Gather", "Reshape"})
+_STREAM = frozenset({"LayerNormalization", "Add", "Sub", "Mul", "Div", "Identity"})
+_ELEMENTWISE = frozenset({"Mul", "Add", "Sub", "Div"})
+_CUTS = frozenset({"Slice", "Split", "Squeeze", "Unsqueeze", "Gather"})
+
+
+def _static4(graph: Graph, tensor: str) -> tuple[int, ...] | None:
+    shape = graph.shape(tensor)
+    if shape is None or len(shape) != 4 or not all(isinstance(d, int) for d in shape):
+        return None
+    return tuple(int(d) for d in shape)
+
+
+def _last_two_swap(graph: Graph, node: Node | None) -> bool:
+    return (node is not None and node.op_type == "Transpose" and bool(node.inputs)
+            and tuple(node.attrs.get("perm") or ()) == (0, 1, 3, 2))
+
+
+def token_softmax_transpose(graph: Graph, node: Node) -> int | None:
+    """`node` is the Transpose (0, 1, 3, 2) of keys [b, h, N, d] softmaxed over their token axis (axis 2) that is
+    the first operand of a MatMul with an activation (K^T.V): the token count N, else None."""
+    if not _last_two_swap(graph, node):
+        return None
+    softmax = graph.producer(node.inputs[0])
+    shape = _static4(graph, node.inputs[0])
+    if softmax is None or softmax.op_type != "Softmax" or shape is None:
+        return None
+    if int(softmax.attrs.get("axis", -1)) % 4 != 2:
+        return None
+    users = data_users(graph, node.outputs[0])
+    if len(users) != 1 or users[0].op_type != "MatMul" or users[0].inputs[0] != node.outputs[0]:
+        return None
+    if graph.is_constant(users[0].inputs[1]):
+        return None
+    return shape[2]
+
+
+def _kv_matmul(graph: Graph, transpose: Node) -> Node:
+    return data_users(graph, transpose.outputs[0])[0]
+
+
+def _q_matmul(graph: Graph, kv: Node) -> Node | None:
+    """The MatMul Q.(K^T.V): the one data user of K^T.V, reading it as its second operand."""
+    user = only_user(graph, kv.outputs[0])
+    return user if user is not None and user.op_type == "MatMul" and user.inputs[1] == kv.outputs[0] else None
+
+
+def _unbind_reshape(graph: Graph, tensor: str, depth: int = 5) -> Node | None:
+    """The head-split Reshape [1, N, C] -> [1, N, 3, h, d] that q/k/v were unbound from (through Squeeze, Split,
+    Gather, Transpose), else None."""
+    for _ in range(depth):
+        node = graph.producer(tensor)
+        if node is None or node.op_type not in _UNBIND or not node.inputs:
+            return None
+        if node.op_type == "Reshape":
+            src = graph.shape(node.inputs[0])
+            dst = graph.shape(node.outputs[0])
+            return node if src is not None and dst is not None and len(src) == 3 and len(dst) == 5 else None
+        tensor = node.inputs[0]
+    return None
+
+
+def _class_token_stream(graph: Graph, tensor: str, limit: int = 24) -> bool:
+    """The tokens [1, N, C] reach back, through the residual stream's norms and element-wise ops, to a Concat
+    along the token axis (a class token put in front)."""
+    frontier, seen = [tensor], {tensor}
+    while frontier and len(seen) <= limit:
+        node = graph.producer(frontier.pop(0))
+        if node is None:
+            continue
+        if node.op_type == "Concat":
+            shape = graph.shape(node.outputs[0])
+            if shape is not None and len(shape) == 3 and int(node.attrs.get("axis", 0)) % 3 == 1:
+                return True
+            continue
+        if node.op_type in ("MatMul", "Gemm") and len(node.inputs) > 1 and graph.is_constant(node.inputs[1]):
+            if node.inputs[0] not in seen:  # a qkv/proj linear: follow its input, the stream it reads
+                seen.add(node.inputs[0])
+                frontier.append(node.inputs[0])
+            continue
+        if node.op_type not in _STREAM:
+            continue
+        for name in node.inputs:
+            if name and name not in seen and not graph.is_constant(name):
+                seen.add(name)
+                frontier.append(name)
+    return False
+
+
+def _qkv_tokens(graph: Graph, reshape: Node, depth: int = 3) -> str | None:
+    """The tokens the qkv MatMul reads (through its bias Add)."""
+    tensor = reshape.inputs[0]
+    for _ in range(depth):
+        node = graph.producer(tensor)
+        if node is None:
+            return None
+        if node.op_type == "MatMul" and len(node.inputs) > 1 and graph.is_constant(node.inputs[1]):
+            return node.inputs[0]
+        if node.op_type != "Add":
+            return None
+        out = graph.shape(node.outputs[0])
+        tensor = next((i for i in node.inputs if i and graph.shape(i) == out), "")  # not the bias
+    return None
+
+
+def _attention_of(graph: Graph, transpose: Node) -> tuple[int, Node, Node, Node] | None:
+    """(N, the qkv unbind Reshape, the K^T.V MatMul, the Q.(K^T.V) MatMul) of a factorised attention whose tokens
+    carry a class token, from its keys' Transpose; else None."""
+    n = token_softmax_transpose(graph, transpose)
+    if n is None:
+        return None
+    kv = _kv_matmul(graph, transpose)
+    qm = _q_matmul(graph, kv)
+    softmax = graph.producer(transpose.inputs[0])
+    if qm is None or softmax is None:
+        return None
+    reshape = _unbind_reshape(graph, softmax.inputs[0])
+    tokens = None if reshape is None else _qkv_tokens(graph, reshape)
+    if reshape is None or tokens is None or not _class_token_stream(graph, tokens):
+        return None
+    return n, reshape, kv, qm
+
+
+_LAST: list[tuple[Graph, list[tuple[int, Node, Node, Node]]]] = []  # one graph's attentions (checks run graph by graph)
+
+
+def _attentions(graph: Graph) -> list[tuple[int, Node, Node, Node]]:
+    """Every class-token factorised attention of the graph, found from the keys' Transposes (the last graph's
+    list is kept: the checks visit one graph's nodes in a row)."""
+    if _LAST and _LAST[0][0] is graph:
+        return _LAST[0][1]
+    found = []
+    for node in graph.nodes:
+        if node.op_type == "Transpose":
+            hit = _attention_of(graph, node)
+            if hit is not None:
+                found.append(hit)
+    _LAST[:] = [(graph, found)]
+    return found
+
+
+def _q_side(graph: Graph, qm: Node) -> tuple[Node | None, set[str]]:
+    """q's producer in the unbind (its Squeeze/Gather: the layer its transpose is named after) and the tensors
+    holding q (q and Slices of it)."""
+    q = qm.inputs[0]
+    held = {q}
+    for user in data_users(graph, q):
+        if user.op_type == "Slice":
+            held.add(user.outputs[0])
+    producer = graph.producer(q)
+    return (producer if producer is not None and producer.op_type in ("Squeeze", "Gather") else None), held
+
+
+def _head_join(graph: Graph, qm: Node, depth: int = 6) -> Node | None:
+    """The Reshape joining the heads back into tokens after Q.(K^T.V) (through the scale, the position term's Add
+    and the Transpose (0, 2, 1, 3))."""
+    tensor = qm.outputs[0]
+    for _ in range(depth):
+        user = only_user(graph, tensor)
+        if user is None:
+            return None
+        if user.op_type in RESHAPES:
+            src = graph.shape(user.inputs[0])
+            dst = graph.shape(user.outputs[0])
+            return user if src is not None and dst is not None and len(src) == 4 and len(dst) == 3 else None
+        if user.op_type not in ("Mul", "Add", "Transpose"):
+            return None
+        tensor = user.outputs[0]
+    return None
+
+
+def factorised_attention(rule: Rule, view: LayerView) -> str | None:
+    """The CPU relayouts of a factorised attention: K^T's transpose unless N is whole 8-byte groups (both
+    lowerings); with a class token (the one-convolution lowering) also the qkv head split, q's transpose, the
+    position term's product and the head join, while N is not whole groups."""
+    graph, node = view.graph, view.node
+    align = int(rule.params["align"][view.precision])
+    if node.op_type == "Transpose":
+        n = token_softmax_transpose(graph, node)
+        if n is not None and n % align:
+            return (f"transposes keys softmaxed over their {n} tokens into K^T for K^T.V; {n} is not a multiple of "
+                    f"{align} ({view.precision}: 8-byte groups), so the relayout runs on the CPU")
+        return None
+    if node.op_type not in ("Reshape", "Squeeze", "Gather") and node.op_type not in _ELEMENTWISE:
+        return None
+    for n, reshape, _kv, qm in _attentions(graph):
+        if n % align == 0:
+            continue
+        if node is reshape:
+            return (f"splits the qkv of a factorised attention over {n} tokens with a class token: one qkv "
+                    "convolution, reshaped into (3, heads, d, N) on the CPU")
+        q_node, held = _q_side(graph, qm)
+        if node is q_node:
+            return (f"q of a factorised attention over {n} tokens (class token): held heads-major, it is transposed "
+                    "into exMatMul's operand form on the CPU")
+        if node.op_type in _ELEMENTWISE and node is not qm and any(i in held for i in node.inputs):
+            return (f"multiplies q of a factorised attention over {n} tokens (class token) element-wise: its result "
+                    "is transposed into exMatMul's form on the CPU")
+        if node is _head_join(graph, qm):
+            return (f"joins the heads of a factorised attention over {n} tokens (class token) back into tokens: a CPU "
+                    "transpose and reshape")
+    return None
+
+
+def transpose_into_reshape(graph: Graph, node: Node) -> bool:
+    """A 4-D Transpose whose one data user is a Reshape into a feature map: the toolkit merges the two and
+    lowers them as one layer named after the Reshape (CoaT's position term: v's pixel tokens (0, 1, 3, 2) then
+    Reshape [1, C, H, W]: no Transpose layer, a CPU Reshape; probe factor, every case), so the Transpose has no
+    layer of its own and the Reshape's verdict carries the move. Only a Transpose of a tensor cut out by a layout op
+    (Slice, Split, Squeeze, Gather): after EfficientViT's CPU Div the Transpose and the Reshape are two CPU layers."""
+    if node.op_type != "Transpose" or not node.inputs or not node.outputs:
+        return False
+    src = graph.shape(node.inputs[0])
+    user = only_user(graph, node.outputs[0])
+    producer = graph.producer(node.inputs[0])
+    if producer is None or producer.op_type not in _CUTS:
+        return False  # after a computing op (EfficientViT's CPU Div + Cast) the Transpose keeps its own layer
+    if src is None or len(src) != 4 or user is None or user.op_type != "Reshape":
+        return False
+    dst = graph.shape(user.outputs[0])
+    return dst is not None and len(dst) == 4 and not any(u.op_type in ("Transpose", *RESHAPES)
+                                                        for u in data_users(graph, user.outputs[0]))
