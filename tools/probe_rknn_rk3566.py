@@ -57,6 +57,9 @@ spmean:C:S:ORDER:KEEP[:OP]  a squeeze-excitation gate from a spatial mean (OP 1/
 lastmean:S:C:NORM    a channels-last map's mean over its pixels (Swin/Sequencer heads): Conv map [1, C, S, S] ->
                      Transpose (0, 2, 3, 1) (-> LayerNormalization over C when NORM 1) -> ReduceMean axes (1, 2),
                      keepdims 0 -> Reshape [1, C, 1, 1]
+gridrev:G:N:C         MaxViT's grid partition and reverse around a linear layer on a channels-last [1, G*N, G*N, C] map:
+                     Reshape [1, G, N, G, N, C] -> Transpose (0,2,4,1,3,5) -> Reshape [N*N, G, G, C] -> MatMul + bias ->
+                     Reshape [1, N, N, G, G, C] -> Transpose (0,3,1,4,2,5) -> Reshape [1, G*N, G*N, C] (RKNN-GRID-MERGE-ENDS)
 factor:S:HEADS:D:CLS:CRPE  CoaT's factorised attention on tokens of an S x S map (CLS 1: a class token in front, N = S*S+1):
                      qkv MatMul -> Reshape [1, N, 3, h, d] -> Transpose (2,0,3,1,4) -> Split -> Squeeze, softmax of K over
                      the tokens (axis 2) -> Transpose (0,1,3,2) -> K^T.V [1, h, d, d] -> Q.(K^T.V); CRPE 1 adds CoaT's
@@ -822,7 +825,29 @@ def factor(side: int, heads: int, d: int, cls: int, crpe: int) -> Built:
     return wrap("factor", nodes, inits, ch, side, side, ch)
 
 
-BUILDERS: dict[str, Callable[..., Built]] = {"factor": factor, "pad": pad, "spmean": spmean, "lastmean": lastmean, "lsa": lsa, "maxattn": maxattn, "slicehead": slicehead, "eca": eca, "swinattn": swinattn, "winpart": winpart, "bilstm": bilstm, "talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
+def gridrev(g: int, n: int, ch: int) -> Built:
+    """A channels-last map cut into an N x N grid of G x G windows (timm MaxViT's grid_partition), a linear layer
+    on the windows, and the grid reverse back to the map."""
+    side = g * n
+    nodes = [
+        N("Transpose", ["x"], ["xl"], "to_nhwc", perm=[0, 2, 3, 1]),
+        N("Reshape", ["xl", "s6"], ["x6"], "grid_split"),
+        N("Transpose", ["x6"], ["xp"], "grid_partition", perm=[0, 2, 4, 1, 3, 5]),
+        N("Reshape", ["xp", "s_win"], ["win"], "grid_windows"),
+        N("MatMul", ["win", "wl"], ["lin0"], "proj"),
+        N("Add", ["lin0", "bl"], ["lin"], "proj_bias"),
+        N("Reshape", ["lin", "s_back6"], ["b6"], "grid_back"),
+        N("Transpose", ["b6"], ["bt"], "grid_merge", perm=[0, 3, 1, 4, 2, 5]),
+        N("Reshape", ["bt", "s_map"], ["ml"], "grid_map"),
+        N("Transpose", ["ml"], ["y"], "to_nchw", perm=[0, 3, 1, 2]),
+    ]
+    inits = [c("s6", np.array([1, g, n, g, n, ch], np.int64)), c("s_win", np.array([n * n, g, g, ch], np.int64)),
+             w("wl", (ch, ch)), w("bl", (ch,)), c("s_back6", np.array([1, n, n, g, g, ch], np.int64)),
+             c("s_map", np.array([1, side, side, ch], np.int64))]
+    return wrap("gridrev", nodes, inits, ch, side, side, ch)
+
+
+BUILDERS: dict[str, Callable[..., Built]] = {"gridrev": gridrev, "factor": factor, "pad": pad, "spmean": spmean, "lastmean": lastmean, "lsa": lsa, "maxattn": maxattn, "slicehead": slicehead, "eca": eca, "swinattn": swinattn, "winpart": winpart, "bilstm": bilstm, "talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
 
 
 def build(label: str) -> Built:

@@ -246,3 +246,90 @@ def transpose_into_reshape(graph: Graph, node: Node) -> bool:
     dst = graph.shape(user.outputs[0])
     return dst is not None and len(dst) == 4 and not any(u.op_type in ("Transpose", *RESHAPES)
                                                         for u in data_users(graph, user.outputs[0]))
+
+
+_GRID_MERGE = (0, 3, 1, 4, 2, 5)
+_LAYOUT = frozenset({"Transpose", *RESHAPES})
+
+
+def _grid_merge_transpose(graph: Graph, node: Node) -> bool:
+    """MaxViT's grid reverse [1, nh, nw, gh, gw, C] -> (0,3,1,4,2,5) with more than one window on each axis (one
+    window per axis is a relabel)."""
+    if node.op_type != "Transpose" or tuple(node.attrs.get("perm") or ()) != _GRID_MERGE or not node.inputs:
+        return False
+    shape = graph.shape(node.inputs[0])
+    return (shape is not None and len(shape) == 6 and all(isinstance(d, int) for d in shape)
+            and all(int(d) > 1 for d in shape[1:5]))
+
+
+def _run_from(graph: Graph, tensor: str, limit: int = 6) -> list[Node]:
+    """The linear run of layout ops reading `tensor` (each the only data user of the one before)."""
+    run: list[Node] = []
+    while len(run) < limit:
+        user = only_user(graph, tensor)
+        if user is None or user.op_type not in _LAYOUT or not user.outputs:
+            break
+        run.append(user)
+        tensor = user.outputs[0]
+    return run
+
+
+def _grid_merge_run(graph: Graph, node: Node) -> list[Node] | None:
+    """The run of layout ops holding a grid merge that starts at the result of `node` (a linear layer, through its
+    bias Add), else None."""
+    if node.op_type not in ("MatMul", "Gemm", "Conv") or not node.outputs:
+        return None
+    tensor = node.outputs[0]
+    user = only_user(graph, tensor)
+    if user is not None and user.op_type == "Add" and any(graph.is_constant(i) for i in user.inputs):
+        tensor = user.outputs[0]
+    run = _run_from(graph, tensor)
+    return run if any(_grid_merge_transpose(graph, m) for m in run) else None
+
+
+def _window_side(graph: Graph, reshape: Node) -> int | None:
+    """The in-window W of the windows [B, gh, gw, C] a grid-merge run starts from."""
+    shape = graph.shape(reshape.inputs[0]) if reshape.inputs else None
+    if shape is None or len(shape) != 4 or not isinstance(shape[2], int):
+        return None
+    return int(shape[2])
+
+
+def grid_merge_ends(rule: Rule, view: LayerView) -> str | None:
+    """rk3566 lowers MaxViT's grid reverse (the linear layer's windows [B, gh, gw, C] reshaped to
+    [1, nh, nw, gh, gw, C], Transpose (0,3,1,4,2,5), Reshape to the map) without exWindow: the reshape of the
+    linear layer's result into the grid is a CPU layer, named after the linear layer when the window side is whole
+    8-byte groups (merged into it) and after the run's first Reshape otherwise (probe gridrev), and the transpose
+    with the reshape back are CPU layers named after the run's last Reshape (the Transpose itself has no layer)."""
+    graph, node = view.graph, view.node
+    align = int(rule.params["align"][view.precision])
+    run = _grid_merge_run(graph, node)
+    if run is not None:
+        side = _window_side(graph, run[0])
+        if side is None or side % align:
+            return None  # the reshape into the grid is a layer of its own, named after the run's first Reshape
+        return (f"its result enters the grid merge {run[-1].name} (perm (0,3,1,4,2,5)), which has no exWindow form on "
+                f"rk3566: the reshape into the grid runs on the CPU, merged into this layer (window side {side}, whole "
+                "8-byte groups)")
+    if node.op_type not in RESHAPES or not node.inputs:
+        return None
+    producer = graph.producer(node.inputs[0])
+    if producer is not None and producer.op_type not in _LAYOUT:
+        side = _window_side(graph, node)
+        into = _run_from(graph, node.outputs[0]) if node.outputs else []
+        if side is not None and side % align and any(_grid_merge_transpose(graph, m) for m in into):
+            return (f"reshapes windows of side {side} into the grid merge {into[-1].name} (no exWindow form): "
+                    f"{side} is not a multiple of {align} ({view.precision}: 8-byte groups), so this reshape is a CPU "
+                    "layer of its own")
+    user = only_user(graph, node.outputs[0]) if node.outputs else None
+    if user is not None and user.op_type in _LAYOUT:
+        return None  # not the last op of the run
+    current: Node | None = graph.producer(node.inputs[0])
+    for _ in range(4):
+        if current is None or current.op_type not in _LAYOUT:
+            return None
+        if _grid_merge_transpose(graph, current):
+            return (f"ends the grid merge {current.name} (perm (0,3,1,4,2,5)), which has no exWindow form on rk3566: "
+                    "a CPU transpose and reshape")
+        current = graph.producer(current.inputs[0]) if current.inputs else None
+    return None
