@@ -57,6 +57,9 @@ spmean:C:S:ORDER:KEEP[:OP]  a squeeze-excitation gate from a spatial mean (OP 1/
 lastmean:S:C:NORM    a channels-last map's mean over its pixels (Swin/Sequencer heads): Conv map [1, C, S, S] ->
                      Transpose (0, 2, 3, 1) (-> LayerNormalization over C when NORM 1) -> ReduceMean axes (1, 2),
                      keepdims 0 -> Reshape [1, C, 1, 1]
+mergelast:S:C:NORM    timm Swin's patch merging on a channels-last [1, S, S, C] map: Reshape [1, S/2, 2, S/2, 2, C] ->
+                     Transpose (0,1,3,4,2,5) -> Reshape [1, S/2, S/2, 4C] (-> LayerNormalization over 4C when NORM 1) ->
+                     reduction MatMul to 2C (RKNN-MERGE-CHANNELS-LAST)
 gridrev:G:N:C         MaxViT's grid partition and reverse around a linear layer on a channels-last [1, G*N, G*N, C] map:
                      Reshape [1, G, N, G, N, C] -> Transpose (0,2,4,1,3,5) -> Reshape [N*N, G, G, C] -> MatMul + bias ->
                      Reshape [1, N, N, G, G, C] -> Transpose (0,3,1,4,2,5) -> Reshape [1, G*N, G*N, C] (RKNN-GRID-MERGE-ENDS)
@@ -847,7 +850,28 @@ def gridrev(g: int, n: int, ch: int) -> Built:
     return wrap("gridrev", nodes, inits, ch, side, side, ch)
 
 
-BUILDERS: dict[str, Callable[..., Built]] = {"gridrev": gridrev, "factor": factor, "pad": pad, "spmean": spmean, "lastmean": lastmean, "lsa": lsa, "maxattn": maxattn, "slicehead": slicehead, "eca": eca, "swinattn": swinattn, "winpart": winpart, "bilstm": bilstm, "talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
+def mergelast(side: int, ch: int, norm: int) -> Built:
+    """timm Swin's PatchMerging: the 2x2 neighbours of a channels-last map joined into the channel by a rank-6
+    Transpose (0,1,3,4,2,5), then the reduction linear layer."""
+    half = side // 2
+    nodes = [
+        N("Transpose", ["x"], ["xl"], "to_nhwc", perm=[0, 2, 3, 1]),
+        N("Reshape", ["xl", "s6"], ["x6"], "merge_split"),
+        N("Transpose", ["x6"], ["xt"], "merge_transpose", perm=[0, 1, 3, 4, 2, 5]),
+        N("Reshape", ["xt", "s4"], ["xm"], "merge_join"),
+    ]
+    src = "xm"
+    if norm:
+        nodes.append(N("LayerNormalization", ["xm", "g", "bn"], ["xn"], "merge_norm", axis=-1, epsilon=1e-5))
+        src = "xn"
+    nodes += [N("MatMul", [src, "wr"], ["r"], "reduction"),
+              N("Transpose", ["r"], ["y"], "to_nchw", perm=[0, 3, 1, 2])]
+    inits = [c("s6", np.array([1, half, 2, half, 2, ch], np.int64)), c("s4", np.array([1, half, half, 4 * ch], np.int64)),
+             c("g", np.ones(4 * ch, np.float32)), c("bn", np.zeros(4 * ch, np.float32)), w("wr", (4 * ch, 2 * ch))]
+    return wrap("mergelast", nodes, inits, ch, side, side, 2 * ch)
+
+
+BUILDERS: dict[str, Callable[..., Built]] = {"mergelast": mergelast, "gridrev": gridrev, "factor": factor, "pad": pad, "spmean": spmean, "lastmean": lastmean, "lsa": lsa, "maxattn": maxattn, "slicehead": slicehead, "eca": eca, "swinattn": swinattn, "winpart": winpart, "bilstm": bilstm, "talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
 
 
 def build(label: str) -> Built:

@@ -23,7 +23,12 @@ from optimizer.catalog._layout import (
 from optimizer.catalog._layout import data_users as _data_users
 from optimizer.catalog._layout import only_user as _only_user
 from optimizer.catalog._rk3566 import einsum_operands, pixel_reduce
-from optimizer.catalog._rk3566_attn import factorised_attention, grid_merge_ends, transpose_into_reshape
+from optimizer.catalog._rk3566_attn import (
+    channels_last_merge,
+    factorised_attention,
+    grid_merge_ends,
+    transpose_into_reshape,
+)
 from optimizer.catalog._view import LayerView
 from optimizer.ir._fold import build_time_value
 
@@ -2278,6 +2283,7 @@ CHECKS: Mapping[str, Check] = {
     "einsum_operands": einsum_operands,
     "factorised_attention": factorised_attention,
     "grid_merge_ends": grid_merge_ends,
+    "channels_last_merge": channels_last_merge,
     "sdpa_kv_broadcast": sdpa_kv_broadcast,
     "width_split": width_split,
     "level_rows": level_rows,

@@ -333,3 +333,46 @@ def grid_merge_ends(rule: Rule, view: LayerView) -> str | None:
                     "a CPU transpose and reshape")
         current = graph.producer(current.inputs[0]) if current.inputs else None
     return None
+
+
+_MERGE_LAST = (0, 1, 3, 4, 2, 5)
+
+
+def _channels_last_merge(graph: Graph, node: Node | None) -> bool:
+    """timm Swin's patch merging Transpose: [b, H/2, 2, W/2, 2, C] -> (0,1,3,4,2,5), the 2x2 neighbours moved
+    next to the channel of a channels-last map (each phase and the half-width axis non-unit)."""
+    if node is None or node.op_type != "Transpose" or not node.inputs:
+        return False
+    if tuple(node.attrs.get("perm") or ()) != _MERGE_LAST:
+        return False
+    shape = graph.shape(node.inputs[0])
+    return (shape is not None and len(shape) == 6 and all(isinstance(d, int) for d in shape)
+            and int(shape[2]) > 1 and int(shape[3]) > 1 and int(shape[4]) > 1)
+
+
+def channels_last_merge(rule: Rule, view: LayerView) -> str | None:
+    """rk3566 has no space-to-depth form for a patch merging written on a channels-last map as Reshape +
+    Transpose (0,1,3,4,2,5) + Reshape (timm Swin/SwinV2-cr): the split Reshape and the Transpose are CPU layers,
+    and a LayerNorm reading the joined [1, H/2, W/2, 4C] map gets a CPU transpose into its NPU form (probe
+    mergelast). The split Reshape's layer is named after a Transpose making its input, when one does."""
+    graph, node = view.graph, view.node
+    if _channels_last_merge(graph, node):
+        return ("Transpose (0,1,3,4,2,5) joins the 2x2 neighbours of a channels-last map into the channel (patch "
+                "merging): no NPU form on rk3566, a CPU layer")
+    for out in node.outputs[:1]:
+        user = only_user(graph, out)
+        carrier = user
+        if user is not None and user.op_type == "Reshape" and node.op_type == "Transpose":
+            carrier = only_user(graph, user.outputs[0])
+        elif node.op_type != "Reshape":
+            carrier = None
+        if _channels_last_merge(graph, carrier):
+            return ("splits a channels-last map into the 2x2 neighbours of a patch merging (Transpose (0,1,3,4,2,5)), "
+                    "which has no NPU form on rk3566: a CPU reshape")
+    if node.op_type == "LayerNormalization" and node.inputs:
+        join = graph.producer(node.inputs[0])
+        if join is not None and join.op_type in RESHAPES and join.inputs and _channels_last_merge(
+                graph, graph.producer(join.inputs[0])):
+            return ("normalises a patch merging's joined map, which the CPU transpose left channels-last: a CPU "
+                    "transpose into exNorm's form")
+    return None
