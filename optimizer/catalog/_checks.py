@@ -27,6 +27,8 @@ from optimizer.catalog._rk3566_attn import (
     channels_last_merge,
     factorised_attention,
     grid_merge_ends,
+    pooled_heads_flatten,
+    pooled_value,
     transpose_into_reshape,
 )
 from optimizer.catalog._view import LayerView
@@ -973,6 +975,8 @@ def head_split(rule: Rule, view: LayerView) -> str | None:
     node, graph = view.node, view.graph
     if node.op_type != "Reshape" or not _attention_head_reshape(graph, node):
         return None
+    if _score_grid_view(graph, node) is not None:
+        return None  # scores viewed as a grid of positions, not heads (no layer on rk3566: RKNN-SCORE-GRID-BACK)
     src, dst = view.in_shape(), view.out_shape()
     if not _static(src) or not _static(dst):
         return None
@@ -1912,6 +1916,21 @@ def score_grid(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
+def score_grid_back(rule: Rule, view: LayerView) -> str | None:
+    """rk3566 views exMatMul's attention scores as a [1,h,qh,qw,kh,kw] grid (decomposed relative positions, MViTv2)
+    without a layer, but merges the grid back into [1,h,N,M] with a CPU Reshape whatever the alignment (corpus
+    timm_mvitv2_tiny: M 196 and 784, FP16 and INT8)."""
+    graph, node = view.graph, view.node
+    if node.op_type != "Reshape" or not node.inputs:
+        return None
+    src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
+    if not (_static(src) and _static(dst)) or len(src) != 6 or len(dst) != 4 or dst[3] != src[4] * src[5]:
+        return None
+    if not _merges_score_grid(graph, node, tuple(src)):
+        return None
+    return f"Reshape {list(src)} -> {list(dst)} merges a grid of attention scores back: a CPU relayout on rk3566"
+
+
 _HEAD_PATH = frozenset({"Transpose", "Add", "Sub", "Mul", "Div", "Identity"})
 
 
@@ -2284,6 +2303,8 @@ CHECKS: Mapping[str, Check] = {
     "factorised_attention": factorised_attention,
     "grid_merge_ends": grid_merge_ends,
     "channels_last_merge": channels_last_merge,
+    "score_grid_back": score_grid_back,
+    "pooled_value": pooled_value,
     "sdpa_kv_broadcast": sdpa_kv_broadcast,
     "width_split": width_split,
     "level_rows": level_rows,
@@ -2804,6 +2825,8 @@ def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
             return f"Transpose perm {perm} of {list(src)} moves data (a gather in the NC1HWC2 layout)"
         return None
     if node.op_type == "Reshape" and _attention_head_reshape(graph, node):
+        return None
+    if pooled_heads_flatten(graph, node):
         return None
     users = _data_users(graph, node.outputs[0])
     if len(users) == 1 and _moving_transpose(graph, users[0]) and not _token_form(graph, node.inputs[0]):

@@ -376,3 +376,74 @@ def channels_last_merge(rule: Rule, view: LayerView) -> str | None:
             return ("normalises a patch merging's joined map, which the CPU transpose left channels-last: a CPU "
                     "transpose into exNorm's form")
     return None
+
+
+def pooled_heads_flatten(graph: Graph, node: Node) -> bool:
+    """A Reshape flattening the pixels of a batch of per-head maps [B, d, H, W] (MViTv2's pooled q/k/v, heads in
+    the batch of a depthwise pooling Conv) into [1, B, d, H*W]: the toolkit keeps d as the channel and relabels
+    (an NPU Reshape in every block of corpus timm_mvitv2_tiny, B 1-8, H*W 49-3136, FP16 and INT8), also when a
+    Transpose (0, 1, 3, 2) to tokens follows, which keeps its own layer."""
+    if node.op_type != "Reshape" or not node.inputs or not node.outputs:
+        return False
+    src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
+    if src is None or dst is None or len(src) != 4 or len(dst) != 4:
+        return False
+    if not all(isinstance(d, int) for d in (*src, *dst)):
+        return False
+    producer = graph.producer(node.inputs[0])
+    if producer is None or producer.op_type not in ("Conv", "MaxPool", "AveragePool"):
+        return False
+    b, d, h, w = (int(x) for x in src)
+    return tuple(int(x) for x in dst) == (1, b, d, h * w) and h * w > 1
+
+
+def _value_of_pv(graph: Graph, tensor: str, depth: int = 3) -> bool:
+    """`tensor` reaches, through LayerNormalization only, the second operand of P.V (a MatMul whose first operand
+    is a Softmax)."""
+    for _ in range(depth):
+        user = only_user(graph, tensor)
+        if user is None:
+            return False
+        if user.op_type == "MatMul" and len(user.inputs) > 1 and user.inputs[1] == tensor:
+            probs = graph.producer(user.inputs[0])
+            return probs is not None and probs.op_type == "Softmax"
+        if user.op_type != "LayerNormalization" or not user.outputs:
+            return False
+        tensor = user.outputs[0]
+    return False
+
+
+def _pooled_value(graph: Graph, node: Node) -> tuple[int, int] | None:
+    """(N, d) when `node` is the pooled-map flatten Reshape of V or the Transpose (0, 1, 3, 2) after it that takes
+    V [1, h, d, N] to tokens [1, h, N, d] for P.V (MViTv2)."""
+    reshape = node
+    if _last_two_swap(graph, node):
+        producer = graph.producer(node.inputs[0])
+        if producer is None:
+            return None
+        reshape = producer
+    if not pooled_heads_flatten(graph, reshape):
+        return None
+    transpose = only_user(graph, reshape.outputs[0])
+    if not _last_two_swap(graph, transpose) or (node is not reshape and transpose is not node):
+        return None
+    assert transpose is not None
+    shape = graph.shape(transpose.outputs[0])
+    if shape is None or not _value_of_pv(graph, transpose.outputs[0]):
+        return None
+    return int(shape[2]), int(shape[3])
+
+
+def pooled_value(rule: Rule, view: LayerView) -> str | None:
+    """MViTv2's pooled V, flattened from its pooling map [h, d, H, W] into [1, h, d, N] and transposed to tokens
+    for P.V: both layers are CPU unless N and d are whole 8-byte groups (V's transpose into exMatMul's form,
+    RKNN-EXMATMUL-B's rule, here through the pooled map and its LayerNorm)."""
+    hit = _pooled_value(view.graph, view.node)
+    if hit is None:
+        return None
+    n, d = hit
+    align = int(rule.params["align"][view.precision])
+    if n % align == 0 and d % align == 0:
+        return None
+    return (f"{view.node.op_type} of the pooled V [1, h, {d}, {n}] into P.V's tokens: N = {n} or d = {d} is not a "
+            f"multiple of {align} ({view.precision}: 8-byte groups), so V's relayout runs on the CPU")
