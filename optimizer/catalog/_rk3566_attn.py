@@ -300,7 +300,8 @@ def grid_merge_ends(rule: Rule, view: LayerView) -> str | None:
     [1, nh, nw, gh, gw, C], Transpose (0,3,1,4,2,5), Reshape to the map) without exWindow: the reshape of the
     linear layer's result into the grid is a CPU layer, named after the linear layer when the window side is whole
     8-byte groups (merged into it) and after the run's first Reshape otherwise (probe gridrev), and the transpose
-    with the reshape back are CPU layers named after the run's last Reshape (the Transpose itself has no layer)."""
+    with the reshape back are CPU layers named after the layout ops after it in the run (the corpus' last Reshape;
+    in the probe, its Reshape and the NCHW Transpose after it); the Transpose itself has no layer."""
     graph, node = view.graph, view.node
     align = int(rule.params["align"][view.precision])
     run = _grid_merge_run(graph, node)
@@ -311,20 +312,19 @@ def grid_merge_ends(rule: Rule, view: LayerView) -> str | None:
         return (f"its result enters the grid merge {run[-1].name} (perm (0,3,1,4,2,5)), which has no exWindow form on "
                 f"rk3566: the reshape into the grid runs on the CPU, merged into this layer (window side {side}, whole "
                 "8-byte groups)")
-    if node.op_type not in RESHAPES or not node.inputs:
+    if node.op_type not in _LAYOUT or not node.inputs:
         return None
     producer = graph.producer(node.inputs[0])
-    if producer is not None and producer.op_type not in _LAYOUT:
+    if node.op_type in RESHAPES and producer is not None and producer.op_type not in _LAYOUT:
         side = _window_side(graph, node)
         into = _run_from(graph, node.outputs[0]) if node.outputs else []
         if side is not None and side % align and any(_grid_merge_transpose(graph, m) for m in into):
             return (f"reshapes windows of side {side} into the grid merge {into[-1].name} (no exWindow form): "
                     f"{side} is not a multiple of {align} ({view.precision}: 8-byte groups), so this reshape is a CPU "
                     "layer of its own")
-    user = only_user(graph, node.outputs[0]) if node.outputs else None
-    if user is not None and user.op_type in _LAYOUT:
-        return None  # not the last op of the run
-    current: Node | None = graph.producer(node.inputs[0])
+    if _grid_merge_transpose(graph, node):
+        return None  # no layer of its own: the ops after it in the run carry the move
+    current: Node | None = producer
     for _ in range(4):
         if current is None or current.op_type not in _LAYOUT:
             return None
@@ -350,6 +350,10 @@ def _channels_last_merge(graph: Graph, node: Node | None) -> bool:
             and int(shape[2]) > 1 and int(shape[3]) > 1 and int(shape[4]) > 1)
 
 
+def _is_transpose(node: Node | None) -> bool:
+    return node is not None and node.op_type == "Transpose"
+
+
 def channels_last_merge(rule: Rule, view: LayerView) -> str | None:
     """rk3566 has no space-to-depth form for a patch merging written on a channels-last map as Reshape +
     Transpose (0,1,3,4,2,5) + Reshape (timm Swin/SwinV2-cr): the split Reshape and the Transpose are CPU layers,
@@ -364,8 +368,8 @@ def channels_last_merge(rule: Rule, view: LayerView) -> str | None:
         carrier = user
         if user is not None and user.op_type == "Reshape" and node.op_type == "Transpose":
             carrier = only_user(graph, user.outputs[0])
-        elif node.op_type != "Reshape":
-            carrier = None
+        elif node.op_type != "Reshape" or _is_transpose(graph.producer(node.inputs[0]) if node.inputs else None):
+            carrier = None  # not the split Reshape, or one whose layer is named after the Transpose before it
         if _channels_last_merge(graph, carrier):
             return ("splits a channels-last map into the 2x2 neighbours of a patch merging (Transpose (0,1,3,4,2,5)), "
                     "which has no NPU form on rk3566: a CPU reshape")
