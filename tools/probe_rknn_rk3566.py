@@ -57,6 +57,9 @@ spmean:C:S:ORDER:KEEP[:OP]  a squeeze-excitation gate from a spatial mean (OP 1/
 lastmean:S:C:NORM    a channels-last map's mean over its pixels (Swin/Sequencer heads): Conv map [1, C, S, S] ->
                      Transpose (0, 2, 3, 1) (-> LayerNormalization over C when NORM 1) -> ReduceMean axes (1, 2),
                      keepdims 0 -> Reshape [1, C, 1, 1]
+srattn:S:SR:HEADS:D   spatial-reduction attention (PVTv2, Twins' GSA) on tokens of an S x S map: q from the tokens; k, v
+                     from the map reduced by a stride-SR Conv, Reshape [1, C, M] -> Transpose -> bias Add -> kv MatMul ->
+                     Reshape [1, M, 2, h, d] -> Transpose (2,0,3,1,4) -> Split -> Squeeze; K^T scaled by a Mul before Q.K^T
 mergelast:S:C:NORM    timm Swin's patch merging on a channels-last [1, S, S, C] map: Reshape [1, S/2, 2, S/2, 2, C] ->
                      Transpose (0,1,3,4,2,5) -> Reshape [1, S/2, S/2, 4C] (-> LayerNormalization over 4C when NORM 1) ->
                      reduction MatMul to 2C (RKNN-MERGE-CHANNELS-LAST)
@@ -871,7 +874,37 @@ def mergelast(side: int, ch: int, norm: int) -> Built:
     return wrap("mergelast", nodes, inits, ch, side, side, 2 * ch)
 
 
-BUILDERS: dict[str, Callable[..., Built]] = {"mergelast": mergelast, "gridrev": gridrev, "factor": factor, "pad": pad, "spmean": spmean, "lastmean": lastmean, "lsa": lsa, "maxattn": maxattn, "slicehead": slicehead, "eca": eca, "swinattn": swinattn, "winpart": winpart, "bilstm": bilstm, "talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
+def srattn(side: int, sr: int, heads: int, d: int) -> Built:
+    """PVTv2/Twins spatial-reduction attention: q over the S*S tokens, k and v over the M = (S/SR)^2 tokens of the
+    map reduced by a stride-SR convolution, the softmax scale split between q and K^T (as the exporter writes it)."""
+    n, m, ch = side * side, (side // sr) ** 2, heads * d
+    nodes = [
+        N("Reshape", ["x", "s3"], ["r"], "to_rows"), N("Transpose", ["r"], ["t"], "to_tokens", perm=[0, 2, 1]),
+        N("MatMul", ["t", "wq"], ["q0"], "q_matmul"), N("Reshape", ["q0", "s_qh"], ["q4"], "q_heads"),
+        N("Transpose", ["q4"], ["q"], "q_transpose", perm=[0, 2, 1, 3]), N("Mul", ["q", "sc"], ["qs"], "q_scale"),
+        N("Conv", ["x", "wsr"], ["xr"], "sr_conv", strides=[sr, sr]),
+        N("Reshape", ["xr", "s_kv3"], ["kr"], "sr_rows"), N("Transpose", ["kr"], ["kt0"], "sr_tokens", perm=[0, 2, 1]),
+        N("Add", ["kt0", "bn"], ["kn"], "sr_norm"),  # stands in for the LayerNorm (the toolkit's exNorm rule fails on it)
+        N("MatMul", ["kn", "wkv"], ["kv0"], "kv_matmul"), N("Reshape", ["kv0", "s_kv5"], ["kv5"], "kv_heads"),
+        N("Transpose", ["kv5"], ["kvt"], "kv_transpose", perm=[2, 0, 3, 1, 4]),
+        N("Split", ["kvt", "two"], ["k1", "v1"], "kv_split", axis=0),
+        N("Squeeze", ["k1", "ax0"], ["k"], "k_squeeze"), N("Squeeze", ["v1", "ax0"], ["v"], "v_squeeze"),
+        N("Transpose", ["k"], ["kt"], "k_transpose", perm=[0, 1, 3, 2]), N("Mul", ["kt", "sc"], ["kts"], "k_scale"),
+        N("MatMul", ["qs", "kts"], ["a"], "qk"), N("Softmax", ["a"], ["p"], "softmax", axis=-1),
+        N("MatMul", ["p", "v"], ["o"], "pv"), N("Transpose", ["o"], ["ot"], "o_transpose", perm=[0, 2, 1, 3]),
+        N("Reshape", ["ot", "s_tok"], ["tok"], "o_join"), N("MatMul", ["tok", "wp"], ["pr"], "proj"),
+        N("Transpose", ["pr"], ["pt"], "back_transpose", perm=[0, 2, 1]), N("Reshape", ["pt", "s_map"], ["y"], "back_reshape"),
+    ]
+    inits = [c("s3", np.array([1, ch, n], np.int64)), w("wq", (ch, ch)), c("s_qh", np.array([1, n, heads, d], np.int64)),
+             c("sc", np.float32(d ** -0.25)), w("wsr", (ch, ch, sr, sr)), c("s_kv3", np.array([1, ch, m], np.int64)),
+             w("bn", (ch,)), w("wkv", (ch, 2 * ch)),
+             c("s_kv5", np.array([1, m, 2, heads, d], np.int64)), c("two", np.array([1, 1], np.int64)),
+             c("ax0", np.array([0], np.int64)), c("s_tok", np.array([1, n, ch], np.int64)), w("wp", (ch, ch)),
+             c("s_map", np.array([1, ch, side, side], np.int64))]
+    return wrap("srattn", nodes, inits, ch, side, side, ch)
+
+
+BUILDERS: dict[str, Callable[..., Built]] = {"srattn": srattn, "mergelast": mergelast, "gridrev": gridrev, "factor": factor, "pad": pad, "spmean": spmean, "lastmean": lastmean, "lsa": lsa, "maxattn": maxattn, "slicehead": slicehead, "eca": eca, "swinattn": swinattn, "winpart": winpart, "bilstm": bilstm, "talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
 
 
 def build(label: str) -> Built:

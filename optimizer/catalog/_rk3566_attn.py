@@ -451,3 +451,92 @@ def pooled_value(rule: Rule, view: LayerView) -> str | None:
         return None
     return (f"{view.node.op_type} of the pooled V [1, h, {d}, {n}] into P.V's tokens: N = {n} or d = {d} is not a "
             f"multiple of {align} ({view.precision}: 8-byte groups), so V's relayout runs on the CPU")
+
+
+def _kv_unbind(graph: Graph, split: Node) -> tuple[Node, int] | None:
+    """(the kv head-split Reshape, heads) when `split` unbinds k and v alone ([1, M, 2, h, d] -> Transpose
+    (2,0,3,1,4) -> Split in two): keys and values projected apart from the queries (PVTv2, Twins)."""
+    if split.op_type != "Split" or len(split.outputs) != 2 or not split.inputs:
+        return None
+    transpose = graph.producer(split.inputs[0])
+    if transpose is None or transpose.op_type != "Transpose" or tuple(transpose.attrs.get("perm") or ()) != (
+            2, 0, 3, 1, 4):
+        return None
+    reshape = graph.producer(transpose.inputs[0])
+    shape = graph.shape(transpose.inputs[0])
+    if reshape is None or reshape.op_type != "Reshape" or shape is None or len(shape) != 5 or shape[2] != 2:
+        return None
+    return (reshape, int(shape[3])) if isinstance(shape[3], int) else None
+
+
+def _keys_end(graph: Graph, split: Node) -> Node | None:
+    """The scale Mul on K^T before Q.K^T (K's Squeeze -> Transpose (0,1,3,2) -> Mul), the op the CPU transpose
+    is named after (probe srattn, corpus attn/Mul_1)."""
+    squeeze = only_user(graph, split.outputs[0])
+    if squeeze is None or squeeze.op_type != "Squeeze":
+        return None
+    transpose = only_user(graph, squeeze.outputs[0])
+    if not _last_two_swap(graph, transpose):
+        return None
+    assert transpose is not None
+    end = only_user(graph, transpose.outputs[0])
+    if end is None or end.op_type != "Mul" or not any(graph.is_constant(i) for i in end.inputs):
+        return None  # K^T unscaled (GCViT): its transpose has no layer of its own; not claimed
+    user = only_user(graph, end.outputs[0])
+    return end if user is not None and user.op_type == "MatMul" and user.inputs[1] == end.outputs[0] else None
+
+
+def _product(dims: tuple[object, ...]) -> int | None:
+    a, b = dims[0], dims[1]
+    return a * b if isinstance(a, int) and isinstance(b, int) else None
+
+
+def _map_rows_before(graph: Graph, reshape: Node, depth: int = 6) -> Node | None:
+    """The Reshape flattening the map a strided Conv reduced, [1, C, H, W] -> [1, C, H*W], that the kv
+    projection's tokens come from (through its bias, a LayerNorm and the (0, 2, 1) Transpose), else None (a
+    position-encoding Conv's map in the last Twins stage is not: its flatten stays NPU)."""
+    tensor = reshape.inputs[0]
+    for _ in range(depth):
+        node = graph.producer(tensor)
+        if node is None:
+            return None
+        src = graph.shape(node.inputs[0]) if node.inputs else None
+        dst = graph.shape(node.outputs[0])
+        if node.op_type == "Reshape" and src is not None and dst is not None and len(src) == 4 and len(dst) == 3:
+            after = only_user(graph, node.outputs[0])
+            rows = tuple(dst) == (src[0], src[1], _product(src[2:]))
+            conv = graph.producer(node.inputs[0])
+            strides = conv.attrs.get("strides") or () if conv is not None else ()
+            reduced = conv is not None and conv.op_type == "Conv" and any(int(v) > 1 for v in strides)
+            return node if rows and reduced and after is not None and after.op_type == "Transpose" else None
+        if node.op_type not in ("Add", "MatMul", "LayerNormalization", "Transpose"):
+            return None
+        if node.op_type == "Add" and len([i for i in node.inputs if i and not graph.is_constant(i)
+                                          and graph.shape(i) == dst]) > 1:
+            return None  # a residual Add: the tokens come from the stream, not from a reduced map
+        tensor = next((i for i in node.inputs if i and not graph.is_constant(i) and graph.shape(i) is not None
+                       and len(graph.shape(i) or ()) == 3), "")
+    return None
+
+
+def kv_heads(rule: Rule, view: LayerView) -> str | None:
+    """Multi-head attention whose keys and values are projected apart from the queries (a kv unbind in two):
+    rk3566 lowers the kv head split as a CPU reshape into (2, h, d, M) (named after the Reshape flattening the
+    reduced map when the tokens come from one, else after the head split itself) and transposes K^T into
+    exMatMul's form on the CPU (named after the op on K^T before Q.K^T), whatever M; one head needs neither."""
+    graph, node = view.graph, view.node
+    for split in graph.nodes:
+        if split.op_type != "Split":
+            continue
+        hit = _kv_unbind(graph, split)
+        if hit is None or hit[1] < 2:
+            continue
+        reshape, heads = hit
+        if node is _keys_end(graph, split):
+            return (f"K^T of a {heads}-head attention with keys projected apart from the queries: transposed into "
+                    "exMatMul's form on the CPU")
+        rows = _map_rows_before(graph, reshape)
+        if node is (rows if rows is not None else reshape) and _keys_end(graph, split) is not None:
+            return (f"carries the kv head split of a {heads}-head attention with keys projected apart from the "
+                    "queries: a CPU reshape into (2, heads, d, M)")
+    return None

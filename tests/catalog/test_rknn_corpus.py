@@ -207,6 +207,13 @@ CITED = [
     ("timm_mvitv2_tiny", "rk3566", "fp16", "/stages.3/blocks.1/attn/Transpose_6", True),  # N 49
     ("timm_mvitv2_tiny", "rk3566", "fp16", "/stages.2/blocks.1/attn/Reshape_9", True),
     ("timm_mvitv2_tiny", "rk3566", "fp16", "/stages.2/blocks.1/attn/Reshape_8", False),
+    # RKNN-KV-HEADS: keys and values projected apart from the queries (PVTv2, Twins' GSA)
+    ("timm_pvt_v2_b0", "rk3566", "fp16", "/stages/stages.1/blocks.0/attn/Mul_1", True),
+    ("timm_pvt_v2_b0", "rk3566", "int8", "/stages/stages.2/blocks.0/attn/Reshape_2", True),
+    ("timm_pvt_v2_b0", "rk3566", "fp16", "/stages/stages.3/blocks.0/attn/Reshape_1", True),
+    ("timm_pvt_v2_b0", "rk3566", "fp16", "/stages/stages.3/Reshape", False),
+    ("timm_twins_svt_small", "rk3566", "int8", "/blocks.3.1/attn/Mul_1", True),
+    ("timm_twins_svt_small", "rk3566", "fp16", "/pos_block.3/Reshape_1", False),
 ]
 
 

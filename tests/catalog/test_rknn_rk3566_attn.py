@@ -235,3 +235,58 @@ def test_the_score_grid_is_merged_back_on_the_cpu_and_viewed_for_free(catalog, t
         assert "RKNN-SCORE-GRID-BACK" in violations(catalog, path, "rk3566", precision, "grid_back")
         assert "RKNN-HEAD-SPLIT" not in violations(catalog, path, "rk3566", precision, "grid_view")
     assert "RKNN-SCORE-GRID-BACK" not in violations(catalog, path, "rk3588", "fp16", "grid_back")
+
+
+def _srattn(tmp_path, side=14, sr=2, heads=2, d=32, scaled=True):
+    """The probe `srattn` graph (PVTv2/Twins): q from the tokens; k, v from the map reduced by a stride-SR Conv,
+    flattened, normalised, projected and unbound in two; K^T scaled by a Mul (scaled) before Q.K^T."""
+    n, m, ch = side * side, (side // sr) ** 2, heads * d
+    kt = "kts" if scaled else "kt"
+    nodes = [_n("Reshape", ["x", "s3"], ["r"], "to_rows"), _n("Transpose", ["r"], ["t"], "to_tokens", perm=[0, 2, 1]),
+             _n("MatMul", ["t", "wq"], ["q0"], "q_matmul"), _n("Reshape", ["q0", "s_qh"], ["q4"], "q_heads"),
+             _n("Transpose", ["q4"], ["q"], "q_transpose", perm=[0, 2, 1, 3]),
+             _n("Conv", ["x", "wsr"], ["xr"], "sr_conv", strides=[sr, sr]),
+             _n("Reshape", ["xr", "s_kv3"], ["kr"], "sr_rows"), _n("Transpose", ["kr"], ["kt0"], "sr_tokens", perm=[0, 2, 1]),
+             _n("LayerNormalization", ["kt0", "g", "bn"], ["kn"], "sr_norm", axis=-1),
+             _n("MatMul", ["kn", "wkv"], ["kv0"], "kv_matmul"), _n("Reshape", ["kv0", "s_kv5"], ["kv5"], "kv_heads"),
+             _n("Transpose", ["kv5"], ["kvt"], "kv_transpose", perm=[2, 0, 3, 1, 4]),
+             _n("Split", ["kvt", "two"], ["k1", "v1"], "kv_split", axis=0),
+             _n("Squeeze", ["k1", "ax0"], ["k"], "k_squeeze"), _n("Squeeze", ["v1", "ax0"], ["v"], "v_squeeze"),
+             _n("Transpose", ["k"], ["kt"], "k_transpose", perm=[0, 1, 3, 2])]
+    if scaled:
+        nodes.append(_n("Mul", ["kt", "sc"], ["kts"], "k_scale"))
+    nodes += [_n("MatMul", ["q", kt], ["a"], "qk"), _n("Softmax", ["a"], ["p"], "softmax", axis=-1),
+              _n("MatMul", ["p", "v"], ["y"], "pv")]
+    inits = [const("s3", np.array([1, ch, n], np.int64)), weight("wq", (ch, ch)),
+             const("s_qh", np.array([1, n, heads, d], np.int64)), weight("wsr", (ch, ch, sr, sr)),
+             const("s_kv3", np.array([1, ch, m], np.int64)), weight("g", (ch,)), weight("bn", (ch,)),
+             weight("wkv", (ch, 2 * ch)), const("s_kv5", np.array([1, m, 2, heads, d], np.int64)),
+             const("two", np.array([1, 1], np.int64)), const("ax0", np.array([0], np.int64)),
+             const("sc", np.float32(0.4))]
+    return save_model(tmp_path / "sr.onnx", nodes, [value("x", [1, ch, side, side])], [value("y", None)], inits)
+
+
+@pytest.mark.parametrize(("side", "heads", "relaid"), [
+    (14, 2, True), (16, 2, True),  # probe srattn:14:2:2:32 (M 49), :16:2:2:32 (M 64): CPU whatever M
+    (14, 1, False),  # srattn:14:2:1:64: one head, no kv split or K^T layer
+])
+def test_keys_projected_apart_from_the_queries_are_relaid_with_several_heads(catalog, tmp_path, side, heads, relaid):
+    path = _srattn(tmp_path, side=side, heads=heads, d=64 // heads)
+    for precision in ("fp16", "int8"):
+        for node in ("k_scale", "sr_rows"):
+            assert ("RKNN-KV-HEADS" in violations(catalog, path, "rk3566", precision, node)) is relaid, node
+        assert "RKNN-KV-HEADS" not in violations(catalog, path, "rk3566", precision, "kv_heads")  # named sr_rows
+        assert "RKNN-KV-HEADS" not in violations(catalog, path, "rk3566", precision, "q_heads")
+
+
+def test_without_a_reduction_the_kv_head_split_takes_the_reshape(catalog, tmp_path):
+    # corpus timm_pvt_v2_b0 stage 3 (no sr): the kv head split Reshape_1 is the CPU layer
+    path = _srattn(tmp_path, sr=1)
+    assert "RKNN-KV-HEADS" in violations(catalog, path, "rk3566", "fp16", "kv_heads")
+    assert "RKNN-KV-HEADS" not in violations(catalog, path, "rk3566", "fp16", "sr_rows")
+
+
+def test_unscaled_keys_are_not_claimed(catalog, tmp_path):
+    # GCViT's K^T goes straight into Q.K^T: its transpose has no layer in the corpus, so nothing is claimed
+    path = _srattn(tmp_path, scaled=False)
+    assert "RKNN-KV-HEADS" not in violations(catalog, path, "rk3566", "fp16", "k_transpose")
