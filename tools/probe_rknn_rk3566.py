@@ -57,6 +57,21 @@ spmean:C:S:ORDER:KEEP[:OP]  a squeeze-excitation gate from a spatial mean (OP 1/
 lastmean:S:C:NORM    a channels-last map's mean over its pixels (Swin/Sequencer heads): Conv map [1, C, S, S] ->
                      Transpose (0, 2, 3, 1) (-> LayerNormalization over C when NORM 1) -> ReduceMean axes (1, 2),
                      keepdims 0 -> Reshape [1, C, 1, 1]
+srattn:S:SR:HEADS:D   spatial-reduction attention (PVTv2, Twins' GSA) on tokens of an S x S map: q from the tokens; k, v
+                     from the map reduced by a stride-SR Conv, Reshape [1, C, M] -> Transpose -> bias Add -> kv MatMul ->
+                     Reshape [1, M, 2, h, d] -> Transpose (2,0,3,1,4) -> Split -> Squeeze; K^T scaled by a Mul before Q.K^T
+mergelast:S:C:NORM    timm Swin's patch merging on a channels-last [1, S, S, C] map: Reshape [1, S/2, 2, S/2, 2, C] ->
+                     Transpose (0,1,3,4,2,5) -> Reshape [1, S/2, S/2, 4C] (-> LayerNormalization over 4C when NORM 1) ->
+                     reduction MatMul to 2C (RKNN-MERGE-CHANNELS-LAST)
+gridrev:G:N:C         MaxViT's grid partition and reverse around a linear layer on a channels-last [1, G*N, G*N, C] map:
+                     Reshape [1, G, N, G, N, C] -> Transpose (0,2,4,1,3,5) -> Reshape [N*N, G, G, C] -> MatMul + bias ->
+                     Reshape [1, N, N, G, G, C] -> Transpose (0,3,1,4,2,5) -> Reshape [1, G*N, G*N, C] (RKNN-GRID-MERGE-ENDS)
+factor:S:HEADS:D:CLS:CRPE  CoaT's factorised attention on tokens of an S x S map (CLS 1: a class token in front, N = S*S+1):
+                     qkv MatMul -> Reshape [1, N, 3, h, d] -> Transpose (2,0,3,1,4) -> Split -> Squeeze, softmax of K over
+                     the tokens (axis 2) -> Transpose (0,1,3,2) -> K^T.V [1, h, d, d] -> Q.(K^T.V); CRPE 1 adds CoaT's
+                     convolutional position term q * dwconv(v) (v's pixel tokens Transpose (0,1,3,2) + Reshape into the map,
+                     back by Reshape [1, h, d, S*S] + Transpose, the class row padded back); heads joined by Transpose
+                     (0,2,1,3) + Reshape, proj MatMul
 pad:FORM:AXIS:AMOUNT  a constant Pad of AMOUNT at the end of one axis: FORM 0 on a conv map [1, 16, 8, 8], FORM 1 on
                      tokens [1, 64, 16] made by a token MatMul, FORM 2 on attention heads [1, 2, 64, 8] split from
                      them (2026-12-02, FP16 and INT8: a Pad layer on the NPU in every form that built, the tokens'
@@ -752,7 +767,144 @@ def pad(form: int, axis: int, amount: int) -> Built:
     return wrap("pad", nodes, inits, ch, side, side, out_c)
 
 
-BUILDERS: dict[str, Callable[..., Built]] = {"pad": pad, "spmean": spmean, "lastmean": lastmean, "lsa": lsa, "maxattn": maxattn, "slicehead": slicehead, "eca": eca, "swinattn": swinattn, "winpart": winpart, "bilstm": bilstm, "talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
+def factor(side: int, heads: int, d: int, cls: int, crpe: int) -> Built:
+    """CoaT's factorised attention (timm coat.py FactorAttnConvRelPosEnc): softmax of K over the token axis, K^T.V
+    first, then Q.(K^T.V), with or without the class token and the convolutional relative-position term."""
+    hw = side * side
+    n = hw + cls
+    ch = heads * d
+    nodes = [
+        N("Reshape", ["x", "s3"], ["r"], "to_tokens_reshape"),
+        N("Transpose", ["r"], ["t0"], "to_tokens_transpose", perm=[0, 2, 1]),
+        *([N("Concat", ["cls", "t0"], ["t"], "cls_concat", axis=1)] if cls else [N("Identity", ["t0"], ["t"], "tok")]),
+        N("Add", ["t", "b"], ["ln"], "norm"),
+        N("MatMul", ["ln", "wqkv"], ["qkv0"], "qkv_matmul"),
+        N("Add", ["qkv0", "bqkv"], ["qkv"], "qkv_bias"),
+        N("Reshape", ["qkv", "s5"], ["q5"], "qkv_reshape"),
+        N("Transpose", ["q5"], ["qt"], "qkv_transpose", perm=[2, 0, 3, 1, 4]),
+        N("Split", ["qt", "ones"], ["q1", "k1", "v1"], "qkv_split", axis=0),
+        N("Squeeze", ["q1", "ax0"], ["q"], "q_squeeze"),
+        N("Squeeze", ["k1", "ax0"], ["k"], "k_squeeze"),
+        N("Squeeze", ["v1", "ax0"], ["v"], "v_squeeze"),
+        N("Softmax", ["k"], ["ks"], "k_softmax", axis=2),
+        N("Transpose", ["ks"], ["kt"], "k_transpose", perm=[0, 1, 3, 2]),
+        N("MatMul", ["kt", "v"], ["kv"], "kv_matmul"),
+        N("MatMul", ["q", "kv"], ["fa"], "qkv_matmul2"),
+        N("Mul", ["fa", "sc"], ["fas"], "scale"),
+    ]
+    inits = [c("s3", np.array([1, ch, hw], np.int64)), w("b", (ch,)), w("cls", (1, 1, ch)),
+             w("wqkv", (ch, 3 * ch)), w("bqkv", (3 * ch,)), c("s5", np.array([1, n, 3, heads, d], np.int64)),
+             c("ones", np.array([1, 1, 1], np.int64)), c("ax0", np.array([0], np.int64)), c("sc", np.float32(d**-0.5)),
+             c("s_tok", np.array([1, n, ch], np.int64)), w("wp", (ch, ch)), c("s_map", np.array([1, ch, side, side], np.int64)),
+             c("s_hd", np.array([1, heads, d, hw], np.int64)), w("wdw", (ch, 1, 3, 3)),
+             c("st", np.array([cls], np.int64)), c("en", np.array([n], np.int64)), c("ax2", np.array([2], np.int64)),
+             c("pads", np.array([0, 0, cls, 0, 0, 0, 0, 0], np.int64))]
+    out = "fas"
+    if crpe:
+        qi, vi = ("q", "v")
+        if cls:
+            nodes += [N("Slice", ["q", "st", "en", "ax2"], ["qs"], "crpe_q_slice"),
+                      N("Slice", ["v", "st", "en", "ax2"], ["vs"], "crpe_v_slice")]
+            qi, vi = "qs", "vs"
+        nodes += [
+            N("Transpose", [vi], ["vt"], "crpe_v_transpose", perm=[0, 1, 3, 2]),
+            N("Reshape", ["vt", "s_map"], ["vm"], "crpe_v_map"),
+            N("Conv", ["vm", "wdw"], ["vc"], "crpe_conv", group=ch, pads=[1, 1, 1, 1]),
+            N("Reshape", ["vc", "s_hd"], ["vh"], "crpe_v_heads"),
+            N("Transpose", ["vh"], ["vht"], "crpe_v_back", perm=[0, 1, 3, 2]),
+            N("Mul", [qi, "vht"], ["ev"], "crpe_mul"),
+        ]
+        if cls:
+            nodes.append(N("Pad", ["ev", "pads"], ["evp"], "crpe_pad", mode="constant"))
+        nodes.append(N("Add", ["fas", "evp" if cls else "ev"], ["fo"], "crpe_add"))
+        out = "fo"
+    nodes += [
+        N("Transpose", [out], ["ot"], "o_transpose", perm=[0, 2, 1, 3]),
+        N("Reshape", ["ot", "s_tok"], ["tok"], "o_join"),
+        N("MatMul", ["tok", "wp"], ["pr"], "proj"),
+    ]
+    if cls:
+        nodes.append(N("Slice", ["pr", "st", "en", "ones1"], ["prs"], "drop_cls"))
+        inits.append(c("ones1", np.array([1], np.int64)))
+    nodes += [N("Transpose", ["prs" if cls else "pr"], ["pt"], "back_transpose", perm=[0, 2, 1]),
+              N("Reshape", ["pt", "s_map"], ["y"], "back_reshape")]
+    return wrap("factor", nodes, inits, ch, side, side, ch)
+
+
+def gridrev(g: int, n: int, ch: int) -> Built:
+    """A channels-last map cut into an N x N grid of G x G windows (timm MaxViT's grid_partition), a linear layer
+    on the windows, and the grid reverse back to the map."""
+    side = g * n
+    nodes = [
+        N("Transpose", ["x"], ["xl"], "to_nhwc", perm=[0, 2, 3, 1]),
+        N("Reshape", ["xl", "s6"], ["x6"], "grid_split"),
+        N("Transpose", ["x6"], ["xp"], "grid_partition", perm=[0, 2, 4, 1, 3, 5]),
+        N("Reshape", ["xp", "s_win"], ["win"], "grid_windows"),
+        N("MatMul", ["win", "wl"], ["lin0"], "proj"),
+        N("Add", ["lin0", "bl"], ["lin"], "proj_bias"),
+        N("Reshape", ["lin", "s_back6"], ["b6"], "grid_back"),
+        N("Transpose", ["b6"], ["bt"], "grid_merge", perm=[0, 3, 1, 4, 2, 5]),
+        N("Reshape", ["bt", "s_map"], ["ml"], "grid_map"),
+        N("Transpose", ["ml"], ["y"], "to_nchw", perm=[0, 3, 1, 2]),
+    ]
+    inits = [c("s6", np.array([1, g, n, g, n, ch], np.int64)), c("s_win", np.array([n * n, g, g, ch], np.int64)),
+             w("wl", (ch, ch)), w("bl", (ch,)), c("s_back6", np.array([1, n, n, g, g, ch], np.int64)),
+             c("s_map", np.array([1, side, side, ch], np.int64))]
+    return wrap("gridrev", nodes, inits, ch, side, side, ch)
+
+
+def mergelast(side: int, ch: int, norm: int) -> Built:
+    """timm Swin's PatchMerging: the 2x2 neighbours of a channels-last map joined into the channel by a rank-6
+    Transpose (0,1,3,4,2,5), then the reduction linear layer."""
+    half = side // 2
+    nodes = [
+        N("Transpose", ["x"], ["xl"], "to_nhwc", perm=[0, 2, 3, 1]),
+        N("Reshape", ["xl", "s6"], ["x6"], "merge_split"),
+        N("Transpose", ["x6"], ["xt"], "merge_transpose", perm=[0, 1, 3, 4, 2, 5]),
+        N("Reshape", ["xt", "s4"], ["xm"], "merge_join"),
+    ]
+    src = "xm"
+    if norm:
+        nodes.append(N("LayerNormalization", ["xm", "g", "bn"], ["xn"], "merge_norm", axis=-1, epsilon=1e-5))
+        src = "xn"
+    nodes += [N("MatMul", [src, "wr"], ["r"], "reduction"),
+              N("Transpose", ["r"], ["y"], "to_nchw", perm=[0, 3, 1, 2])]
+    inits = [c("s6", np.array([1, half, 2, half, 2, ch], np.int64)), c("s4", np.array([1, half, half, 4 * ch], np.int64)),
+             c("g", np.ones(4 * ch, np.float32)), c("bn", np.zeros(4 * ch, np.float32)), w("wr", (4 * ch, 2 * ch))]
+    return wrap("mergelast", nodes, inits, ch, side, side, 2 * ch)
+
+
+def srattn(side: int, sr: int, heads: int, d: int) -> Built:
+    """PVTv2/Twins spatial-reduction attention: q over the S*S tokens, k and v over the M = (S/SR)^2 tokens of the
+    map reduced by a stride-SR convolution, the softmax scale split between q and K^T (as the exporter writes it)."""
+    n, m, ch = side * side, (side // sr) ** 2, heads * d
+    nodes = [
+        N("Reshape", ["x", "s3"], ["r"], "to_rows"), N("Transpose", ["r"], ["t"], "to_tokens", perm=[0, 2, 1]),
+        N("MatMul", ["t", "wq"], ["q0"], "q_matmul"), N("Reshape", ["q0", "s_qh"], ["q4"], "q_heads"),
+        N("Transpose", ["q4"], ["q"], "q_transpose", perm=[0, 2, 1, 3]), N("Mul", ["q", "sc"], ["qs"], "q_scale"),
+        N("Conv", ["x", "wsr"], ["xr"], "sr_conv", strides=[sr, sr]),
+        N("Reshape", ["xr", "s_kv3"], ["kr"], "sr_rows"), N("Transpose", ["kr"], ["kt0"], "sr_tokens", perm=[0, 2, 1]),
+        N("Add", ["kt0", "bn"], ["kn"], "sr_norm"),  # stands in for the LayerNorm (the toolkit's exNorm rule fails on it)
+        N("MatMul", ["kn", "wkv"], ["kv0"], "kv_matmul"), N("Reshape", ["kv0", "s_kv5"], ["kv5"], "kv_heads"),
+        N("Transpose", ["kv5"], ["kvt"], "kv_transpose", perm=[2, 0, 3, 1, 4]),
+        N("Split", ["kvt", "two"], ["k1", "v1"], "kv_split", axis=0),
+        N("Squeeze", ["k1", "ax0"], ["k"], "k_squeeze"), N("Squeeze", ["v1", "ax0"], ["v"], "v_squeeze"),
+        N("Transpose", ["k"], ["kt"], "k_transpose", perm=[0, 1, 3, 2]), N("Mul", ["kt", "sc"], ["kts"], "k_scale"),
+        N("MatMul", ["qs", "kts"], ["a"], "qk"), N("Softmax", ["a"], ["p"], "softmax", axis=-1),
+        N("MatMul", ["p", "v"], ["o"], "pv"), N("Transpose", ["o"], ["ot"], "o_transpose", perm=[0, 2, 1, 3]),
+        N("Reshape", ["ot", "s_tok"], ["tok"], "o_join"), N("MatMul", ["tok", "wp"], ["pr"], "proj"),
+        N("Transpose", ["pr"], ["pt"], "back_transpose", perm=[0, 2, 1]), N("Reshape", ["pt", "s_map"], ["y"], "back_reshape"),
+    ]
+    inits = [c("s3", np.array([1, ch, n], np.int64)), w("wq", (ch, ch)), c("s_qh", np.array([1, n, heads, d], np.int64)),
+             c("sc", np.float32(d ** -0.25)), w("wsr", (ch, ch, sr, sr)), c("s_kv3", np.array([1, ch, m], np.int64)),
+             w("bn", (ch,)), w("wkv", (ch, 2 * ch)),
+             c("s_kv5", np.array([1, m, 2, heads, d], np.int64)), c("two", np.array([1, 1], np.int64)),
+             c("ax0", np.array([0], np.int64)), c("s_tok", np.array([1, n, ch], np.int64)), w("wp", (ch, ch)),
+             c("s_map", np.array([1, ch, side, side], np.int64))]
+    return wrap("srattn", nodes, inits, ch, side, side, ch)
+
+
+BUILDERS: dict[str, Callable[..., Built]] = {"srattn": srattn, "mergelast": mergelast, "gridrev": gridrev, "factor": factor, "pad": pad, "spmean": spmean, "lastmean": lastmean, "lsa": lsa, "maxattn": maxattn, "slicehead": slicehead, "eca": eca, "swinattn": swinattn, "winpart": winpart, "bilstm": bilstm, "talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
 
 
 def build(label: str) -> Built:

@@ -30,6 +30,15 @@ from optimizer.catalog._partitions import (
     window_head_join,
 )
 from optimizer.catalog._rk3566 import einsum_operands, pixel_reduce
+from optimizer.catalog._rk3566_attn import (
+    channels_last_merge,
+    factorised_attention,
+    grid_merge_ends,
+    kv_heads,
+    pooled_heads_flatten,
+    pooled_value,
+    transpose_into_reshape,
+)
 from optimizer.catalog._stream import batch_rows_stream
 from optimizer.catalog._view import LayerView
 from optimizer.ir._fold import build_time_value
@@ -975,6 +984,8 @@ def head_split(rule: Rule, view: LayerView) -> str | None:
     node, graph = view.node, view.graph
     if node.op_type != "Reshape" or not _attention_head_reshape(graph, node):
         return None
+    if _score_grid_view(graph, node) is not None:
+        return None  # scores viewed as a grid of positions, not heads (no layer on rk3566: RKNN-SCORE-GRID-BACK)
     src, dst = view.in_shape(), view.out_shape()
     if not _static(src) or not _static(dst):
         return None
@@ -1917,6 +1928,21 @@ def score_grid(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
+def score_grid_back(rule: Rule, view: LayerView) -> str | None:
+    """rk3566 views exMatMul's attention scores as a [1,h,qh,qw,kh,kw] grid (decomposed relative positions, MViTv2)
+    without a layer, but merges the grid back into [1,h,N,M] with a CPU Reshape whatever the alignment (corpus
+    timm_mvitv2_tiny: M 196 and 784, FP16 and INT8)."""
+    graph, node = view.graph, view.node
+    if node.op_type != "Reshape" or not node.inputs:
+        return None
+    src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
+    if not (_static(src) and _static(dst)) or len(src) != 6 or len(dst) != 4 or dst[3] != src[4] * src[5]:
+        return None
+    if not _merges_score_grid(graph, node, tuple(src)):
+        return None
+    return f"Reshape {list(src)} -> {list(dst)} merges a grid of attention scores back: a CPU relayout on rk3566"
+
+
 _HEAD_PATH = frozenset({"Transpose", "Add", "Sub", "Mul", "Div", "Identity"})
 
 
@@ -2286,6 +2312,12 @@ CHECKS: Mapping[str, Check] = {
     "vector_sequence": vector_sequence,
     "pixel_reduce": pixel_reduce,
     "einsum_operands": einsum_operands,
+    "factorised_attention": factorised_attention,
+    "grid_merge_ends": grid_merge_ends,
+    "channels_last_merge": channels_last_merge,
+    "score_grid_back": score_grid_back,
+    "pooled_value": pooled_value,
+    "kv_heads": kv_heads,
     "sdpa_kv_broadcast": sdpa_kv_broadcast,
     "width_split": width_split,
     "level_rows": level_rows,
@@ -2802,6 +2834,8 @@ def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
         producer = graph.producer(node.inputs[0])
         if producer is not None and producer.op_type == "Reshape" and len(_data_users(graph, node.inputs[0])) == 1:
             return None
+        if transpose_into_reshape(graph, node):
+            return None
         if _matmul_result(graph, node.inputs[0]) or _activation_matmul_operand(graph, node.outputs[0]) is not None:
             return None  # folded into exMatMul's operand or result layout
         if _channels_last_pair(graph, node) or _to_form_channel(graph, node) or _direction_join(graph, node):
@@ -2811,6 +2845,8 @@ def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
             return f"Transpose perm {perm} of {list(src)} moves data (a gather in the NC1HWC2 layout)"
         return None
     if node.op_type == "Reshape" and _attention_head_reshape(graph, node):
+        return None
+    if pooled_heads_flatten(graph, node):
         return None
     users = _data_users(graph, node.outputs[0])
     if len(users) == 1 and _moving_transpose(graph, users[0]) and not _token_form(graph, node.inputs[0]):

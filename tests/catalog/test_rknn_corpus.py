@@ -178,6 +178,42 @@ CITED = [
     ("tv_maxvit_t", "rk3588", "int8", "/blocks.0/layers.0/layers/grid_attention/attn_layer/attn_layer.1/Einsum_1", True),
     ("tv_maxvit_t", "rk3588", "fp16", "/blocks.0/layers.0/layers/window_attention/attn_layer/attn_layer.1/Softmax", True),
     ("tv_maxvit_t", "rk3576", "int8", "/blocks.0/layers.0/layers/window_attention/attn_layer/attn_layer.1/Softmax", False),
+    # RKNN-FACTOR-ATTN: CoaT's factorised attention with a class token (rk3566, FP16 and INT8)
+    ("timm_coat_lite_tiny", "rk3566", "fp16", "/serial_blocks2.1/factoratt_crpe/Reshape", True),
+    ("timm_coat_lite_tiny", "rk3566", "int8", "/serial_blocks2.1/factoratt_crpe/Squeeze", True),
+    ("timm_coat_lite_tiny", "rk3566", "fp16", "/serial_blocks1.0/factoratt_crpe/Transpose_1", True),
+    ("timm_coat_lite_tiny", "rk3566", "int8", "/serial_blocks3.0/factoratt_crpe/crpe3/Mul", True),
+    ("timm_coat_lite_tiny", "rk3566", "fp16", "/serial_blocks4.1/factoratt_crpe/Reshape_1", True),
+    ("timm_coat_lite_tiny", "rk3566", "fp16", "/serial_blocks1.0/factoratt_crpe/Squeeze_1", False),  # k: no layer
+    ("timm_coat_lite_tiny", "rk3566", "fp16", "/serial_blocks1.0/factoratt_crpe/crpe1/Transpose", False),  # folds
+    ("timm_coat_tiny", "rk3566", "int8", "/parallel_blocks.0/factoratt_crpe3/Reshape_1", True),
+    # RKNN-GRID-MERGE-ENDS: timm MaxViT's grid reverse on rk3566 (window side 8: the linear layer; 5: the Reshape)
+    ("timm_maxvit_rmlp_pico_rw_256", "rk3566", "fp16", "/stages/stages.0/blocks/blocks.0/attn_grid/attn/proj/MatMul",
+     True),
+    ("timm_maxvit_rmlp_pico_rw_256", "rk3566", "int8", "/stages/stages.2/blocks/blocks.1/attn_grid/Reshape_3", True),
+    ("timm_maxvit_rmlp_pico_rw_256", "rk3566", "fp16", "/stages/stages.0/blocks/blocks.0/attn_block/attn/proj/MatMul",
+     False),  # the block reverse is exWindow
+    ("timm_test_maxvit", "rk3566", "fp16", "/stages/stages.0/blocks/blocks.0/attn_grid/Reshape_2", True),
+    ("timm_test_maxvit", "rk3566", "fp16", "/stages/stages.0/blocks/blocks.0/attn_grid/attn/proj/MatMul", False),
+    # RKNN-MERGE-CHANNELS-LAST: timm Swin's patch merging
+    ("timm_swin_tiny_patch4_window7_224", "rk3566", "fp16", "/layers/layers.1/downsample/Reshape_2", True),
+    ("timm_swin_tiny_patch4_window7_224", "rk3566", "int8", "/layers/layers.2/downsample/Transpose_1", True),
+    ("timm_swinv2_cr_tiny_ns_224", "rk3566", "fp16", "/stages/stages.3/downsample/norm/LayerNormalization", True),
+    ("timm_swin_tiny_patch4_window7_224", "rk3566", "fp16", "/layers/layers.1/downsample/Reshape_3", False),
+    # MViTv2's pooled attention on rk3566: the pooled-map flatten, RKNN-POOLED-V, RKNN-SCORE-GRID-BACK
+    ("timm_mvitv2_tiny", "rk3566", "fp16", "/stages.2/blocks.1/attn/Reshape_2", False),
+    ("timm_mvitv2_tiny", "rk3566", "int8", "/stages.2/blocks.1/attn/Reshape_6", True),  # N 196: INT8 only
+    ("timm_mvitv2_tiny", "rk3566", "fp16", "/stages.2/blocks.1/attn/Reshape_6", False),
+    ("timm_mvitv2_tiny", "rk3566", "fp16", "/stages.3/blocks.1/attn/Transpose_6", True),  # N 49
+    ("timm_mvitv2_tiny", "rk3566", "fp16", "/stages.2/blocks.1/attn/Reshape_9", True),
+    ("timm_mvitv2_tiny", "rk3566", "fp16", "/stages.2/blocks.1/attn/Reshape_8", False),
+    # RKNN-KV-HEADS: keys and values projected apart from the queries (PVTv2, Twins' GSA)
+    ("timm_pvt_v2_b0", "rk3566", "fp16", "/stages/stages.1/blocks.0/attn/Mul_1", True),
+    ("timm_pvt_v2_b0", "rk3566", "int8", "/stages/stages.2/blocks.0/attn/Reshape_2", True),
+    ("timm_pvt_v2_b0", "rk3566", "fp16", "/stages/stages.3/blocks.0/attn/Reshape_1", True),
+    ("timm_pvt_v2_b0", "rk3566", "fp16", "/stages/stages.3/Reshape", False),
+    ("timm_twins_svt_small", "rk3566", "int8", "/blocks.3.1/attn/Mul_1", True),
+    ("timm_twins_svt_small", "rk3566", "fp16", "/pos_block.3/Reshape_1", False),
 ]
 
 
