@@ -5,9 +5,13 @@ overhead, the bandwidth efficiency, the compute/memory overlap and the per-infer
 family's host device carries it: the GPU on Jetson, the NPU on RKNN). Everything else (peaks, bandwidth,
 transfers, formats) stays as the catalog and profile say. The residual is the log ratio of predicted to
 observed figure, under a soft-L1 loss, plus a pull towards the prior profile, so a device with few rows
-moves little and no constant is ever tuned to one model. Transfers, launches and the cost of a thin
-model input in DLA formats are held at the prior's values while fitting (they move a figure by about
-0.1%).
+moves little and no constant is ever tuned to one model. The pull's width is PRIOR_SIGMA (log space) for an
+assumed constant, and the prior's own `prior_sigma` for one whose value has a source (the DLA's dense-conv
+efficiency from NVIDIA's NVDLA performance estimator, the GPU's full-wave conv efficiency): fitted on the rows
+of one harness, the fit would otherwise move whichever constant that harness's models happen to stress, and
+predict the next harness worse than the prior does (README, latency model fidelity). Transfers, launches and
+the cost of a thin model input in DLA formats are held at the prior's values while fitting (they move a figure
+by about 0.1%).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from optimizer.calibrate._situation import (
 )
 from optimizer.latency import OP_CLASSES, DeviceConstants, Profile
 from optimizer.latency._model import dram_bytes
+from optimizer.latency._profile import FITTED_SCALARS
 
 PRIOR_SIGMA = 4.0
 LOSS_SCALE = 0.1  # soft-L1 turns linear past ~10% error, so one odd row cannot drag a device
@@ -95,6 +100,7 @@ class Problem:
     situations: tuple[Situation, ...]
     dram_bytes: np.ndarray  # per group: bytes through DRAM (dram_bytes)
     observed: np.ndarray
+    sigma: np.ndarray  # (blocks, N_FREE): width of the pull towards the prior, log space
 
 
 def build_problem(scenarios: Sequence[Scenario], observed: Sequence[float], profile: Profile) -> Problem:
@@ -160,7 +166,15 @@ def build_problem(scenarios: Sequence[Scenario], observed: Sequence[float], prof
         gpu_batch=np.array(gpu_batch, dtype=float), is_latency=np.array(is_latency, dtype=bool),
         concurrent=np.array(shared, dtype=bool), situations=tuple(s.situation for s in scenarios),
         dram_bytes=np.array(rows["dram"], dtype=float),
-        observed=np.array(observed, dtype=float))
+        observed=np.array(observed, dtype=float),
+        sigma=np.array([prior_sigmas(profile, device) for _, device in order]).reshape(-1, N_FREE))
+
+
+def prior_sigmas(profile: Profile, device: str) -> np.ndarray:
+    """The pull's width per fitted constant of a device (in theta's order): PRIOR_SIGMA unless the prior
+    profile gives a sourced constant its own."""
+    given = profile.prior_sigma.get(device, {})
+    return np.array([given.get(name, PRIOR_SIGMA) for name in (*OP_CLASSES, *FITTED_SCALARS)], dtype=float)
 
 
 def _stage_totals(p: Problem, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -224,7 +238,7 @@ def _residuals(problem: Problem, flat: np.ndarray) -> np.ndarray:
     theta = flat.reshape(problem.prior.shape)
     predicted = predict_all(problem, theta)
     errors = np.log(predicted / problem.observed)
-    prior = (theta - problem.prior).ravel() / PRIOR_SIGMA
+    prior = ((theta - problem.prior) / problem.sigma).ravel()
     return np.concatenate([errors, prior])
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -58,7 +58,9 @@ def _by_device(rows: Sequence[dict[str, Any]], field: str) -> dict[str, dict[str
 
 
 def calibrate_family(obs: Sequence[Observation], family: str, prior_path: str | None, fitted_on: str,
-                     cross: bool) -> FamilyResult:
+                     cross: bool, generations: Mapping[str, str] | None = None) -> FamilyResult:
+    """`generations`: every calibration key of the family -> its hardware generation (the catalog's), so a key
+    without rows gets its generation's fitted constants in the profile."""
     prior = load_profile(family, prior_path, prior=prior_path is None)
     prior = replace(prior, targets=MappingProxyType({}))  # refit from family constants, not an earlier fit
     fitted = fit_observations(obs, prior)
@@ -76,7 +78,8 @@ def calibrate_family(obs: Sequence[Observation], family: str, prior_path: str | 
                      "predicted_cv": round(float(cv[i]), 6) if cv is not None else None,
                      "predicted_loso": round(float(loso[i]), 6) if loso is not None else None})
     bands = error_bands(obs, loso) if loso is not None else None
-    return FamilyResult(family=family, profile=profile_text(prior, fitted, obs, fitted_on, bands), rows=rows)
+    return FamilyResult(family=family, profile=profile_text(prior, fitted, obs, fitted_on, bands, generations),
+                        rows=rows)
 
 
 @dataclass(frozen=True)
@@ -131,7 +134,9 @@ def run_calibration(csv_path: str | Path | None, models: str | Path | None, out:
         family_obs = [o for o in obs if catalog.target(o.target).family == family]
         if not family_obs:
             continue
-        results.append(calibrate_family(family_obs, family, (priors or {}).get(family), fitted_on, cross))
+        generations = {t.calibration: t.generation for t in catalog.targets.values() if t.family == family}
+        results.append(calibrate_family(family_obs, family, (priors or {}).get(family), fitted_on, cross,
+                                        generations))
     if not results:
         raise BadInputError("no usable measurement for the chosen families", file=str(csv_path))
     out.mkdir(parents=True, exist_ok=True)

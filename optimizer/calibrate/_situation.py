@@ -103,6 +103,7 @@ class Stage:
     key: str  # the target's calibration key
     bandwidth: float
     sram_bytes: int
+    generation: str = ""  # the target's hardware generation: a fold without the key's rows borrows from it
 
 
 @dataclass(frozen=True)
@@ -314,7 +315,7 @@ def _stage(model: LatencyModel, placements: tuple[Placement, ...], nms: bool = F
         fixed_busy["gpu"] = fixed_busy.get("gpu", 0.0) + post
     return Stage(works=works, fixed_s=fixed_ns / 1e9,
                  fixed_busy_s=MappingProxyType(fixed_busy), key=model.target.calibration,
-                 bandwidth=model.bandwidth, sram_bytes=model.sram_bytes)
+                 bandwidth=model.bandwidth, sram_bytes=model.sram_bytes, generation=model.target.generation)
 
 
 def _accelerator_share(model: LatencyModel, placements: tuple[Placement, ...]) -> float:

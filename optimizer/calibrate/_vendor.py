@@ -59,7 +59,7 @@ def observations_from_layers(layers: list[LayerTime], checked: Checked, target_i
         works = tuple((layer.device, model.work(model.groups.groups[g], option)) for g in groups)
         fixed = model.launch_ns() / 1e9 if layer.device == "dla" else 0.0
         stage = Stage(works=works, fixed_s=fixed, fixed_busy_s=MappingProxyType({}), key=target.calibration,
-                      bandwidth=model.bandwidth, sram_bytes=model.sram_bytes)
+                      bandwidth=model.bandwidth, sram_bytes=model.sram_bytes, generation=target.generation)
         # only the metric matters for a single layer: its time, with no model I/O around it
         situation = Situation("npu" if layer.device == "cpu" else layer.device, layer.precision, io_included=False)
         scenario = Scenario(situation=situation, target=target_id, stage=stage, gpu_stage=None,

@@ -16,6 +16,8 @@ from optimizer.catalog import extra_family, family_files
 from optimizer.errors import BadInputError
 
 OP_CLASSES = ("conv", "dwconv", "gconv", "deconv", "matmul", "vector")
+# the constants `edgeplan calibrate` fits per device, besides one efficiency per op class
+FITTED_SCALARS = ("layer_overhead_us", "bandwidth_efficiency", "overlap", "inference_overhead_us")
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,9 @@ class Profile:
     text: str  # the TOML as read, for hashing into manifests
     targets: Mapping[str, Mapping[str, DeviceConstants]] = field(default_factory=lambda: MappingProxyType({}))
     bands: Mapping[str, Band] = field(default_factory=lambda: MappingProxyType({}))
+    # per device, per fitted constant (an op class or a FITTED_SCALARS name): the standard deviation, in log
+    # space, of calibration's pull towards this profile's value, where its source justifies a tighter one
+    prior_sigma: Mapping[str, Mapping[str, float]] = field(default_factory=lambda: MappingProxyType({}))
 
     def band(self, key: str, accelerator: str, precision: str) -> Band | None:
         """The error band of a prediction (None when the profile was calibrated without cross-validation)."""
@@ -145,6 +150,23 @@ def _unit_interval(value: Any, name: str, where: str) -> float:
     return float(value)
 
 
+def _prior_sigma(devices: Mapping[str, Any], where: str) -> dict[str, Mapping[str, float]]:
+    """[devices.DEV] prior_sigma = { NAME = sigma }: how far (log space) calibration may move a constant
+    whose prior value has a source, before the pull towards the prior outweighs a row."""
+    out: dict[str, Mapping[str, float]] = {}
+    for device, raw in devices.items():
+        values = {k: float(v) for k, v in dict(raw.get("prior_sigma", {})).items()}
+        unknown = set(values) - set(OP_CLASSES) - set(FITTED_SCALARS)
+        if unknown:
+            raise BadInputError(f"profile {where} [devices.{device}]: prior_sigma names unknown constants "
+                                f"{sorted(unknown)}")
+        if any(v <= 0 for v in values.values()):
+            raise BadInputError(f"profile {where} [devices.{device}]: prior_sigma values must be > 0")
+        if values:
+            out[device] = MappingProxyType(values)
+    return out
+
+
 def _bands(raw: Mapping[str, Any], where: str) -> dict[str, Band]:
     out = {}
     for scope, entry in raw.items():
@@ -181,6 +203,7 @@ def parse_profile(text: str, where: str) -> Profile:
             handover_us=float(transfer.get("handover_us", 0.0)),
             memory_pools=MappingProxyType(dict(raw.get("memory_pools", {}))), text=text,
             targets=MappingProxyType(targets), bands=MappingProxyType(_bands(raw.get("bands", {}), where)),
+            prior_sigma=MappingProxyType(_prior_sigma(family_devices, where)),
         )
     except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as exc:
         raise BadInputError(f"latency profile invalid: {type(exc).__name__}: {exc}", file=where) from None

@@ -160,3 +160,74 @@ def test_shipped_profiles_are_what_calibrate_writes_from_the_public_csv(tmp_path
         predicted = json.loads(run(*args).stdout)
         # predict uses the fit; the fit held DLA input-format costs at the prior's values (a 0.1% effect)
         assert predicted["value"] == pytest.approx(row["predicted_fit"], rel=5e-3), label
+
+
+def _one_harness(tmp_path, target, origin, scale, truth_of, prior, family="dense"):
+    """Rows of one harness on one target: figures the truth constants give, times `scale`."""
+    obs = []
+    for name, path in _zoo_of(tmp_path):
+        if name != family:
+            continue
+        scenario = prepare(path, target, Situation("npu", "int8", io_included=False), CATALOG, prior)
+        observed = score(scenario, truth_of).value("latency") * scale
+        obs.append(Observation(label=f"{target}/{path.stem}", family=name, origin=origin, device=target,
+                               target=target, scenario=scenario, observed=observed, metric="latency"))
+    return obs
+
+
+def test_a_sourced_prior_sigma_holds_its_constant_while_assumed_ones_absorb_the_rows(tmp_path):
+    """The pull towards the prior is (theta - prior) / sigma in log space: a constant the prior gives a narrow
+    sigma moves about (sigma / PRIOR_SIGMA)^2 as far as an assumed one would, for the same rows."""
+    from optimizer.calibrate._fit import PRIOR_SIGMA, _residuals, fit
+
+    wide = load_profile("rockchip-rknn", prior=True)
+    narrow = replace(wide, prior_sigma=MappingProxyType({"npu": MappingProxyType({"conv": 0.05})}))
+    obs = _one_harness(tmp_path, "rk3588", "h", 2.0, wide.constants, wide)  # dense convs, twice as slow
+    moved = {}
+    for name, prior in (("wide", wide), ("narrow", narrow)):
+        problem = build_problem([o.scenario for o in obs], [o.observed for o in obs], prior)
+        block = problem.blocks.index(("rk3588", "npu"))
+        sigma = problem.sigma[block]
+        assert sigma[0] == (0.05 if name == "narrow" else PRIOR_SIGMA) and set(sigma[1:]) == {PRIOR_SIGMA}
+        shifted = problem.prior.copy()
+        shifted[block, 0] += 0.1  # the prior residual of conv is the shift over its sigma
+        tail = _residuals(problem, shifted.ravel())[len(obs):].reshape(problem.prior.shape)
+        assert tail[block, 0] == pytest.approx(0.1 / sigma[0]) and not tail[block, 1:].any()
+        theta = fit(problem)
+        moved[name] = float(theta[block, 0] - problem.prior[block, 0])
+    assert moved["wide"] < -0.3  # the rows say conv runs at about half the prior's efficiency
+    assert abs(moved["narrow"]) < 0.05 * abs(moved["wide"])
+
+
+def test_a_key_without_rows_in_a_fold_borrows_from_its_generation_or_keeps_the_prior(tmp_path):
+    """Leave-one-source-out: RK3576 (rknpu2) held out takes RK3588's fold fit, RK3566 (rknpu2-356x) held out
+    has no key of its generation left and is predicted with the prior's constants."""
+    from optimizer.calibrate._calibrate import borrowed
+
+    prior = load_profile("rockchip-rknn", prior=True)
+    slow = _truth(prior)  # rk3588's truth: conv 0.31, overheads 35/250 us
+    obs = (_one_harness(tmp_path, "rk3588", "a", 1.0, slow.constants, prior)
+           + _one_harness(tmp_path, "rk3576", "b", 1.0, lambda key, dev: slow.constants("rk3588", dev), prior)
+           + _one_harness(tmp_path, "rk3566", "c", 1.0, lambda key, dev: slow.constants("rk3588", dev), prior))
+    generations = {"rk3588": "rknpu2", "rk3576": "rknpu2", "rk3566": "rknpu2-356x"}
+    blocks = [("rk3588", "npu"), ("rk3566", "npu")]
+    assert borrowed(("rk3576", "npu"), blocks, generations) == [0]
+    assert borrowed(("rk3566", "cpu"), blocks, generations) == [] and borrowed(("rv1106", "npu"), blocks, {}) == []
+    loso = cross_validate(obs, prior, by="origin")
+    before = predict_all(build_problem([o.scenario for o in obs], [o.observed for o in obs], prior),
+                         build_problem([o.scenario for o in obs], [o.observed for o in obs], prior).prior)
+    for o, held, first in zip(obs, loso, before):
+        if o.target == "rk3576":  # the same NPU as RK3588's: its fold fit is far nearer than the prior
+            assert abs(held / o.observed - 1) < 0.15 < 0.3 < abs(first / o.observed - 1)
+        if o.target == "rk3566":  # no kin: exactly the prior's figure, not the other generation's fit
+            assert held == pytest.approx(first, rel=1e-9) and abs(held / o.observed - 1) > 0.3
+
+
+def test_prior_sigma_names_only_fitted_constants_and_is_positive():
+    from optimizer.errors import BadInputError
+
+    text = load_profile("nvidia-dla", prior=True).text
+    assert parse_profile(text, "prior").prior_sigma["dla"]["conv"] == 0.5
+    for bad in ("{ sram_speedup = 0.5 }", "{ conv = 0 }"):
+        with pytest.raises(BadInputError, match="prior_sigma"):
+            parse_profile(text.replace("prior_sigma = { conv = 0.5 }", f"prior_sigma = {bad}", 1), "bad")
