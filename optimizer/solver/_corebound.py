@@ -105,7 +105,8 @@ def _bound_on_grid(upper_ns: int, most: int, order: list[int], bounds: list[int]
     # time, and the least remainders of the two loads past their steps (each cell stands for every state in it)
     shape = (3, top + 1, cells, cells)
     rest: type = np.int32 if 2 * quantum < 2**31 else np.int64  # remainders stay below two steps
-    state: State = (np.full(shape, math.inf), np.full(shape, quantum, dtype=rest),
+    exact: type = np.float32 if upper_ns < 2**24 else np.float64  # whole ns below 2^24 are exact in float32
+    state: State = (np.full(shape, math.inf, dtype=exact), np.full(shape, quantum, dtype=rest),
              np.full(shape, quantum, dtype=rest))
     first = order[0]
     state[0][0, 0, 0, 0] = gpu[first]
