@@ -6,9 +6,11 @@ One command:  python benchmarks/throughput_bound.py [--zoo ../shared/zoo] [--tar
 For each case it builds the latency model as `optimize` does and solves the plain LP relaxation
 (`lp_bound_ns`) and the launch-raised one (`throughput_lp_ns`: one LP per number of DLA cores in use, each
 used core paying a launch), and runs the region DP that keeps groups whole and charges border copies
-(`region_bound_ns`, "-" where a region is too large to enumerate), with their CPU time. With `--plans` (a
-`planner_zoo.py --objective throughput` CSV) it also prints each plan's objective and gap against the bound
-it reported and against the best of the raised LP and the region DP, which is what `optimize` reports for a
+(`region_bound_ns`, "-" where a region is too large to enumerate), and the DP that keeps the two DLA cores
+apart (`core_bound_ns`, given an upper bound: the plan's objective with `--plans`, else the interval hint's
+busiest engine; "-" where a region has more than 8 DLA-capable groups), with their CPU time. With `--plans`
+(a `planner_zoo.py --objective throughput` CSV) it also prints each plan's objective and gap against the
+bound it reported and against the best of the raised LP and both DPs, which is what `optimize` reports for a
 plan the search left unproven.
 """
 
@@ -25,11 +27,20 @@ from optimizer.catalog import load_catalog
 from optimizer.check import check_graph
 from optimizer.fusion import build_groups
 from optimizer.ir import load_model
-from optimizer.latency import LatencyModel, load_profile
-from optimizer.solver import PlanRequest, loadable_limit, lp_bound_ns, region_bound_ns, throughput_lp_ns
+from optimizer.latency import LatencyModel, evaluate, load_profile
+from optimizer.solver import (
+    PlanRequest,
+    core_bound_ns,
+    interval_hint,
+    loadable_limit,
+    lp_bound_ns,
+    region_bound_ns,
+    throughput_lp_ns,
+)
 
 
-def _bounds(model: Path, target: str) -> tuple[int, int, int, int | None, float]:
+def _bounds(model: Path, target: str, upper_ns: int | None
+            ) -> tuple[int, int, int, int | None, int | None, float, float]:
     shapes = None
     if model.stem in DYNAMIC_SHAPES:
         name, dims = DYNAMIC_SHAPES[model.stem].split("=")
@@ -43,8 +54,15 @@ def _bounds(model: Path, target: str) -> tuple[int, int, int, int | None, float]
     started = time.process_time()
     plain = lp_bound_ns(lm, request) or 0
     raised = throughput_lp_ns(lm, request) or 0
-    region = region_bound_ns(lm, request, loadable_limit(request, catalog.loadables_at_once(spec)))
-    return len(groups.groups), plain, raised, region, time.process_time() - started
+    limit = loadable_limit(request, catalog.loadables_at_once(spec))
+    region = region_bound_ns(lm, request, limit)
+    cpu = time.process_time() - started
+    if upper_ns is None:
+        plan = interval_hint(lm, request.allowed_precisions, lambda b: max(b.busy_ns.values()), lm.target.cores, limit)
+        upper_ns = max(evaluate(lm, plan).busy_ns.values()) if plan is not None else None
+    started = time.process_time()
+    core = core_bound_ns(lm, request, limit, upper_ns) if upper_ns else None
+    return len(groups.groups), plain, raised, region, core, cpu, time.process_time() - started
 
 
 def main() -> int:
@@ -60,14 +78,15 @@ def main() -> int:
     models = sorted(Path(args.zoo).glob("*.onnx"))
     if args.models:
         models = [m for m in models if m.stem in args.models.split(",")]
-    print("| model | target | groups | LP us | launch-raised LP us | region DP us | bounds CPU s | plan ms | "
-          "status, gap reported | with the raised LP and region DP |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| model | target | groups | LP us | launch-raised LP us | region DP us | bounds CPU s | per-core DP us | "
+          "its CPU s | plan ms | status, gap reported | with the raised LP and both DPs |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for model in models:
         for target in args.targets.split(","):
-            groups, plain, raised, region, cpu = _bounds(model, target)
-            best = max(raised, region or 0)
             row = plans.get((model.name, target))
+            upper = round(float(row["objective_ms"]) * 1e6) if row and row.get("objective_ms") else None
+            groups, plain, raised, region, core, cpu, core_cpu = _bounds(model, target, upper)
+            best = max(raised, region or 0, core or 0)
             cells = ["-", "-", "-"]
             if row and row.get("objective_ms"):
                 objective, bound = float(row["objective_ms"]), float(row["bound_ms"])
@@ -76,8 +95,9 @@ def main() -> int:
                 cells = [f"{objective:.4f}", f"{row['status']} {float(row['gap']):.1%}",
                          "OPTIMAL" if gap <= 0 else f"FEASIBLE {gap:.1%}"]
             shown = "-" if region is None else f"{region / 1e3:.1f}"
+            per_core = "-" if core is None else f"{core / 1e3:.1f}"
             print(f"| {model.stem} | {target} | {groups} | {plain / 1e3:.1f} | {raised / 1e3:.1f} | {shown} | "
-                  f"{cpu:.2f} | " + " | ".join(cells) + " |", flush=True)
+                  f"{cpu:.2f} | {per_core} | {core_cpu:.2f} | " + " | ".join(cells) + " |", flush=True)
     return 0
 
 

@@ -44,6 +44,7 @@ from optimizer.solver import (
     Stop,
     balanced_hint,
     check_target,
+    core_bound_ns,
     decomposed_solve,
     interval_hint,
     loadable_limit,
@@ -263,14 +264,16 @@ def _solve(model: LatencyModel, report: CheckReport, catalog: Catalog, request: 
 
 def _launch_proof(model: LatencyModel, request: PlanRequest, result: SolveResult, limit: int) -> SolveResult:
     """An unproven throughput plan checked against the launch-raised LP (optimizer.solver._bounds.
-    throughput_lp_ns) and the region DP that sees border copies (optimizer.solver._cutbound): a real gap, and
-    OPTIMAL when the plan meets them. After the search, so the search and
-    the plan stay what they were."""
+    throughput_lp_ns), the region DP that sees border copies (optimizer.solver._cutbound) and the one that keeps
+    the two DLA cores apart (optimizer.solver._corebound, given the plan as its upper bound): a real gap, and
+    OPTIMAL when the plan meets them. After the search, so the search and the plan stay what they were."""
     if request.objective != "throughput" or result.outcome is not Outcome.BEST_FOUND \
             or len(model.groups.groups) > LP_MAX_GROUPS:
         return result
     raised = min(max(throughput_lp_ns(model, request) or 0, region_bound_ns(model, request, limit) or 0),
                  result.objective_ns)
+    if raised < result.objective_ns:
+        raised = max(raised, core_bound_ns(model, request, limit, result.objective_ns) or 0)
     if raised <= result.bound_ns:
         return result
     if raised < result.objective_ns:

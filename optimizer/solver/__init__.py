@@ -1,6 +1,7 @@
 """The CP-SAT planner: decisions per layer group under every catalog rule, explained when infeasible."""
 
 from optimizer.solver._bounds import LP_MAX_GROUPS, cheapest_bound_ns, lower_bound_ns, lp_bound_ns, throughput_lp_ns
+from optimizer.solver._corebound import core_bound_ns
 from optimizer.solver._cpsat import Choice, PlanModel, SolveResult, loadable_limit
 from optimizer.solver._cutbound import region_bound_ns
 from optimizer.solver._decompose import decomposed_solve
@@ -32,6 +33,7 @@ __all__ = [
     "balanced_hint",
     "cheapest_bound_ns",
     "check_target",
+    "core_bound_ns",
     "decomposed_solve",
     "interval_hint",
     "loadable_limit",
