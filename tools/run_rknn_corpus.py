@@ -68,7 +68,7 @@ def _build_once(task: dict, work: Path, disabled: list[str]) -> tuple[str, str]:
         rknn.config(target_platform=task["soc"], **({"disable_rules": disabled} if disabled else {}))
         if rknn.load_onnx(model=task["model"]) != 0:
             return "failed", "load_onnx returned non-zero"
-        if task["precision"] == "int8":
+        if task["precision"] == "int8" and not task.get("prequantized"):
             code = rknn.build(do_quantization=True, dataset=str(_dataset(Path(task["model"]), task["shapes"], work)))
         else:
             code = rknn.build(do_quantization=False)
@@ -181,9 +181,38 @@ class Worker:
             self.proc.wait(timeout=60)
 
 
-def _manifest() -> list[dict[str, str]]:
-    with (CORPUS / "MANIFEST.csv").open(newline="") as handle:
+def _manifest(corpus: Path = CORPUS) -> list[dict[str, str]]:
+    with (corpus / "MANIFEST.csv").open(newline="") as handle:
         return list(csv.DictReader(handle))
+
+
+QDQ_OPS = frozenset({"QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul"})
+
+
+def _prequantized(name: str, corpus: Path = CORPUS) -> bool:
+    """A QDQ model carries its own scales: rknn-toolkit2 refuses to quantize it again ("If a quantized
+    model has been import, please set do_quantization = False") and builds it in INT8 from those scales, so
+    its INT8 cell is built with do_quantization=False, as `edgeplan export` does."""
+    import onnx
+
+    model = onnx.load(str(corpus / "models" / f"{name}.onnx"), load_external_data=False)
+    return any(node.op_type in QDQ_OPS for node in model.graph.node)
+
+
+def _committed(out_dir: Path) -> tuple[dict[tuple[str, str, str], dict], dict[tuple[str, str, str], list[dict]]]:
+    """The committed tables, per (model, soc, precision): a collect on a machine whose build dir holds only
+    some conversions keeps every other cell as committed instead of dropping it."""
+    runs: dict[tuple[str, str, str], dict] = {}
+    layers: dict[tuple[str, str, str], list[dict]] = {}
+    if (out_dir / "runs.csv").exists():
+        with (out_dir / "runs.csv").open(newline="") as handle:
+            for row in csv.DictReader(handle):
+                runs[(row["model"], row["soc"], row["precision"])] = row
+    if (out_dir / "layers.csv.gz").exists():
+        with gzip.open(out_dir / "layers.csv.gz", "rt", newline="") as handle:
+            for row in csv.DictReader(handle):
+                layers.setdefault((row["model"], row["soc"], row["precision"]), []).append(row)
+    return runs, layers
 
 
 def _result_path(build: Path, model: str, soc: str, precision: str) -> Path:
@@ -220,6 +249,7 @@ def drive(build: Path, models: list[dict[str, str]], socs: list[str], precisions
             print(f"skip {row['name']}: no weighted file", file=sys.stderr)
             continue
         shapes = [[int(d) for d in s.split("x")] for s in row["input_shapes"].split(";")]
+        prequantized = _prequantized(row["name"])
         for soc in socs:
             for precision in precisions:
                 out = _result_path(build, row["name"], soc, precision)
@@ -227,7 +257,8 @@ def drive(build: Path, models: list[dict[str, str]], socs: list[str], precisions
                     continue
                 out.parent.mkdir(parents=True, exist_ok=True)
                 tasks.put({"model": str(weighted), "soc": soc, "precision": precision, "shapes": shapes,
-                           "log": str(out.with_suffix(".log")), "out": str(out), "name": row["name"]})
+                           "log": str(out.with_suffix(".log")), "out": str(out), "name": row["name"],
+                           "prequantized": prequantized})
     total = tasks.qsize()
     done = [0]
     lock = threading.Lock()
@@ -320,18 +351,20 @@ def _repair_default_errors(records: dict[tuple[str, str], dict]) -> None:
                                              "its error text was lost to a log-capture fault of an early runner")
 
 
-def collect(build: Path) -> int:
-    rows = _manifest()
+def collect(build: Path, corpus: Path = CORPUS) -> int:
+    rows = _manifest(corpus)
     families = {r["name"]: r["family"] for r in rows}
-    out_dir = CORPUS / "rknn"
+    out_dir = corpus / "rknn"
     out_dir.mkdir(parents=True, exist_ok=True)
+    kept_runs, kept_layers = _committed(out_dir)
+    carried = 0
     runs: list[dict] = []
     layers_text = io.StringIO()
     writer = csv.DictWriter(layers_text, LAYER_COLUMNS, lineterminator="\n")
     writer.writeheader()
     for row in sorted(rows, key=lambda r: r["name"]):
         name = row["name"]
-        nodes, outputs = _onnx_names(CORPUS / "models" / f"{name}.onnx")
+        nodes, outputs = _onnx_names(corpus / "models" / f"{name}.onnx")
         records = {(soc, precision): json.loads(_result_path(build, name, soc, precision).read_text())
                    for soc in SOCS for precision in PRECISIONS
                    if _result_path(build, name, soc, precision).exists()}
@@ -340,6 +373,10 @@ def collect(build: Path) -> int:
             for precision in PRECISIONS:
                 path = _result_path(build, name, soc, precision)
                 if (soc, precision) not in records:
+                    if (name, soc, precision) in kept_runs:
+                        runs.append({**kept_runs[(name, soc, precision)], "family": families[name]})
+                        writer.writerows(kept_layers.get((name, soc, precision), []))
+                        carried += 1
                     continue
                 record = records[(soc, precision)]
                 log = path.with_suffix(".log.gz")
@@ -382,7 +419,8 @@ def collect(build: Path) -> int:
     with open(out_dir / "layers.csv.gz", "wb") as raw, \
             gzip.GzipFile(filename="layers.csv", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as handle:
         handle.write(data)
-    print(f"{len(runs)} runs, {len(data.splitlines()) - 1} layer rows", file=sys.stderr)
+    print(f"{len(runs)} runs ({carried} carried over as committed), {len(data.splitlines()) - 1} layer rows",
+          file=sys.stderr)
     return 0
 
 

@@ -1,0 +1,109 @@
+"""The corpus runner's collect step and its QDQ handling, without the toolkit."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import onnx
+from onnx import TensorProto, helper
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+import run_rknn_corpus as runner
+
+REPO = Path(__file__).resolve().parents[2]
+MODELS = ("nn_bigru_1x64", "nn_attention_unet", "nn_gru_1x128")
+
+
+def _tiny_corpus(tmp: Path) -> Path:
+    """A corpus of three committed models with their committed manifest rows and tables."""
+    corpus = tmp / "corpus"
+    (corpus / "models").mkdir(parents=True)
+    (corpus / "rknn").mkdir()
+    with (REPO / "corpus" / "MANIFEST.csv").open(newline="") as handle:
+        reader = csv.DictReader(handle)
+        rows = [r for r in reader if r["name"] in MODELS]
+        fields = reader.fieldnames
+    assert fields and len(rows) == len(MODELS)
+    with (corpus / "MANIFEST.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fields, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    for name in MODELS:
+        shutil.copy(REPO / "corpus" / "models" / f"{name}.onnx", corpus / "models")
+    with (REPO / "corpus" / "rknn" / "runs.csv").open(newline="") as handle:
+        reader = csv.DictReader(handle)
+        runs = [r for r in reader if r["model"] in MODELS]
+    with (corpus / "rknn" / "runs.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, runner.RUN_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(sorted(runs, key=lambda r: r["model"]))
+    with gzip.open(REPO / "corpus" / "rknn" / "layers.csv.gz", "rt", newline="") as handle:
+        layers = [r for r in csv.DictReader(handle) if r["model"] in MODELS]
+    with gzip.open(corpus / "rknn" / "layers.csv.gz", "wt", newline="") as handle:
+        writer = csv.DictWriter(handle, runner.LAYER_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(sorted(layers, key=lambda r: r["model"]))  # stable: keeps each cell's order
+    return corpus
+
+
+def _read(path: Path) -> list[dict[str, str]]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", newline="") as handle:  # type: ignore[operator]
+        return list(csv.DictReader(handle))
+
+
+def test_collect_on_an_empty_build_dir_keeps_every_committed_cell(tmp_path):
+    corpus = _tiny_corpus(tmp_path)
+    before_runs, before_layers = _read(corpus / "rknn" / "runs.csv"), _read(corpus / "rknn" / "layers.csv.gz")
+    assert len(before_runs) == 30 and before_layers
+    assert runner.collect(tmp_path / "empty-build", corpus) == 0
+    assert _read(corpus / "rknn" / "runs.csv") == before_runs
+    assert _read(corpus / "rknn" / "layers.csv.gz") == before_layers
+
+
+def test_collect_replaces_only_the_cells_the_build_dir_converted(tmp_path):
+    corpus = _tiny_corpus(tmp_path)
+    build = tmp_path / "build"
+    out = runner._result_path(build, "nn_gru_1x128", "rk3566", "int8")
+    out.parent.mkdir(parents=True)
+    out.write_text(json.dumps({"status": "failed", "error": "E build: a new failure", "seconds": 1.5,
+                               "cpu_seconds": 1.0, "disabled_rules": [], "default_build_error": "",
+                               "e_lines": ["E build: a new failure"], "layers": []}))
+    before = {(r["model"], r["soc"], r["precision"]): r for r in _read(corpus / "rknn" / "runs.csv")}
+    assert runner.collect(build, corpus) == 0
+    after = {(r["model"], r["soc"], r["precision"]): r for r in _read(corpus / "rknn" / "runs.csv")}
+    assert set(after) == set(before)
+    cell = ("nn_gru_1x128", "rk3566", "int8")
+    assert after[cell]["status"] == "failed" and after[cell]["error"] == "E build: a new failure"
+    assert {k: v for k, v in after.items() if k != cell} == {k: v for k, v in before.items() if k != cell}
+    layers = _read(corpus / "rknn" / "layers.csv.gz")
+    assert not [r for r in layers if (r["model"], r["soc"], r["precision"]) == cell]
+    assert [r for r in layers if r["model"] == "nn_bigru_1x64"]
+
+
+def _save(tmp: Path, name: str, ops: list[str]) -> Path:
+    corpus = tmp / "corpus"
+    (corpus / "models").mkdir(parents=True, exist_ok=True)
+    nodes, last = [], "x"
+    inits = [helper.make_tensor("s", TensorProto.FLOAT, [], [0.1]),
+             helper.make_tensor("z", TensorProto.INT8, [], [0])]
+    for i, op in enumerate(ops):
+        args = [last, "s", "z"] if op in ("QuantizeLinear", "DequantizeLinear") else [last]
+        nodes.append(helper.make_node(op, args, [f"t{i}"]))
+        last = f"t{i}"
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor_value_info(last, TensorProto.FLOAT, [1, 4])], inits)
+    onnx.save(helper.make_model(graph), corpus / "models" / f"{name}.onnx")
+    return corpus
+
+
+def test_a_qdq_model_is_built_with_its_own_scales(tmp_path):
+    corpus = _save(tmp_path, "qdq", ["QuantizeLinear", "DequantizeLinear", "Relu"])
+    assert runner._prequantized("qdq", corpus)
+    plain = _save(tmp_path, "plain", ["Relu", "Sigmoid"])
+    assert not runner._prequantized("plain", plain)
