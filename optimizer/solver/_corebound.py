@@ -22,14 +22,12 @@ GhostNet).
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
 
-from optimizer.latency import LatencyModel, tensor_routes
-from optimizer.solver._bounds import _option_ns, _options
-from optimizer.solver._decompose import separators, topological_order
+from optimizer.latency import LatencyModel
+from optimizer.solver._cutbound import Instance, Tensor, instance
 from optimizer.solver._request import PlanRequest
 
 QUANTUM_NS = 100  # the least step of a core's load
@@ -37,66 +35,30 @@ CELLS = (240, 480)  # load steps a side, tried in turn: the step is upper / cell
 MAX_REGION = 8  # DLA-capable groups of one region enumerated (3^8 device choices); past it, no bound
 MAX_PARTS = 8  # loadables counted exactly without a limit; the last count then means "this many or more"
 
-# a tensor: consumer positions, cheapest copy GPU->DLA, DLA->GPU, DLA->DLA (between the two cores)
-Tensor = tuple[list[int], float, float, float]
 
 
 def core_bound_ns(lm: LatencyModel, request: PlanRequest, limit: int | None, upper_ns: int) -> int | None:
     """The bound for a throughput request on a two-core DLA target whose copies are GPU work, for plans of at
     most `limit` loadables (None: no limit) given a plan whose busiest engine is `upper_ns`; None where it does
     not apply."""
-    backend = lm.backend
-    if request.objective != "throughput" or not backend.loadables or backend.transfer_engine != "gpu" \
-            or lm.target.cores != 2 or not lm.groups.groups or upper_ns <= 0:
+    inst = instance(lm, request) if lm.target.cores == 2 and upper_ns > 0 else None
+    if inst is None:
         return None
-    n = len(lm.groups.groups)
-    gpu = np.zeros(n)
-    dla = np.full(n, -1, dtype=np.int64)  # -1: no DLA option
-    for g in range(n):
-        costs: dict[str, int] = {}
-        for option in _options(lm, g, request):
-            ns = _option_ns(lm, g, option)
-            costs[option.device] = min(costs.get(option.device, ns), ns)
-        if "gpu" not in costs or set(costs) - {"gpu", "dla"}:
-            return None
-        gpu[g] = costs["gpu"]
-        if "dla" in costs:
-            dla[g] = costs["dla"]
-    order = topological_order(lm.groups)
-    position = {g: p for p, g in enumerate(order)}
-    tensors: dict[int, list[Tensor]] = {}
-    for tensor, src, consumers in tensor_routes(lm):
-        if src < 0:
-            continue
-        precisions = sorted({o.precision for o in _options(lm, src, request)})
-        tensors.setdefault(position[src], []).append((
-            [position[v] for v in consumers],
-            min(lm.transfer(tensor, "gpu", "dla", p)[1] for p in precisions),
-            min(lm.transfer(tensor, "dla", "gpu", p)[1] for p in precisions),
-            min(lm.transfer(tensor, "dla", "dla", p)[1] for p in precisions)))
-    edges: dict[int, list[int]] = {}  # by the later end's position: the earlier ends' positions
-    for a, b in lm.groups.group_edges():
-        low, high = sorted((position[a], position[b]))
-        edges.setdefault(high, []).append(low)
-    cuts = separators(lm.groups, order)
-    bounds = [*cuts, n - 1] if cuts[-1] != n - 1 else cuts
-    regions = [list(range(start + 1, end + 1)) for start, end in itertools.pairwise(bounds)]
+    order, regions, dla = inst.order, inst.regions, inst.dla
     if any(sum(dla[order[p]] >= 0 for p in region) > MAX_REGION for region in regions):
         return None
     bound = 0
     for cells in CELLS:  # a coarse grid first: where it already meets the plan the finer one is not needed
-        value = _bound_on_grid(upper_ns, cells, order, bounds, regions, gpu, dla, tensors, edges, lm.launch_ns(),
-                               limit)
+        value = _bound_on_grid(upper_ns, cells, inst, lm.launch_ns(), limit)
         bound = max(bound, value)
         if bound >= upper_ns:
             break
     return bound
 
 
-def _bound_on_grid(upper_ns: int, most: int, order: list[int], bounds: list[int], regions: list[list[int]],
-                   gpu: np.ndarray, dla: np.ndarray, tensors: dict[int, list[Tensor]], edges: dict[int, list[int]],
-                   launch: int, limit: int | None) -> int:
+def _bound_on_grid(upper_ns: int, most: int, inst: Instance, launch: int, limit: int | None) -> int:
     """The DP on a grid of at most `most` load steps a side."""
+    order, gpu, dla = inst.order, inst.gpu, inst.dla
     quantum = max(QUANTUM_NS, -(-upper_ns // most))
     cells = upper_ns // quantum + 1
     capped = limit is not None and limit <= MAX_PARTS
@@ -115,8 +77,8 @@ def _bound_on_grid(upper_ns: int, most: int, order: list[int], bounds: list[int]
         step, more = divmod(int(dla[first] + launch), quantum)
         state[0][1, 1, step, 0] = 0.0  # core B is core A's mirror image
         state[1][1, 1, step, 0], state[2][1, 1, step, 0] = more, 0
-    for start, region in zip(bounds, regions):
-        state = _advance(state, start, region, [order[p] for p in region], gpu, dla, tensors, edges, launch,
+    for start, region in zip(inst.bounds, inst.regions):
+        state = _advance(state, start, region, [order[p] for p in region], gpu, dla, inst.tensors, inst.edges, launch,
                          quantum, capped, upper_ns)
     gpu_ns, rest_a, rest_b = state
     if np.isinf(gpu_ns).all():

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -34,17 +35,38 @@ MAX_REGION = 14  # DLA-capable groups of one region enumerated (2^14 device choi
 MAX_PARTS = 8  # connected DLA parts counted exactly; the state's last count means "this many or more"
 
 
-def region_bound_ns(lm: LatencyModel, request: PlanRequest, limit: int | None = None) -> int | None:
-    """The bound for a throughput request on a target whose copies and reformats are GPU work and whose DLA
-    cores are engines of their own, for plans of at most `limit` loadables (None: no limit); None where it
-    does not apply."""
+# a tensor: consumer positions, cheapest copy GPU->DLA, DLA->GPU, DLA->DLA (between loadables or cores)
+Tensor = tuple[list[int], float, float, float]
+
+
+@dataclass(frozen=True)
+class Instance:
+    """What the region DPs read off a throughput request, once: each group at its cheapest option per device,
+    each tensor's copies at their cheapest precision, keyed by topological position."""
+
+    gpu: np.ndarray  # per group: least GPU ns
+    dla: np.ndarray  # per group: least DLA ns, -1 where the group has no DLA option
+    order: list[int]  # topological order of the groups
+    tensors: dict[int, list[Tensor]]  # by the producer's position
+    edges: dict[int, list[int]]  # by the later end's position: the earlier ends' positions
+    bounds: list[int]  # the separators' positions, ending with the last position
+
+    @property
+    def regions(self) -> list[list[int]]:
+        """The positions after each separator up to and including the next."""
+        return [list(range(start + 1, end + 1)) for start, end in itertools.pairwise(self.bounds)]
+
+
+def instance(lm: LatencyModel, request: PlanRequest) -> Instance | None:
+    """None where a region DP does not apply: not throughput, no loadables, copies not GPU work, a device
+    other than the GPU and the DLA, or no groups."""
     backend = lm.backend
     if request.objective != "throughput" or not backend.loadables or backend.transfer_engine != "gpu" \
-            or lm.target.cores < 1 or not lm.groups.groups:
+            or not lm.groups.groups:
         return None
     n = len(lm.groups.groups)
     gpu = np.zeros(n)
-    dla_ns = np.full(n, -1, dtype=np.int64)  # -1: no DLA option
+    dla = np.full(n, -1, dtype=np.int64)
     for g in range(n):
         costs: dict[str, int] = {}
         for option in _options(lm, g, request):
@@ -54,29 +76,43 @@ def region_bound_ns(lm: LatencyModel, request: PlanRequest, limit: int | None = 
             return None
         gpu[g] = costs["gpu"]
         if "dla" in costs:
-            dla_ns[g] = costs["dla"]
-    quantum = max(QUANTUM_NS, -(-int(dla_ns[dla_ns > 0].sum()) // MAX_STEPS))
-    dla_steps = np.where(dla_ns >= 0, dla_ns // quantum, -1)
+            dla[g] = costs["dla"]
     order = topological_order(lm.groups)
     position = {g: p for p, g in enumerate(order)}
-    # per tensor: producer position, consumer positions, cheapest copy GPU->DLA and DLA->GPU
-    tensors: dict[int, list[tuple[list[int], float, float]]] = {}
-    split = math.inf  # the cheapest copy between two loadables: what cutting a connected DLA part costs at least
+    tensors: dict[int, list[Tensor]] = {}
     for tensor, src, consumers in tensor_routes(lm):
         if src < 0:
             continue
-        precisions = {o.precision for o in _options(lm, src, request)}
-        to_dla = min(lm.transfer(tensor, "gpu", "dla", p)[1] for p in sorted(precisions))
-        to_gpu = min(lm.transfer(tensor, "dla", "gpu", p)[1] for p in sorted(precisions))
-        tensors.setdefault(position[src], []).append(([position[v] for v in consumers], to_dla, to_gpu))
-        if dla_steps[src] >= 0 and any(dla_steps[v] >= 0 for v in consumers):
-            split = min(split, *(lm.transfer(tensor, "dla", "dla", p)[1] for p in sorted(precisions)))
-    edges: dict[int, list[int]] = {}  # by the later end's position: the earlier ends' positions
+        precisions = sorted({o.precision for o in _options(lm, src, request)})
+        tensors.setdefault(position[src], []).append((
+            [position[v] for v in consumers],
+            min(lm.transfer(tensor, "gpu", "dla", p)[1] for p in precisions),
+            min(lm.transfer(tensor, "dla", "gpu", p)[1] for p in precisions),
+            min(lm.transfer(tensor, "dla", "dla", p)[1] for p in precisions)))
+    edges: dict[int, list[int]] = {}
     for a, b in lm.groups.group_edges():
         low, high = sorted((position[a], position[b]))
         edges.setdefault(high, []).append(low)
     cuts = separators(lm.groups, order)
     bounds = [*cuts, n - 1] if cuts[-1] != n - 1 else cuts
+    return Instance(gpu, dla, order, tensors, edges, bounds)
+
+
+def region_bound_ns(lm: LatencyModel, request: PlanRequest, limit: int | None = None) -> int | None:
+    """The bound for a throughput request on a target whose copies and reformats are GPU work and whose DLA
+    cores are engines of their own, for plans of at most `limit` loadables (None: no limit); None where it
+    does not apply."""
+    inst = instance(lm, request) if lm.target.cores >= 1 else None
+    if inst is None:
+        return None
+    gpu, dla_ns, order, tensors, edges, bounds = (inst.gpu, inst.dla, inst.order, inst.tensors, inst.edges,
+                                                  inst.bounds)
+    quantum = max(QUANTUM_NS, -(-int(dla_ns[dla_ns > 0].sum()) // MAX_STEPS))
+    dla_steps = np.where(dla_ns >= 0, dla_ns // quantum, -1)
+    # the cheapest copy between two loadables: what cutting a connected DLA part costs at least
+    split = min((across for p, routes in tensors.items() if dla_ns[order[p]] >= 0
+                 for consumers, _, _, across in routes if any(dla_ns[order[c]] >= 0 for c in consumers)),
+                default=math.inf)
     steps = int(dla_steps[dla_steps > 0].sum()) + 1
     parts_cap = MAX_PARTS if limit is None else min(limit, MAX_PARTS)
     # state[kind of the last separator, connected DLA parts, DLA steps] = least GPU time; kind 1 = DLA
@@ -86,8 +122,7 @@ def region_bound_ns(lm: LatencyModel, request: PlanRequest, limit: int | None = 
     if dla_steps[first] >= 0:
         state[1, 1, dla_steps[first]] = 0.0
     relaxed = False
-    for start, end in itertools.pairwise(bounds):
-        region = list(range(start + 1, end + 1))
+    for start, region in zip(bounds, inst.regions):
         chunks = _chunks(region, dla_steps[[order[p] for p in region]] >= 0)
         relaxed = relaxed or len(chunks) > 1
         for k, chunk in enumerate(chunks):
@@ -139,7 +174,7 @@ def _chunks(region: list[int], capable: np.ndarray) -> list[list[int]]:
 
 
 def _advance(state: np.ndarray, start: int, region: list[int], groups: list[int], gpu: np.ndarray,
-             dla_steps: np.ndarray, tensors: dict[int, list[tuple[list[int], float, float]]],
+             dla_steps: np.ndarray, tensors: dict[int, list[Tensor]],
              edges: dict[int, list[int]], capped: bool, whole: bool = True, final: bool = True) -> np.ndarray | None:
     """The DP's step over one region (the positions after separator `start` up to and including the next):
     every device choice of its DLA-capable groups, for each device of `start`, kept as the least GPU time per
@@ -170,7 +205,7 @@ def _advance(state: np.ndarray, start: int, region: list[int], groups: list[int]
         copies = np.zeros(len(choices))
         first = whole or region[0] == start + 1  # the first chunk starts right after `start`
         for p in [start, *region[:-1]] if whole else [*([start] if first else []), *region]:
-            for consumers, to_dla, to_gpu in tensors.get(p, ()):
+            for consumers, to_dla, to_gpu, _ in tensors.get(p, ()):
                 if whole and any(c not in column for c in consumers):
                     return None  # not a region between separators (cannot happen in a topological order)
                 seen = [column[c] for c in consumers if c in column]
