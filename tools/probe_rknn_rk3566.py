@@ -138,6 +138,15 @@ def wrap(name: str, nodes: list[onnx.NodeProto], inits: list[onnx.TensorProto], 
     return onnx.shape_inference.infer_shapes(m), (h, w_)
 
 
+def _qkv_unbind() -> list[onnx.NodeProto]:
+    """qkv tokens -> Reshape [B, N, 3, h, d] ("s5") -> Transpose (2, 0, 3, 1, 4) -> Split on axis 0 ("ones") ->
+    Squeeze ("ax0") -> q, k, v [B, h, N, d], as timm and torchvision write the q/k/v unbind."""
+    return [N("Reshape", ["qkv", "s5"], ["q5"], "qkv_reshape"),
+            N("Transpose", ["q5"], ["qt"], "qkv_transpose", perm=[2, 0, 3, 1, 4]),
+            N("Split", ["qt", "ones"], ["q1", "k1", "v1"], "qkv_split", axis=0),
+            *(N("Squeeze", [f"{t}1", "ax0"], [t], f"{t}_squeeze") for t in "qkv")]
+
+
 def _partition() -> list[onnx.NodeProto]:
     """x [1, C, H, W] -> channels last -> [1, nH, ws, nW, ws, C] ("s6") -> the 2-D window Transpose
     (0,1,3,2,4,5), as Swin-style partitions write it."""
@@ -276,12 +285,7 @@ def swinattn(n: int, ws: int, heads: int, d: int, cos: int) -> Built:
              N("Reshape", ["xt", "s_win"], ["xw"], "part_windows"),
              N("Reshape", ["xw", "s_tok"], ["xf"], "part_tokens"),
              N("MatMul", ["xf", "wqkv"], ["qkv"], "qkv_matmul"),
-             N("Reshape", ["qkv", "s5"], ["q5"], "qkv_reshape"),
-             N("Transpose", ["q5"], ["qt"], "qkv_transpose", perm=[2, 0, 3, 1, 4]),
-             N("Split", ["qt", "ones"], ["q1", "k1", "v1"], "qkv_split", axis=0),
-             N("Squeeze", ["q1", "ax0"], ["q"], "q_squeeze"),
-             N("Squeeze", ["k1", "ax0"], ["k"], "k_squeeze"),
-             N("Squeeze", ["v1", "ax0"], ["v"], "v_squeeze")]
+             *_qkv_unbind()]
     if cos:
         for t_ in "qk":
             nodes += [N("ReduceL2", [t_], [f"{t_}n"], f"{t_}_l2", axes=[-1], keepdims=1),
@@ -607,12 +611,7 @@ def vitattn(n: int, heads: int, d: int, bias: int = 0, res: int = 0) -> Built:
         N("Add", ["t", "b"], ["ln"], "norm"),  # stands in for the LayerNorm (the toolkit's exNorm rule fails on it)
         N("MatMul", ["ln", "wqkv"], ["qkv0" if bias else "qkv"], "qkv_matmul"),
         *([N("Add", ["qkv0", "bqkv"], ["qkv"], "qkv_bias")] if bias else []),
-        N("Reshape", ["qkv", "s5"], ["q5"], "qkv_reshape"),
-        N("Transpose", ["q5"], ["qt"], "qkv_transpose", perm=[2, 0, 3, 1, 4]),
-        N("Split", ["qt", "ones"], ["q1", "k1", "v1"], "qkv_split", axis=0),
-        N("Squeeze", ["q1", "ax0"], ["q"], "q_squeeze"),
-        N("Squeeze", ["k1", "ax0"], ["k"], "k_squeeze"),
-        N("Squeeze", ["v1", "ax0"], ["v"], "v_squeeze"),
+        *_qkv_unbind(),
         N("Transpose", ["k"], ["kt"], "k_transpose", perm=[0, 1, 3, 2]),
         N("MatMul", ["q", "kt"], ["a"], "qk"),
         N("Mul", ["a", "sc"], ["as"], "scale"),
@@ -780,12 +779,7 @@ def factor(side: int, heads: int, d: int, cls: int, crpe: int) -> Built:
         N("Add", ["t", "b"], ["ln"], "norm"),
         N("MatMul", ["ln", "wqkv"], ["qkv0"], "qkv_matmul"),
         N("Add", ["qkv0", "bqkv"], ["qkv"], "qkv_bias"),
-        N("Reshape", ["qkv", "s5"], ["q5"], "qkv_reshape"),
-        N("Transpose", ["q5"], ["qt"], "qkv_transpose", perm=[2, 0, 3, 1, 4]),
-        N("Split", ["qt", "ones"], ["q1", "k1", "v1"], "qkv_split", axis=0),
-        N("Squeeze", ["q1", "ax0"], ["q"], "q_squeeze"),
-        N("Squeeze", ["k1", "ax0"], ["k"], "k_squeeze"),
-        N("Squeeze", ["v1", "ax0"], ["v"], "v_squeeze"),
+        *_qkv_unbind(),
         N("Softmax", ["k"], ["ks"], "k_softmax", axis=2),
         N("Transpose", ["ks"], ["kt"], "k_transpose", perm=[0, 1, 3, 2]),
         N("MatMul", ["kt", "v"], ["kv"], "kv_matmul"),

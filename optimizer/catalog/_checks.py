@@ -1915,13 +1915,10 @@ def score_grid(rule: Rule, view: LayerView) -> str | None:
                 return (f"attention scores [1,{grid[0]},{grid[1]},{grid[2]}] viewed as a grid: neither N = {grid[1]} "
                         f"nor M = {grid[2]} is a multiple of {align}; their relayout runs on the CPU")
         return None
-    if node.op_type != "Reshape" or not node.inputs:
+    merge = _score_grid_merge(graph, node, columns_whole=True)
+    if merge is None:
         return None
-    src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
-    if not (_static(src) and _static(dst)) or len(src) != 6 or len(dst) != 4 or dst[3] != src[4] * src[5]:
-        return None
-    if not _merges_score_grid(graph, node, tuple(src)):
-        return None
+    src, dst = merge
     if dst[3] % align:
         return (f"Reshape {list(src)} -> {list(dst)} merges a grid of attention scores back: M = {dst[3]} is not a "
                 f"multiple of {align}; the relayout runs on the CPU")
@@ -1933,13 +1930,10 @@ def score_grid_back(rule: Rule, view: LayerView) -> str | None:
     without a layer, but merges the grid back into [1,h,N,M] with a CPU Reshape whatever the alignment (corpus
     timm_mvitv2_tiny: M 196 and 784, FP16 and INT8)."""
     graph, node = view.graph, view.node
-    if node.op_type != "Reshape" or not node.inputs:
+    merge = _score_grid_merge(graph, node, columns_whole=True)
+    if merge is None:
         return None
-    src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
-    if not (_static(src) and _static(dst)) or len(src) != 6 or len(dst) != 4 or dst[3] != src[4] * src[5]:
-        return None
-    if not _merges_score_grid(graph, node, tuple(src)):
-        return None
+    src, dst = merge
     return f"Reshape {list(src)} -> {list(dst)} merges a grid of attention scores back: a CPU relayout on rk3566"
 
 
@@ -3260,12 +3254,23 @@ def _build_time_only(graph: Graph, tensor: str, limit: int = 256) -> bool:
 def _free_grid_merge(graph: Graph, node: Node, align: int) -> bool:
     """`node` merges a grid of attention scores [1,h,qh,qw,kh,kw] back into [1,h,N,M] with M a whole number of
     `align`-element groups (an NPU Reshape, RKNN-SCORE-GRID)."""
+    merge = _score_grid_merge(graph, node, columns_whole=False)
+    return merge is not None and merge[1][3] % align == 0
+
+
+def _score_grid_merge(graph: Graph, node: Node, columns_whole: bool) -> tuple[list[int], list[int]] | None:
+    """The static dims of a Reshape of a grid of attention scores [1,h,qh,qw,kh,kw] back into a 4-D [.., M]
+    (with M = kh*kw when `columns_whole`), else None."""
     if node.op_type != "Reshape" or not node.inputs:
-        return False
+        return None
     src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
-    if not (_static(src) and _static(dst)) or len(src) != 6 or len(dst) != 4 or dst[3] % align:
-        return False
-    return _merges_score_grid(graph, node, tuple(src))
+    if not (_static(src) and _static(dst)) or len(src) != 6 or len(dst) != 4:
+        return None
+    if columns_whole and dst[3] != src[4] * src[5]:
+        return None
+    if not _merges_score_grid(graph, node, tuple(src)):
+        return None
+    return list(src), list(dst)
 
 
 def _merges_score_grid(graph: Graph, node: Node, grid: tuple[int, ...], depth: int = 6) -> bool:

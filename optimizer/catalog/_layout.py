@@ -49,9 +49,10 @@ def reduce_axes(graph: Graph, node: Node) -> list[int] | None:
     return None if axes is None else [int(a) for a in axes]
 
 
-def _static_shape(graph: Graph, tensor: str) -> tuple[int, ...] | None:
+def static_shape(graph: Graph, tensor: str, rank: int | None = None) -> tuple[int, ...] | None:
+    """A tensor's dims when all are known (and it has `rank` of them, if given)."""
     shape = graph.shape(tensor)
-    if shape is None or not all(isinstance(d, int) for d in shape):
+    if shape is None or (rank is not None and len(shape) != rank) or not all(isinstance(d, int) for d in shape):
         return None
     return tuple(int(d) for d in shape)
 
@@ -93,7 +94,7 @@ def layout_run(graph: Graph, node: Node, limit: int = 8) -> list[Node]:
 
 
 def _apply(graph: Graph, node: Node, data: np.ndarray) -> np.ndarray | None:
-    out = _static_shape(graph, node.outputs[0])
+    out = static_shape(graph, node.outputs[0])
     if out is None or int(np.prod(out, dtype=np.int64)) != data.size:
         return None
     if node.op_type == "Transpose":
@@ -111,8 +112,8 @@ def composes_to_reshape(graph: Graph, members: Sequence[Node]) -> bool:
     unchanged too."""
     if not members:
         return False
-    src = _static_shape(graph, members[0].inputs[0])
-    dst = _static_shape(graph, members[-1].outputs[0])
+    src = static_shape(graph, members[0].inputs[0])
+    dst = static_shape(graph, members[-1].outputs[0])
     if src is None or dst is None or not src or not dst or src[-1] != dst[-1]:
         return False
     size = int(np.prod(src, dtype=np.int64))
@@ -130,7 +131,7 @@ def composes_to_reshape(graph: Graph, members: Sequence[Node]) -> bool:
 
 def moves_data(graph: Graph, node: Node) -> bool:
     """A Transpose that reorders non-unit axes (a data move on its own)."""
-    src = _static_shape(graph, node.inputs[0])
+    src = static_shape(graph, node.inputs[0])
     if node.op_type != "Transpose" or src is None:
         return False
     perm = node.attrs.get("perm") or tuple(reversed(range(len(src))))

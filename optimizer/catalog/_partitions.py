@@ -15,7 +15,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from optimizer.catalog._layout import LAYOUT_OPS, data_users, only_user
+from optimizer.catalog._layout import LAYOUT_OPS, data_users, only_user, static_shape
 
 if TYPE_CHECKING:
     from optimizer.catalog._schema import Rule
@@ -27,13 +27,6 @@ _PARTITION_PERM = (0, 2, 4, 3, 5, 1)  # [1,C,nh,p,nw,p] -> [1,nh,nw,p,p,C] (torc
 _DEPARTITION_PERM = (0, 5, 1, 3, 2, 4)  # [1,nh,nw,p,p,C] -> [1,C,nh,p,nw,p]
 _SWAP = (0, 2, 1, 3)  # windows <-> tokens: the grid form of a window partition
 _BATCH_WINDOWS = 16  # probe tvblk_attn_C_NH_P: 4 and 16 windows are held in the batch axis, 25 to 64 are not
-
-
-def _static(graph: Graph, tensor: str) -> tuple[int, ...] | None:
-    shape = graph.shape(tensor)
-    if shape is None or not all(isinstance(d, int) for d in shape):
-        return None
-    return tuple(int(d) for d in shape)
 
 
 def _perm(node: Node, rank: int) -> tuple[int, ...]:
@@ -55,7 +48,7 @@ def _lone_runs(graph: Graph, node: Node) -> int | None:
     not made by a layout op and no data user is a layout op or a q/k/v unbind; else None."""
     if node.op_type != "Transpose" or not node.inputs or not node.outputs:
         return None
-    shape = _static(graph, node.inputs[0])
+    shape = static_shape(graph, node.inputs[0])
     if shape is None:
         return None
     runs = axis_runs(shape, _perm(node, len(shape)))
@@ -76,7 +69,7 @@ def lone_transpose_runs(rule: Rule, view: LayerView) -> str | None:
     graph, node = view.graph, view.node
     runs = _lone_runs(graph, node)
     if runs is not None:
-        shape = _static(graph, node.inputs[0]) or ()
+        shape = static_shape(graph, node.inputs[0]) or ()
         producer = graph.producer(node.inputs[0])
         return (f"Transpose {list(shape)} perm {list(_perm(node, len(shape)))} keeps {runs} runs of axes (no 4-D "
                 f"form) and no layout op beside it to merge with ({producer.op_type if producer else '?'} before "
@@ -96,11 +89,11 @@ def _departition(graph: Graph, transpose: Node) -> tuple[int, int] | None:
     reshaped into the map [1,C,nh*p,nw*p], with windows wider than one pixel, else None."""
     if transpose.op_type != "Transpose" or not transpose.inputs or not transpose.outputs:
         return None
-    shape = _static(graph, transpose.inputs[0])
+    shape = static_shape(graph, transpose.inputs[0])
     if shape is None or len(shape) != 6 or shape[0] != 1 or _perm(transpose, 6) != _DEPARTITION_PERM:
         return None
     back = only_user(graph, transpose.outputs[0])
-    out = _static(graph, back.outputs[0]) if back is not None and back.op_type == "Reshape" else None
+    out = static_shape(graph, back.outputs[0]) if back is not None and back.op_type == "Reshape" else None
     if out is None or out != (1, shape[5], shape[1] * shape[3], shape[2] * shape[4]) or shape[4] == 1:
         return None
     return shape[1] * shape[2], out[3]
@@ -116,7 +109,7 @@ def _partition(graph: Graph, reshape: Node) -> tuple[Node, Node] | None:
     [1,C,H/p,p,W/p,p], Transpose (0,2,4,3,5,1), Reshape to [1,G,N,C]."""
     if reshape.op_type != "Reshape" or not reshape.inputs or not reshape.outputs:
         return None
-    src, dst = _static(graph, reshape.inputs[0]), _static(graph, reshape.outputs[0])
+    src, dst = static_shape(graph, reshape.inputs[0]), static_shape(graph, reshape.outputs[0])
     if src is None or dst is None or len(src) != 4 or len(dst) != 6 or dst[:2] != src[:2]:
         return None
     if dst[2] * dst[3] != src[2] or dst[4] * dst[5] != src[3] or dst[5] == 1:
@@ -127,7 +120,7 @@ def _partition(graph: Graph, reshape: Node) -> tuple[Node, Node] | None:
     tokens = only_user(graph, transpose.outputs[0])
     if tokens is None or tokens.op_type != "Reshape":
         return None
-    shape = _static(graph, tokens.outputs[0])
+    shape = static_shape(graph, tokens.outputs[0])
     if shape is None or len(shape) != 4:
         return None
     return transpose, tokens
@@ -166,7 +159,7 @@ def window_batch_merge(rule: Rule, view: LayerView) -> str | None:
 
 def _width(graph: Graph, partition: Node) -> int:
     """The map width a partition Reshape (checked by _partition) cuts."""
-    shape = _static(graph, partition.inputs[0])
+    shape = static_shape(graph, partition.inputs[0])
     assert shape is not None
     return shape[3]
 
@@ -228,7 +221,7 @@ def batched_rows(rule: Rule, view: LayerView) -> str | None:
     graph, node = view.graph, view.node
     if node.op_type != "Reshape" or not node.inputs or not node.outputs:
         return None
-    src, dst = _static(graph, node.inputs[0]), _static(graph, node.outputs[0])
+    src, dst = static_shape(graph, node.inputs[0]), static_shape(graph, node.outputs[0])
     if src is None or dst is None or math.prod(src) != math.prod(dst):
         return None
     for flat, rows in ((src, dst), (dst, src)):
@@ -259,7 +252,7 @@ def window_head_join(rule: Rule, view: LayerView) -> str | None:
     graph, node = view.graph, view.node
     if node.op_type != "Reshape" or not node.inputs or not node.outputs:
         return None
-    src, dst = _static(graph, node.inputs[0]), _static(graph, node.outputs[0])
+    src, dst = static_shape(graph, node.inputs[0]), static_shape(graph, node.outputs[0])
     if src is None or dst is None or len(src) != 4 or len(dst) != 4:
         return None
     windows, ws = dst[0], dst[1]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from optimizer.catalog._layout import RESHAPES, data_users, only_user
+from optimizer.catalog._layout import RESHAPES, data_users, only_user, static_shape
 
 if TYPE_CHECKING:
     from optimizer.catalog._schema import Rule
@@ -28,13 +28,6 @@ _UNBIND = frozenset({"Squeeze", "Split", "Transpose", "Gather", "Reshape"})
 _STREAM = frozenset({"LayerNormalization", "Add", "Sub", "Mul", "Div", "Identity"})
 _ELEMENTWISE = frozenset({"Mul", "Add", "Sub", "Div"})
 _CUTS = frozenset({"Slice", "Split", "Squeeze", "Unsqueeze", "Gather"})
-
-
-def _static4(graph: Graph, tensor: str) -> tuple[int, ...] | None:
-    shape = graph.shape(tensor)
-    if shape is None or len(shape) != 4 or not all(isinstance(d, int) for d in shape):
-        return None
-    return tuple(int(d) for d in shape)
 
 
 def _last_two_swap(graph: Graph, node: Node | None) -> bool:
@@ -48,7 +41,7 @@ def token_softmax_transpose(graph: Graph, node: Node) -> int | None:
     if not _last_two_swap(graph, node):
         return None
     softmax = graph.producer(node.inputs[0])
-    shape = _static4(graph, node.inputs[0])
+    shape = static_shape(graph, node.inputs[0], 4)
     if softmax is None or softmax.op_type != "Softmax" or shape is None:
         return None
     if int(softmax.attrs.get("axis", -1)) % 4 != 2:
