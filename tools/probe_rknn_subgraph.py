@@ -56,6 +56,8 @@ def main() -> int:
     parser.add_argument("--precisions", default="fp16,int8")
     parser.add_argument("--input-shape", default="")
     args = parser.parse_args()
+    if os.path.basename(args.model) != args.model or not os.path.isfile(os.path.join(CORPUS, args.model + ".onnx")):
+        parser.error(f"{args.model!r} is not a model in {CORPUS} (give its file stem)")
     shape = [int(v) for v in args.input_shape.split(",")] if args.input_shape else None
     sub = extract(args.model, args.inputs.split(","), args.outputs.split(","), shape)
     with tempfile.TemporaryDirectory() as tmp:
