@@ -34,6 +34,7 @@ from optimizer.plan._subgraphs import Subgraph, build_subgraphs
 from optimizer.plan._types import PLAN_SCHEMA, Plan
 from optimizer.rewrite import add_edit_options
 from optimizer.solver import (
+    INTERVAL_MAX_GROUPS,
     LP_MAX_GROUPS,
     WALL_FACTOR,
     Budget,
@@ -43,6 +44,7 @@ from optimizer.solver import (
     SolveResult,
     Stop,
     balanced_hint,
+    border_descent,
     check_target,
     core_bound_ns,
     decomposed_solve,
@@ -319,6 +321,9 @@ def _hint(model: LatencyModel, base: Baselines, request: PlanRequest, limit: int
             if request.objective == "throughput" else None
         if cut is not None:
             candidates.append((score(evaluate(model, cut)), len(candidates), cut))
+        if request.objective == "throughput" and len(model.groups.groups) <= INTERVAL_MAX_GROUPS:
+            best = min(candidates)[2]
+            return border_descent(model, best, request.allowed_precisions, score, cores, limit)
     return min(candidates)[2]
 
 

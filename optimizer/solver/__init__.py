@@ -5,7 +5,7 @@ from optimizer.solver._corebound import core_bound_ns
 from optimizer.solver._cpsat import Choice, PlanModel, SolveResult, loadable_limit
 from optimizer.solver._cutbound import region_bound_ns
 from optimizer.solver._decompose import decomposed_solve
-from optimizer.solver._hints import balanced_hint, interval_hint
+from optimizer.solver._hints import INTERVAL_MAX_GROUPS, balanced_hint, border_descent, interval_hint
 from optimizer.solver._outcome import DETERMINISTIC_PER_SECOND, WALL_FACTOR, Budget, Outcome, Stop, wall_cap_s
 from optimizer.solver._request import (
     DUAL_STREAMS,
@@ -19,6 +19,7 @@ from optimizer.solver._request import (
 __all__ = [
     "DETERMINISTIC_PER_SECOND",
     "DUAL_STREAMS",
+    "INTERVAL_MAX_GROUPS",
     "LP_MAX_GROUPS",
     "OBJECTIVES",
     "PIN_DEVICES",
@@ -31,6 +32,7 @@ __all__ = [
     "SolveResult",
     "Stop",
     "balanced_hint",
+    "border_descent",
     "cheapest_bound_ns",
     "check_target",
     "core_bound_ns",

@@ -283,3 +283,87 @@ def _interval_plan(order: list[int], intervals: tuple[tuple[int, int], ...], on:
             assert option is not None
             placements[g] = Placement(option, core, slot)
     return _relabel(tuple(placements))
+
+
+BORDER_ROUNDS = 64  # improving moves the border descent takes at most
+
+
+def border_descent(lm: LatencyModel, start: tuple[Placement, ...], allowed: frozenset[str],
+                   score: Callable[[Breakdown], int], cores: int, limit: int) -> tuple[Placement, ...]:
+    """A plan's loadables grown and shrunk one group at a time, scored by the evaluator itself.
+
+    The interval hint is built on a border-cost model and only moves whole interval ends; CP-SAT on one worker
+    runs no neighbourhood search, so a plan one group away can stay unfound (GhostNet on xavier-agx: the hint is
+    the final plan). Each move adds a GPU group next to a loadable to it, returns a member whose loss keeps the
+    loadable connected to the GPU, moves a member into a neighbouring loadable, starts a loadable of one GPU group
+    (within the limit), or puts a loadable on another core; a move keeps every loadable convex (no path leaves
+    it and comes back) and connected. The best move by the objective, then the engines' times from the busiest
+    down (so a tie at the top can be undone one engine at a time), is taken while it beats
+    the plan, at most BORDER_ROUNDS times; deterministic (moves in slot and group order)."""
+    succ: dict[int, list[int]] = {}
+    for a, b in lm.groups.group_edges():
+        succ.setdefault(a, []).append(b)
+    neighbours = group_neighbours(lm.groups)
+    n = len(lm.groups.groups)
+    on_dla = [_fastest(lm, g, "dla", allowed) for g in range(n)]
+    on_gpu = [_fastest(lm, g, "gpu", allowed) for g in range(n)]
+
+    def key(placements: tuple[Placement, ...]) -> tuple[int, ...]:
+        b = evaluate(lm, placements)  # leximax: a tie at the top is broken by the next busiest engine
+        return score(b), *sorted(b.busy_ns.values(), reverse=True)
+
+    current, best = start, key(start)
+    for _ in range(BORDER_ROUNDS):
+        moves: list[tuple[Placement, ...]] = []
+        for slot in sorted({p.loadable for p in current if p.loadable >= 0}):
+            members = {g for g, p in enumerate(current) if p.loadable == slot}
+            core = current[min(members)].core
+            for g in sorted({v for m in members for v in neighbours.get(m, ())} - members):
+                option = on_dla[g]
+                if current[g].option.device == "gpu" and option is not None and _convex(members | {g}, succ):
+                    moves.append(_put(current, g, Placement(option, core, slot)))
+                elif current[g].loadable >= 0 and _convex(members | {g}, succ):  # from a neighbouring loadable
+                    rest = {v for v, p in enumerate(current) if p.loadable == current[g].loadable} - {g}
+                    if rest and len(components(rest, neighbours)) == 1 and _convex(rest, succ):
+                        moves.append(_put(current, g, Placement(current[g].option, core, slot)))
+            for g in sorted(members) if len(members) > 1 else []:
+                option = on_gpu[g]
+                rest = members - {g}
+                if option is not None and len(components(rest, neighbours)) == 1 and _convex(rest, succ):
+                    moves.append(_put(current, g, Placement(option)))
+            for other in range(cores):
+                if other != core:
+                    moves.append(tuple(Placement(p.option, other, slot) if p.loadable == slot else p
+                                       for p in current))
+        slots = {p.loadable for p in current if p.loadable >= 0}
+        if len(slots) < limit:  # a group on the GPU as a loadable of its own (one group is convex)
+            fresh = max(slots, default=-1) + 1
+            for g in range(n):
+                option = on_dla[g]
+                if current[g].option.device == "gpu" and option is not None:
+                    moves.extend(_put(current, g, Placement(option, core, fresh)) for core in range(cores))
+        scored = [(key(m), k) for k, m in enumerate(moves)]
+        if not scored or min(scored)[0] >= best:
+            break
+        best, k = min(scored)
+        current = moves[k]
+    # a plan only as good at the top is no better start: the hint (and so the search) stays as it was
+    return _relabel(current) if best[0] < key(start)[0] else start
+
+
+def _put(placements: tuple[Placement, ...], g: int, placement: Placement) -> tuple[Placement, ...]:
+    return (*placements[:g], placement, *placements[g + 1:])
+
+
+def _convex(members: set[int], succ: Mapping[int, list[int]]) -> bool:
+    """No path leaves `members` and comes back: nothing reached from outside the set after leaving it is in it."""
+    stack = [b for a in members for b in succ.get(a, ()) if b not in members]
+    seen: set[int] = set()
+    while stack:
+        g = stack.pop()
+        if g in members:
+            return False
+        if g not in seen:
+            seen.add(g)
+            stack.extend(succ.get(g, ()))
+    return True

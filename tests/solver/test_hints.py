@@ -14,7 +14,7 @@ from optimizer.fusion import build_groups
 from optimizer.ir import load_model
 from optimizer.latency import LatencyModel, Placement, evaluate, load_profile
 from optimizer.solver._decompose import topological_order
-from optimizer.solver._hints import _fastest, _Intervals, interval_hint
+from optimizer.solver._hints import _convex, _fastest, _Intervals, border_descent, interval_hint
 from tests.solver.conftest import add, build_model, chain, concat, conv, gpu_only
 from tests.solver.test_cpsat import _convex_connected
 
@@ -131,3 +131,59 @@ def test_hint_keeps_to_the_exact_models_options():
     for g, placement in enumerate(model.canonical(hint)):
         assert any(c.option == placement.option and (c.option.device != "dla" or c.core == placement.core)
                    for c in model.choices[g])
+
+
+def _throughput(b):
+    return max(b.busy_ns.values())
+
+
+def _valid(lm, plan, limit):
+    slots = sorted({p.loadable for p in plan if p.loadable >= 0})
+    assert slots == list(range(len(slots))) and len(slots) <= limit
+    for slot in slots:
+        members = {g for g, p in enumerate(plan) if p.loadable == slot}
+        assert _convex_connected(lm, members)
+        assert len({plan[g].core for g in members}) == 1
+    assert all((p.loadable >= 0) == (p.option.device == "dla") for p in plan)
+
+
+def _lone(lm, g):
+    """Every group on the GPU but `g`, a loadable of its own on DLA0: a poor start the descent must grow."""
+    n = len(lm.groups.groups)
+    plan = [Placement(_fastest(lm, k, "gpu", ALLOWED)) for k in range(n)]
+    plan[g] = Placement(_fastest(lm, g, "dla", ALLOWED), 0, 0)
+    return tuple(plan)
+
+
+@pytest.mark.parametrize("graph", sorted(GRAPHS))
+@pytest.mark.parametrize("limit", [1, 2, 4])
+def test_border_descent_keeps_valid_loadables_and_never_loses(tmp_path, favour_dla, graph, limit):
+    lm = _model(GRAPHS[graph](tmp_path / "m.onnx"), favour_dla)
+    starts = [_lone(lm, 0)]
+    hint = interval_hint(lm, ALLOWED, _throughput, 2, limit)
+    assert hint is not None
+    starts.append(hint)
+    for start in starts:
+        plan = border_descent(lm, start, ALLOWED, _throughput, 2, limit)
+        _valid(lm, plan, limit)
+        assert _throughput(evaluate(lm, plan)) <= _throughput(evaluate(lm, start))
+        assert plan == border_descent(lm, start, ALLOWED, _throughput, 2, limit)  # deterministic
+
+
+def test_border_descent_grows_a_lone_loadable(tmp_path, favour_dla):
+    """CCXCC with the DLA favoured: one Conv alone on DLA0 leaves the GPU busiest; the descent moves its
+    neighbour in, starts the second core's loadable and ends strictly better."""
+    lm = _model(chain(tmp_path / "m.onnx", "CCXCC"), favour_dla)
+    start = _lone(lm, 0)
+    plan = border_descent(lm, start, ALLOWED, _throughput, 2, 4)
+    assert _throughput(evaluate(lm, plan)) < _throughput(evaluate(lm, start))
+    assert sum(p.option.device == "dla" for p in plan) > 1
+
+
+def test_convex_at_the_boundary():
+    """A -> B -> C, A -> C: {A, C} is left through B and re-entered (not convex); {A, B, C} and {B, C} are."""
+    succ = {0: [1, 2], 1: [2]}
+    assert not _convex({0, 2}, succ)
+    assert _convex({0, 1, 2}, succ)
+    assert _convex({1, 2}, succ)
+    assert _convex({0, 1}, succ)
