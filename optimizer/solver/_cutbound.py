@@ -11,7 +11,8 @@ DLA-LOADABLES limit of them. A separator (a group every path passes) is the only
 sides of it, so a DP over the regions in order, with the separator's device, the connected parts so far and the
 DLA time so far as its state, finds the least GPU time for every such triple exactly (DLA time counted down
 to whole steps of QUANTUM_NS or more, so it stays a bound). A region of more than MAX_REGION DLA-capable groups
-is taken in chunks, relaxed (see _advance). With k parts run as p >= k loadables and D of DLA work, a plan's
+is swept group by group with every copy charged and its parts left out (_sweep), or where that state is too
+large, taken in chunks, relaxed (see _advance). With k parts run as p >= k loadables and D of DLA work, a plan's
 busiest DLA core carries at least (D + p x launch) / min(p, cores) (_busiest), so its busiest engine is at
 least that or its GPU time, whichever is more; the minimum over the DP's states bounds every plan.
 """
@@ -33,6 +34,7 @@ QUANTUM_NS = 100  # DLA time steps of the DP's state (each group's DLA time roun
 MAX_STEPS = 50_000  # DLA time steps of the state; past it, the step grows (RT-DETR-L on xavier-agx: 400 ns)
 MAX_REGION = 14  # DLA-capable groups of one region enumerated (2^14 device choices); past it, relaxed
 MAX_PARTS = 8  # connected DLA parts counted exactly; the state's last count means "this many or more"
+SWEEP_KEYS = 4096  # device states of the open tensors a large region's sweep keeps at once; past it, chunks
 
 
 # a tensor: consumer positions, cheapest copy GPU->DLA, DLA->GPU, DLA->DLA (between loadables or cores)
@@ -125,6 +127,11 @@ def region_bound_ns(lm: LatencyModel, request: PlanRequest, limit: int | None = 
     for start, region in zip(bounds, inst.regions):
         chunks = _chunks(region, dla_steps[[order[p] for p in region]] >= 0)
         relaxed = relaxed or len(chunks) > 1
+        if len(chunks) > 1:
+            swept = _sweep(state, start, region, inst, quantum)
+            if swept is not None:
+                state = swept
+                continue
         for k, chunk in enumerate(chunks):
             advanced = _advance(state, start, chunk, [order[p] for p in chunk], gpu, dla_steps, tensors, edges,
                                 limit is not None and limit <= MAX_PARTS, len(chunks) == 1, k == len(chunks) - 1)
@@ -268,3 +275,84 @@ def _frontier(dla: np.ndarray, gpu: np.ndarray) -> list[tuple[int, float]]:
         if not keep or g < keep[-1][1]:
             keep.append((int(d), float(g)))
     return keep
+
+
+def _sweep(state: np.ndarray, start: int, region: list[int], inst: Instance, quantum: int) -> np.ndarray | None:
+    """A region too large to enumerate, walked group by group in topological order with every copy charged: the
+    state of the walk is the device of each tensor still to be consumed (GPU, DLA, or copied already) and,
+    for each such state, the (DLA time, GPU time) pairs no other pair beats in both. A tensor from the GPU pays
+    its copy to the DLA at its first consumer there, one from the DLA its copy back at its first consumer on
+    the GPU: what the enumeration charges. The region adds no connected part (parts are relaxed as in the
+    chunks), so the result is the whole-region enumeration without part counts. None where the walk's state
+    would pass SWEEP_KEYS (many tensors open at once, e.g. a DenseNet block): the region goes in chunks."""
+    order, gpu, dla, tensors = inst.order, inst.gpu, inst.dla, inst.tensors
+    produced: dict[int, list[int]] = {}  # position -> indices of its tensors in `routes`
+    routes: list[Tensor] = []
+    inside = set(region)
+    for p in [start, *region[:-1]]:
+        for route in tensors.get(p, ()):
+            if any(c not in inside for c in route[0]):
+                return None  # not a region between separators (cannot happen in a topological order)
+            produced.setdefault(p, []).append(len(routes))
+            routes.append(route)
+    last_use = [max(r[0]) for r in routes]
+    consumers = [set(r[0]) for r in routes]
+    out = np.full_like(state, math.inf)
+    for kind in (0, 1):
+        if np.isinf(state[kind]).all():
+            continue
+        live = produced.get(start, [])
+        layer: dict[tuple[int, ...], list[tuple[np.ndarray, np.ndarray]]] = {
+            tuple(kind for _ in live): [(np.zeros(1, dtype=np.int64), np.zeros(1))]}
+        ends: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
+        for q in region:
+            g = order[q]
+            keep = [k for k, t in enumerate(live) if last_use[t] > q]
+            fresh = produced.get(q, []) if q != region[-1] else []
+            devices = (0, 1) if dla[g] >= 0 else (0,)
+            following: dict[tuple[int, ...], list[tuple[np.ndarray, np.ndarray]]] = {}
+            for key, pairs in layer.items():
+                frontier = _pareto(pairs, quantum)
+                for device in devices:
+                    extra = float(gpu[g]) if device == 0 else 0.0
+                    status = list(key)
+                    for k, t in enumerate(live):
+                        if q in consumers[t] and status[k] != 2 and status[k] != device:
+                            _, to_dla, to_gpu, _ = routes[t]
+                            extra += to_dla if status[k] == 0 else to_gpu
+                            status[k] = 2  # copied: later consumers on either device pay nothing more
+                    # each group's DLA time in whole steps, as the state counts it (its width holds their sum)
+                    shifted = (frontier[0] + (int(dla[g]) // quantum * quantum if device == 1 else 0),
+                               frontier[1] + extra)
+                    if q == region[-1]:
+                        ends.setdefault(device, []).append(shifted)
+                        continue
+                    following.setdefault((*[status[k] for k in keep], *[device] * len(fresh)), []).append(shifted)
+            if len(following) > SWEEP_KEYS:
+                return None
+            layer = following
+            live = [live[k] for k in keep] + fresh
+        for end, pairs in ends.items():
+            d_ns, g_ns = _pareto(pairs, quantum)
+            steps = d_ns // quantum
+            for d, extra in zip(steps.tolist(), g_ns.tolist()):
+                if d >= state.shape[2]:
+                    break
+                width = state.shape[2] - d
+                out[end, :, d:] = np.minimum(out[end, :, d:], state[kind, :, :width] + extra)
+    return out
+
+
+def _pareto(pairs: list[tuple[np.ndarray, np.ndarray]], quantum: int) -> tuple[np.ndarray, np.ndarray]:
+    """The (DLA ns, GPU ns) pairs no other beats in both; pairs whose DLA time falls in the same step of
+    `quantum` become one, the least of each (it beats all of them, so the sweep stays a bound)."""
+    d_ns = np.concatenate([d for d, _ in pairs])
+    g_ns = np.concatenate([g for _, g in pairs])
+    step = d_ns // quantum
+    keys, index = np.unique(step, return_inverse=True)
+    low_d = np.full(len(keys), np.iinfo(np.int64).max, dtype=np.int64)
+    low_g = np.full(len(keys), math.inf)
+    np.minimum.at(low_d, index, d_ns)
+    np.minimum.at(low_g, index, g_ns)
+    better = np.concatenate(([True], low_g[1:] < np.minimum.accumulate(low_g)[:-1]))
+    return low_d[better], low_g[better]
