@@ -23,6 +23,7 @@ import json
 import os
 import queue
 import select
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -267,7 +268,7 @@ def drive(build: Path, models: list[dict[str, str]], socs: list[str], precisions
     scratch.mkdir(parents=True, exist_ok=True)
 
     def loop() -> None:
-        me = Worker(str(scratch))
+        me = Worker(tempfile.mkdtemp(prefix="worker-", dir=scratch))  # own cwd: runners may share a build dir
         while True:
             try:
                 task = tasks.get_nowait()
@@ -307,6 +308,7 @@ def drive(build: Path, models: list[dict[str, str]], socs: list[str], precisions
                       f"{result['seconds']} s, {len(layers)} layers {result['error'][:160]}", file=sys.stderr,
                       flush=True)
         me.stop()
+        shutil.rmtree(me.scratch, ignore_errors=True)
 
     threads = [threading.Thread(target=loop) for _ in range(max(1, jobs))]
     for thread in threads:

@@ -107,3 +107,33 @@ def test_a_qdq_model_is_built_with_its_own_scales(tmp_path):
     assert runner._prequantized("qdq", corpus)
     plain = _save(tmp_path, "plain", ["Relu", "Sigmoid"])
     assert not runner._prequantized("plain", plain)
+
+
+def test_each_worker_converts_in_its_own_scratch_dir(tmp_path, monkeypatch):
+    """The toolkit writes check*.onnx files into its working directory: two workers (or two runners on one
+    build dir) sharing it could read each other's files, so each gets its own, removed when it ends."""
+    seen: list[Path] = []
+
+    class Fake:
+        def __init__(self, scratch: str) -> None:
+            self.scratch = scratch
+            seen.append(Path(scratch))
+            assert Path(scratch).is_dir()
+
+        def run(self, task: dict, timeout: float) -> dict:
+            return {"status": "failed", "error": "fake", "seconds": 0.0}
+
+        def stop(self) -> None:
+            pass
+
+    monkeypatch.setattr(runner, "Worker", Fake)
+    build = tmp_path / "build"
+    (build / "models").mkdir(parents=True)
+    shutil.copy(REPO / "corpus" / "models" / "nn_bigru_1x64.onnx", build / "models")
+    with (REPO / "corpus" / "MANIFEST.csv").open(newline="") as handle:
+        row = next(r for r in csv.DictReader(handle) if r["name"] == "nn_bigru_1x64")
+    assert runner.drive(build, [row], ["rk3588"], ["fp16", "int8"], jobs=2, timeout=1.0) == 0
+    assert len(seen) == 2 and len(set(seen)) == 2
+    assert all(path.parent == build / "scratch" and not path.exists() for path in seen)
+    assert {json.loads(p.read_text())["status"] for p in (build / "rknn" / "nn_bigru_1x64").glob("*.json")} == {
+        "failed"}
