@@ -9,7 +9,7 @@ import optimizer.solver._cutbound as cutbound
 from optimizer.latency import evaluate
 from optimizer.solver import PlanRequest, region_bound_ns
 from tests.conftest import ZOO
-from tests.solver.conftest import add, build_model, chain, conv
+from tests.solver.conftest import add, build_model, chain, conv, gpu_only
 from tests.solver.test_cpsat import TINY, _model, brute_force
 
 GRAPHS = {**TINY,
@@ -166,3 +166,50 @@ def test_sweep_lifts_the_region_bound_on_a_real_model():
     plan = interval_hint(lm, request.allowed_precisions, lambda b: max(b.busy_ns.values()), 2, 4)
     assert bound is not None and plan is not None
     assert (throughput_lp_ns(lm, request) or 0) < bound <= max(evaluate(lm, plan).busy_ns.values())
+
+
+def _random_graph(path, seed: int, n: int):
+    """A seeded random DAG of Convs, GPU-only Exps and Adds over earlier tensors, its open ends summed into y."""
+    import random
+
+    rng = random.Random(seed)
+    tensors, parts = ["x"], []
+    for i in range(n):
+        kind = rng.choice("CCCXA") if len(tensors) >= 2 else "C"
+        if kind == "A":
+            a, b = rng.sample(tensors, 2)
+            parts.append(add(f"N{i}", a, b, f"t{i}"))
+        else:
+            parts.append((conv if kind == "C" else gpu_only)(f"N{i}", rng.choice(tensors), f"t{i}"))
+        tensors.append(f"t{i}")
+    used = {name for node, _ in parts for name in node.input}
+    open_ends = [t for t in tensors[1:] if t not in used]
+    for j, t in enumerate(open_ends[1:]):
+        parts.append(add(f"J{j}", open_ends[0] if j == 0 else f"j{j - 1}", t, f"j{j}"))
+    parts[-1][0].output[0] = "y"
+    return build_model(path, parts)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_sweep_equals_the_whole_enumeration_on_random_graphs(tmp_path, favour_dla, seed):
+    """On every region of a random 8-node graph, from either separator device, the sweep's least GPU time per
+    (last device, DLA steps or fewer) is exactly the whole-region enumeration's taken over all part counts."""
+    lm = _model(_random_graph(tmp_path / "m.onnx", seed, 8), "orin-agx", favour_dla if seed % 2 else None)
+    inst = cutbound.instance(lm, PlanRequest(objective="throughput"))
+    assert inst is not None
+    quantum = cutbound.QUANTUM_NS
+    steps = np.where(inst.dla >= 0, inst.dla // quantum, -1)
+    width = int(steps[steps > 0].sum()) + 1
+    for start, region in zip(inst.bounds, inst.regions):
+        for kind in (0, 1):
+            state = np.full((2, cutbound.MAX_PARTS + 1, width), np.inf)
+            state[kind, 0, 0] = 0.0
+            swept = cutbound._sweep(state, start, region, inst, quantum)
+            whole = cutbound._advance(state, start, region, [inst.order[p] for p in region], inst.gpu, steps,
+                                      inst.tensors, inst.edges, False)
+            assert swept is not None and whole is not None
+            for end in (0, 1):
+                expected = np.minimum.accumulate(whole[end].min(axis=0))
+                got = np.minimum.accumulate(swept[end].min(axis=0))
+                assert np.array_equal(np.isfinite(got), np.isfinite(expected))
+                assert np.allclose(got[np.isfinite(got)], expected[np.isfinite(expected)])
