@@ -509,6 +509,8 @@ class LatencyModel:
     # ---- model inputs and outputs in accelerator formats ------------------------------------------
     def _boundary_io_s(self, group: LayerGroup, option: Option, default_formats: bool = False) -> float:
         """Extra cost of reading model inputs / writing model outputs in the accelerator's formats."""
+        if default_formats and option.device == "gpu" and option.precision != "fp32":
+            return self._gpu_default_io_s(group, option.precision)
         if option.device != self.target.accelerator or not self.io_costs:
             return 0.0
         graph = self.graph
@@ -522,6 +524,22 @@ class LatencyModel:
                 if t in graph.outputs:
                     seconds += self.output_format(t, option, default_formats)[1]
         return seconds
+
+    def _gpu_default_io_s(self, group: LayerGroup, precision: str) -> float:
+        """GPU engine I/O in TensorRT's default formats (trtexec without --inputIOFormats/--outputIOFormats):
+        model inputs arrive and outputs leave as FP32 linear tensors, so an engine whose kernels run at a
+        lower precision adds one reformat kernel per model input and output, reading one side and writing the
+        other: `reformat_us + (4 + bytes(precision)) * elements / BW` each. An FP32 engine has none."""
+        graph = self.graph
+        tensors: set[str] = set()
+        for name in group.members:
+            node = graph.node(name)
+            tensors.update(t for t in graph.runtime_inputs(node) if t in graph.inputs and graph.producer(t) is None)
+            tensors.update(t for t in node.outputs if t in graph.outputs)
+        per_element = 4 + BYTES_PER_ELEMENT[precision]
+        return sum(self.profile.reformat_us * 1e-6
+                   + per_element * (graph.tensors[t].num_elements or 0) * self.batch / self.bandwidth
+                   for t in sorted(tensors) if t in graph.tensors)
 
     def input_format(self, tensor: str, option: Option, default_formats: bool = False) -> tuple[str, float]:
         """The accelerator-side format of a model input and its extra cost (the family's backend)."""
