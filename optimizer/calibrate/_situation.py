@@ -363,7 +363,8 @@ def prepare(model_path: str | Path, target_id: str, situation: Situation, catalo
 
     def latency_model(batch: int) -> LatencyModel:
         return LatencyModel(groups, catalog, target, profile, io=io, batch=batch // exported,
-                            io_costs=situation.io_included, tf32=situation.tf32)
+                            io_costs=situation.io_included, tf32=situation.tf32,
+                            fp32_model_io=situation.default_formats)
 
     model = latency_model(situation.batch)
     placements = _placements(model, situation, catalog, planned)

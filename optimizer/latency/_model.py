@@ -203,7 +203,7 @@ class LatencyModel:
     def __init__(self, groups: GroupGraph, catalog: Catalog, target: Target, profile: Profile,
                  sram_bytes: int | None = None, io: Mapping[str, Any] | None = None, standalone: bool = False,
                  batch: int = 1, io_costs: bool = True, loadable_sram: tuple[int, ...] = (),
-                 tf32: bool = True, pass_through: bool = False) -> None:
+                 tf32: bool = True, pass_through: bool = False, fp32_model_io: bool = False) -> None:
         self.groups = groups
         self.graph = groups.graph
         self.catalog = catalog
@@ -221,6 +221,8 @@ class LatencyModel:
         self.io_costs = io_costs  # False: model I/O layout conversion is outside the timed region
         self.tf32 = tf32  # False: the engine was built with --noTF32 (FP32 on CUDA cores)
         self.pass_through = pass_through  # RKNN: the caller hands NC1HWC2 inputs over already converted
+        # a GPU engine built without I/O formats (trtexec's defaults) takes FP32 linear model I/O and reformats it
+        self.fp32_model_io = fp32_model_io
         self.edited: dict[tuple[int, Option], int] = {}  # costs of edit options, from the edited subgraph
         self._elements: dict[int, int] = {}  # memo: a group's DRAM activation elements
         self._works: dict[tuple[int, Option, bool], Work] = {}  # memo: the model is fixed once built
@@ -509,7 +511,7 @@ class LatencyModel:
     # ---- model inputs and outputs in accelerator formats ------------------------------------------
     def _boundary_io_s(self, group: LayerGroup, option: Option, default_formats: bool = False) -> float:
         """Extra cost of reading model inputs / writing model outputs in the accelerator's formats."""
-        if default_formats and option.device == "gpu" and option.precision != "fp32":
+        if self.fp32_model_io and option.device == "gpu" and option.precision != "fp32":
             return self._gpu_default_io_s(group, option.precision)
         if option.device != self.target.accelerator or not self.io_costs:
             return 0.0
