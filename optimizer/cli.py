@@ -634,8 +634,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="TensorRT targets: the engine's GPU-side time alone (trtexec's GPU latency / GPU compute), "
                         "without the per-inference host enqueue and stream sync")
     p.add_argument("--default-formats", action="store_true",
-                   help="with --accelerator dla: TensorRT's default I/O formats (trtexec without --inputIOFormats/"
-                        "--outputIOFormats): FP32 linear model I/O and kDLA_LINEAR hand-overs, reformatted on the GPU")
+                   help="TensorRT's default I/O formats (trtexec without --inputIOFormats/--outputIOFormats): FP32 "
+                        "linear model I/O reformatted on the GPU (a GPU engine below FP32, a DLA engine) and "
+                        "kDLA_LINEAR hand-overs")
     p.add_argument("--profile", metavar="FILE", help="latency profile TOML (edgeplan calibrate)")
     p.add_argument("--json", action="store_true", help="print edgeplan.predict/v1 JSON")
     _input_shape_arg(p)

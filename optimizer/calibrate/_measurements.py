@@ -53,12 +53,12 @@ ENGINE_TIMED = (
      "'Average on N runs' lines (TensorRT 7: CUDA events on the stream around the engine), per process"),
     ("ismetdagli/HaX-CoNN", "HaX-CoNN's whole-network rows: trtexec mean GPU-compute time (the CSV's notes)"),
 )
-# Harnesses whose DLA engines were built by trtexec without --inputIOFormats/--outputIOFormats, so TensorRT's
+# Harnesses whose engines (GPU and DLA) were built without --inputIOFormats/--outputIOFormats, so TensorRT's
 # default formats apply (FP32 linear model I/O reformatted on the GPU, kDLA_LINEAR hand-overs): (fragment, why)
 DEFAULT_FORMATS = (
     ("NVIDIA-AI-IOT/jetson_benchmarks",
-     "jetson_benchmarks @a4afb02 utils/load_store_engine.py: trtexec --deploy/--onnx, --int8, --allowGPUFallback, "
-     "--useDLACore=N, --workspace; no I/O format flags"),
+     "jetson_benchmarks @a4afb02 utils/load_store_engine.py: trtexec --deploy/--onnx, --int8, --workspace (DLA "
+     "engines also --allowGPUFallback --useDLACore=N); no I/O format flags on any engine"),
     ("NVIDIA-AI-IOT/jetson_dla_tutorial",
      "the tutorial's command (CSV notes): trtexec --int8 --useDLACore=0 --allowGPUFallback --useSpinWait"),
     ("ismetdagli/HaX-CoNN",
@@ -192,7 +192,7 @@ def _parse(n: int, raw: dict[str, str], models: Path) -> Measurement:
     situation = Situation(**{**situation.__dict__, "metric": metric,
                              "io_included": io if situation.accelerator == "npu" else True, "nms": nms,
                              "separate_runs": apart, "host_timed": not engine_only,
-                             "default_formats": situation.accelerator == "dla" and any(
+                             "default_formats": situation.accelerator in ("gpu", "dla") and any(
                                  fragment in raw["source"] for fragment, _ in DEFAULT_FORMATS)})
     return Measurement(row=n, source=raw["source"], device=device, model=raw["model"], onnx=str(models / onnx_name),
                        family=model_family(onnx_name), origin=origin_of(raw["source"]), metric=metric,

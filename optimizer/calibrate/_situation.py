@@ -238,9 +238,9 @@ def _check(situation: Situation, target: Target, where: str) -> None:
     if not situation.host_timed and acc not in ("gpu", "dla"):
         raise BadInputError("--engine-time (the TensorRT engine's GPU-side time, no host enqueue/sync) goes with "
                             "--accelerator gpu or dla", file=where)
-    if situation.default_formats and acc != "dla":
-        raise BadInputError("--default-formats (TensorRT's linear DLA I/O, reformatted on the GPU) goes with "
-                            "--accelerator dla", file=where)
+    if situation.default_formats and acc not in ("gpu", "dla"):
+        raise BadInputError("--default-formats (TensorRT's FP32 linear model I/O, reformatted on the GPU) goes "
+                            "with --accelerator gpu or dla", file=where)
     if situation.nms and "gpu" not in target.precisions:
         raise BadInputError(f"--nms runs NMS on the GPU; {target.id} has none", file=where)
 
@@ -293,7 +293,8 @@ def _stage(model: LatencyModel, placements: tuple[Placement, ...], nms: bool = F
     `host_timed` False leaves out the per-inference host overhead: a harness that reports trtexec's GPU-side
     time (CUDA events recorded on the stream around the engine) never sees the enqueue and the stream sync.
     `default_formats` scores the DLA I/O and hand-overs in TensorRT's defaults (kDLA_LINEAR, FP32 model I/O
-    reformatted on the GPU): what trtexec builds without --inputIOFormats/--outputIOFormats."""
+    reformatted on the GPU) and a GPU engine's FP32 linear model I/O reformatted to its precision: what
+    trtexec builds without --inputIOFormats/--outputIOFormats."""
     breakdown = evaluate(model, placements, default_formats)
     on_groups: dict[str, int] = {}
     for p, ns in zip(placements, breakdown.group_ns):
@@ -362,7 +363,8 @@ def prepare(model_path: str | Path, target_id: str, situation: Situation, catalo
 
     def latency_model(batch: int) -> LatencyModel:
         return LatencyModel(groups, catalog, target, profile, io=io, batch=batch // exported,
-                            io_costs=situation.io_included, tf32=situation.tf32)
+                            io_costs=situation.io_included, tf32=situation.tf32,
+                            fp32_model_io=situation.default_formats)
 
     model = latency_model(situation.batch)
     placements = _placements(model, situation, catalog, planned)
@@ -370,7 +372,7 @@ def prepare(model_path: str | Path, target_id: str, situation: Situation, catalo
     if situation.gpu_batch:
         gpu_model = latency_model(situation.gpu_batch)
         gpu_stage = _stage(gpu_model, gpu_only(gpu_model, frozenset({situation.precision})), situation.nms,
-                           situation.host_timed)
+                           situation.host_timed, situation.default_formats)
     return Scenario(situation=situation, target=target_id,
                     stage=_stage(model, placements, situation.nms, situation.host_timed,
                                  situation.default_formats),

@@ -203,7 +203,7 @@ class LatencyModel:
     def __init__(self, groups: GroupGraph, catalog: Catalog, target: Target, profile: Profile,
                  sram_bytes: int | None = None, io: Mapping[str, Any] | None = None, standalone: bool = False,
                  batch: int = 1, io_costs: bool = True, loadable_sram: tuple[int, ...] = (),
-                 tf32: bool = True, pass_through: bool = False) -> None:
+                 tf32: bool = True, pass_through: bool = False, fp32_model_io: bool = False) -> None:
         self.groups = groups
         self.graph = groups.graph
         self.catalog = catalog
@@ -221,6 +221,8 @@ class LatencyModel:
         self.io_costs = io_costs  # False: model I/O layout conversion is outside the timed region
         self.tf32 = tf32  # False: the engine was built with --noTF32 (FP32 on CUDA cores)
         self.pass_through = pass_through  # RKNN: the caller hands NC1HWC2 inputs over already converted
+        # a GPU engine built without I/O formats (trtexec's defaults) takes FP32 linear model I/O and reformats it
+        self.fp32_model_io = fp32_model_io
         self.edited: dict[tuple[int, Option], int] = {}  # costs of edit options, from the edited subgraph
         self._elements: dict[int, int] = {}  # memo: a group's DRAM activation elements
         self._works: dict[tuple[int, Option, bool], Work] = {}  # memo: the model is fixed once built
@@ -509,6 +511,8 @@ class LatencyModel:
     # ---- model inputs and outputs in accelerator formats ------------------------------------------
     def _boundary_io_s(self, group: LayerGroup, option: Option, default_formats: bool = False) -> float:
         """Extra cost of reading model inputs / writing model outputs in the accelerator's formats."""
+        if self.fp32_model_io and option.device == "gpu" and option.precision != "fp32":
+            return self._gpu_default_io_s(group, option.precision)
         if option.device != self.target.accelerator or not self.io_costs:
             return 0.0
         graph = self.graph
@@ -522,6 +526,22 @@ class LatencyModel:
                 if t in graph.outputs:
                     seconds += self.output_format(t, option, default_formats)[1]
         return seconds
+
+    def _gpu_default_io_s(self, group: LayerGroup, precision: str) -> float:
+        """GPU engine I/O in TensorRT's default formats (trtexec without --inputIOFormats/--outputIOFormats):
+        model inputs arrive and outputs leave as FP32 linear tensors, so an engine whose kernels run at a
+        lower precision adds one reformat kernel per model input and output, reading one side and writing the
+        other: `reformat_us + (4 + bytes(precision)) * elements / BW` each. An FP32 engine has none."""
+        graph = self.graph
+        tensors: set[str] = set()
+        for name in group.members:
+            node = graph.node(name)
+            tensors.update(t for t in graph.runtime_inputs(node) if t in graph.inputs and graph.producer(t) is None)
+            tensors.update(t for t in node.outputs if t in graph.outputs)
+        per_element = 4 + BYTES_PER_ELEMENT[precision]
+        return sum(self.profile.reformat_us * 1e-6
+                   + per_element * (graph.tensors[t].num_elements or 0) * self.batch / self.bandwidth
+                   for t in sorted(tensors) if t in graph.tensors)
 
     def input_format(self, tensor: str, option: Option, default_formats: bool = False) -> tuple[str, float]:
         """The accelerator-side format of a model input and its extra cost (the family's backend)."""

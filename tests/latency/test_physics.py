@@ -427,4 +427,27 @@ def test_default_formats_add_the_gpu_reformats_and_the_thin_planar_input_of_trte
     assert slow - fast == pytest.approx(extra, abs=2e-9)
     assert "--default-formats" in default.command("m.onnx", "orin-agx")
     with pytest.raises(BadInputError, match="default-formats"):
-        prepare(path, "orin-agx", replace(default, accelerator="gpu"), CATALOG, profile)
+        prepare(path, "rk3588", replace(default, accelerator="npu"), CATALOG, load_profile("rockchip-rknn"))
+
+
+@pytest.mark.parametrize("precision", ["int8", "fp16"])
+def test_a_gpu_engine_in_default_formats_reformats_its_fp32_model_io_to_its_precision(tmp_path, precision):
+    """trtexec without --inputIOFormats/--outputIOFormats hands a GPU engine FP32 linear model I/O: below FP32 each
+    model input and output adds one reformat kernel, reformat_us + (4 + bytes of the precision) B an element over
+    the DRAM, at batch 4 four times the elements; an FP32 engine adds nothing."""
+    node = helper.make_node("Conv", ["x", "w"], ["y"], name="c", kernel_shape=[1, 1])
+    path = save_model(tmp_path / "io.onnx", [node], [value("x", [1, 8, 32, 32])], [value("y", None)],
+                      [weight("w", [16, 8, 1, 1])])
+    profile = load_profile("nvidia-dla", prior=True)
+    native = Situation("gpu", precision, batch=4)
+    fast = score(prepare(path, "xavier-nx-15w", native, CATALOG, profile), profile.constants).latency_s
+    slow = score(prepare(path, "xavier-nx-15w", replace(native, default_formats=True), CATALOG, profile),
+                 profile.constants).latency_s
+    bandwidth = 1600e6 * 2 * 128 / 8  # the 15 W mode's EMC clock x 2 transfers x 128 bit
+    elements = 4 * (8 * 32 * 32 + 16 * 32 * 32)
+    expected = 2 * profile.reformat_us * 1e-6 + (4 + BYTES_PER_ELEMENT[precision]) * elements / bandwidth
+    assert slow - fast == pytest.approx(expected, rel=1e-6, abs=2e-9)
+    fp32 = replace(native, precision="fp32")
+    assert (score(prepare(path, "xavier-nx-15w", replace(fp32, default_formats=True), CATALOG, profile),
+                  profile.constants).latency_s
+            == score(prepare(path, "xavier-nx-15w", fp32, CATALOG, profile), profile.constants).latency_s)
