@@ -29,7 +29,7 @@ from optimizer.catalog._partitions import (
     window_batch_merge,
     window_head_join,
 )
-from optimizer.catalog._rk3566 import einsum_operands, pixel_reduce
+from optimizer.catalog._rk3566 import einsum_heads, einsum_operands, pixel_reduce
 from optimizer.catalog._rk3566_attn import (
     channels_last_merge,
     factorised_attention,
@@ -2306,6 +2306,7 @@ CHECKS: Mapping[str, Check] = {
     "vector_sequence": vector_sequence,
     "pixel_reduce": pixel_reduce,
     "einsum_operands": einsum_operands,
+    "einsum_heads": einsum_heads,
     "factorised_attention": factorised_attention,
     "grid_merge_ends": grid_merge_ends,
     "channels_last_merge": channels_last_merge,
