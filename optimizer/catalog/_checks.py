@@ -25,8 +25,11 @@ from optimizer.catalog._layout import only_user as _only_user
 from optimizer.catalog._partitions import (
     batched_rows,
     grid_rows,
+    grid_swap_ends,
+    grid_unswap,
     lone_transpose_runs,
     window_batch_merge,
+    window_batch_split,
     window_head_join,
 )
 from optimizer.catalog._rk3566 import einsum_heads, einsum_operands, pixel_reduce
@@ -2322,6 +2325,8 @@ CHECKS: Mapping[str, Check] = {
     "grid_rows": grid_rows,
     "batched_rows": batched_rows,
     "window_head_join": window_head_join,
+    "grid_swap_ends": grid_swap_ends,
+    "window_batch_split": window_batch_split,
     "batch_rows_stream": batch_rows_stream,  # optimizer/catalog/_stream.py (rk3566/rk3568)
 }
 
@@ -2835,6 +2840,8 @@ def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
             return None  # folded into exMatMul's operand or result layout
         if _channels_last_pair(graph, node) or _to_form_channel(graph, node) or _direction_join(graph, node):
             return None
+        if grid_unswap(graph, node):
+            return None  # merged into the departition run (optimizer/catalog/_partitions.py)
         if _moving_transpose(graph, node):
             perm = list(view.attr("perm") or ())
             return f"Transpose perm {perm} of {list(src)} moves data (a gather in the NC1HWC2 layout)"
