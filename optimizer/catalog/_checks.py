@@ -32,7 +32,7 @@ from optimizer.catalog._partitions import (
     window_batch_split,
     window_head_join,
 )
-from optimizer.catalog._rk3566 import einsum_heads, einsum_operands, pixel_reduce
+from optimizer.catalog._rk3566 import einsum_heads, einsum_operands, pixel_reduce, swapped_lstm_join
 from optimizer.catalog._rk3566_attn import (
     channels_last_merge,
     factorised_attention,
@@ -2310,6 +2310,7 @@ CHECKS: Mapping[str, Check] = {
     "pixel_reduce": pixel_reduce,
     "einsum_operands": einsum_operands,
     "einsum_heads": einsum_heads,
+    "swapped_lstm_join": swapped_lstm_join,
     "factorised_attention": factorised_attention,
     "grid_merge_ends": grid_merge_ends,
     "channels_last_merge": channels_last_merge,

@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from optimizer.catalog._layout import RESHAPES, data_users, only_user, reduce_axes, spaced_einsum_operand
+from optimizer.catalog._layout import (
+    RESHAPES,
+    data_users,
+    only_user,
+    reduce_axes,
+    spaced_einsum_operand,
+    static_shape,
+)
 
 if TYPE_CHECKING:
     from optimizer.catalog._schema import Rule
@@ -180,3 +187,68 @@ def einsum_heads(rule: Rule, view: LayerView) -> str | None:
         return None
     return (f"its result is cut into heads for {einsum.name}, a CPU Einsum: the head split's reshape and "
             "transpose out of the convolution layout run on the CPU")
+
+
+def _map_swap(graph: Graph, node: Node) -> bool:
+    """A Transpose (0,2,1,3) of a map [1, A, B, C] with A, B > 1: the rows and columns of a channels-last map
+    swapped (not the direction join (0,2,1,3) of Y [seq, 2, batch, hidden], whose first axis is the sequence)."""
+    if node.op_type != "Transpose" or tuple(node.attrs.get("perm") or ()) != (0, 2, 1, 3) or not node.inputs:
+        return False
+    shape = static_shape(graph, node.inputs[0], 4)
+    return shape is not None and shape[0] == 1 and shape[1] > 1 and shape[2] > 1
+
+
+def _lstm_concat(graph: Graph, lstm: Node, depth: int = 8) -> tuple[Node, bool] | None:
+    """(the Concat a bidirectional LSTM's Y reaches through a chain of layout ops, whether the chain swaps the
+    map's rows and columns), else None."""
+    if lstm.op_type not in ("LSTM", "GRU") or lstm.attrs.get("direction") != "bidirectional" or not lstm.outputs:
+        return None
+    tensor, swapped = lstm.outputs[0], False
+    for _ in range(depth):
+        user = only_user(graph, tensor)
+        if user is None:
+            return None
+        if user.op_type == "Concat":
+            return user, swapped
+        if user.op_type not in RESHAPES | {"Transpose"} or not user.outputs:
+            return None
+        swapped = swapped or _map_swap(graph, user)
+        tensor = user.outputs[0]
+    return None
+
+
+def _lstm_before(graph: Graph, tensor: str, depth: int = 8) -> Node | None:
+    """The LSTM/GRU a tensor comes from through layout ops only, else None."""
+    for _ in range(depth):
+        node = graph.producer(tensor)
+        if node is None:
+            return None
+        if node.op_type in ("LSTM", "GRU"):
+            return node
+        if node.op_type not in RESHAPES | {"Transpose"} or not node.inputs:
+            return None
+        tensor = node.inputs[0]
+    return None
+
+
+def swapped_lstm_join(rule: Rule, view: LayerView) -> str | None:
+    """Sequencer2D's token mixer: a bidirectional LSTM over the columns (the map's rows and columns swapped
+    before and after it) concatenated with one over the rows. rk3566 writes the column LSTM's result with its
+    directions already joined, (seq, batch, 2*hidden), and reshapes it back into the row LSTM's
+    (seq, batch, 2, hidden) for the Concat on the CPU, a layer named after the LSTM (probe
+    tools/probe_rknn_rk3566.py seqmix:8:8:32:16:1 v_lstm#1_rs; seqmix:8:8:32:16:0, two row LSTMs: none)."""
+    graph, node = view.graph, view.node
+    found = _lstm_concat(graph, node)
+    if found is None or not found[1]:
+        return None
+    concat = found[0]
+    for name in concat.inputs:
+        other = _lstm_before(graph, name) if name else None
+        if other is None or other is node:
+            continue
+        joined = _lstm_concat(graph, other)
+        if joined is not None and joined[0] is concat and not joined[1]:
+            return (f"its result, swapped back from the map's columns, is concatenated by {concat.name} with "
+                    f"{other.name}'s over the rows: the reshape into the other LSTM's direction-split form runs on "
+                    "the CPU")
+    return None

@@ -192,3 +192,59 @@ def test_a_bias_shared_through_an_identity_is_still_the_qkv_bias(catalog, tmp_pa
     path = _einattn(tmp_path, shared_bias=True)
     for node in ("qkv_matmul", "qkv_bias"):
         assert "RKNN-EINSUM-HEADS" in violations(catalog, path, "rk3566", "int8", node)
+
+
+def _seqmix(tmp_path, swap=True, partner=True, h=8, w=8, c=32, hid=16):
+    """timm Sequencer2D's token mixer on a channels-last map: a row LSTM and a column LSTM (swap) or a second row
+    LSTM, each direction-joined, Concat on the channel (partner False: the column LSTM alone, into the fc)."""
+    def lstm(t, src):
+        return [helper.make_node("LSTM", [src, f"w{t}", f"r{t}", f"b{t}"], [f"y{t}"], name=f"{t}_lstm",
+                                 direction="bidirectional", hidden_size=hid),
+                helper.make_node("Transpose", [f"y{t}"], [f"y{t}t"], name=f"{t}_join", perm=[0, 2, 1, 3]),
+                helper.make_node("Reshape", [f"y{t}t", "s_join"], [f"y{t}j"], name=f"{t}_join_rs"),
+                helper.make_node("Transpose", [f"y{t}j"], [f"y{t}b"], name=f"{t}_back", perm=[1, 0, 2])]
+
+    nodes = [helper.make_node("Reshape", ["x", "s_hw"], ["xh"], name="h_rs"),
+             helper.make_node("Transpose", ["xh"], ["sh"], name="h_seq", perm=[1, 0, 2])]
+    if swap:
+        nodes += [helper.make_node("Transpose", ["x"], ["xs"], name="v_swap", perm=[0, 2, 1, 3]),
+                  helper.make_node("Reshape", ["xs", "s_wh"], ["xv"], name="v_rs")]
+    else:
+        nodes.append(helper.make_node("Reshape", ["x", "s_hw"], ["xv"], name="v_rs"))
+    nodes += [helper.make_node("Transpose", ["xv"], ["sv"], name="v_seq", perm=[1, 0, 2]), *lstm("v", "sv")]
+    if swap:
+        nodes += [helper.make_node("Reshape", ["yvb", "s_map_wh"], ["yvm"], name="v_map"),
+                  helper.make_node("Transpose", ["yvm"], ["yv4"], name="v_unswap", perm=[0, 2, 1, 3])]
+    else:
+        nodes.append(helper.make_node("Reshape", ["yvb", "s_map"], ["yv4"], name="v_map"))
+    if partner:
+        nodes += [*lstm("h", "sh"), helper.make_node("Reshape", ["yhb", "s_map"], ["yh4"], name="h_map"),
+                  helper.make_node("Concat", ["yv4", "yh4"], ["cat"], name="concat", axis=3),
+                  helper.make_node("MatMul", ["cat", "wf"], ["y"], name="fc")]
+    else:
+        nodes += [helper.make_node("Concat", ["yv4", "x"], ["cat"], name="concat", axis=3),
+                  helper.make_node("MatMul", ["cat", "wf"], ["y"], name="fc")]
+    inits = [const("s_join", np.array([0, 0, -1], np.int64)), const("s_hw", np.array([h, w, c], np.int64)),
+             const("s_wh", np.array([w, h, c], np.int64)), const("s_map", np.array([1, h, w, 2 * hid], np.int64)),
+             const("s_map_wh", np.array([1, w, h, 2 * hid], np.int64)),
+             weight("wf", (4 * hid if partner else 2 * hid + c, c))]
+    for t in "hv":
+        inits += [weight(f"w{t}", (2, 4 * hid, c)), weight(f"r{t}", (2, 4 * hid, hid)), weight(f"b{t}", (2, 8 * hid))]
+    return save_model(tmp_path / "seqmix.onnx", nodes, [value("x", [1, h, w, c])], [value("y", None)], inits)
+
+
+@pytest.mark.parametrize("swap", [True, False])
+def test_a_column_lstm_joined_with_a_row_lstm_is_reshaped_on_the_cpu(catalog, tmp_path, swap):
+    # probe seqmix:8:8:32:16:1: v_lstm#1_rs CPU (named after the column LSTM); seqmix:8:8:32:16:0: no LSTM layer CPU
+    path = _seqmix(tmp_path, swap=swap)
+    for target in ("rk3566", "rk3568"):
+        for precision in ("fp16", "int8"):
+            assert ("RKNN-LSTM-SWAP-JOIN" in violations(catalog, path, target, precision, "v_lstm")) is swap
+            assert "RKNN-LSTM-SWAP-JOIN" not in violations(catalog, path, target, precision, "h_lstm")
+    assert "RKNN-LSTM-SWAP-JOIN" not in violations(catalog, path, "rk3588", "fp16", "v_lstm")
+
+
+def test_a_column_lstm_without_a_row_lstm_partner_keeps_its_verdict(catalog, tmp_path):
+    # probe bilstm:8:8:32:16:1 (one column LSTM, swapped in and out): no CPU layer
+    path = _seqmix(tmp_path, partner=False)
+    assert "RKNN-LSTM-SWAP-JOIN" not in violations(catalog, path, "rk3566", "fp16", "v_lstm")
