@@ -35,6 +35,8 @@ from optimizer.catalog._partitions import (
 from optimizer.catalog._rk3566 import einsum_heads, einsum_operands, pixel_reduce, swapped_lstm_join
 from optimizer.catalog._rk3566_attn import (
     channels_last_merge,
+    cosine_window_operands,
+    cosine_window_split,
     factorised_attention,
     grid_merge_ends,
     kv_heads,
@@ -1170,7 +1172,7 @@ def window_heads(rule: Rule, view: LayerView) -> str | None:
     then need a transpose into exMatMul's [b, K, 1, m] form (V does not), which runs on the NPU only when both
     of their last two dims are whole 8-byte groups (`align`: 4 FP16, 8 INT8)."""
     node, graph = view.node, view.graph
-    if _windowed_head_reshape(graph, node, relaid=False):
+    if _windowed_head_reshape(graph, node, relaid=False) and not cosine_window_split(graph, node):
         return (f"Reshape splits windowed tokens {list(view.in_shape() or ())} into heads; with the windows in the "
                 "batch axis the head split moves data (a CPU Reshape and Transpose)")
     if node.op_type == "Transpose" and _windowed_head_reshape(graph, graph.producer(node.inputs[0])):
@@ -2311,6 +2313,7 @@ CHECKS: Mapping[str, Check] = {
     "einsum_operands": einsum_operands,
     "einsum_heads": einsum_heads,
     "swapped_lstm_join": swapped_lstm_join,
+    "cosine_window_operands": cosine_window_operands,
     "factorised_attention": factorised_attention,
     "grid_merge_ends": grid_merge_ends,
     "channels_last_merge": channels_last_merge,
