@@ -42,6 +42,7 @@ from optimizer.catalog._rk3566_attn import (
     kv_heads,
     pooled_heads_flatten,
     pooled_value,
+    relpos_query_split,
     transpose_into_reshape,
 )
 from optimizer.catalog._stream import batch_rows_stream
@@ -2314,6 +2315,7 @@ CHECKS: Mapping[str, Check] = {
     "einsum_heads": einsum_heads,
     "swapped_lstm_join": swapped_lstm_join,
     "cosine_window_operands": cosine_window_operands,
+    "relpos_query_split": relpos_query_split,
     "factorised_attention": factorised_attention,
     "grid_merge_ends": grid_merge_ends,
     "channels_last_merge": channels_last_merge,

@@ -602,3 +602,25 @@ def cosine_window_operands(rule: Rule, view: LayerView) -> str | None:
                 return (f"makes an operand of {user.name} in cosine attention split by {split.name} over windows in "
                         "the batch: its relayout out of the normalised heads' form runs on the CPU")
     return None
+
+
+def relpos_query_split(rule: Rule, view: LayerView) -> str | None:
+    """A Reshape splitting the token axis of attention heads [1, h, H*W, d] into [1, h, H, W, d] for Einsums
+    only (MViTv2's decomposed relative positions, 'byhwc,hkc->byhwk' and 'byhwc,wkc->byhwk'): rk3566 lowers
+    each Einsum as an exMatMul over one pixel axis and brings q into its form with a CPU transpose (and
+    reshape) named after this Reshape, one per Einsum (measured: rknn-toolkit2 2.5.0, corpus timm_mvitv2_tiny
+    attn/Reshape_7 in all 10 blocks, (1,56,56,96) -> (56,96,1,56) and (4,14,14,96) -> (14,96,4,14), Target CPU in
+    FP16 and INT8)."""
+    graph, node = view.graph, view.node
+    if node.op_type != "Reshape" or not node.inputs or not node.outputs:
+        return None
+    src, dst = static_shape(graph, node.inputs[0], 4), static_shape(graph, node.outputs[0], 5)
+    if src is None or dst is None or dst[:2] != src[:2] or dst[4] != src[3] or dst[2] * dst[3] != src[2]:
+        return None
+    if dst[2] <= 1 or dst[3] <= 1:
+        return None
+    users = data_users(graph, node.outputs[0])
+    if not users or any(u.op_type != "Einsum" for u in users):
+        return None
+    return (f"splits the tokens of heads {list(src)} into pixels {list(dst)} for {len(users)} Einsum(s) over one "
+            "pixel axis each: q's transpose into each exMatMul form runs on the CPU")

@@ -361,3 +361,31 @@ def test_one_window_of_cosine_attention_is_not_relaid(catalog, tmp_path):
     path = _cosine(tmp_path, windows=1, unbind="gather")
     for node in ("q_div", "k_transpose", "v_pick"):
         assert "RKNN-COSINE-WINDOW-OPERANDS" not in violations(catalog, path, "rk3566", "fp16", node)
+
+
+def _relpos(tmp_path, side=14, heads=4, d=32, reader="Einsum"):
+    """MViTv2's decomposed relative positions: heads [1, h, S*S, d] reshaped to [1, h, S, S, d] and read by the
+    two Einsums with the per-axis tables (reader 'Relu': by something else)."""
+    nodes = [_n("Relu", ["x"], ["q"], "q_norm"),
+             _n("Reshape", ["q", "s5"], ["q5"], "split")]
+    if reader == "Einsum":
+        nodes += [_n("Einsum", ["q5", "rh"], ["eh"], "rel_h", equation="byhwc,hkc->byhwk"),
+                  _n("Einsum", ["q5", "rw"], ["ew"], "rel_w", equation="byhwc,wkc->byhwk"),
+                  _n("Add", ["eh", "ew"], ["y"], "sum")]
+    else:
+        nodes.append(_n("Relu", ["q5"], ["y"], "act"))
+    inits = [const("s5", np.array([1, heads, side, side, d], np.int64)), weight("rh", (side, side, d)),
+             weight("rw", (side, side, d))]
+    return save_model(tmp_path / f"relpos{side}_{reader}.onnx", nodes, [value("x", [1, heads, side * side, d])],
+                      [value("y", None)], inits)
+
+
+@pytest.mark.parametrize(("side", "reader", "cpu"), [(14, "Einsum", True), (56, "Einsum", True),
+                                                     (14, "Relu", False), (1, "Einsum", False)])
+def test_heads_split_into_pixels_for_relpos_einsums_are_relaid_on_the_cpu(catalog, tmp_path, side, reader, cpu):
+    # corpus timm_mvitv2_tiny attn/Reshape_7 (14x14 with 4 heads, 56x56 with 1): CPU transposes named after it
+    path = _relpos(tmp_path, side=side, reader=reader)
+    for target in ("rk3566", "rk3568"):
+        for precision in ("fp16", "int8"):
+            assert ("RKNN-RELPOS-Q-SPLIT" in violations(catalog, path, target, precision, "split")) is cpu
+    assert "RKNN-RELPOS-Q-SPLIT" not in violations(catalog, path, "rk3588", "fp16", "split")
