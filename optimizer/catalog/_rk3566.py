@@ -159,6 +159,14 @@ def _join_of_cpu_einsum(graph: Graph, node: Node) -> Node | None:
     return producer if producer is not None and spaced_einsum_operand(producer) is not None else None
 
 
+def _matmul_of(graph: Graph, node: Node) -> Node | None:
+    """`node` itself when it is a weight MatMul, the weight MatMul it is the bias Add of, else None."""
+    if node.op_type != "Add":
+        return node if _weight_matmul(graph, node) else None
+    matmul = next((p for p in map(graph.producer, node.inputs) if _weight_matmul(graph, p)), None)
+    return matmul if matmul is not None and _bias_add(graph, matmul) is node else None
+
+
 def einsum_heads(rule: Rule, view: LayerView) -> str | None:
     """The q/k/v hand-over into and out of CPU Einsums (torchvision MaxViT's spaced equations): the weight MatMul
     whose result is cut into heads for a CPU Einsum is reshaped into (B, 3h, d, P) on the CPU (named after its
@@ -172,14 +180,9 @@ def einsum_heads(rule: Rule, view: LayerView) -> str | None:
             return None
         return (f"joins the heads of {einsum.name}'s result, a CPU Einsum, back into tokens: the transpose and "
                 "reshape out of the Einsum's layout run on the CPU")
-    matmul: Node | None = node
-    if node.op_type == "Add":
-        matmul = next((p for p in map(graph.producer, node.inputs) if _weight_matmul(graph, p)), None)
-        if matmul is None or _bias_add(graph, matmul) is not node:
-            return None
-    elif not _weight_matmul(graph, node):
+    matmul = _matmul_of(graph, node)
+    if matmul is None:
         return None
-    assert matmul is not None
     bias = _bias_add(graph, matmul)
     out = (bias or matmul).outputs[0]
     einsum = _cpu_einsum_operand(graph, out)
