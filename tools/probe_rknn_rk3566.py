@@ -33,6 +33,8 @@ bilstm:H:W:C:HID:SWAP  Sequencer2D's bidirectional LSTM over the rows of a [1, C
                      (batch W); SWAP 1 runs it over the columns by swapping H and W with (0,2,1,3) + Reshape +
                      (1,0,2) and back (layout runs that compose to a reshape; the direction join Transpose
                      (0,2,1,3) + Reshape of Y [seq, 2, batch, HID])
+seqmix:H:W:C:HID:SWAP  timm Sequencer2D's token mixer: a row LSTM and (SWAP 1) a column LSTM over the H/W-swapped map
+                     (SWAP 0: a second row LSTM), each direction-joined, Concat on the channel, fc MatMul
 winpart:NH:NW:WS:C:FLAT  Swin's window partition of a [1, C, NH*WS, NW*WS] map made channels-last: Reshape
                      [1, NH, WS, NW, WS, C] -> Transpose (0,1,3,2,4,5) -> Reshape [NH*NW, WS, WS, C] (FLAT 1: and
                      Reshape [NH*NW, WS*WS, C] tokens) -> token MatMul -> the reverse back to the map
@@ -47,6 +49,9 @@ slicehead:HEADS:D:N  CoAtNet's attention on a conv map: one qkv 1x1 Conv, Reshap
 maxattn:N:WS:HEADS:D  MaxViT's block attention on 4-D windows: partition into [B, WS, WS, C] (no token
                      reshape), qkv MatMul, Reshape [B, WS*WS, HEADS, 3*D], Transpose (0,2,1,3), Slices, softmax(Q.K^T).V,
                      Transpose (0,2,1,3), Reshape [B, WS, WS, C], proj MatMul, reverse
+einattn:N:WS:HEADS:D:SPACED  torchvision MaxViT's attention on 4-D windows [1, N*N, WS*WS, C]: qkv MatMul + bias,
+                     three channel Slices each head-split [1, G, P, h, D] + Transpose (0,1,3,2,4), Einsum scores and
+                     P.V written with blanks as torch does (SPACED 1) or without (0), Transpose back, Reshape, proj
 lsa:N:WS:HEADS:D:ORDER  Twins' locally-grouped attention with the windows kept in axis 1: partition of an N x N
                      grid of WS x WS windows, qkv MatMul on [1, N, N, WS, WS, C], Reshape [1, N*N, WS*WS, 3, HEADS, D],
                      unbind Transpose windows-before-heads (3,0,1,4,2,5) (ORDER 0, Twins) or heads-before-windows
@@ -259,6 +264,44 @@ def bilstm(h: int, w_: int, ch: int, hid: int, swap: int) -> Built:
     return wrap("bilstm", nodes, inits, ch, h, w_, 2 * hid)
 
 
+def seqmix(h: int, w_: int, ch: int, hid: int, swap: int) -> Built:
+    """timm Sequencer2D's token mixer on a channels-last map [1, H, W, C]: a bidirectional LSTM over the rows
+    ([H, W, C] -> (1,0,2): sequence W, batch H) and one over the columns (SWAP 1: (0,2,1,3) -> [W, H, C] -> (1,0,2):
+    sequence H, batch W, swapped back after; SWAP 0: a second row LSTM instead), each direction-joined
+    ((0,2,1,3) + Reshape), both Concat on the channel into the fc MatMul."""
+    nodes = [N("Transpose", ["x"], ["xl"], "to_last", perm=[0, 2, 3, 1]),
+             N("Reshape", ["xl", "s_hw"], ["xh"], "h_reshape"),
+             N("Transpose", ["xh"], ["sh"], "h_seq", perm=[1, 0, 2])]
+    if swap:
+        nodes += [N("Transpose", ["xl"], ["xs"], "v_swap_in", perm=[0, 2, 1, 3]),
+                  N("Reshape", ["xs", "s_wh"], ["xv"], "v_reshape"),
+                  N("Transpose", ["xv"], ["sv"], "v_seq", perm=[1, 0, 2])]
+    else:
+        nodes += [N("Reshape", ["xl", "s_hw"], ["xv"], "v_reshape"),
+                  N("Transpose", ["xv"], ["sv"], "v_seq", perm=[1, 0, 2])]
+    for t in "hv":
+        nodes += [N("LSTM", [f"s{t}", f"w{t}", f"r{t}", f"b{t}"], [f"y{t}"], f"{t}_lstm", direction="bidirectional",
+                    hidden_size=hid),
+                  N("Transpose", [f"y{t}"], [f"y{t}t"], f"{t}_join_transpose", perm=[0, 2, 1, 3]),
+                  N("Reshape", [f"y{t}t", "s_join0"], [f"y{t}j"], f"{t}_join_reshape"),
+                  N("Transpose", [f"y{t}j"], [f"y{t}b"], f"{t}_seq_back", perm=[1, 0, 2])]
+    nodes.append(N("Reshape", ["yhb", "s_map"], ["yh4"], "h_map"))
+    if swap:
+        nodes += [N("Reshape", ["yvb", "s_map_wh"], ["yvm"], "v_map"),
+                  N("Transpose", ["yvm"], ["yv4"], "v_swap_out", perm=[0, 2, 1, 3])]
+    else:
+        nodes.append(N("Reshape", ["yvb", "s_map"], ["yv4"], "v_map"))
+    nodes += [N("Concat", ["yv4", "yh4"], ["cat"], "concat", axis=3),
+              N("MatMul", ["cat", "wf"], ["f"], "fc"),
+              N("Transpose", ["f"], ["y"], "to_first", perm=[0, 3, 1, 2])]
+    inits = [w("wf", (4 * hid, ch)), c("s_join0", np.array([0, 0, -1], np.int64)),
+             c("s_hw", np.array([h, w_, ch], np.int64)), c("s_wh", np.array([w_, h, ch], np.int64)),
+             c("s_map", np.array([1, h, w_, 2 * hid], np.int64)), c("s_map_wh", np.array([1, w_, h, 2 * hid], np.int64))]
+    for t in "hv":
+        inits += [w(f"w{t}", (2, 4 * hid, ch)), w(f"r{t}", (2, 4 * hid, hid)), w(f"b{t}", (2, 8 * hid))]
+    return wrap("seqmix", nodes, inits, ch, h, w_, ch)
+
+
 def winpart(nh: int, nw: int, ws: int, ch: int, flat: int) -> Built:
     """[1, C, H, W] -> (0,2,3,1) -> [1, NH, WS, NW, WS, C] -> (0,1,3,2,4,5) -> [B, WS, WS, C] (-> [B, WS*WS, C])
     -> MatMul [C, C] -> the window reverse -> (0,3,1,2) -> map."""
@@ -382,6 +425,42 @@ def maxattn(n: int, ws: int, heads: int, d: int) -> Built:
     for i in range(3):
         inits += [c(f"st{i}", np.array([i * d], np.int64)), c(f"en{i}", np.array([(i + 1) * d], np.int64))]
     return wrap("maxattn", nodes, inits, ch, side, side, ch)
+
+
+def einattn(n: int, ws: int, heads: int, d: int, spaced: int) -> Built:
+    """torchvision MaxViT's RelativePositionalMultiHeadAttention on 4-D windows [1, G, P, C] (G = N*N windows in
+    axis 1): qkv MatMul + bias Add, q/k/v cut by three Slices on the channel, each Reshape [1, G, P, h, d] +
+    Transpose (0,1,3,2,4), q scaled, Einsum scores (SPACED 1: the equations as torch writes them, blanks included,
+    which the toolkit keeps as CPU Einsums; 0: without blanks), Softmax, Einsum P.V, Transpose back, Reshape
+    [1, G, P, C], proj MatMul, reverse to the map."""
+    g_, t, ch, side = n * n, ws * ws, heads * d, n * ws
+    qk, pv = (("B G H I D, B G H J D -> B G H I J", "B G H I J, B G H J D -> B G H I D") if spaced
+              else ("bghid,bghjd->bghij", "bghij,bghjd->bghid"))
+    nodes = [*_partition(),
+             N("Reshape", ["xt", "s_tok"], ["xw"], "part_tokens"),
+             N("MatMul", ["xw", "wqkv"], ["qkv0"], "qkv_matmul"),
+             N("Add", ["bqkv", "qkv0"], ["qkv"], "qkv_bias")]
+    for i, t_ in enumerate("qkv"):
+        nodes += [N("Slice", ["qkv", f"st{i}", f"en{i}", "ax3"], [f"{t_}0"], f"{t_}_slice"),
+                  N("Reshape", [f"{t_}0", "s_heads"], [f"{t_}5"], f"{t_}_heads"),
+                  N("Transpose", [f"{t_}5"], [t_], f"{t_}_transpose", perm=[0, 1, 3, 2, 4])]
+    nodes += [N("Mul", ["q", "sc"], ["qs"], "q_scale"),
+              N("Einsum", ["qs", "k"], ["a"], "qk", equation=qk),
+              N("Softmax", ["a"], ["p"], "softmax", axis=-1),
+              N("Einsum", ["p", "v"], ["o"], "pv", equation=pv),
+              N("Transpose", ["o"], ["ot"], "o_transpose", perm=[0, 1, 3, 2, 4]),
+              N("Reshape", ["ot", "s_tok"], ["ow"], "o_join"),
+              N("MatMul", ["ow", "wp"], ["pr"], "proj"),
+              *_reverse("pr")]
+    inits = [w("wqkv", (ch, 3 * ch)), w("bqkv", (3 * ch,)), w("wp", (ch, ch)),
+             c("s6", np.array([1, n, ws, n, ws, ch], np.int64)),
+             c("s_tok", np.array([1, g_, t, ch], np.int64)), c("s_heads", np.array([1, g_, t, heads, d], np.int64)),
+             c("ax3", np.array([3], np.int64)), c("sc", np.float32(d**-0.5)),
+             c("s_back6", np.array([1, n, n, ws, ws, ch], np.int64)),
+             c("s_map", np.array([1, side, side, ch], np.int64))]
+    for i in range(3):
+        inits += [c(f"st{i}", np.array([i * ch], np.int64)), c(f"en{i}", np.array([(i + 1) * ch], np.int64))]
+    return wrap("einattn", nodes, inits, ch, side, side, ch)
 
 
 def lsa(n: int, ws: int, heads: int, d: int, order: int) -> Built:
@@ -898,7 +977,7 @@ def srattn(side: int, sr: int, heads: int, d: int) -> Built:
     return wrap("srattn", nodes, inits, ch, side, side, ch)
 
 
-BUILDERS: dict[str, Callable[..., Built]] = {"srattn": srattn, "mergelast": mergelast, "gridrev": gridrev, "factor": factor, "pad": pad, "spmean": spmean, "lastmean": lastmean, "lsa": lsa, "maxattn": maxattn, "slicehead": slicehead, "eca": eca, "swinattn": swinattn, "winpart": winpart, "bilstm": bilstm, "talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
+BUILDERS: dict[str, Callable[..., Built]] = {"seqmix": seqmix, "einattn": einattn, "srattn": srattn, "mergelast": mergelast, "gridrev": gridrev, "factor": factor, "pad": pad, "spmean": spmean, "lastmean": lastmean, "lsa": lsa, "maxattn": maxattn, "slicehead": slicehead, "eca": eca, "swinattn": swinattn, "winpart": winpart, "bilstm": bilstm, "talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
 
 
 def build(label: str) -> Built:

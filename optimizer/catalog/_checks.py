@@ -25,18 +25,24 @@ from optimizer.catalog._layout import only_user as _only_user
 from optimizer.catalog._partitions import (
     batched_rows,
     grid_rows,
+    grid_swap_ends,
+    grid_unswap,
     lone_transpose_runs,
     window_batch_merge,
+    window_batch_split,
     window_head_join,
 )
-from optimizer.catalog._rk3566 import einsum_operands, pixel_reduce
+from optimizer.catalog._rk3566 import einsum_heads, einsum_operands, pixel_reduce, swapped_lstm_join
 from optimizer.catalog._rk3566_attn import (
     channels_last_merge,
+    cosine_window_operands,
+    cosine_window_split,
     factorised_attention,
     grid_merge_ends,
     kv_heads,
     pooled_heads_flatten,
     pooled_value,
+    relpos_query_split,
     transpose_into_reshape,
 )
 from optimizer.catalog._stream import batch_rows_stream
@@ -1167,7 +1173,7 @@ def window_heads(rule: Rule, view: LayerView) -> str | None:
     then need a transpose into exMatMul's [b, K, 1, m] form (V does not), which runs on the NPU only when both
     of their last two dims are whole 8-byte groups (`align`: 4 FP16, 8 INT8)."""
     node, graph = view.node, view.graph
-    if _windowed_head_reshape(graph, node, relaid=False):
+    if _windowed_head_reshape(graph, node, relaid=False) and not cosine_window_split(graph, node):
         return (f"Reshape splits windowed tokens {list(view.in_shape() or ())} into heads; with the windows in the "
                 "batch axis the head split moves data (a CPU Reshape and Transpose)")
     if node.op_type == "Transpose" and _windowed_head_reshape(graph, graph.producer(node.inputs[0])):
@@ -2306,6 +2312,10 @@ CHECKS: Mapping[str, Check] = {
     "vector_sequence": vector_sequence,
     "pixel_reduce": pixel_reduce,
     "einsum_operands": einsum_operands,
+    "einsum_heads": einsum_heads,
+    "swapped_lstm_join": swapped_lstm_join,
+    "cosine_window_operands": cosine_window_operands,
+    "relpos_query_split": relpos_query_split,
     "factorised_attention": factorised_attention,
     "grid_merge_ends": grid_merge_ends,
     "channels_last_merge": channels_last_merge,
@@ -2321,6 +2331,8 @@ CHECKS: Mapping[str, Check] = {
     "grid_rows": grid_rows,
     "batched_rows": batched_rows,
     "window_head_join": window_head_join,
+    "grid_swap_ends": grid_swap_ends,
+    "window_batch_split": window_batch_split,
     "batch_rows_stream": batch_rows_stream,  # optimizer/catalog/_stream.py (rk3566/rk3568)
 }
 
@@ -2834,6 +2846,8 @@ def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
             return None  # folded into exMatMul's operand or result layout
         if _channels_last_pair(graph, node) or _to_form_channel(graph, node) or _direction_join(graph, node):
             return None
+        if grid_unswap(graph, node):
+            return None  # merged into the departition run (optimizer/catalog/_partitions.py)
         if _moving_transpose(graph, node):
             perm = list(view.attr("perm") or ())
             return f"Transpose perm {perm} of {list(src)} moves data (a gather in the NC1HWC2 layout)"

@@ -265,3 +265,75 @@ def window_head_join(rule: Rule, view: LayerView) -> str | None:
         return None
     return (f"joins attention heads into {windows} windows of {ws}x{ws} held in the batch axis: the channel/batch "
             f"transpose of a {ws}x{ws} window plane runs on the CPU (window not a multiple of {align})")
+
+
+def _grid_tokens_reader(graph: Graph, node: Node) -> bool:
+    """`node` reads the swapped tokens of a grid partition (windows wider than one pixel): its input is the swap
+    Transpose (0,2,1,3) of the token Reshape of a partition run. Of a pre-norm block's two readers only the
+    LayerNormalization takes the transpose's name (the residual Add has no layer: corpus tv_maxvit_t
+    grid_attention/Add), so with several readers only a LayerNormalization counts."""
+    for name in node.inputs:
+        swap = graph.producer(name) if name else None
+        if swap is None or swap.op_type != "Transpose" or _perm(swap, 4) != _SWAP or not swap.inputs:
+            continue
+        if len(data_users(graph, name)) > 1 and node.op_type != "LayerNormalization":
+            continue
+        tokens = graph.producer(swap.inputs[0])
+        transpose = graph.producer(tokens.inputs[0]) if tokens is not None and tokens.inputs else None
+        cutter = graph.producer(transpose.inputs[0]) if transpose is not None and transpose.inputs else None
+        part = _partition(graph, cutter) if cutter is not None else None
+        if part is not None and part[1] is tokens:
+            return True
+    return False
+
+
+def grid_unswap(graph: Graph, node: Node) -> bool:
+    """`node` is the windows/tokens swap back (0,2,1,3) of a grid block whose only user starts a departition
+    (a Reshape to [1,nh,nw,p,p,C] read by the Transpose (0,5,1,3,2,4)): the toolkit merges it into that run,
+    which is lowered from the op before it, so it has no layer of its own (measured: rknn-toolkit2 2.5.0 on
+    rk3566, corpus tv_maxvit_t grid_attention/departition_swap/Transpose: no layer in any of the 11 layers)."""
+    if node.op_type != "Transpose" or not node.outputs or _perm(node, 4) != _SWAP:
+        return False
+    windows = only_user(graph, node.outputs[0])
+    if windows is None or windows.op_type != "Reshape" or not windows.outputs:
+        return False
+    transpose = only_user(graph, windows.outputs[0])
+    if transpose is None or transpose.op_type != "Transpose" or not transpose.inputs:
+        return False
+    shape = static_shape(graph, transpose.inputs[0], 6)
+    return shape is not None and _perm(transpose, 6) == _DEPARTITION_PERM
+
+
+def grid_swap_ends(rule: Rule, view: LayerView) -> str | None:
+    """rk3566's lowering of a torchvision MaxViT grid block (window partition of an NCHW map, windows/tokens swap,
+    ..., swap back, departition) with windows wider than one pixel: the grid partition's transpose is a CPU layer
+    named after the op reading the swapped tokens, the swap back is a CPU relayout named after the op before it,
+    and the departition's Transpose is a CPU layer of its own, whatever the map width (rk3588's RKNN-GRID-ROWS
+    has a width condition; rk3566 does not)."""
+    graph, node = view.graph, view.node
+    if _grid_tokens_reader(graph, node):
+        return "reads a grid partition's swapped tokens: the partition's transpose, named after it, runs on the CPU"
+    if node.op_type == "Transpose" and node.inputs and _departition(graph, node) is not None \
+            and _swap_before(graph, node):
+        return "the departition Transpose of a grid block runs on the CPU (no exWindow form)"
+    found = _grid_nodes(graph, node)
+    if found is not None and found[1].startswith("is swapped back"):
+        return "is swapped back from grid tokens: the relayout, named after it, runs on the CPU"
+    return None
+
+
+def window_batch_split(rule: Rule, view: LayerView) -> str | None:
+    """The op making an NCHW map that a window partition (no swap after it) cuts into 2 to 16 windows: rk3566
+    lowers the partition as exWindow (1,C,G,N) on the NPU and moves the windows into the batch axis, (G,C,1,N),
+    with a CPU Transpose named after this op; 64 windows stay in (1,C,G,N) with no transpose."""
+    graph, node = view.graph, view.node
+    for out in node.outputs:
+        for user in data_users(graph, out):
+            part = _partition(graph, user)
+            if part is None or _swapped(graph, part[1].outputs[0]):
+                continue
+            shape = static_shape(graph, part[1].outputs[0])
+            if shape is not None and 1 < shape[1] <= _BATCH_WINDOWS:
+                return (f"its map is cut into {shape[1]} windows held in the batch axis by {user.name}: the "
+                        "transpose of the exWindow result into the batch runs on the CPU, named after it")
+    return None

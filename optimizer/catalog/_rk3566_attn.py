@@ -533,3 +533,94 @@ def kv_heads(rule: Rule, view: LayerView) -> str | None:
             return (f"carries the kv head split of a {heads}-head attention with keys projected apart from the "
                     "queries: a CPU reshape into (2, heads, d, M)")
     return None
+
+
+_UNBIND_STEPS = frozenset({"Transpose", "Split", "Squeeze", "Gather"})
+
+
+def _unbound(graph: Graph, reshape: Node, depth: int = 3) -> list[str]:
+    """The q/k/v tensors unbound from a head-split Reshape's result (through its Transpose, Split, Squeeze or
+    constant-index Gather): the tensors no further unbind step reads."""
+    frontier, found = [reshape.outputs[0]], []
+    for _ in range(depth):
+        nxt: list[str] = []
+        for name in frontier:
+            users = data_users(graph, name)
+            steps = [u for u in users if u.op_type in _UNBIND_STEPS]
+            if not steps:
+                found.append(name)
+            for user in steps:
+                nxt += [o for o in user.outputs if o]
+        frontier = nxt
+    return found + frontier
+
+
+def cosine_window_split(graph: Graph, node: Node) -> bool:
+    """`node` is the head-split Reshape [B, N, 3C] -> [B, N, 3, h, d] of windowed tokens (B > 1 windows in the
+    batch axis) whose q or k is L2-normalised over d (SwinV2's cosine attention: ReduceL2 -> Clip -> Expand ->
+    Div, one exNorm). rk3566 splits such heads through a CPU relayout named after the unbind Transpose and the
+    tokens' Reshape, not after this Reshape (measured: rknn-toolkit2 2.5.0, corpus tv_swin_v2_t Reshape_7 and
+    timm_swinv2_cr_tiny_ns_224 attn/Reshape: no layer)."""
+    if node.op_type != "Reshape" or not node.inputs or not node.outputs:
+        return False
+    src, dst = static_shape(graph, node.inputs[0], 3), static_shape(graph, node.outputs[0], 5)
+    if src is None or dst is None or src[0] <= 1 or dst[2] != 3:
+        return False
+    return any(u.op_type in ("ReduceL2", "LpNormalization")
+               for t in _unbound(graph, node) for u in data_users(graph, t))
+
+
+def _cosine_split_of(graph: Graph, tensor: str, depth: int = 6) -> Node | None:
+    """The cosine head split (cosine_window_split) `tensor` comes from through the unbind and the q/k
+    normalisation (Div by the expanded norm, the k Transpose), else None."""
+    for _ in range(depth):
+        node = graph.producer(tensor)
+        if node is None or not node.inputs:
+            return None
+        if cosine_window_split(graph, node):
+            return node
+        if node.op_type not in _UNBIND_STEPS | {"Div", "Reshape"}:
+            return None
+        tensor = node.inputs[0]
+    return None
+
+
+def cosine_window_operands(rule: Rule, view: LayerView) -> str | None:
+    """The ops making the operands of windowed cosine attention's two MatMuls (Q, K^T and V, not the softmax):
+    rk3566 holds the normalised heads as (B, d, h, N) and relays each into exMatMul's (B*h, ., 1, .) form by a
+    CPU transpose and reshape named after the op making the operand, whatever the token count (corpus
+    tv_swin_v2_t: N 64; timm_swinv2_cr_tiny_ns_224: N 49)."""
+    graph, node = view.graph, view.node
+    for out in node.outputs[:1]:
+        for user in data_users(graph, out):
+            if user.op_type != "MatMul" or len(user.inputs) < 2 or graph.is_constant(user.inputs[1]):
+                continue
+            if out not in user.inputs[:2] or node.op_type == "Softmax":
+                continue
+            split = _cosine_split_of(graph, out)
+            if split is not None:
+                return (f"makes an operand of {user.name} in cosine attention split by {split.name} over windows in "
+                        "the batch: its relayout out of the normalised heads' form runs on the CPU")
+    return None
+
+
+def relpos_query_split(rule: Rule, view: LayerView) -> str | None:
+    """A Reshape splitting the token axis of attention heads [1, h, H*W, d] into [1, h, H, W, d] for Einsums
+    only (MViTv2's decomposed relative positions, 'byhwc,hkc->byhwk' and 'byhwc,wkc->byhwk'): rk3566 lowers
+    each Einsum as an exMatMul over one pixel axis and brings q into its form with a CPU transpose (and
+    reshape) named after this Reshape, one per Einsum (measured: rknn-toolkit2 2.5.0, corpus timm_mvitv2_tiny
+    attn/Reshape_7 in all 10 blocks, (1,56,56,96) -> (56,96,1,56) and (4,14,14,96) -> (14,96,4,14), Target CPU in
+    FP16 and INT8)."""
+    graph, node = view.graph, view.node
+    if node.op_type != "Reshape" or not node.inputs or not node.outputs:
+        return None
+    src, dst = static_shape(graph, node.inputs[0], 4), static_shape(graph, node.outputs[0], 5)
+    if src is None or dst is None or dst[:2] != src[:2] or dst[4] != src[3] or dst[2] * dst[3] != src[2]:
+        return None
+    if dst[2] <= 1 or dst[3] <= 1:
+        return None
+    users = data_users(graph, node.outputs[0])
+    if not users or any(u.op_type != "Einsum" for u in users):
+        return None
+    return (f"splits the tokens of heads {list(src)} into pixels {list(dst)} for {len(users)} Einsum(s) over one "
+            "pixel axis each: q's transpose into each exMatMul form runs on the CPU")

@@ -154,6 +154,68 @@ def test_one_pixel_grid_windows_cut_nothing(catalog, tmp_path):
             assert "RKNN-GRID-ROWS" not in violations(catalog, path, "rk3588", precision, node=name)
 
 
+@pytest.mark.parametrize(("c", "nh", "p", "grid_window", "cpu"), [
+    (64, 8, 7, None, True),  # corpus tv_maxvit_t blocks.0: W = 56, grid windows of 8x8
+    (128, 4, 7, None, True),  # blocks.1: W = 28 (rk3588's row condition would pass FP16 here: no width rule)
+    (256, 2, 7, None, True),  # blocks.2: W = 14
+    (32, 1, 7, 1, False),  # blocks.3: one-pixel grid windows cut nothing
+])
+def test_rk3566_grid_block_ends_run_on_the_cpu(catalog, tmp_path, c, nh, p, grid_window, cpu):
+    path = _maxvit_layer(tmp_path, c, nh, p, grid_window=grid_window)
+    for soc in ("rk3566", "rk3568"):
+        for precision in ("fp16", "int8"):
+            for name in ("g_body", "g_depart_tp"):  # the swapped tokens' reader (and the op before the swap back)
+                assert ("RKNN-GRID-SWAP-ENDS" in violations(catalog, path, soc, precision, node=name)) is cpu
+            for name in ("g_swap", "g_unswap", "g_part_rs", "w_depart_tp"):
+                assert "RKNN-GRID-SWAP-ENDS" not in violations(catalog, path, soc, precision, node=name)
+            assert _npu(catalog, path, soc, precision)("g_unswap")  # merged into the departition run
+    assert "RKNN-GRID-SWAP-ENDS" not in violations(catalog, path, "rk3588", "fp16", node="g_body")
+
+
+def test_rk3566_a_residual_reader_of_the_swapped_grid_tokens_keeps_its_verdict(catalog, tmp_path):
+    # corpus tv_maxvit_t grid_attention: LayerNorm and the residual Add both read the swap; only the LayerNorm's
+    # name is on the partition's CPU transpose
+    c, n, g = 64, 4, 4
+    h = n * g
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["m"], name="conv"),
+             helper.make_node("Reshape", ["m", "s6"], ["a"], name="part_rs"),
+             helper.make_node("Transpose", ["a"], ["b"], name="part_tp", perm=[0, 2, 4, 3, 5, 1]),
+             helper.make_node("Reshape", ["b", "tok"], ["t"], name="part_rs1"),
+             helper.make_node("Transpose", ["t"], ["s"], name="swap", perm=[0, 2, 1, 3]),
+             helper.make_node("LayerNormalization", ["s", "gam", "bet"], ["ln"], name="norm", axis=-1),
+             helper.make_node("Add", ["s", "ln"], ["r"], name="residual"),
+             helper.make_node("Relu", ["r"], ["r2"], name="post"),
+             helper.make_node("Transpose", ["r2"], ["u"], name="unswap", perm=[0, 2, 1, 3]),
+             helper.make_node("Reshape", ["u", "w6"], ["d"], name="depart_rs"),
+             helper.make_node("Transpose", ["d"], ["e"], name="depart_tp", perm=[0, 5, 1, 3, 2, 4]),
+             helper.make_node("Reshape", ["e", "map"], ["m2"], name="depart_rs1"),
+             helper.make_node("Conv", ["m2", "w1"], ["y"], name="tail")]
+    inits = [weight("w0", [c, c, 1, 1]), weight("w1", [8, c, 1, 1]), weight("gam", [c]), weight("bet", [c]),
+             const("s6", np.array([1, c, n, g, n, g], np.int64)), const("tok", np.array([1, n * n, g * g, c], np.int64)),
+             const("w6", np.array([1, n, n, g, g, c], np.int64)), const("map", np.array([1, c, h, h], np.int64))]
+    path = save_model(tmp_path / "gridres.onnx", nodes, [value("x", [1, c, h, h])], [value("y", None)], inits)
+    assert "RKNN-GRID-SWAP-ENDS" in violations(catalog, path, "rk3566", "fp16", node="norm")
+    assert "RKNN-GRID-SWAP-ENDS" not in violations(catalog, path, "rk3566", "fp16", node="residual")
+    assert "RKNN-GRID-SWAP-ENDS" in violations(catalog, path, "rk3566", "fp16", node="post")  # before the swap back
+
+
+@pytest.mark.parametrize(("c", "nh", "p", "cpu"), [
+    (128, 4, 7, True),  # corpus tv_maxvit_t blocks.1: 16 windows
+    (256, 2, 7, True),  # blocks.2: 4 windows
+    (64, 8, 7, False),  # blocks.0: 64 windows stay in (1,C,G,N)
+    (64, 5, 7, False),  # 25 windows: above the batch limit of probe tvblk_attn
+])
+def test_rk3566_batch_held_windows_cost_their_map_producer_a_cpu_transpose(catalog, tmp_path, c, nh, p, cpu):
+    path = _maxvit_layer(tmp_path, c, nh, p)
+    for soc in ("rk3566", "rk3568"):
+        for precision in ("fp16", "int8"):
+            assert ("RKNN-WINDOW-BATCH-SPLIT" in violations(catalog, path, soc, precision, node="conv")) is cpu
+            for name in ("w_depart_rs", "w_depart_tp"):
+                assert ("RKNN-WINDOW-BATCH-MERGE-RK3566" in violations(catalog, path, soc, precision,
+                                                                       node=name)) is cpu
+    assert "RKNN-WINDOW-BATCH-SPLIT" not in violations(catalog, path, "rk3588", "fp16", node="conv")
+
+
 def _padded_rows(tmp_path, w, flat_len=None):
     """BoTNet's rel_logits_1d tail: rows [B, L] (a Relu'd input) -> Reshape [B, W+1, 2W-1] -> Relu."""
     rows, cols = w + 1, 2 * w - 1

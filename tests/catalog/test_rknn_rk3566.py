@@ -123,3 +123,128 @@ def test_a_dynamo_slice_unbind_leaves_v_s_transpose_to_the_squeeze(catalog, tmp_
     path = save_model(tmp_path / "unbind.onnx", nodes, [value("x", [1, n, h * d])], [value("y", None)], inits)
     assert "RKNN-EXMATMUL-B" in violations(catalog, path, "rk3566", "fp16", "sq_v")
     assert "RKNN-EXMATMUL-B" not in violations(catalog, path, "rk3566", "fp16", "cut_v")
+
+
+def _einattn(tmp_path, spaced=True, bias=True, join_transpose=True, shared_bias=False):
+    """torchvision MaxViT's window attention on [1, G, P, C] tokens: qkv MatMul (+ bias Add), three channel
+    Slices, each Reshape [1, G, P, h, d] + Transpose (0,1,3,2,4), Einsum scores, Softmax, Einsum P.V, Transpose
+    back (or not) and the join Reshape [1, G, P, C] into a proj MatMul."""
+    g, p, h, d = 4, 49, 2, 32
+    c = h * d
+    qk, pv = (("B G H I D, B G H J D -> B G H I J", "B G H I J, B G H J D -> B G H I D") if spaced
+              else ("bghid,bghjd->bghij", "bghij,bghjd->bghid"))
+    nodes = [helper.make_node("MatMul", ["x", "wqkv"], ["qkv0" if bias else "qkv"], name="qkv_matmul")]
+    if bias:
+        if shared_bias:  # a weight shared with another layer, exported as an Identity of the initializer
+            nodes.append(helper.make_node("Identity", ["bqkv"], ["bqkv_id"], name="bias_id"))
+        nodes.append(helper.make_node("Add", ["bqkv_id" if shared_bias else "bqkv", "qkv0"], ["qkv"],
+                                      name="qkv_bias"))
+    for i, t in enumerate("qkv"):
+        nodes += [helper.make_node("Slice", ["qkv", f"st{i}", f"en{i}", "ax3"], [f"{t}0"], name=f"{t}_slice"),
+                  helper.make_node("Reshape", [f"{t}0", "s_heads"], [f"{t}5"], name=f"{t}_heads"),
+                  helper.make_node("Transpose", [f"{t}5"], [t], name=f"{t}_transpose", perm=[0, 1, 3, 2, 4])]
+    join_in = "o"
+    nodes += [helper.make_node("Mul", ["q", "sc"], ["qs"], name="q_scale"),
+              helper.make_node("Einsum", ["qs", "k"], ["a"], name="qk", equation=qk),
+              helper.make_node("Softmax", ["a"], ["pr"], name="softmax", axis=-1),
+              helper.make_node("Einsum", ["pr", "v"], ["o"], name="pv", equation=pv)]
+    if join_transpose:
+        nodes.append(helper.make_node("Transpose", ["o"], ["ot"], name="o_transpose", perm=[0, 1, 3, 2, 4]))
+        join_in = "ot"
+    nodes += [helper.make_node("Reshape", [join_in, "s_tok"], ["ow"], name="o_join"),
+              helper.make_node("MatMul", ["ow", "wp"], ["y"], name="proj")]
+    inits = [weight("wqkv", (c, 3 * c)), weight("bqkv", (3 * c,)), weight("wp", (c, c)),
+             const("s_heads", np.array([1, g, p, h, d], np.int64)), const("s_tok", np.array([1, g, p, c], np.int64)),
+             const("ax3", np.array([3], np.int64)), const("sc", np.array(d**-0.5, np.float32))]
+    for i in range(3):
+        inits += [const(f"st{i}", np.array([i * c], np.int64)), const(f"en{i}", np.array([(i + 1) * c], np.int64))]
+    return save_model(tmp_path / "einattn.onnx", nodes, [value("x", [1, g, p, c])], [value("y", None)], inits)
+
+
+@pytest.mark.parametrize("spaced", [True, False])
+def test_the_qkv_cut_into_heads_for_a_cpu_einsum_is_relaid_on_the_cpu(catalog, tmp_path, spaced):
+    # probe einattn:2:7:2:32:1: qkv_rs (named after the bias Add) and qkv0_mm_tp_rs#1 (after the MatMul) CPU, the
+    # join's transpose and reshape (o_join) CPU; einattn:2:7:2:32:0 (exMatMul): all three NPU
+    path = _einattn(tmp_path, spaced=spaced)
+    for target in ("rk3566", "rk3568"):
+        for precision in ("fp16", "int8"):
+            for node in ("qkv_matmul", "qkv_bias", "o_join"):
+                assert ("RKNN-EINSUM-HEADS" in violations(catalog, path, target, precision, node)) is spaced
+            for node in ("q_slice", "o_transpose", "proj"):
+                assert "RKNN-EINSUM-HEADS" not in violations(catalog, path, target, precision, node)
+    assert "RKNN-EINSUM-HEADS" not in violations(catalog, path, "rk3588", "fp16", "qkv_matmul")
+
+
+def test_a_qkv_matmul_without_bias_takes_both_relayouts(catalog, tmp_path):
+    path = _einattn(tmp_path, bias=False)
+    assert "RKNN-EINSUM-HEADS" in violations(catalog, path, "rk3566", "fp16", "qkv_matmul")
+
+
+def test_a_reshape_reading_a_cpu_einsum_directly_is_not_the_head_join(catalog, tmp_path):
+    # corpus tv_maxvit_t Einsum_1_output_0_rs, the Reshape straight out of the P.V Einsum: an NPU layer
+    path = _einattn(tmp_path, join_transpose=False)
+    assert "RKNN-EINSUM-HEADS" not in violations(catalog, path, "rk3566", "fp16", "o_join")
+    assert "RKNN-EINSUM-HEADS" in violations(catalog, path, "rk3566", "fp16", "qkv_bias")
+
+
+def test_a_bias_shared_through_an_identity_is_still_the_qkv_bias(catalog, tmp_path):
+    # corpus tv_maxvit_t blocks.1/layers.1 to_qkv/Add: its bias is an Identity of blocks.1/layers.0's initializer
+    path = _einattn(tmp_path, shared_bias=True)
+    for node in ("qkv_matmul", "qkv_bias"):
+        assert "RKNN-EINSUM-HEADS" in violations(catalog, path, "rk3566", "int8", node)
+
+
+def _seqmix(tmp_path, swap=True, partner=True, h=8, w=8, c=32, hid=16):
+    """timm Sequencer2D's token mixer on a channels-last map: a row LSTM and a column LSTM (swap) or a second row
+    LSTM, each direction-joined, Concat on the channel (partner False: the column LSTM alone, into the fc)."""
+    def lstm(t, src):
+        return [helper.make_node("LSTM", [src, f"w{t}", f"r{t}", f"b{t}"], [f"y{t}"], name=f"{t}_lstm",
+                                 direction="bidirectional", hidden_size=hid),
+                helper.make_node("Transpose", [f"y{t}"], [f"y{t}t"], name=f"{t}_join", perm=[0, 2, 1, 3]),
+                helper.make_node("Reshape", [f"y{t}t", "s_join"], [f"y{t}j"], name=f"{t}_join_rs"),
+                helper.make_node("Transpose", [f"y{t}j"], [f"y{t}b"], name=f"{t}_back", perm=[1, 0, 2])]
+
+    nodes = [helper.make_node("Reshape", ["x", "s_hw"], ["xh"], name="h_rs"),
+             helper.make_node("Transpose", ["xh"], ["sh"], name="h_seq", perm=[1, 0, 2])]
+    if swap:
+        nodes += [helper.make_node("Transpose", ["x"], ["xs"], name="v_swap", perm=[0, 2, 1, 3]),
+                  helper.make_node("Reshape", ["xs", "s_wh"], ["xv"], name="v_rs")]
+    else:
+        nodes.append(helper.make_node("Reshape", ["x", "s_hw"], ["xv"], name="v_rs"))
+    nodes += [helper.make_node("Transpose", ["xv"], ["sv"], name="v_seq", perm=[1, 0, 2]), *lstm("v", "sv")]
+    if swap:
+        nodes += [helper.make_node("Reshape", ["yvb", "s_map_wh"], ["yvm"], name="v_map"),
+                  helper.make_node("Transpose", ["yvm"], ["yv4"], name="v_unswap", perm=[0, 2, 1, 3])]
+    else:
+        nodes.append(helper.make_node("Reshape", ["yvb", "s_map"], ["yv4"], name="v_map"))
+    if partner:
+        nodes += [*lstm("h", "sh"), helper.make_node("Reshape", ["yhb", "s_map"], ["yh4"], name="h_map"),
+                  helper.make_node("Concat", ["yv4", "yh4"], ["cat"], name="concat", axis=3),
+                  helper.make_node("MatMul", ["cat", "wf"], ["y"], name="fc")]
+    else:
+        nodes += [helper.make_node("Concat", ["yv4", "x"], ["cat"], name="concat", axis=3),
+                  helper.make_node("MatMul", ["cat", "wf"], ["y"], name="fc")]
+    inits = [const("s_join", np.array([0, 0, -1], np.int64)), const("s_hw", np.array([h, w, c], np.int64)),
+             const("s_wh", np.array([w, h, c], np.int64)), const("s_map", np.array([1, h, w, 2 * hid], np.int64)),
+             const("s_map_wh", np.array([1, w, h, 2 * hid], np.int64)),
+             weight("wf", (4 * hid if partner else 2 * hid + c, c))]
+    for t in "hv":
+        inits += [weight(f"w{t}", (2, 4 * hid, c)), weight(f"r{t}", (2, 4 * hid, hid)), weight(f"b{t}", (2, 8 * hid))]
+    return save_model(tmp_path / "seqmix.onnx", nodes, [value("x", [1, h, w, c])], [value("y", None)], inits)
+
+
+@pytest.mark.parametrize("swap", [True, False])
+def test_a_column_lstm_joined_with_a_row_lstm_is_reshaped_on_the_cpu(catalog, tmp_path, swap):
+    # probe seqmix:8:8:32:16:1: v_lstm#1_rs CPU (named after the column LSTM); seqmix:8:8:32:16:0: no LSTM layer CPU
+    path = _seqmix(tmp_path, swap=swap)
+    for target in ("rk3566", "rk3568"):
+        for precision in ("fp16", "int8"):
+            assert ("RKNN-LSTM-SWAP-JOIN" in violations(catalog, path, target, precision, "v_lstm")) is swap
+            assert "RKNN-LSTM-SWAP-JOIN" not in violations(catalog, path, target, precision, "h_lstm")
+    assert "RKNN-LSTM-SWAP-JOIN" not in violations(catalog, path, "rk3588", "fp16", "v_lstm")
+
+
+def test_a_column_lstm_without_a_row_lstm_partner_keeps_its_verdict(catalog, tmp_path):
+    # probe bilstm:8:8:32:16:1 (one column LSTM, swapped in and out): no CPU layer
+    path = _seqmix(tmp_path, partner=False)
+    assert "RKNN-LSTM-SWAP-JOIN" not in violations(catalog, path, "rk3566", "fp16", "v_lstm")

@@ -290,3 +290,102 @@ def test_unscaled_keys_are_not_claimed(catalog, tmp_path):
     # GCViT's K^T goes straight into Q.K^T: its transpose has no layer in the corpus, so nothing is claimed
     path = _srattn(tmp_path, scaled=False)
     assert "RKNN-KV-HEADS" not in violations(catalog, path, "rk3566", "fp16", "k_transpose")
+
+
+def _cosine(tmp_path, windows=4, n=64, heads=2, d=32, cos=True, unbind="split"):
+    """Windowed attention on tokens [B, N, C] (B windows in the batch axis): qkv MatMul, head split Reshape
+    [B, N, 3, h, d], Transpose (2,0,3,1,4), Split + Squeeze (timm) or Gather (torchvision), q and k
+    L2-normalised over d (cos) or q scaled, softmax(Q.K^T).V, join, proj."""
+    c = heads * d
+    nodes = [_n("Reshape", ["x", "s3"], ["xw"], "to_windows"),  # windows cut from the token axis
+             _n("MatMul", ["xw", "wqkv"], ["qkv"], "qkv"),
+             _n("Reshape", ["qkv", "s5"], ["h5"], "heads"),
+             _n("Transpose", ["h5"], ["t"], "unbind", perm=[2, 0, 3, 1, 4])]
+    if unbind == "split":
+        nodes.append(_n("Split", ["t", "ones"], ["q1", "k1", "v1"], "split", axis=0))
+        nodes += [_n("Squeeze", [f"{p}1", "ax0"], [p], f"{p}_pick") for p in "qkv"]
+    else:
+        nodes += [_n("Gather", ["t", f"i{j}"], [p], f"{p}_pick", axis=0) for j, p in enumerate("qkv")]
+    if cos:
+        for p in "qk":
+            nodes += [_n("ReduceL2", [p], [f"{p}n"], f"{p}_l2", axes=[-1], keepdims=1),
+                      _n("Clip", [f"{p}n", "eps"], [f"{p}c"], f"{p}_clip"),
+                      _n("Expand", [f"{p}c", "s4"], [f"{p}e"], f"{p}_expand"),
+                      _n("Div", [p, f"{p}e"], [f"{p}u"], f"{p}_div")]
+    else:
+        nodes += [_n("Mul", ["q", "sc"], ["qu"], "q_div"), _n("Identity", ["k"], ["ku"], "k_div")]
+    nodes += [_n("Transpose", ["ku"], ["kt"], "k_transpose", perm=[0, 1, 3, 2]),
+              _n("MatMul", ["qu", "kt"], ["a"], "qk"),
+              _n("Softmax", ["a"], ["p"], "softmax", axis=-1),
+              _n("MatMul", ["p", "v"], ["o"], "pv"),
+              _n("Transpose", ["o"], ["ot"], "join_t", perm=[0, 2, 1, 3]),
+              _n("Reshape", ["ot", "s3"], ["j"], "join"),
+              _n("MatMul", ["j", "wp"], ["y"], "proj")]
+    inits = [weight("wqkv", (c, 3 * c)), weight("wp", (c, c)),
+             const("s5", np.array([windows, n, 3, heads, d], np.int64)),
+             const("s4", np.array([windows, heads, n, d], np.int64)), const("s3", np.array([windows, n, c], np.int64)),
+             const("ones", np.array([1, 1, 1], np.int64)), const("ax0", np.array([0], np.int64)),
+             const("eps", np.array(1e-12, np.float32)), const("sc", np.array(d**-0.5, np.float32)),
+             *(const(f"i{j}", np.array(j, np.int64)) for j in range(3))]
+    return save_model(tmp_path / f"cos{windows}_{n}_{int(cos)}_{unbind}.onnx", nodes, [value("x", [1, windows * n, c])],
+                      [value("y", None)], inits)
+
+
+@pytest.mark.parametrize("unbind", ["split", "gather"])
+@pytest.mark.parametrize("n", [64, 49])
+def test_windowed_cosine_attention_relays_q_k_and_v_on_the_cpu(catalog, tmp_path, unbind, n):
+    # probe swinattn:2:8:2:32:1 (64 tokens): qu_tp/qu_tp_rs (after q's Div), k_transpose#1/kt_rs, v_rs (after
+    # v's Squeeze) CPU; the head split Reshape has no layer. Corpus tv_swin_v2_t (Gather, 64 tokens),
+    # timm_swinv2_cr_tiny_ns_224 (Split + Squeeze, 49)
+    path = _cosine(tmp_path, n=n, unbind=unbind)
+    for target in ("rk3566", "rk3568"):
+        for precision in ("fp16", "int8"):
+            for node in ("q_div", "k_transpose", "v_pick"):
+                assert "RKNN-COSINE-WINDOW-OPERANDS" in violations(catalog, path, target, precision, node)
+            for node in ("softmax", "k_div", "q_pick"):
+                assert "RKNN-COSINE-WINDOW-OPERANDS" not in violations(catalog, path, target, precision, node)
+            assert "RKNN-WINDOW-HEADS" not in violations(catalog, path, target, precision, "heads")
+    assert "RKNN-COSINE-WINDOW-OPERANDS" not in violations(catalog, path, "rk3588", "fp16", "q_div")
+
+
+def test_scaled_windowed_attention_keeps_the_window_heads_verdicts(catalog, tmp_path):
+    # probe swinattn:2:8:2:32:0: no cosine normalisation; the head split is RKNN-WINDOW-HEADS'
+    path = _cosine(tmp_path, cos=False)
+    for node in ("q_div", "k_transpose", "v_pick"):
+        assert "RKNN-COSINE-WINDOW-OPERANDS" not in violations(catalog, path, "rk3566", "fp16", node)
+    assert "RKNN-WINDOW-HEADS" in violations(catalog, path, "rk3566", "fp16", "heads")
+
+
+def test_one_window_of_cosine_attention_is_not_relaid(catalog, tmp_path):
+    # corpus tv_swin_v2_t features.7 (one 8x8 window, B = 1): none of these is a CPU layer
+    path = _cosine(tmp_path, windows=1, unbind="gather")
+    for node in ("q_div", "k_transpose", "v_pick"):
+        assert "RKNN-COSINE-WINDOW-OPERANDS" not in violations(catalog, path, "rk3566", "fp16", node)
+
+
+def _relpos(tmp_path, side=14, heads=4, d=32, reader="Einsum"):
+    """MViTv2's decomposed relative positions: heads [1, h, S*S, d] reshaped to [1, h, S, S, d] and read by the
+    two Einsums with the per-axis tables (reader 'Relu': by something else)."""
+    nodes = [_n("Relu", ["x"], ["q"], "q_norm"),
+             _n("Reshape", ["q", "s5"], ["q5"], "split")]
+    if reader == "Einsum":
+        nodes += [_n("Einsum", ["q5", "rh"], ["eh"], "rel_h", equation="byhwc,hkc->byhwk"),
+                  _n("Einsum", ["q5", "rw"], ["ew"], "rel_w", equation="byhwc,wkc->byhwk"),
+                  _n("Add", ["eh", "ew"], ["y"], "sum")]
+    else:
+        nodes.append(_n("Relu", ["q5"], ["y"], "act"))
+    inits = [const("s5", np.array([1, heads, side, side, d], np.int64)), weight("rh", (side, side, d)),
+             weight("rw", (side, side, d))]
+    return save_model(tmp_path / f"relpos{side}_{reader}.onnx", nodes, [value("x", [1, heads, side * side, d])],
+                      [value("y", None)], inits)
+
+
+@pytest.mark.parametrize(("side", "reader", "cpu"), [(14, "Einsum", True), (56, "Einsum", True),
+                                                     (14, "Relu", False), (1, "Einsum", False)])
+def test_heads_split_into_pixels_for_relpos_einsums_are_relaid_on_the_cpu(catalog, tmp_path, side, reader, cpu):
+    # corpus timm_mvitv2_tiny attn/Reshape_7 (14x14 with 4 heads, 56x56 with 1): CPU transposes named after it
+    path = _relpos(tmp_path, side=side, reader=reader)
+    for target in ("rk3566", "rk3568"):
+        for precision in ("fp16", "int8"):
+            assert ("RKNN-RELPOS-Q-SPLIT" in violations(catalog, path, target, precision, "split")) is cpu
+    assert "RKNN-RELPOS-Q-SPLIT" not in violations(catalog, path, "rk3588", "fp16", "split")
