@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 
+from optimizer.catalog._flat_rows import rows_pad
 from optimizer.catalog._joins import block_join_5d
 from optimizer.catalog._layout import (
     LAYOUT_OPS,
@@ -2324,6 +2325,7 @@ CHECKS: Mapping[str, Check] = {
     "window_head_join": window_head_join,
     "batch_rows_stream": batch_rows_stream,  # optimizer/catalog/_stream.py (rk3566/rk3568)
     "block_join_5d": block_join_5d,  # optimizer/catalog/_joins.py
+    "rows_pad": rows_pad,  # optimizer/catalog/_flat_rows.py
 }
 
 
