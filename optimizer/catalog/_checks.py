@@ -42,6 +42,7 @@ from optimizer.catalog._rk3566_attn import (
     transpose_into_reshape,
 )
 from optimizer.catalog._stream import batch_rows_stream
+from optimizer.catalog._unfold import unfold_rows
 from optimizer.catalog._view import LayerView
 from optimizer.ir._fold import build_time_value
 
@@ -2326,6 +2327,7 @@ CHECKS: Mapping[str, Check] = {
     "batch_rows_stream": batch_rows_stream,  # optimizer/catalog/_stream.py (rk3566/rk3568)
     "block_join_5d": block_join_5d,  # optimizer/catalog/_joins.py
     "rows_pad": rows_pad,  # optimizer/catalog/_flat_rows.py
+    "unfold_rows": unfold_rows,  # optimizer/catalog/_unfold.py (rk3588)
 }
 
 
