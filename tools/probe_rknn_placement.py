@@ -1255,7 +1255,13 @@ def transpose5(shape: tuple[int, ...], perm: tuple[int, ...]) -> onnx.ModelProto
 
 for _label, _shape, _perm in (("botnet", (4, 8, 8, 8, 8), (0, 3, 1, 4, 2)), ("swap34", (4, 8, 8, 8, 8), (0, 1, 3, 2, 4)),
                               ("p02143", (4, 8, 8, 8, 8), (0, 2, 1, 4, 3)), ("p20314", (4, 8, 8, 8, 8), (2, 0, 3, 1, 4)),
-                              ("p03142b1", (1, 8, 8, 16, 16), (0, 3, 1, 4, 2)), ("p41230", (4, 8, 8, 8, 8), (4, 1, 2, 3, 0))):
+                              ("p03142b1", (1, 8, 8, 16, 16), (0, 3, 1, 4, 2)), ("p41230", (4, 8, 8, 8, 8), (4, 1, 2, 3, 0)),
+                              # HaloNet's block join [C,bs,bs,nb,nb] -> [C,nb,bs,nb,bs] (rank 5, no batch axis)
+                              # and the same join with a unit batch in front (MobileViTv2's fold, rank 6)
+                              ("halojoin", (32, 8, 8, 2, 2), (0, 3, 1, 4, 2)),
+                              ("halojoin_b1", (1, 32, 8, 8, 2, 2), (0, 1, 4, 2, 5, 3)),
+                              ("halopart", (32, 2, 8, 2, 8), (0, 2, 4, 1, 3)),
+                              ("halopart_b1", (1, 32, 2, 8, 2, 8), (0, 1, 3, 5, 2, 4))):
     CASES[f"tp5_{_label}"] = partial(transpose5, _shape, _perm)
 
 def rel_logits(w: int, d: int = 32, heads: int = 4, pad_to: int = 1) -> onnx.ModelProto:
@@ -1286,6 +1292,58 @@ def rel_logits(w: int, d: int = 32, heads: int = 4, pad_to: int = 1) -> onnx.Mod
 
 for _w in (8, 16, 7, 12, 6, 4):
     CASES[f"rellog_{_w}"] = partial(rel_logits, _w)
+
+def pad_rows(h: int, w: int, pad: int, rows: int = 16) -> onnx.ModelProto:
+    """HaloNet's/BoTNet's second rel_logits Pad in isolation: Conv map [1,R,H,W] -> Reshape [R, H*W] (rows held
+    as the batch, the flattened axis as the channel of a (R,C,1,1) form) -> Sigmoid -> Pad the last axis by
+    `pad` -> Sigmoid -> Reshape [1, R, H*W+pad, 1] -> Conv (the Sigmoids keep the Pad out of the Convs: fused
+    into one through the Reshapes, the toolkit's constant folding fails on the shapes)."""
+    c = h * w
+    return graph("padr", (1, rows, h, w), [
+        node("Reshape", ["x", "s2"], ["r2"], "to_rows"),
+        node("Sigmoid", ["r2"], ["r2s"], "before"),
+        node("Pad", ["r2s", "pp"], ["rp"], "pad_rows"),
+        node("Sigmoid", ["rp"], ["rps"], "after"),
+        node("Reshape", ["rps", "s4"], ["y"], "to_map"),
+    ], [const("s2", np.array([rows, c], np.int64)), const("pp", np.array([0, 0, 0, pad], np.int64)),
+        const("s4", np.array([1, rows, c + pad, 1], np.int64))])
+
+
+for _h, _w, _p in ((7, 22, 14), (8, 19, 14), (12, 13, 14), (10, 16, 14), (12, 12, 14), (8, 24, 15), (7, 22, 16),
+                   (10, 15, 14), (8, 18, 14), (6, 8, 14), (7, 2, 14)):
+    CASES[f"padrows_{_h * _w}_{_p}"] = partial(pad_rows, _h, _w, _p)
+
+
+def halo_rel_logits(bs: int, win: int, d: int = 24, b: int = 8) -> onnx.ModelProto:
+    """HaloNet's rel_logits_1d (timm, as torch.export writes it): q [b,bs,bs,d] (from a map) @ rel [d, 2*win-1]
+    -> Reshape [-1,bs,r] -> Pad the last axis by 1 -> Reshape [b*bs, bs*(r+1)] -> Pad by r-bs -> Reshape
+    [-1,bs+1,r] -> Slice [:bs, bs-1:] -> Reshape to a map -> Conv. BoTNet's form is win = bs (probe rellog_W);
+    the flattened rows are bs*(r+1) = 2*bs*win wide."""
+    r = 2 * win - 1
+    rows = b * bs
+    flat = bs * (r + 1)
+    return graph("halorel", (1, b * d, bs, bs), [
+        node("Reshape", ["x", "s4"], ["q4"], "heads"),
+        node("Transpose", ["q4"], ["q"], "to_tokens", perm=[0, 2, 3, 1]),
+        node("MatMul", ["q", "rel"], ["lg"], "logits"),
+        node("Reshape", ["lg", "s3"], ["l3"], "rows"),
+        node("Pad", ["l3", "p1"], ["lp"], "pad_col"),
+        node("Reshape", ["lp", "s2"], ["lf"], "flat"),
+        node("Pad", ["lf", "p2"], ["lq"], "pad_flat"),
+        node("Reshape", ["lq", "s3b"], ["lr"], "unflat"),
+        node("Slice", ["lr", "st", "en", "axs"], ["ls"], "crop"),
+        node("Reshape", ["ls", "back"], ["y"], "to_map"),
+    ], [const("s4", np.array([b, d, bs, bs], np.int64)), weight("rel", (d, r)),
+        const("s3", np.array([-1, bs, r], np.int64)), const("p1", np.array([0, 0, 0, 0, 0, 1], np.int64)),
+        const("s2", np.array([rows, flat], np.int64)), const("p2", np.array([0, 0, 0, r - bs], np.int64)),
+        const("s3b", np.array([-1, bs + 1, r], np.int64)),
+        const("st", np.array([0, bs - 1], np.int64)), const("en", np.array([bs, r], np.int64)),
+        const("axs", np.array([1, 2], np.int64)), const("back", np.array([1, rows, bs, r - bs + 1], np.int64))])
+
+
+for _bs, _win in ((7, 11), (8, 12), (7, 12), (7, 10), (6, 9), (7, 8), (5, 10), (4, 6), (8, 10), (6, 10)):
+    CASES[f"halorel_{_bs}_{_win}"] = partial(halo_rel_logits, _bs, _win)
+
 
 CORPUS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "corpus", "models")
 

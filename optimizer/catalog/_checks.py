@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 
+from optimizer.catalog._flat_rows import rows_pad
+from optimizer.catalog._joins import block_join_5d
 from optimizer.catalog._layout import (
     LAYOUT_OPS,
     RESHAPES,
@@ -46,6 +48,7 @@ from optimizer.catalog._rk3566_attn import (
     transpose_into_reshape,
 )
 from optimizer.catalog._stream import batch_rows_stream
+from optimizer.catalog._unfold import unfold_rows
 from optimizer.catalog._view import LayerView
 from optimizer.ir._fold import build_time_value
 
@@ -2334,6 +2337,9 @@ CHECKS: Mapping[str, Check] = {
     "grid_swap_ends": grid_swap_ends,
     "window_batch_split": window_batch_split,
     "batch_rows_stream": batch_rows_stream,  # optimizer/catalog/_stream.py (rk3566/rk3568)
+    "block_join_5d": block_join_5d,  # optimizer/catalog/_joins.py
+    "rows_pad": rows_pad,  # optimizer/catalog/_flat_rows.py
+    "unfold_rows": unfold_rows,  # optimizer/catalog/_unfold.py (rk3588)
 }
 
 

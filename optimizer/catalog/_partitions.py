@@ -217,7 +217,7 @@ def grid_rows(rule: Rule, view: LayerView) -> str | None:
 def batched_rows(rule: Rule, view: LayerView) -> str | None:
     """A batch of flat rows [B, L] (held as (B, L, 1, 1)) reshaped into [B, A, W] rows or back (BoTNet's padded
     relative logits unflattened into (W+1, 2W-1)) moves each row's L elements into pixels: an NPU Reshape only
-    when L fills whole 16-byte groups."""
+    when both L and the pixel rows W fill whole 16-byte groups (HaloNet's W = 24 rows: NPU in FP16 only)."""
     graph, node = view.graph, view.node
     if node.op_type != "Reshape" or not node.inputs or not node.outputs:
         return None
@@ -231,6 +231,9 @@ def batched_rows(rule: Rule, view: LayerView) -> str | None:
             if flat[1] % align:
                 return (f"Reshape {list(src)} -> {list(dst)} moves rows of {flat[1]} elements into "
                         f"({rows[1]}, {rows[2]}) pixels: {flat[1]} is not a multiple of {align}")
+            if rows[2] % align:
+                return (f"Reshape {list(src)} -> {list(dst)} moves rows of {flat[1]} elements into "
+                        f"({rows[1]}, {rows[2]}) pixels: the pixel rows of {rows[2]} are not a multiple of {align}")
     return None
 
 

@@ -216,27 +216,32 @@ def test_rk3566_batch_held_windows_cost_their_map_producer_a_cpu_transpose(catal
     assert "RKNN-WINDOW-BATCH-SPLIT" not in violations(catalog, path, "rk3588", "fp16", node="conv")
 
 
-def _padded_rows(tmp_path, w, flat_len=None):
-    """BoTNet's rel_logits_1d tail: rows [B, L] (a Relu'd input) -> Reshape [B, W+1, 2W-1] -> Relu."""
-    rows, cols = w + 1, 2 * w - 1
+def _padded_rows(tmp_path, w, flat_len=None, cols=None):
+    """BoTNet's rel_logits_1d tail: rows [B, L] (a Relu'd input) -> Reshape [B, W+1, 2W-1] (or [B, L/cols, cols])
+    -> Relu."""
+    rows, cols = w + 1, cols or 2 * w - 1
     length = flat_len or rows * cols
     nodes = [helper.make_node("Relu", ["x"], ["r"], name="head"),
              helper.make_node("Reshape", ["r", "s3"], ["u"], name="n"),
              helper.make_node("Relu", ["u"], ["y"], name="tail")]
     shape = [length // cols, cols] if flat_len else [rows, cols]
-    return save_model(tmp_path / f"rows{w}_{length}.onnx", nodes, [value("x", [64, length])], [value("y", None)],
+    return save_model(tmp_path / f"rows{w}_{length}_{cols}.onnx", nodes, [value("x", [64, length])], [value("y", None)],
                       [const("s3", np.array([64, *shape], np.int64))])
 
 
-@pytest.mark.parametrize(("w", "flat_len", "cpu_in"), [
-    (8, None, {"fp16", "int8"}),  # L = 9 x 15 = 135 (corpus BoTNet stage 3.1 Reshape_6)
-    (16, None, {"fp16", "int8"}),  # L = 561
-    (8, 8 * 15 * 8, set()),  # L = 960 = 64 rows of 15: whole 16-byte groups
-    (8, 15 * 8, {"int8"}),  # L = 120: a multiple of 8, not of 16
+@pytest.mark.parametrize(("w", "flat_len", "cols", "cpu_in"), [
+    (8, None, None, {"fp16", "int8"}),  # L = 9 x 15 = 135 (corpus BoTNet stage 3.1 Reshape_6)
+    (16, None, None, {"fp16", "int8"}),  # L = 561
+    (8, 960, 16, set()),  # L = 960 = 60 rows of 16: whole 16-byte groups, rows and pixel rows alike
+    (8, 120, 8, {"int8"}),  # L = 120 = 15 rows of 8: a multiple of 8, not of 16
+    # the pixel rows decide too: L = 960 is whole groups, rows of 15 are not (corpus timm_haloregnetz_b_dynamo
+    # view_3 [224,168] -> [224,8,21], CPU in FP16 and INT8)
+    (8, 960, 15, {"fp16", "int8"}),
+    (8, 192, 24, {"int8"}),  # rows of 24: whole FP16 groups, not INT8 ones (corpus timm_halonet26t_dynamo view_2)
 ])
 def test_rk3588_batched_rows_unflatten_on_the_npu_only_in_whole_16_byte_groups(catalog, tmp_path, w, flat_len,
-                                                                              cpu_in):
-    path = _padded_rows(tmp_path, w, flat_len)
+                                                                              cols, cpu_in):
+    path = _padded_rows(tmp_path, w, flat_len, cols)
     for precision in ("fp16", "int8"):
         assert ("RKNN-BATCHED-ROWS" in violations(catalog, path, "rk3588", precision)) is (precision in cpu_in)
         assert "RKNN-BATCHED-ROWS" not in violations(catalog, path, "rk3576", precision)
@@ -335,14 +340,15 @@ def test_rk3566_the_join_of_an_interleaved_rotary_pair_is_the_gather_convolution
         assert ("RKNN-CHANNEL-SCATTER" in violations(catalog, path, "rk3566", precision, node="join")) is scatter
 
 
-@pytest.mark.parametrize(("w", "flat_len", "cpu_in"), [
-    (8, None, {"fp16", "int8"}),  # L = 135 (corpus BoTNet stage 3.1 Reshape_6 on rk3566)
-    (8, 15 * 8, set()),  # L = 120 = 8 rows of 15: whole 8-byte groups in both precisions
-    (8, 15 * 4, {"int8"}),  # L = 60: whole FP16 groups (4), not INT8 ones (8)
-    (8, 15 * 2, {"fp16", "int8"}),  # L = 30
+@pytest.mark.parametrize(("w", "flat_len", "cols", "cpu_in"), [
+    (8, None, None, {"fp16", "int8"}),  # L = 135 (corpus BoTNet stage 3.1 Reshape_6 on rk3566)
+    (8, 120, 8, set()),  # L = 120 = 15 rows of 8: whole 8-byte groups in both precisions
+    (8, 60, 4, {"int8"}),  # L = 60 = 15 rows of 4: whole FP16 groups (4), not INT8 ones (8)
+    (8, 30, 15, {"fp16", "int8"}),  # L = 30
+    (8, 120, 15, {"fp16", "int8"}),  # L whole groups, rows of 15 not (corpus haloregnetz_b view_3 on rk3566)
 ])
-def test_rk3566_batched_rows_unflatten_by_its_8_byte_groups(catalog, tmp_path, w, flat_len, cpu_in):
-    path = _padded_rows(tmp_path, w, flat_len)
+def test_rk3566_batched_rows_unflatten_by_its_8_byte_groups(catalog, tmp_path, w, flat_len, cols, cpu_in):
+    path = _padded_rows(tmp_path, w, flat_len, cols)
     for soc in ("rk3566", "rk3568"):
         for precision in ("fp16", "int8"):
             assert ("RKNN-BATCHED-ROWS" in violations(catalog, path, soc, precision)) is (precision in cpu_in)

@@ -1026,7 +1026,15 @@ def test_pad_of_a_token_tensors_channels_is_cpu_but_of_the_flattened_rows_npu(ca
         for precision in ("fp16", "int8"):
             verdict = _verdicts(catalog, path, target, precision)
             assert not verdict("pad_col")
-            assert verdict("pad_flat")
+            if w != 7:
+                assert verdict("pad_flat")
+    # rellog_7's flattened rows [28, 98] are not whole channel groups. The probe's isolated graph held them as
+    # (1,28,1,98) and padded them on the NPU; whole models hold such rows as (B,L,1,1) and pad them on the CPU
+    # (corpus timm_haloregnetz_b_dynamo, L = 154). RKNN-ROWS-PAD follows the whole-model lowering, so it claims this
+    # Pad: a known disagreement with the probe, recorded in the rule's source.
+    if w == 7:
+        for target in ("rk3588", "rk3566"):
+            assert "RKNN-ROWS-PAD" in violations(catalog, path, target, "fp16", node="pad_flat")
 
 
 def test_pad_of_token_channels_needs_the_token_layout(catalog, tmp_path):

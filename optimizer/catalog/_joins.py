@@ -1,0 +1,64 @@
+"""RKNN verdicts for block joins that have no 4-D form: the inverse of a window partition written without a batch
+axis (HaloNet's block join). Every SoC.
+
+rknn-toolkit2 rewrites a window *partition* of a map into exWindow at rank 5 or 6, and the *join* back into a map
+into transposed convolutions, but the join only in its rank-6 form [1,C,bs,bs,nb,nb] -> [1,C,nb,bs,nb,bs]. The same
+join with the channels (or batch x channels) in axis 0, [C,bs,bs,nb,nb] -> [C,nb,bs,nb,bs], keeps five runs of axes
+and is lowered as a Transpose of its own, which runs on the CPU even with a Reshape on both sides. The measurements
+are in the rule's source (constraints/rockchip_rknn.toml, RKNN-BLOCK-JOIN-5D).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from optimizer.catalog._layout import only_user, static_shape
+from optimizer.catalog._partitions import axis_runs
+
+if TYPE_CHECKING:
+    from optimizer.catalog._schema import Rule
+    from optimizer.catalog._view import LayerView
+    from optimizer.ir import Graph, Node
+
+_RANK = 5  # the rank-6 join with a unit batch in front is rewritten (probe tp5_halojoin_b1: NPU)
+
+
+def _perm(node: Node, rank: int) -> tuple[int, ...]:
+    perm = node.attrs.get("perm")
+    return tuple(int(p) for p in perm) if perm else tuple(reversed(range(rank)))
+
+
+def _joined_map(graph: Graph, node: Node) -> tuple[int, ...] | None:
+    """The map [1, A, H, W] a rank-5 Transpose's only user reshapes its result [A, Y, y, X, x] into, when that
+    Reshape merges axes (1, 2) into H and (3, 4) into W (a block join), else None."""
+    if not node.outputs:
+        return None
+    out = static_shape(graph, node.outputs[0])
+    back = only_user(graph, node.outputs[0])
+    if out is None or len(out) != _RANK or back is None or back.op_type != "Reshape" or not back.outputs:
+        return None
+    merged = static_shape(graph, back.outputs[0])
+    if merged != (1, out[0], out[1] * out[2], out[3] * out[4]):
+        return None
+    return merged
+
+
+def block_join_5d(rule: Rule, view: LayerView) -> str | None:
+    """A rank-5 Transpose with five runs of axes (no 4-D form) whose result a Reshape merges into a map, two axes
+    into H and two into W, with every block axis wider than one (the join of a window partition held without a
+    batch axis: HaloNet's block join), is a CPU Transpose."""
+    graph, node = view.graph, view.node
+    if node.op_type != "Transpose" or not node.inputs:
+        return None
+    shape = static_shape(graph, node.inputs[0])
+    if shape is None or len(shape) != _RANK:
+        return None
+    perm = _perm(node, _RANK)
+    out = tuple(shape[p] for p in perm)
+    if any(d == 1 for d in out[1:]) or axis_runs(shape, perm) < _RANK:
+        return None
+    merged = _joined_map(graph, node)
+    if merged is None:
+        return None
+    return (f"Transpose {list(shape)} perm {list(perm)} joins blocks into the map {list(merged)} without a batch "
+            "axis (no 4-D form, no transposed-convolution rewrite at rank 5): a CPU Transpose")
