@@ -30,7 +30,7 @@ def _row_pad(view: LayerView) -> tuple[int, int, int, int] | None:
     if shape is None or pads is None or pads.size != 4 or shape[0] <= 1:
         return None
     begin_rows, begin_len, end_rows, end_len = (int(v) for v in pads.reshape(-1))
-    if begin_rows or end_rows or not (begin_len or end_len):
+    if begin_rows or end_rows or not (begin_len or end_len) or min(begin_len, end_len) < 0:  # a crop: not measured
         return None
     return shape[0], shape[1], begin_len, end_len
 

@@ -20,11 +20,16 @@ if TYPE_CHECKING:
 
 
 def _window_index(graph: Graph, node: Node) -> tuple[int, int] | None:
-    """(n, k) of a Gather whose indices are a build-time [n, k] table with n, k > 1 (n windows of k pixels)."""
+    """(n, k) of a Gather on a pixel axis (not batch or channel of a map of rank 4 or more) whose indices are a
+    build-time [n, k] table with n, k > 1 (n windows of k pixels)."""
     if node.op_type != "Gather" or len(node.inputs) < 2:
         return None
     index = graph.constants.get(node.inputs[1])
     if index is None or index.ndim != 2 or min(index.shape) < 2:
+        return None
+    data = static_shape(graph, node.inputs[0])
+    axis = int(node.attrs.get("axis", 0))
+    if data is None or len(data) < 4 or (axis % len(data)) < 2:
         return None
     return int(index.shape[0]), int(index.shape[1])
 

@@ -30,6 +30,8 @@ def _rows_pad(tmp_path, rows, length, pads):
     (224, 160, (0, 0, 0, 14), set()),  # whole groups in both
     (1, 154, (0, 0, 0, 14), set()),  # one row is a vector, not a batch of rows
     (224, 154, (0, 0, 2, 0), set()),  # padding the rows, not their length
+    (224, 154, (0, 0, 0, -3), set()),  # a negative pad crops: not measured, not claimed
+    (224, 154, (0, 0, 0, 1), {"fp16", "int8"}),  # the smallest growth of the same rows
 ])
 def test_a_pad_of_flat_rows_runs_on_the_cpu_unless_whole_channel_groups(catalog, tmp_path, rows, length, pads,
                                                                        cpu_in):

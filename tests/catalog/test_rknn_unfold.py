@@ -47,3 +47,21 @@ def test_the_first_unfold_gather_cuts_no_row(catalog, tmp_path):
     path = _unfold(tmp_path, 30, 3, 14, second=False)
     for precision in ("fp16", "int8"):
         assert RULE not in violations(catalog, path, "rk3588", precision)
+
+
+@pytest.mark.parametrize(("shape", "axes"), [
+    ([1, 8, 16, 16], (1, 1)),  # the channel axis twice: a channel gather, not a pixel unfold
+    ([5, 5, 4], (0, 0)),  # rank 3: no map
+])
+def test_two_table_gathers_off_the_pixel_axes_are_no_unfold(catalog, tmp_path, shape, axes):
+    index = np.array([[0, 1, 2], [1, 2, 3]], np.int64)  # 2 windows of 3: rows of 6, unaligned in both precisions
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="head"),
+             helper.make_node("Gather", ["r", "idx"], ["g1"], name="first", axis=axes[0]),
+             helper.make_node("Gather", ["g1", "idx"], ["g2"], name="n", axis=axes[1]),
+             helper.make_node("Relu", ["g2"], ["y"], name="tail")]
+    path = save_model(tmp_path / f"gather{len(shape)}_{axes[0]}.onnx", nodes, [value("x", shape)], [value("y", None)],
+                      [const("idx", index)])
+    for precision in ("fp16", "int8"):
+        assert RULE not in violations(catalog, path, "rk3588", precision)
+    pixel = _unfold(tmp_path, 16, 2, 3)  # the same windows on the pixel axes: rows of 6, CPU
+    assert RULE in violations(catalog, pixel, "rk3588", "fp16")
