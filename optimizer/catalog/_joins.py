@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from optimizer.catalog._layout import only_user, static_shape
-from optimizer.catalog._partitions import axis_runs
+from optimizer.catalog._partitions import axis_runs, transpose_perm
 
 if TYPE_CHECKING:
     from optimizer.catalog._schema import Rule
@@ -21,11 +21,6 @@ if TYPE_CHECKING:
     from optimizer.ir import Graph, Node
 
 _RANK = 5  # the rank-6 join with a unit batch in front is rewritten (probe tp5_halojoin_b1: NPU)
-
-
-def _perm(node: Node, rank: int) -> tuple[int, ...]:
-    perm = node.attrs.get("perm")
-    return tuple(int(p) for p in perm) if perm else tuple(reversed(range(rank)))
 
 
 def _joined_map(graph: Graph, node: Node) -> tuple[int, ...] | None:
@@ -53,7 +48,7 @@ def block_join_5d(rule: Rule, view: LayerView) -> str | None:
     shape = static_shape(graph, node.inputs[0])
     if shape is None or len(shape) != _RANK:
         return None
-    perm = _perm(node, _RANK)
+    perm = transpose_perm(node, _RANK)
     out = tuple(shape[p] for p in perm)
     if any(d == 1 for d in out[1:]) or axis_runs(shape, perm) < _RANK:
         return None

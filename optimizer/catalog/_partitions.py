@@ -29,7 +29,8 @@ _SWAP = (0, 2, 1, 3)  # windows <-> tokens: the grid form of a window partition
 _BATCH_WINDOWS = 16  # probe tvblk_attn_C_NH_P: 4 and 16 windows are held in the batch axis, 25 to 64 are not
 
 
-def _perm(node: Node, rank: int) -> tuple[int, ...]:
+def transpose_perm(node: Node, rank: int) -> tuple[int, ...]:
+    """A Transpose's perm, ONNX's reversed axes when it has none."""
     perm = node.attrs.get("perm")
     return tuple(int(p) for p in perm) if perm else tuple(reversed(range(rank)))
 
@@ -51,7 +52,7 @@ def _lone_runs(graph: Graph, node: Node) -> int | None:
     shape = static_shape(graph, node.inputs[0])
     if shape is None:
         return None
-    runs = axis_runs(shape, _perm(node, len(shape)))
+    runs = axis_runs(shape, transpose_perm(node, len(shape)))
     producer = graph.producer(node.inputs[0])
     if runs <= 4 or producer is None or producer.op_type in LAYOUT_OPS:
         return None
@@ -71,7 +72,8 @@ def lone_transpose_runs(rule: Rule, view: LayerView) -> str | None:
     if runs is not None:
         shape = static_shape(graph, node.inputs[0]) or ()
         producer = graph.producer(node.inputs[0])
-        return (f"Transpose {list(shape)} perm {list(_perm(node, len(shape)))} keeps {runs} runs of axes (no 4-D "
+        perm = list(transpose_perm(node, len(shape)))
+        return (f"Transpose {list(shape)} perm {perm} keeps {runs} runs of axes (no 4-D "
                 f"form) and no layout op beside it to merge with ({producer.op_type if producer else '?'} before "
                 "it): a CPU Transpose")
     if view.target.rules_id not in rule.params.get("producer_socs", ()):
@@ -90,7 +92,7 @@ def _departition(graph: Graph, transpose: Node) -> tuple[int, int] | None:
     if transpose.op_type != "Transpose" or not transpose.inputs or not transpose.outputs:
         return None
     shape = static_shape(graph, transpose.inputs[0])
-    if shape is None or len(shape) != 6 or shape[0] != 1 or _perm(transpose, 6) != _DEPARTITION_PERM:
+    if shape is None or len(shape) != 6 or shape[0] != 1 or transpose_perm(transpose, 6) != _DEPARTITION_PERM:
         return None
     back = only_user(graph, transpose.outputs[0])
     out = static_shape(graph, back.outputs[0]) if back is not None and back.op_type == "Reshape" else None
@@ -115,7 +117,7 @@ def _partition(graph: Graph, reshape: Node) -> tuple[Node, Node] | None:
     if dst[2] * dst[3] != src[2] or dst[4] * dst[5] != src[3] or dst[5] == 1:
         return None  # one-pixel windows (MaxViT's grid on a 7x7 map) cut nothing
     transpose = only_user(graph, reshape.outputs[0])
-    if transpose is None or transpose.op_type != "Transpose" or _perm(transpose, 6) != _PARTITION_PERM:
+    if transpose is None or transpose.op_type != "Transpose" or transpose_perm(transpose, 6) != _PARTITION_PERM:
         return None
     tokens = only_user(graph, transpose.outputs[0])
     if tokens is None or tokens.op_type != "Reshape":
@@ -129,7 +131,7 @@ def _partition(graph: Graph, reshape: Node) -> tuple[Node, Node] | None:
 def _swapped(graph: Graph, tensor: str) -> bool:
     """The tensor is read only by a windows/tokens swap Transpose (0,2,1,3): the grid form."""
     user = only_user(graph, tensor)
-    return user is not None and user.op_type == "Transpose" and _perm(user, 4) == _SWAP
+    return user is not None and user.op_type == "Transpose" and transpose_perm(user, 4) == _SWAP
 
 
 def window_batch_merge(rule: Rule, view: LayerView) -> str | None:
@@ -183,7 +185,7 @@ def _grid_nodes(graph: Graph, node: Node) -> tuple[int, str] | None:
                 return found[1], "joins the grid pieces back into map rows"
     for out in node.outputs:
         swap = only_user(graph, out)
-        if swap is None or swap.op_type != "Transpose" or _perm(swap, 4) != _SWAP:
+        if swap is None or swap.op_type != "Transpose" or transpose_perm(swap, 4) != _SWAP:
             continue
         windows = only_user(graph, swap.outputs[0])
         if windows is None or windows.op_type != "Reshape":
@@ -198,7 +200,7 @@ def _grid_nodes(graph: Graph, node: Node) -> tuple[int, str] | None:
 def _swap_before(graph: Graph, transpose: Node) -> bool:
     windows = graph.producer(transpose.inputs[0])
     swap = graph.producer(windows.inputs[0]) if windows is not None and windows.op_type == "Reshape" else None
-    return swap is not None and swap.op_type == "Transpose" and _perm(swap, 4) == _SWAP
+    return swap is not None and swap.op_type == "Transpose" and transpose_perm(swap, 4) == _SWAP
 
 
 def grid_rows(rule: Rule, view: LayerView) -> str | None:
@@ -240,7 +242,7 @@ def batched_rows(rule: Rule, view: LayerView) -> str | None:
 def _heads_from_pv(graph: Graph, tensor: str) -> bool:
     """`tensor` is attention's P.V brought heads-after-tokens: a Transpose (0,2,1,3) of a MatMul of two activations."""
     transpose = graph.producer(tensor)
-    if transpose is None or transpose.op_type != "Transpose" or _perm(transpose, 4) != (0, 2, 1, 3):
+    if transpose is None or transpose.op_type != "Transpose" or transpose_perm(transpose, 4) != (0, 2, 1, 3):
         return False
     matmul = graph.producer(transpose.inputs[0]) if transpose.inputs else None
     return (matmul is not None and matmul.op_type == "MatMul" and len(matmul.inputs) > 1
@@ -277,7 +279,7 @@ def _grid_tokens_reader(graph: Graph, node: Node) -> bool:
     grid_attention/Add), so with several readers only a LayerNormalization counts."""
     for name in node.inputs:
         swap = graph.producer(name) if name else None
-        if swap is None or swap.op_type != "Transpose" or _perm(swap, 4) != _SWAP or not swap.inputs:
+        if swap is None or swap.op_type != "Transpose" or transpose_perm(swap, 4) != _SWAP or not swap.inputs:
             continue
         if len(data_users(graph, name)) > 1 and node.op_type != "LayerNormalization":
             continue
@@ -295,7 +297,7 @@ def grid_unswap(graph: Graph, node: Node) -> bool:
     (a Reshape to [1,nh,nw,p,p,C] read by the Transpose (0,5,1,3,2,4)): the toolkit merges it into that run,
     which is lowered from the op before it, so it has no layer of its own (measured: rknn-toolkit2 2.5.0 on
     rk3566, corpus tv_maxvit_t grid_attention/departition_swap/Transpose: no layer in any of the 11 layers)."""
-    if node.op_type != "Transpose" or not node.outputs or _perm(node, 4) != _SWAP:
+    if node.op_type != "Transpose" or not node.outputs or transpose_perm(node, 4) != _SWAP:
         return False
     windows = only_user(graph, node.outputs[0])
     if windows is None or windows.op_type != "Reshape" or not windows.outputs:
@@ -304,7 +306,7 @@ def grid_unswap(graph: Graph, node: Node) -> bool:
     if transpose is None or transpose.op_type != "Transpose" or not transpose.inputs:
         return False
     shape = static_shape(graph, transpose.inputs[0], 6)
-    return shape is not None and _perm(transpose, 6) == _DEPARTITION_PERM
+    return shape is not None and transpose_perm(transpose, 6) == _DEPARTITION_PERM
 
 
 def grid_swap_ends(rule: Rule, view: LayerView) -> str | None:
