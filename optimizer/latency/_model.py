@@ -50,7 +50,7 @@ Physics terms beyond the roofline, each with its formula (README "The latency mo
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -515,17 +515,21 @@ class LatencyModel:
             return self._gpu_default_io_s(group, option.precision)
         if option.device != self.target.accelerator or not self.io_costs:
             return 0.0
-        graph = self.graph
         seconds = 0.0
+        for t, is_input in self._model_io(group):
+            fmt = self.input_format if is_input else self.output_format
+            seconds += fmt(t, option, default_formats)[1]
+        return seconds
+
+    def _model_io(self, group: LayerGroup) -> Iterator[tuple[str, bool]]:
+        """The model inputs each member reads and the model outputs it writes, (tensor, is_input), member by
+        member."""
+        graph = self.graph
         for name in group.members:
             node = graph.node(name)
-            for t in graph.runtime_inputs(node):
-                if t in graph.inputs and graph.producer(t) is None:
-                    seconds += self.input_format(t, option, default_formats)[1]
-            for t in node.outputs:
-                if t in graph.outputs:
-                    seconds += self.output_format(t, option, default_formats)[1]
-        return seconds
+            yield from ((t, True) for t in graph.runtime_inputs(node)
+                        if t in graph.inputs and graph.producer(t) is None)
+            yield from ((t, False) for t in node.outputs if t in graph.outputs)
 
     def _gpu_default_io_s(self, group: LayerGroup, precision: str) -> float:
         """GPU engine I/O in TensorRT's default formats (trtexec without --inputIOFormats/--outputIOFormats):
@@ -533,11 +537,7 @@ class LatencyModel:
         lower precision adds one reformat kernel per model input and output, reading one side and writing the
         other: `reformat_us + (4 + bytes(precision)) * elements / BW` each. An FP32 engine has none."""
         graph = self.graph
-        tensors: set[str] = set()
-        for name in group.members:
-            node = graph.node(name)
-            tensors.update(t for t in graph.runtime_inputs(node) if t in graph.inputs and graph.producer(t) is None)
-            tensors.update(t for t in node.outputs if t in graph.outputs)
+        tensors = {t for t, _ in self._model_io(group)}
         per_element = 4 + BYTES_PER_ELEMENT[precision]
         return sum(self.profile.reformat_us * 1e-6
                    + per_element * (graph.tensors[t].num_elements or 0) * self.batch / self.bandwidth

@@ -313,6 +313,7 @@ def border_descent(lm: LatencyModel, start: tuple[Placement, ...], allowed: froz
         return score(b), *sorted(b.busy_ns.values(), reverse=True)
 
     current, best = start, key(start)
+    start_score = best[0]
     for _ in range(BORDER_ROUNDS):
         moves: list[tuple[Placement, ...]] = []
         for slot in sorted({p.loadable for p in current if p.loadable >= 0}):
@@ -348,7 +349,7 @@ def border_descent(lm: LatencyModel, start: tuple[Placement, ...], allowed: froz
         best, k = min(scored)
         current = moves[k]
     # a plan only as good at the top is no better start: the hint (and so the search) stays as it was
-    return _relabel(current) if best[0] < key(start)[0] else start
+    return _relabel(current) if best[0] < start_score else start
 
 
 def _put(placements: tuple[Placement, ...], g: int, placement: Placement) -> tuple[Placement, ...]:
