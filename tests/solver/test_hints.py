@@ -168,6 +168,9 @@ def test_border_descent_keeps_valid_loadables_and_never_loses(tmp_path, favour_d
         _valid(lm, plan, limit)
         assert _throughput(evaluate(lm, plan)) <= _throughput(evaluate(lm, start))
         assert plan == border_descent(lm, start, ALLOWED, _throughput, 2, limit)  # deterministic
+        # a descent ends where no single move improves the top: started again from its result, it stays
+        again = border_descent(lm, plan, ALLOWED, _throughput, 2, limit)
+        assert _throughput(evaluate(lm, again)) == _throughput(evaluate(lm, plan))
 
 
 def test_border_descent_grows_a_lone_loadable(tmp_path, favour_dla):
