@@ -917,6 +917,14 @@ def _wave3() -> Iterator[Spec]:
                  "legacy_seresnet18", "lcnetv2_small", "mobilenetv1_100", "convmixer_768_32"):
         yield _timm(f"timm_{arch}", "timm/cnn", arch)
     yield _timm("timm_ghostnetv3_100_opset13", "timm/cnn", "ghostnetv3_100", opset=13)
+    for arch in ("test_efficientnet_gn", "test_efficientnet_ln", "test_efficientnet_evos", "test_resnet",
+                 "resnetblur18", "convnext_zepto_rms", "tf_mobilenetv3_small_minimal_100", "ese_vovnet19b_slim_dw",
+                 "resnetaa34d"):
+        yield _timm(f"timm_{arch}", "timm/cnn", arch, shape=(1, 3, 160, 160))
+    yield _timm("timm_vit_pwee_patch16_reg1_gap_256", "timm/vit", "vit_pwee_patch16_reg1_gap_256",
+                shape=(1, 3, 256, 256))
+    for arch in ("vit_relpos_small_patch16_224", "gmixer_12_224"):
+        yield _timm(f"timm_{arch}", "timm/vit", arch)
     yield _tv_custom("tv_vit_l4_h3_d192", cls, "torchvision.models.vision_transformer.VisionTransformer("
                      "image_size=224, patch_size=16, num_layers=4, num_heads=3, hidden_dim=192, mlp_dim=768)",
                      _tv_vit_small, [(1, 3, 224, 224)])
