@@ -10,6 +10,7 @@ in each rule's source (constraints/rockchip_rknn.toml).
 
 from __future__ import annotations
 
+import enum
 import itertools
 import math
 from collections.abc import Sequence
@@ -166,23 +167,33 @@ def _width(graph: Graph, partition: Node) -> int:
     return shape[3]
 
 
-def _grid_nodes(graph: Graph, node: Node) -> tuple[int, str] | None:
+class GridRole(enum.Enum):
+    """Which of the four nodes a grid partition or its reverse lowers to rows a node is; the value is the
+    message fragment the rules build from it."""
+
+    CUTS = "cuts the map rows into grid pieces"
+    TOKENS = "makes the grid tokens"
+    JOINS = "joins the grid pieces back into map rows"
+    SWAPPED_BACK = "is swapped back from grid tokens (its relayout)"
+
+
+def _grid_nodes(graph: Graph, node: Node) -> tuple[int, GridRole] | None:
     """(map width, role) when `node` is one of the four nodes a grid partition or its reverse lowers to rows:
     the partition's first Reshape and its token Reshape (read by the swap), the op making the tensor the swap
     back reads, and the departition's Reshape back to the map."""
     if node.op_type == "Reshape":
         part = _partition(graph, node)
         if part is not None and _swapped(graph, part[1].outputs[0]):
-            return _width(graph, node), "cuts the map rows into grid pieces"
+            return _width(graph, node), GridRole.CUTS
         producer = graph.producer(node.inputs[0]) if node.inputs else None
         if producer is not None and producer.op_type == "Transpose" and producer.inputs:
             cutter = graph.producer(producer.inputs[0])
             part = _partition(graph, cutter) if cutter is not None and cutter.op_type == "Reshape" else None
             if cutter is not None and part is not None and part[1] is node and _swapped(graph, node.outputs[0]):
-                return _width(graph, cutter), "makes the grid tokens"
+                return _width(graph, cutter), GridRole.TOKENS
             found = _departition(graph, producer)
             if found is not None and _map_back(graph, producer) is node and _swap_before(graph, producer):
-                return found[1], "joins the grid pieces back into map rows"
+                return found[1], GridRole.JOINS
     for out in node.outputs:
         swap = only_user(graph, out)
         if swap is None or swap.op_type != "Transpose" or transpose_perm(swap, 4) != _SWAP:
@@ -193,7 +204,7 @@ def _grid_nodes(graph: Graph, node: Node) -> tuple[int, str] | None:
         transpose = only_user(graph, windows.outputs[0])
         found = _departition(graph, transpose) if transpose is not None else None
         if found is not None:
-            return found[1], "is swapped back from grid tokens (its relayout)"
+            return found[1], GridRole.SWAPPED_BACK
     return None
 
 
@@ -213,7 +224,7 @@ def grid_rows(rule: Rule, view: LayerView) -> str | None:
     align = int(rule.params["align"][view.precision])
     if width % align == 0:
         return None
-    return f"{role}: a grid partition's map rows of {width} pixels are not a multiple of {align}"
+    return f"{role.value}: a grid partition's map rows of {width} pixels are not a multiple of {align}"
 
 
 def batched_rows(rule: Rule, view: LayerView) -> str | None:
@@ -322,7 +333,7 @@ def grid_swap_ends(rule: Rule, view: LayerView) -> str | None:
             and _swap_before(graph, node):
         return "the departition Transpose of a grid block runs on the CPU (no exWindow form)"
     found = _grid_nodes(graph, node)
-    if found is not None and found[1].startswith("is swapped back"):
+    if found is not None and found[1] is GridRole.SWAPPED_BACK:
         return "is swapped back from grid tokens: the relayout, named after it, runs on the CPU"
     return None
 

@@ -98,11 +98,13 @@ _HEAD_PATH = frozenset({"Slice", "Split", "Reshape", "Transpose", "Mul", "Div"})
 
 def _cpu_einsum_operand(graph: Graph, tensor: str, depth: int = 5) -> Node | None:
     """The CPU Einsum (RKNN-EINSUM-LABELS) that `tensor` reaches as a rank>=5 operand through channel cuts,
-    a head-split Reshape into rank 5 or more, transposes and scalings by a constant, else None."""
-    frontier, split = [tensor], False
+    a head-split Reshape into rank 5 or more, transposes and scalings by a constant, else None. The head split
+    must lie on the path that reaches the Einsum: each frontier tensor carries whether its own path passed one
+    (a rank-5 Reshape on a sibling branch does not make another branch's operand a head split)."""
+    frontier: list[tuple[str, bool]] = [(tensor, False)]
     for _ in range(depth):
-        nxt: list[str] = []
-        for name in frontier:
+        nxt: list[tuple[str, bool]] = []
+        for name, split in frontier:
             for user in data_users(graph, name):
                 if spaced_einsum_operand(user) is not None and split:
                     return user
@@ -110,12 +112,13 @@ def _cpu_einsum_operand(graph: Graph, tensor: str, depth: int = 5) -> Node | Non
                     continue
                 if user.op_type in ("Mul", "Div") and not any(graph.is_constant(i) for i in user.inputs if i != name):
                     continue
+                heads = split
                 if user.op_type == "Reshape":
                     shape = graph.shape(user.outputs[0])
                     if shape is None or len(shape) < 5:
                         continue
-                    split = True
-                nxt += [o for o in user.outputs if o]
+                    heads = True
+                nxt += [(o, heads) for o in user.outputs if o]
         frontier = nxt
     return None
 

@@ -204,6 +204,7 @@ def test_rk3566_a_residual_reader_of_the_swapped_grid_tokens_keeps_its_verdict(c
     (256, 2, 7, True),  # blocks.2: 4 windows
     (64, 8, 7, False),  # blocks.0: 64 windows stay in (1,C,G,N)
     (64, 5, 7, False),  # 25 windows: above the batch limit of probe tvblk_attn
+    (64, 1, 7, False),  # one window: below the condition's 2 (nothing moves into the batch axis)
 ])
 def test_rk3566_batch_held_windows_cost_their_map_producer_a_cpu_transpose(catalog, tmp_path, c, nh, p, cpu):
     path = _maxvit_layer(tmp_path, c, nh, p)

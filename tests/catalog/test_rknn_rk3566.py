@@ -194,6 +194,39 @@ def test_a_bias_shared_through_an_identity_is_still_the_qkv_bias(catalog, tmp_pa
         assert "RKNN-EINSUM-HEADS" in violations(catalog, path, "rk3566", "int8", node)
 
 
+def _einsum_sibling_split(tmp_path, heads_on_einsum_path):
+    """A weight MatMul [1, G, P, C] whose result has two readers: a Transpose (0,1,3,2) into a spaced rank-4
+    Einsum, and a rank-5 head-split Reshape into a Relu (heads_on_einsum_path False), or the same Reshape
+    followed by the Transpose (0,1,3,2,4) into a spaced rank-5 Einsum (True)."""
+    g, p, h, d = 4, 49, 2, 32
+    c = h * d
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["t"], name="mm"),
+             helper.make_node("Reshape", ["t", "s_heads"], ["t5"], name="heads")]
+    if heads_on_einsum_path:
+        nodes += [helper.make_node("Transpose", ["t5"], ["k"], name="k_transpose", perm=[0, 1, 3, 2, 4]),
+                  helper.make_node("Einsum", ["k", "k"], ["y"], name="ein",
+                                   equation="B G H I D, B G H J D -> B G H I J")]
+    else:
+        nodes += [helper.make_node("Relu", ["t5"], ["y5"], name="side"),
+                  helper.make_node("Transpose", ["t"], ["k"], name="k_transpose", perm=[0, 1, 3, 2]),
+                  helper.make_node("Einsum", ["k", "k"], ["y"], name="ein",
+                                   equation="B G D I, B G D J -> B G I J")]
+    inits = [weight("w", (c, c)), const("s_heads", np.array([1, g, p, h, d], np.int64))]
+    outputs = [value("y", None)] + ([] if heads_on_einsum_path else [value("y5", None)])
+    return save_model(tmp_path / "einsplit.onnx", nodes, [value("x", [1, g, p, c])], outputs, inits)
+
+
+@pytest.mark.parametrize("heads_on_einsum_path", [True, False])
+def test_only_a_head_split_on_the_einsum_path_makes_the_matmul_a_head_hand_over(catalog, tmp_path,
+                                                                                heads_on_einsum_path):
+    # the split flag is the path's own: a rank-5 Reshape on a sibling branch (into a Relu) does not make the
+    # MatMul's plain transpose into a CPU Einsum a head split (before the fix, one flag shared by all branches
+    # claimed it)
+    path = _einsum_sibling_split(tmp_path, heads_on_einsum_path)
+    for precision in ("fp16", "int8"):
+        assert ("RKNN-EINSUM-HEADS" in violations(catalog, path, "rk3566", precision, "mm")) is heads_on_einsum_path
+
+
 def _seqmix(tmp_path, swap=True, partner=True, h=8, w=8, c=32, hid=16):
     """timm Sequencer2D's token mixer on a channels-last map: a row LSTM and a column LSTM (swap) or a second row
     LSTM, each direction-joined, Concat on the channel (partner False: the column LSTM alone, into the fc)."""

@@ -213,3 +213,121 @@ def test_sweep_equals_the_whole_enumeration_on_random_graphs(tmp_path, favour_dl
                 got = np.minimum.accumulate(swept[end].min(axis=0))
                 assert np.array_equal(np.isfinite(got), np.isfinite(expected))
                 assert np.allclose(got[np.isfinite(got)], expected[np.isfinite(expected)])
+
+
+def _fan_out(path, n: int):
+    """Conv S, n Convs each reading S's result, one Concat of their n results: at the last of them the sweep
+    holds the devices of n open tensors, 2^n states."""
+    from onnx import helper
+
+    parts = [conv("S", "x", "s")] + [conv(f"B{i}", "s", f"b{i}") for i in range(n)]
+    parts.append((helper.make_node("Concat", [f"b{i}" for i in range(n)], ["y"], name="J", axis=1), None))
+    return build_model(path, parts)
+
+
+def _ladder(path, a: int, b: int):
+    """Conv S, then two Conv chains of a and b from its result, joined by one Add: one region whose sweep
+    state stays small however long the chains."""
+    parts = [conv("S", "x", "s")]
+    for name, length in (("A", a), ("B", b)):
+        src = "s"
+        for i in range(length):
+            parts.append(conv(f"{name}{i}", src, f"{name.lower()}{i}"))
+            src = f"{name.lower()}{i}"
+    parts.append(add("J", f"a{a - 1}", f"b{b - 1}", "y"))
+    return build_model(path, parts)
+
+
+def _largest_region(inst):
+    return max(zip(inst.bounds, inst.regions), key=lambda r: int((inst.dla[[inst.order[p] for p in r[1]]] >= 0).sum()))
+
+
+def _capable(inst, region) -> int:
+    return int((inst.dla[[inst.order[p] for p in region]] >= 0).sum())
+
+
+def _sweep_against_whole(inst, start, region, monkeypatch):
+    """The sweep and the whole-region enumeration (MAX_REGION lifted for it) from either separator device, per
+    last device, as least GPU time at each DLA step or fewer over all part counts; the sweep's result."""
+    quantum = cutbound.QUANTUM_NS
+    steps = np.where(inst.dla >= 0, inst.dla // quantum, -1)
+    width = int(steps[steps > 0].sum()) + 1
+    for kind in (0, 1):
+        state = np.full((2, cutbound.MAX_PARTS + 1, width), np.inf)
+        state[kind, 0, 0] = 0.0
+        swept = cutbound._sweep(state, start, region, inst, quantum)
+        with monkeypatch.context() as m:
+            m.setattr(cutbound, "MAX_REGION", max(cutbound.MAX_REGION, _capable(inst, region)))
+            whole = cutbound._advance(state, start, region, [inst.order[p] for p in region], inst.gpu, steps,
+                                      inst.tensors, inst.edges, False)
+        assert swept is not None and whole is not None
+        for end in (0, 1):
+            expected = np.minimum.accumulate(whole[end].min(axis=0))
+            got = np.minimum.accumulate(swept[end].min(axis=0))
+            assert np.array_equal(np.isfinite(got), np.isfinite(expected))
+            assert np.allclose(got[np.isfinite(got)], expected[np.isfinite(expected)])
+
+
+def _spy(monkeypatch) -> dict[str, list]:
+    calls: dict[str, list] = {"sweep": [], "advance": []}
+    sweep, advance = cutbound._sweep, cutbound._advance
+
+    def spy_sweep(*args, **kwargs):
+        out = sweep(*args, **kwargs)
+        calls["sweep"].append(out is not None)
+        return out
+
+    def spy_advance(*args, **kwargs):
+        calls["advance"].append(len(args[2]))
+        return advance(*args, **kwargs)
+
+    monkeypatch.setattr(cutbound, "_sweep", spy_sweep)
+    monkeypatch.setattr(cutbound, "_advance", spy_advance)
+    return calls
+
+
+@pytest.mark.parametrize(("a", "b", "swept"), [(7, 7, False), (8, 7, True)])
+def test_a_region_of_14_dla_capable_groups_is_enumerated_and_of_15_swept(tmp_path, favour_dla, monkeypatch, a, b,
+                                                                         swept):
+    """MAX_REGION = 14: a region of 14 DLA-capable groups (14 Convs, the Add fused into the last) is one
+    chunk, enumerated whole, the sweep not called; of 15 it is swept (its state small: two chains). Either way
+    the sweep equals the whole enumeration over part counts."""
+    lm = _model(_ladder(tmp_path / "m.onnx", a, b), "orin-agx", favour_dla)
+    inst = cutbound.instance(lm, PlanRequest(objective="throughput"))
+    assert inst is not None
+    start, region = _largest_region(inst)
+    assert _capable(inst, region) == cutbound.MAX_REGION + int(swept)
+    _sweep_against_whole(inst, start, region, monkeypatch)
+    calls = _spy(monkeypatch)
+    assert region_bound_ns(lm, PlanRequest(objective="throughput")) is not None
+    assert calls["sweep"] == ([True] if swept else [])
+    assert len(region) not in calls["advance"] if swept else len(region) in calls["advance"]
+
+
+@pytest.mark.parametrize(("n", "fits"), [(12, True), (13, False)])
+def test_the_sweep_keeps_4096_states_and_gives_up_past_them(tmp_path, favour_dla, monkeypatch, n, fits):
+    """SWEEP_KEYS = 4096: n Convs fanned out of one tensor and concatenated hold 2^n device states at the last
+    of them; 12 (4096 states) are swept, equal to the whole enumeration; 13 (8192) are not (None: chunks)."""
+    assert cutbound.SWEEP_KEYS == 2**12
+    lm = _model(_fan_out(tmp_path / "m.onnx", n), "orin-agx", favour_dla)
+    inst = cutbound.instance(lm, PlanRequest(objective="throughput"))
+    assert inst is not None
+    start, region = _largest_region(inst)
+    assert len(region) == n + 1
+    if fits:
+        _sweep_against_whole(inst, start, region, monkeypatch)
+    else:
+        steps = np.where(inst.dla >= 0, inst.dla // cutbound.QUANTUM_NS, -1)
+        state = np.full((2, cutbound.MAX_PARTS + 1, int(steps[steps > 0].sum()) + 1), np.inf)
+        state[0, 0, 0] = 0.0
+        assert cutbound._sweep(state, start, region, inst, cutbound.QUANTUM_NS) is None
+
+
+def test_a_region_whose_sweep_passes_4096_states_goes_in_chunks(tmp_path, favour_dla, monkeypatch):
+    """15 fanned-out Convs and their Concat: more than 14 DLA-capable groups, so the sweep is tried, and 2^15 states
+    make it give up: the region goes in chunks of at most 14 DLA-capable groups."""
+    lm = _model(_fan_out(tmp_path / "m.onnx", 15), "orin-agx", favour_dla)
+    calls = _spy(monkeypatch)
+    assert region_bound_ns(lm, PlanRequest(objective="throughput")) is not None
+    assert calls["sweep"] == [False]
+    assert len(calls["advance"]) == 2
