@@ -197,22 +197,38 @@ def test_sweep_equals_the_whole_enumeration_on_random_graphs(tmp_path, favour_dl
     lm = _model(_random_graph(tmp_path / "m.onnx", seed, 8), "orin-agx", favour_dla if seed % 2 else None)
     inst = cutbound.instance(lm, PlanRequest(objective="throughput"))
     assert inst is not None
-    quantum = cutbound.QUANTUM_NS
-    steps = np.where(inst.dla >= 0, inst.dla // quantum, -1)
-    width = int(steps[steps > 0].sum()) + 1
     for start, region in zip(inst.bounds, inst.regions):
-        for kind in (0, 1):
-            state = np.full((2, cutbound.MAX_PARTS + 1, width), np.inf)
-            state[kind, 0, 0] = 0.0
-            swept = cutbound._sweep(state, start, region, inst, quantum)
-            whole = cutbound._advance(state, start, region, [inst.order[p] for p in region], inst.gpu, steps,
+        _assert_sweep_equals_whole(inst, start, region)
+
+
+def _steps(inst) -> np.ndarray:
+    return np.where(inst.dla >= 0, inst.dla // cutbound.QUANTUM_NS, -1)
+
+
+def _entry_state(inst, kind: int) -> np.ndarray:
+    """The DP state entering a region from a separator on device `kind` (0 GPU, 1 DLA), nothing spent yet."""
+    steps = _steps(inst)
+    state = np.full((2, cutbound.MAX_PARTS + 1, int(steps[steps > 0].sum()) + 1), np.inf)
+    state[kind, 0, 0] = 0.0
+    return state
+
+
+def _assert_sweep_equals_whole(inst, start, region, max_region: int = cutbound.MAX_REGION) -> None:
+    """From either separator device, the sweep's least GPU time per (last device, DLA steps or fewer) is exactly
+    the whole-region enumeration's (run with MAX_REGION at `max_region`) taken over all part counts."""
+    for kind in (0, 1):
+        state = _entry_state(inst, kind)
+        swept = cutbound._sweep(state, start, region, inst, cutbound.QUANTUM_NS)
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(cutbound, "MAX_REGION", max(cutbound.MAX_REGION, max_region))
+            whole = cutbound._advance(state, start, region, [inst.order[p] for p in region], inst.gpu, _steps(inst),
                                       inst.tensors, inst.edges, False)
-            assert swept is not None and whole is not None
-            for end in (0, 1):
-                expected = np.minimum.accumulate(whole[end].min(axis=0))
-                got = np.minimum.accumulate(swept[end].min(axis=0))
-                assert np.array_equal(np.isfinite(got), np.isfinite(expected))
-                assert np.allclose(got[np.isfinite(got)], expected[np.isfinite(expected)])
+        assert swept is not None and whole is not None
+        for end in (0, 1):
+            expected = np.minimum.accumulate(whole[end].min(axis=0))
+            got = np.minimum.accumulate(swept[end].min(axis=0))
+            assert np.array_equal(np.isfinite(got), np.isfinite(expected))
+            assert np.allclose(got[np.isfinite(got)], expected[np.isfinite(expected)])
 
 
 def _fan_out(path, n: int):
@@ -238,34 +254,12 @@ def _ladder(path, a: int, b: int):
     return build_model(path, parts)
 
 
-def _largest_region(inst):
-    return max(zip(inst.bounds, inst.regions), key=lambda r: int((inst.dla[[inst.order[p] for p in r[1]]] >= 0).sum()))
-
-
 def _capable(inst, region) -> int:
     return int((inst.dla[[inst.order[p] for p in region]] >= 0).sum())
 
 
-def _sweep_against_whole(inst, start, region, monkeypatch):
-    """The sweep and the whole-region enumeration (MAX_REGION lifted for it) from either separator device, per
-    last device, as least GPU time at each DLA step or fewer over all part counts; the sweep's result."""
-    quantum = cutbound.QUANTUM_NS
-    steps = np.where(inst.dla >= 0, inst.dla // quantum, -1)
-    width = int(steps[steps > 0].sum()) + 1
-    for kind in (0, 1):
-        state = np.full((2, cutbound.MAX_PARTS + 1, width), np.inf)
-        state[kind, 0, 0] = 0.0
-        swept = cutbound._sweep(state, start, region, inst, quantum)
-        with monkeypatch.context() as m:
-            m.setattr(cutbound, "MAX_REGION", max(cutbound.MAX_REGION, _capable(inst, region)))
-            whole = cutbound._advance(state, start, region, [inst.order[p] for p in region], inst.gpu, steps,
-                                      inst.tensors, inst.edges, False)
-        assert swept is not None and whole is not None
-        for end in (0, 1):
-            expected = np.minimum.accumulate(whole[end].min(axis=0))
-            got = np.minimum.accumulate(swept[end].min(axis=0))
-            assert np.array_equal(np.isfinite(got), np.isfinite(expected))
-            assert np.allclose(got[np.isfinite(got)], expected[np.isfinite(expected)])
+def _largest_region(inst):
+    return max(zip(inst.bounds, inst.regions), key=lambda r: _capable(inst, r[1]))
 
 
 def _spy(monkeypatch) -> dict[str, list]:
@@ -297,7 +291,7 @@ def test_a_region_of_14_dla_capable_groups_is_enumerated_and_of_15_swept(tmp_pat
     assert inst is not None
     start, region = _largest_region(inst)
     assert _capable(inst, region) == cutbound.MAX_REGION + int(swept)
-    _sweep_against_whole(inst, start, region, monkeypatch)
+    _assert_sweep_equals_whole(inst, start, region, _capable(inst, region))
     calls = _spy(monkeypatch)
     assert region_bound_ns(lm, PlanRequest(objective="throughput")) is not None
     assert calls["sweep"] == ([True] if swept else [])
@@ -315,12 +309,9 @@ def test_the_sweep_keeps_4096_states_and_gives_up_past_them(tmp_path, favour_dla
     start, region = _largest_region(inst)
     assert len(region) == n + 1
     if fits:
-        _sweep_against_whole(inst, start, region, monkeypatch)
+        _assert_sweep_equals_whole(inst, start, region, _capable(inst, region))
     else:
-        steps = np.where(inst.dla >= 0, inst.dla // cutbound.QUANTUM_NS, -1)
-        state = np.full((2, cutbound.MAX_PARTS + 1, int(steps[steps > 0].sum()) + 1), np.inf)
-        state[0, 0, 0] = 0.0
-        assert cutbound._sweep(state, start, region, inst, cutbound.QUANTUM_NS) is None
+        assert cutbound._sweep(_entry_state(inst, 0), start, region, inst, cutbound.QUANTUM_NS) is None
 
 
 def test_a_region_whose_sweep_passes_4096_states_goes_in_chunks(tmp_path, favour_dla, monkeypatch):
