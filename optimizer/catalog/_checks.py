@@ -107,6 +107,49 @@ def data_dependent_shapes(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
+def _rank_kept_by(view: LayerView, user: Node, rank: int) -> bool:
+    """`user` is an op the toolkit keeps at its own rank (its [ops] entry carries a max_rank limit below
+    `rank` here), so it takes a rank-`rank` operand as it is written, not folded into 4-D."""
+    support = view.family.op_support.get(user.op_type)
+    if support is None:
+        return False
+    return any(c.check == "max_rank" and c.applies(view.target.rules_id, view.precision)
+               and rank > int((c.params or {}).get("rank", 4)) for c in support.all_conditions)
+
+
+def rank_kept_operand(rule: Rule, view: LayerView) -> str | None:
+    """The op making a rank-5 operand of an op the toolkit keeps at rank 5 (EvoNorm-S0's Sqrt): the toolkit
+    reshapes the NPU's 4-D result into it with a layer named after the op; on some SoCs that reshape is a CPU
+    layer always, on others only when the operand's innermost axis is not whole `group_bytes` groups."""
+    graph, node = view.graph, view.node
+    groups = (rule.params or {}).get("group_bytes", {})
+    for out in node.outputs:
+        shape = graph.shape(out)
+        if not _static(shape) or len(shape) < 5:
+            continue
+        users = [u for u in _data_users(graph, out) if _rank_kept_by(view, u, len(shape))]
+        if not users:
+            continue
+        align = groups.get(view.target.rules_id)
+        if align is not None and (shape[-1] * _bytes_per_element(view.precision)) % int(align) == 0:
+            continue
+        return (f"makes the rank-{len(shape)} operand {list(shape)} of {users[0].op_type} {users[0].name}, which the "
+                f"toolkit keeps at rank {len(shape)}: the reshape into it runs on the CPU")
+    return None
+
+
+def bn_inference(rule: Rule, view: LayerView) -> str | None:
+    """A BatchNormalization that computes its own batch statistics (training mode: the attribute from opset
+    14, the running-statistics outputs before) is refused by the toolkit's loader, which stops the whole
+    conversion; weight standardisation (NF-Net, BiT) writes one over each convolution's weight."""
+    node = view.node
+    if not view.graph.batch_statistics(node):
+        return None
+    return (f"{node.op_type} in training mode (batch statistics, training_mode=1): the toolkit refuses to load "
+            f"the model; fold it into constants first (onnxsim/onnxslim on the weighted model) or export in eval "
+            f"mode")
+
+
 def dla_batch(rule: Rule, view: LayerView) -> str | None:
     shape = view.out_shape() or view.in_shape()
     if not _static(shape) or not shape:
@@ -2296,6 +2339,8 @@ CHECKS: Mapping[str, Check] = {
     "layout_transparent": layout_transparent, "never": never, "npu_op": npu_op,
     "precision_only": precision_only, "matmul_k": matmul_k, "norm_axes": norm_axes,
     "data_dependent_shapes": data_dependent_shapes,
+    "bn_inference": bn_inference,
+    "rank_kept_operand": rank_kept_operand,
     "data_dtypes": data_dtypes, "norm_limits": norm_limits, "output_relayout": output_relayout,
     "exmatmul_operand": exmatmul_operand, "conv_stride": conv_stride, "head_relayout": head_relayout,
     "token_relayout": token_relayout,
@@ -2690,6 +2735,28 @@ def _fused_or_constant(view: LayerView, params: Mapping[str, Any]) -> str | None
         return None
     return (f"{node.op_type} has no {view.precision.upper()} NPU kernel; only "
             f"{params['what']} run on the NPU in {view.precision.upper()}")
+
+
+def _runtime_dividend(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """The NPU's Div divides a run-time tensor; a constant divided by a tensor (c / x, a reciprocal) has no
+    NPU form, so the toolkit runs it on the CPU in float, unless a norm pattern absorbs it into exNorm."""
+    node, graph = view.node, view.graph
+    if len(node.inputs) < 2 or not graph.is_constant(node.inputs[0]) or graph.is_constant(node.inputs[1]):
+        return None
+    if any(PATTERNS[name](graph, node) for name in params.get("patterns", ())):
+        return None
+    return (f"{node.op_type} of a constant by a run-time tensor {list(graph.shape(node.inputs[1]) or ())} "
+            f"(a reciprocal) has no NPU form outside {params['what']}; it runs on the CPU")
+
+
+def _max_rank(view: LayerView, params: Mapping[str, Any]) -> str | None:
+    """An element-wise op the toolkit leaves in its own rank: above the NPU's 4-D form it runs on the CPU."""
+    shape = view.graph.shape(view.node.inputs[0]) if view.node.inputs else None
+    limit = int(params["rank"])
+    if shape is None or len(shape) <= limit:
+        return None
+    return (f"{view.node.op_type} of a rank-{len(shape)} tensor {list(shape)}: the NPU kernel takes at most "
+            f"{limit}-D and the toolkit keeps this op's rank; it runs on the CPU")
 
 
 def _as_npu_4d(shape: tuple[Dim, ...]) -> Shape:
@@ -3546,6 +3613,8 @@ CONDITIONS: Mapping[str, Condition] = {
     "exponent_constant": _exponent_constant,
     "data_dtypes": _data_dtypes,
     "fused_or_constant": _fused_or_constant,
+    "runtime_dividend": _runtime_dividend,
+    "max_rank": _max_rank,
     "moves_across_channel": _moves_across_channel,
     "token_matmul_transposes": _token_matmul_transposes,
     "batch_major_transpose": _batch_major_transpose,

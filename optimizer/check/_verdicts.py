@@ -53,13 +53,16 @@ _NOT_BUILD_TIME = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike"
 def build_time_nodes(graph: Graph) -> frozenset[str]:
     """Nodes the RKNN toolkit folds while building: every input is a constant, directly or through
     other such nodes, whether or not edgeplan could compute the value (a structure-only model's weights
-    are absent, and Sin/Cos are not folded here). Graph nodes are in topological order."""
+    are absent, and Sin/Cos are not folded here), except a training-mode BatchNormalization, which the loader
+    refuses. Graph nodes are in topological order."""
     constant: set[str] = set()
     names: set[str] = set()
     for node in graph.nodes:
         inputs = [t for t in node.inputs if t]
         if node.folded or node.opaque or not inputs or node.op_type in _NOT_BUILD_TIME:
             continue
+        if graph.batch_statistics(node):
+            continue  # the toolkit's loader refuses it before anything is folded (RKNN-BN-TRAINING)
         if all(graph.is_constant(t) or t in constant for t in inputs):
             names.add(node.name)
             constant.update(o for o in node.outputs if o)

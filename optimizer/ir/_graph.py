@@ -133,6 +133,13 @@ class Graph:
         info = self.tensors.get(tensor)
         return bool(info and info.is_constant)
 
+    def batch_statistics(self, node: Node) -> bool:
+        """A BatchNormalization in training mode: it normalises by the statistics of its own input (the
+        training_mode attribute from opset 14, the running-statistics outputs before it)."""
+        if node.op_type != "BatchNormalization":
+            return False
+        return bool(node.attrs.get("training_mode", 0)) or (self.opset < 14 and any(node.outputs[1:]))
+
     def runtime_inputs(self, node: Node) -> tuple[str, ...]:
         """Inputs that carry activations, not weights or folded constants."""
         return tuple(t for t in (*node.inputs, *node.outer_inputs) if t and not self.is_constant(t))

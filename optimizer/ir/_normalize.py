@@ -328,7 +328,7 @@ _NORMALISERS: Mapping[str, Callable[[NodeContext], dict[str, Any]]] = {
     "LeakyRelu": _scalar_attrs(alpha=("float", 0.01)),
     "Elu": _scalar_attrs(alpha=("float", 1.0)),
     "HardSigmoid": _scalar_attrs(alpha=("float", 0.2), beta=("float", 0.5)),
-    "BatchNormalization": _scalar_attrs(epsilon=("float", 1e-5)),
+    "BatchNormalization": _scalar_attrs(epsilon=("float", 1e-5), training_mode=("int", 0)),
     "LayerNormalization": lambda ctx: {"axis": _axis(ctx, -1, ctx.rank())},
     "Flatten": lambda ctx: {"axis": _axis(ctx, 1, None)},
     "Gelu": _scalar_attrs(approximate=("string", "none")),

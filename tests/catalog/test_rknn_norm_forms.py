@@ -1,0 +1,170 @@
+"""Norm layers as timm writes them outside LayerNorm, each at the edge of the limit the toolkit showed on
+the corpus: a reciprocal Div (RmsNorm2d, FRN), EvoNorm-S0's rank-5 Sqrt, and weight standardisation's
+training-mode BatchNormalization (RKNN-BN-TRAINING)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import helper
+
+from optimizer.check import check_graph
+from optimizer.ir import load_model
+from tests.conftest import const, save_model, value, weight
+
+SOCS = ["rk3588", "rk3576", "rk3566", "rk3562", "rv1126b"]
+
+
+def _on_npu(catalog, path, target, precision, node):
+    return check_graph(load_model(path), catalog, target).verdict(node).runs_on("npu", precision)
+
+
+def _reciprocal_norm(tmp_path, constant_dividend: bool, shape=(1, 16, 8, 8)):
+    """FRN as timm's torch export writes it: x * (1 / Sqrt(mean(float(x^2)) + eps)) over H, W (the same-type
+    Cast included); with constant_dividend False the Div is x / Sqrt(..)."""
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"),
+             helper.make_node("Mul", ["a", "a"], ["q0"], name="square"),
+             helper.make_node("Cast", ["q0"], ["q"], name="float", to=1),
+             helper.make_node("ReduceMean", ["q"], ["m"], name="mean", axes=[2, 3], keepdims=1),
+             helper.make_node("Add", ["m", "eps"], ["me"], name="addeps"),
+             helper.make_node("Sqrt", ["me"], ["sd"], name="sqrt")]
+    if constant_dividend:
+        nodes += [helper.make_node("Div", ["one", "sd"], ["r"], name="div"),
+                  helper.make_node("Mul", ["a", "r"], ["n"], name="scale")]
+    else:
+        nodes += [helper.make_node("Div", ["a", "sd"], ["n"], name="div")]
+    nodes.append(helper.make_node("Relu", ["n"], ["y"], name="tail"))
+    inits = [const("eps", np.float32(1e-6)), const("one", np.float32(1))]
+    return save_model(tmp_path / f"frn{constant_dividend}.onnx", nodes, [value("x", list(shape))],
+                      [value("y", None)], inits)
+
+
+@pytest.mark.parametrize("target", SOCS)
+def test_a_reciprocal_div_is_cpu_in_fp16_and_a_plain_one_is_not(catalog, tmp_path, target):
+    """corpus timm_resnetv2_50d_frn / timm_convnext_zepto_rms: 1 / Sqrt(..) is a FLOAT Div on the CPU in
+    FP16 on every SoC; x / Sqrt(..) of the same tensors is NPU in FP16."""
+    reciprocal = _reciprocal_norm(tmp_path, True)
+    assert not _on_npu(catalog, reciprocal, target, "fp16", "div")
+    assert not _on_npu(catalog, reciprocal, target, "int8", "div")
+    assert _on_npu(catalog, reciprocal, target, "fp16", "scale")
+    assert _on_npu(catalog, _reciprocal_norm(tmp_path, False), target, "fp16", "div")
+
+
+def test_the_reciprocal_div_names_its_rule_and_operand(catalog, tmp_path):
+    verdict = check_graph(load_model(_reciprocal_norm(tmp_path, True)), catalog, "rk3588").verdict("div")
+    lines = [v.line() for v in verdict.violations if v.precision == "fp16"]
+    assert lines and all("RKNN-OP-NPU" in line for line in lines)
+    assert any("constant by a run-time tensor [1, 16, 1, 1]" in line for line in lines)
+
+
+def test_a_div_of_two_runtime_tensors_or_by_a_constant_stays_on_the_npu_in_fp16(catalog, build):
+    by_constant = build.op("Div", [1, 8, 4, 4], inputs=["x", "k"], inits=[const("k", np.float32(3))])
+    assert _on_npu(catalog, by_constant, "rk3588", "fp16", "n")
+    two = build.op("Div", [1, 8, 4, 4], inputs=["x", "z"], extra_inputs=[value("z", [1, 8, 4, 4])])
+    assert _on_npu(catalog, two, "rk3588", "fp16", "n")
+
+
+def test_the_token_rms_norm_reciprocal_is_absorbed_by_exnorm(catalog, tmp_path):
+    """corpus nn_rope_swiglu_block: x * (1 / Sqrt(mean(x^2) + eps)) over the token channel has no layer."""
+    nodes = [helper.make_node("Pow", ["x", "two"], ["q"], name="sq"),
+             helper.make_node("ReduceMean", ["q"], ["m"], name="mean", axes=[-1], keepdims=1),
+             helper.make_node("Add", ["m", "eps"], ["me"], name="addeps"),
+             helper.make_node("Sqrt", ["me"], ["sd"], name="sqrt"),
+             helper.make_node("Div", ["one", "sd"], ["r"], name="div"),
+             helper.make_node("Mul", ["x", "r"], ["y"], name="scale")]
+    path = save_model(tmp_path / "tokrms.onnx", nodes, [value("x", [1, 64, 32])], [value("y", None)],
+                      [const("two", np.float32(2)), const("eps", np.float32(1e-6)), const("one", np.float32(1))],
+                      opset=13)
+    for precision in ("fp16", "int8"):
+        assert _on_npu(catalog, path, "rk3588", precision, "div")
+
+
+@pytest.mark.parametrize("target", SOCS)
+@pytest.mark.parametrize(("rank", "npu"), [(4, True), (5, False)])
+def test_sqrt_above_rank_4_is_cpu_in_fp16(catalog, build, target, rank, npu):
+    """EvoNorm-S0's group std: Sqrt on [1, G, 1, 1, 1] is CPU in FP16; on [1, G, 1, 1] it is NPU."""
+    path = build.op("Sqrt", [1, 8, 1, 1, 1][:rank])
+    assert _on_npu(catalog, path, target, "fp16", "n") is npu
+
+
+def _bn_outputs(training: int, opset: int) -> list[str]:
+    """Before opset 14 training mode is the five-output form (running and saved statistics)."""
+    if not training:
+        return ["wn"]
+    return ["wn", "rm", "rv"] if opset >= 14 else ["wn", "rm", "rv", "sm", "sv"]
+
+
+def _weight_standardised_conv(tmp_path, training: int, opset: int = 17):
+    """StdConv2d as torch exports it: BatchNormalization(training_mode) over the reshaped conv weight."""
+    nodes = [helper.make_node("Reshape", ["w", "flat"], ["wf"], name="wflat"),
+             helper.make_node("BatchNormalization", ["wf", "ones", "zeros", "zeros", "ones"],
+                              _bn_outputs(training, opset), name="ws", epsilon=1e-5,
+                              **({"training_mode": training} if opset >= 14 else {})),
+             helper.make_node("Reshape", ["wn", "wshape"], ["w2"], name="wback"),
+             helper.make_node("Conv", ["x", "w2"], ["y"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1])]
+    inits = [weight("w", [8, 4, 3, 3]), const("flat", np.array([1, 8, 36], np.int64)),
+             const("wshape", np.array([8, 4, 3, 3], np.int64)), const("ones", np.ones(8, np.float32)),
+             const("zeros", np.zeros(8, np.float32))]
+    return save_model(tmp_path / f"ws{training}_{opset}.onnx", nodes, [value("x", [1, 4, 16, 16])],
+                      [value("y", None)], inits, opset=opset)
+
+
+@pytest.mark.parametrize("target", SOCS)
+@pytest.mark.parametrize(("training", "opset"), [(1, 17), (0, 17), (1, 13), (0, 13)])
+def test_a_training_mode_batchnorm_is_refused_even_on_constants(catalog, tmp_path, target, training, opset):
+    """corpus timm_eca_nfnet_l0, timm_nf_regnet_b0, timm_test_nfnet: the toolkit's loader refuses the model
+    ('... is in Training mode, which is not supperted'); an inference-mode one over the same weight folds."""
+    report = check_graph(load_model(_weight_standardised_conv(tmp_path, training, opset)), catalog, target)
+    verdict = report.verdict("ws")
+    rules = {v.rule for v in verdict.violations}
+    assert ("RKNN-BN-TRAINING" in rules) is bool(training)
+    assert (verdict.kind == "constant") is (not training)
+    if training:
+        assert any("refuses to load the model" in v.line() for v in verdict.violations)
+
+
+def test_a_training_mode_batchnorm_is_no_rule_for_the_dla(catalog, tmp_path):
+    report = check_graph(load_model(_weight_standardised_conv(tmp_path, 1)), catalog, "orin-agx")
+    assert "RKNN-BN-TRAINING" not in {v.rule for v in report.verdict("ws").violations}
+
+
+def _evonorm_std(tmp_path, groups: int, last: int):
+    """EvoNorm-S0's group std: Sqrt(ReduceMean(d^2) + eps) kept at rank 5, its eps Add the op making the
+    rank-5 operand; `last` is that operand's innermost axis."""
+    shape = [1, groups, 1, 1, last]
+    nodes = [helper.make_node("Relu", ["x"], ["v"], name="head"),
+             helper.make_node("Add", ["v", "eps"], ["ve"], name="addeps"),
+             helper.make_node("Sqrt", ["ve"], ["sd"], name="sqrt"),
+             helper.make_node("Relu", ["sd"], ["y"], name="tail")]
+    return save_model(tmp_path / f"evo{groups}_{last}.onnx", nodes, [value("x", shape)], [value("y", None)],
+                      [const("eps", np.float32(1e-5))])
+
+
+def _rank5_rules(catalog, path, target, precision):
+    report = check_graph(load_model(path), catalog, target)
+    return {v.rule for v in report.verdict("addeps").violations if v.precision == precision}
+
+
+@pytest.mark.parametrize("precision", ["fp16", "int8"])
+def test_the_op_making_a_rank_5_sqrt_operand_is_cpu_on_rk3566(catalog, tmp_path, precision):
+    for last in (1, 16):
+        assert "RKNN-RANK5-OPERAND" in _rank5_rules(catalog, _evonorm_std(tmp_path, 8, last), "rk3566", precision)
+    for target in ("rk3576", "rk3562", "rv1126b"):
+        assert "RKNN-RANK5-OPERAND" not in _rank5_rules(catalog, _evonorm_std(tmp_path, 8, 1), target, precision)
+
+
+@pytest.mark.parametrize(("precision", "last", "cpu"), [("fp16", 1, True), ("fp16", 8, False), ("fp16", 4, True),
+                                                        ("int8", 8, True), ("int8", 16, False)])
+def test_rk3588_relays_the_rank_5_operand_out_unless_its_rows_are_whole_16_byte_groups(catalog, tmp_path,
+                                                                                      precision, last, cpu):
+    rules = _rank5_rules(catalog, _evonorm_std(tmp_path, 8, last), "rk3588", precision)
+    assert ("RKNN-RANK5-OPERAND" in rules) is cpu
+
+
+def test_a_rank_4_sqrt_operand_is_no_hand_over(catalog, tmp_path):
+    nodes = [helper.make_node("Add", ["x", "eps"], ["ve"], name="addeps"),
+             helper.make_node("Sqrt", ["ve"], ["y"], name="sqrt")]
+    path = save_model(tmp_path / "sqrt4.onnx", nodes, [value("x", [1, 8, 1, 1])], [value("y", None)],
+                      [const("eps", np.float32(1e-5))])
+    for target in ("rk3566", "rk3588"):
+        assert "RKNN-RANK5-OPERAND" not in _rank5_rules(catalog, path, target, "fp16")
