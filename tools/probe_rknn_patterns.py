@@ -575,12 +575,41 @@ def variant_cases():
     )
 
 
+def rank_cases():
+    """A constant divided by a tensor (a reciprocal) against a tensor divided by one, on a map and on a per-channel
+    statistic; unary ops on a rank-5 view of the map against the same ops at rank 4 (session 28)."""
+    eps = c("eps", np.float32(1e-3))
+    one = c("one", np.float32(1))
+    yield "recip_map", model("rm", [N("Abs", ["x"], ["a"], "abs"), N("Add", ["a", "eps"], ["ae"], "addeps"),
+                                    N("Div", ["one", "ae"], ["y"], "div")], [eps, one], C)
+    yield "recip_stat", model("rs", [N("GlobalAveragePool", ["x"], ["g"], "gap"), N("Abs", ["g"], ["a"], "abs"),
+                                     N("Add", ["a", "eps"], ["ae"], "addeps"), N("Div", ["one", "ae"], ["r"], "div"),
+                                     N("Mul", ["x", "r"], ["y"], "scale")], [eps, one], C)
+    yield "divisor_stat", model("ds", [N("GlobalAveragePool", ["x"], ["g"], "gap"), N("Abs", ["g"], ["a"], "abs"),
+                                       N("Add", ["a", "eps"], ["ae"], "addeps"), N("Div", ["x", "ae"], ["y"], "div")],
+                                [eps], C)
+    five = c("s5", np.array([1, 4, C // 4, H, W], np.int64))
+    back = c("s4", np.array([1, C, H, W], np.int64))
+    for op in ("Sqrt", "Exp", "Sigmoid"):
+        pre = [N("Abs", ["v"], ["va"], "abs")] if op == "Sqrt" else []
+        src = "va" if op == "Sqrt" else "v"
+        yield f"{op.lower()}_rank5", model(f"{op}5", [N("Reshape", ["x", "s5"], ["v"], "to5"), *pre,
+                                                      N(op, [src], ["u"], "op"),
+                                                      N("Reshape", ["u", "s4"], ["y"], "back")], [five, back], C)
+    stat = [N("Reshape", ["x", "s5"], ["v"], "to5"),
+            N("ReduceMean", ["v"], ["m"], "mean", axes=[2, 3, 4], keepdims=1),
+            N("Abs", ["m"], ["ma"], "abs"), N("Add", ["ma", "eps"], ["me"], "addeps"), N("Sqrt", ["me"], ["sd"], "op"),
+            N("Div", ["v", "sd"], ["u"], "div"), N("Reshape", ["u", "s4"], ["y"], "back")]
+    yield "sqrt_rank5_stat", model("sq5s", stat, [five, back, eps], C)
+
+
 def all_cases():
     yield from cases()
     yield from more_cases()
     yield from norm_cases()
     yield from output_cases()
     yield from variant_cases()
+    yield from rank_cases()
 
 
 def convert_case(label, socs):

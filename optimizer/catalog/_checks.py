@@ -119,10 +119,17 @@ def _rank_kept_by(view: LayerView, user: Node, rank: int) -> bool:
 
 def rank_kept_operand(rule: Rule, view: LayerView) -> str | None:
     """The op making a rank-5 operand of an op the toolkit keeps at rank 5 (EvoNorm-S0's Sqrt): the toolkit
-    reshapes the NPU's 4-D result into it with a layer named after the op; on some SoCs that reshape is a CPU
-    layer always, on others only when the operand's innermost axis is not whole `group_bytes` groups."""
+    reshapes the NPU's 4-D result into it with a layer named after the op. On some SoCs that reshape is a CPU
+    layer always; on those in `statistic_only` only for a per-group statistic [N, G, 1, 1, 1], whose values
+    the 4-D form holds one per batch row."""
     graph, node = view.graph, view.node
-    groups = (rule.params or {}).get("group_bytes", {})
+    statistic_only = (rule.params or {}).get("statistic_only", ())
+    source = graph.producer(node.inputs[0]) if node.op_type in RESHAPES and node.inputs else None
+    shape_in = graph.shape(node.inputs[0]) if source is not None else None
+    if (source is not None and _static(shape_in) and len(shape_in) >= 5 and view.target.rules_id not in statistic_only
+            and _rank_kept_by(view, source, len(shape_in))):
+        return (f"reshapes the rank-{len(shape_in)} result of {source.op_type} {source.name}, which the toolkit keeps "
+                f"at rank {len(shape_in)}: the reshape back into the NPU's 4-D form runs on the CPU")
     for out in node.outputs:
         shape = graph.shape(out)
         if not _static(shape) or len(shape) < 5:
@@ -130,8 +137,7 @@ def rank_kept_operand(rule: Rule, view: LayerView) -> str | None:
         users = [u for u in _data_users(graph, out) if _rank_kept_by(view, u, len(shape))]
         if not users:
             continue
-        align = groups.get(view.target.rules_id)
-        if align is not None and (shape[-1] * _bytes_per_element(view.precision)) % int(align) == 0:
+        if view.target.rules_id in statistic_only and math.prod(shape[2:]) != 1:
             continue
         return (f"makes the rank-{len(shape)} operand {list(shape)} of {users[0].op_type} {users[0].name}, which the "
                 f"toolkit keeps at rank {len(shape)}: the reshape into it runs on the CPU")
@@ -1414,7 +1420,22 @@ def reduce_relayout(rule: Rule, view: LayerView) -> str | None:
             if found is not None and found[0]:
                 return (f"{node.op_type} feeds a {user.op_type} that {found[1]}; the relayout of this output runs "
                         "on the CPU")
+            if _grouped_reduce(graph, user):
+                return (f"{node.op_type} feeds {user.name}, a {user.op_type} over the last three axes of a rank-5 "
+                        "tensor: the reshape of this output into one row per group runs on the CPU")
     return None
+
+
+def _grouped_reduce(graph: Graph, node: Node) -> bool:
+    """A ReduceMean/ReduceSum over the last three axes of a rank-5 [N, G, C, H, W] tensor (EvoNorm-S0's group
+    statistics): the toolkit flattens each group's C*H*W into the channel of one row before its 1x1 Conv sum."""
+    if node.op_type not in ("ReduceMean", "ReduceSum") or not node.inputs:
+        return False
+    shape = graph.shape(node.inputs[0])
+    axes = reduce_axes(graph, node)
+    if shape is None or len(shape) != 5 or axes is None:
+        return False
+    return sorted(a % 5 for a in axes) == [2, 3, 4]
 
 
 _SCORE_STEPS = frozenset({"Mul", "Add", "Div", "Sub", "Softmax"})

@@ -153,12 +153,27 @@ def test_the_op_making_a_rank_5_sqrt_operand_is_cpu_on_rk3566(catalog, tmp_path,
         assert "RKNN-RANK5-OPERAND" not in _rank5_rules(catalog, _evonorm_std(tmp_path, 8, 1), target, precision)
 
 
-@pytest.mark.parametrize(("precision", "last", "cpu"), [("fp16", 1, True), ("fp16", 8, False), ("fp16", 4, True),
-                                                        ("int8", 8, True), ("int8", 16, False)])
-def test_rk3588_relays_the_rank_5_operand_out_unless_its_rows_are_whole_16_byte_groups(catalog, tmp_path,
-                                                                                      precision, last, cpu):
+@pytest.mark.parametrize("precision", ["fp16", "int8"])
+@pytest.mark.parametrize(("last", "cpu"), [(1, True), (2, False), (8, False)])
+def test_rk3588_relays_out_a_per_group_statistic_only(catalog, tmp_path, precision, last, cpu):
+    """probe sqrt_rank5_stat: [1,4,1,1,1] CPU on rk3588; sqrt_rank5: a map's [1,4,8,8,8] NPU there."""
     rules = _rank5_rules(catalog, _evonorm_std(tmp_path, 8, last), "rk3588", precision)
     assert ("RKNN-RANK5-OPERAND" in rules) is cpu
+
+
+def test_rk3566_reshapes_the_rank_5_result_back_on_the_cpu(catalog, tmp_path):
+    """probe sqrt_rank5: map -> Reshape [1,4,8,8,8] -> Sqrt -> Reshape back: both Reshapes CPU on rk3566 only."""
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"),
+             helper.make_node("Reshape", ["a", "s5"], ["v"], name="to5"),
+             helper.make_node("Sqrt", ["v"], ["u"], name="sqrt"),
+             helper.make_node("Reshape", ["u", "s4"], ["y"], name="back")]
+    path = save_model(tmp_path / "sq5.onnx", nodes, [value("x", [1, 32, 8, 8])], [value("y", None)],
+                      [const("s5", np.array([1, 4, 8, 8, 8], np.int64)), const("s4", np.array([1, 32, 8, 8], np.int64))])
+    for target, cpu in (("rk3566", True), ("rk3588", False), ("rk3576", False)):
+        report = check_graph(load_model(path), catalog, target)
+        for node in ("to5", "back"):
+            rules = {v.rule for v in report.verdict(node).violations}
+            assert ("RKNN-RANK5-OPERAND" in rules) is cpu, (target, node)
 
 
 def test_a_rank_4_sqrt_operand_is_no_hand_over(catalog, tmp_path):
@@ -168,3 +183,26 @@ def test_a_rank_4_sqrt_operand_is_no_hand_over(catalog, tmp_path):
                       [const("eps", np.float32(1e-5))])
     for target in ("rk3566", "rk3588"):
         assert "RKNN-RANK5-OPERAND" not in _rank5_rules(catalog, path, target, "fp16")
+
+
+def _group_stats(tmp_path, axes):
+    """EvoNorm-S0's group mean: a [1, G, C/G, H, W] view of a map, reduced over `axes`."""
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"),
+             helper.make_node("Reshape", ["a", "gshape"], ["g"], name="group"),
+             helper.make_node("Cast", ["g"], ["gf"], name="n", to=1),
+             helper.make_node("ReduceMean", ["gf"], ["m"], name="mean", axes=axes, keepdims=1),
+             helper.make_node("Relu", ["m"], ["y"], name="tail")]
+    return save_model(tmp_path / f"gstats{''.join(map(str, axes))}.onnx", nodes, [value("x", [1, 32, 8, 8])],
+                      [value("y", None)], [const("gshape", np.array([1, 4, 8, 8, 8], np.int64))])
+
+
+@pytest.mark.parametrize(("axes", "cpu"), [([2, 3, 4], True), ([-3, -2, -1], True), ([3, 4], False)])
+def test_rk3566_flattens_a_group_reduce_into_rows_on_the_cpu(catalog, tmp_path, axes, cpu):
+    path = _group_stats(tmp_path, axes)
+    report = check_graph(load_model(path), catalog, "rk3566")
+    rules = {v.rule for v in report.verdict("n").violations if "group" in v.message}
+    assert bool(rules) is cpu
+    assert not any("rank-5 tensor" in v.message for v in report.verdict("mean").violations)
+    for target in ("rk3588", "rk3576"):
+        other = check_graph(load_model(path), catalog, target).verdict("n")
+        assert not any("one row per group" in v.message for v in other.violations)
