@@ -214,15 +214,38 @@ def evaluate(corpus: Path, seen: frozenset[str] | None = None) -> dict[str, Any]
                                                       node.op_type, "CPU" if mine_cpu else "NPU",
                                                       "CPU" if truth_cpu else "NPU", why))
     models = sorted(by_model)
-    return {"cells": cells, "disagreements": disagreements, "failed": failed, "lost": lost_total,
+    refusals = refusal_rules(corpus, catalog, failed)
+    return {"cells": cells, "disagreements": disagreements, "failed": failed, "lost": lost_total, "refusals": refusals,
             "load_errors": load_errors,
             "models": {"held-out": [m for m in models if families.get(m) not in DERIVE],
                        "derive": [m for m in models if families.get(m) in DERIVE],
                        "unseen": [m for m in models if seen is not None and m not in seen]}}
 
 
-def failure_lines(failed: list[dict[str, str]]) -> list[str]:
-    """One line per model the toolkit could not convert (crashed, failed, timeout): a fact a user needs."""
+# Rules whose violation means the toolkit refuses the whole model rather than placing a node on the CPU.
+REFUSALS = ("RKNN-BN-TRAINING", "RKNN-STATIC", "RKNN-DATA-DEP")
+
+
+def refusal_rules(corpus: Path, catalog: Any, failed: list[dict[str, str]]) -> dict[str, list[str]]:
+    """For each model the toolkit failed on, the refusal rules edgeplan's check names on the first failed SoC
+    (empty: edgeplan predicted no refusal, so the failure is news to a user of `check`)."""
+    out: dict[str, list[str]] = {}
+    for row in failed:
+        if row["status"] != "failed" or row["model"] in out:
+            continue
+        try:
+            graph = load_model(corpus / "models" / f"{row['model']}.onnx")
+        except EdgeplanError:
+            continue
+        report = check_graph(graph, catalog, row["soc"])
+        out[row["model"]] = sorted({v.rule for verdict in report.verdicts for v in verdict.violations
+                                    if v.rule in REFUSALS})
+    return out
+
+
+def failure_lines(failed: list[dict[str, str]], refusals: dict[str, list[str]] | None = None) -> list[str]:
+    """One line per model the toolkit could not convert (crashed, failed, timeout): a fact a user needs, with
+    the refusal rule edgeplan names for it, if any."""
     by_model: dict[tuple[str, str], list[dict[str, str]]] = defaultdict(list)
     for row in failed:
         by_model[(row["model"], row["status"])].append(row)
@@ -230,7 +253,10 @@ def failure_lines(failed: list[dict[str, str]]) -> list[str]:
     for (model, status), rows in sorted(by_model.items()):
         configs = ", ".join(f"{r['soc']}/{r['precision']}" for r in rows)
         error = " ".join(rows[0].get("error", "").split())
-        lines.append(f"toolkit {status}: {model} ({len(rows)} configs: {configs}): {error[-160:]}")
+        named = ""
+        if refusals is not None and status == "failed" and model in refusals:
+            named = f" [edgeplan: {', '.join(refusals[model]) or 'no refusal rule'}]"
+        lines.append(f"toolkit {status}: {model} ({len(rows)} configs: {configs}): {error[-160:]}{named}")
     return lines
 
 
@@ -279,8 +305,11 @@ def main() -> int:
           f"toolkit failures (not scored): {len(result['failed'])}; edgeplan load errors: "
           f"{len(result['load_errors'])}")
     print(f"held-out models: {', '.join(result['models']['held-out']) or 'none'}")
-    for line in failure_lines(result["failed"]):
+    for line in failure_lines(result["failed"], result["refusals"]):
         print(line)
+    named = sum(1 for rules in result["refusals"].values() if rules)
+    print(f"toolkit refusals (status failed) for which edgeplan names a refusal rule: {named} of "
+          f"{len(result['refusals'])} models")
     if args.seen:
         print(f"unseen models (not in {args.seen}): {', '.join(result['models']['unseen']) or 'none'}")
     for split in ("held-out", "derive", "all") + (("unseen",) if args.seen else ()):
@@ -304,7 +333,7 @@ def main() -> int:
                                     "recall": s.recall, "f1": s.f1, "agreement": s.agreement}
                       for k, s in sorted(cells.items())},
             "disagreements": [d.__dict__ for d in result["disagreements"]],
-            "failed": result["failed"], "load_errors": result["load_errors"],
+            "failed": result["failed"], "load_errors": result["load_errors"], "refusals": result["refusals"],
         }, indent=1, sort_keys=True) + "\n")
     held = [cells[k].f1 for k in cells if k[0] == "held-out"]
     return 0 if held and all(f is None or f >= 0.9 for f in held) else 1

@@ -98,3 +98,41 @@ def test_models_missing_from_the_seen_tables_form_the_unseen_split(tmp_path):
     stdout = _run(corpus, "--seen", str(seen))
     assert f"unseen models (not in {seen}): none" in stdout and "\nunseen: " in stdout
     assert "rk3588   fp16" not in stdout.split("\nunseen: ")[1]
+
+
+def _refused_corpus(tmp_path: Path, training: bool) -> Path:
+    """One weight-standardised Conv whose conversion the toolkit refused on rk3588 (status failed)."""
+    import numpy as np
+
+    from tests.conftest import const
+
+    corpus = tmp_path / "corpus"
+    (corpus / "models").mkdir(parents=True)
+    (corpus / "rknn").mkdir()
+    bn = helper.make_node("BatchNormalization", ["w", "ones", "zeros", "zeros", "ones"],
+                          ["wn", "rm", "rv"] if training else ["wn"], name="ws",
+                          **({"training_mode": 1} if training else {}))
+    nodes = [bn, helper.make_node("Conv", ["x", "wn"], ["y"], name="conv", kernel_shape=[1, 1])]
+    save_model(corpus / "models" / "ws.onnx", nodes, [value("x", [1, 8, 4, 4])], [value("y", None)],
+               [weight("w", [8, 8, 1, 1]), const("ones", np.ones(8, np.float32)),
+                const("zeros", np.zeros(8, np.float32))])
+    (corpus / "MANIFEST.csv").write_text("name,family\nws,timm/cnn\n")
+    (corpus / "rknn" / "runs.csv").write_text(
+        "model,family,soc,precision,status,error\n"
+        "ws,timm/cnn,rk3588,fp16,failed,ValueError: The 'ws' of type BatchNormalization is in Training mode\n")
+    with gzip.open(corpus / "rknn" / "layers.csv.gz", "wt", newline="") as handle:
+        csv.DictWriter(handle, LAYERS).writeheader()
+    return corpus
+
+
+def test_a_refused_model_lists_the_refusal_rule_edgeplan_names(tmp_path):
+    stdout = _run(_refused_corpus(tmp_path, training=True))
+    line = next(x for x in stdout.splitlines() if x.startswith("toolkit failed: ws"))
+    assert line.endswith("[edgeplan: RKNN-BN-TRAINING]")
+    assert "edgeplan names a refusal rule: 1 of 1 models" in stdout
+
+
+def test_a_refusal_edgeplan_did_not_foresee_says_so(tmp_path):
+    stdout = _run(_refused_corpus(tmp_path / "eval", training=False))
+    assert "[edgeplan: no refusal rule]" in stdout
+    assert "edgeplan names a refusal rule: 0 of 1 models" in stdout
