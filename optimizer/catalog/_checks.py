@@ -145,9 +145,9 @@ def rank_kept_operand(rule: Rule, view: LayerView) -> str | None:
 
 
 def bn_inference(rule: Rule, view: LayerView) -> str | None:
-    """A BatchNormalization that computes its own batch statistics (training mode: the attribute from opset
-    14, the running-statistics outputs before) is refused by the toolkit's loader, which stops the whole
-    conversion; weight standardisation (NF-Net, BiT) writes one over each convolution's weight."""
+    """A BatchNormalization that computes its own batch statistics (training_mode=1) is refused by the
+    toolkit's loader, which stops the whole conversion; weight standardisation (NF-Net, BiT) writes one over
+    each convolution's weight."""
     node = view.node
     if not view.graph.batch_statistics(node):
         return None

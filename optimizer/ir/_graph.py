@@ -134,11 +134,10 @@ class Graph:
         return bool(info and info.is_constant)
 
     def batch_statistics(self, node: Node) -> bool:
-        """A BatchNormalization in training mode: it normalises by the statistics of its own input (the
-        training_mode attribute from opset 14, the running-statistics outputs before it)."""
-        if node.op_type != "BatchNormalization":
-            return False
-        return bool(node.attrs.get("training_mode", 0)) or (self.opset < 14 and any(node.outputs[1:]))
+        """A BatchNormalization in training mode (training_mode=1, opset 14 on): it normalises by the statistics
+        of its own input. The five-output form of opsets 9-13 is not read as training mode: evaluators differ on
+        it and the toolkit was not measured on it."""
+        return node.op_type == "BatchNormalization" and bool(node.attrs.get("training_mode", 0))
 
     def runtime_inputs(self, node: Node) -> tuple[str, ...]:
         """Inputs that carry activations, not weights or folded constants."""

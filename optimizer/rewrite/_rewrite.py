@@ -18,6 +18,7 @@ from onnx import helper, numpy_helper
 
 from optimizer.backends import backend_of
 from optimizer.check import CheckReport
+from optimizer.check._verdicts import build_time_nodes
 from optimizer.errors import BadInputError
 from optimizer.ir import Graph, node_names
 
@@ -77,7 +78,26 @@ def candidate_edits(report: CheckReport, input_shapes: Mapping[str, tuple[int, .
     if backend_of(target).layer_edits:
         edits += _dla_edits(report)
         edits += _channel_edits(report, boundary_tensors)
+    edits += _statistics_edits(report)
     return edits
+
+
+def _statistics_edits(report: CheckReport) -> list[Edit]:
+    """A training-mode BatchNormalization over a weight (RKNN-BN-TRAINING) folded into the weight it makes."""
+    graph = report.graph
+    made = {o for node in graph.nodes if node.name in build_time_nodes(graph) for o in node.outputs}
+    out = []
+    for node in graph.nodes:
+        if not graph.batch_statistics(node) or not _violated(report, node.name, "RKNN-BN-TRAINING"):
+            continue
+        constant = all(graph.is_constant(t) or t in made for t in node.inputs if t)
+        why = ("BatchNormalization in training mode over a weight (weight standardisation): its result and the "
+               "constant ops after it are computed once from the model's weights and stored as the weight they make, "
+               "which the toolkit loads like any other (needs the weighted model)" if constant else
+               "BatchNormalization in training mode over an activation: no equivalent the toolkit loads")
+        out.append(Edit(f"fold-statistics@{node.name}", "fold-statistics", node.name, "RKNN-BN-TRAINING", why,
+                        applicable=constant))
+    return out
 
 
 def _dla_edits(report: CheckReport) -> list[Edit]:
@@ -186,10 +206,13 @@ class _Model:
         self.inits[name] = tensor
 
     def replace(self, old: onnx.NodeProto, new: Sequence[onnx.NodeProto]) -> None:
+        """Splices `new` in at `old`'s place. The repeated field copies what it is given, so the name index is
+        rebuilt: a later edit must find the nodes the graph holds now, not the ones an earlier edit replaced."""
         nodes = list(self.model.graph.node)
-        index = next(i for i, n in enumerate(nodes) if n is old)
+        index = next(i for i, n in enumerate(nodes) if n.name == old.name)
         del self.model.graph.node[:]
         self.model.graph.node.extend(nodes[:index] + list(new) + nodes[index + 1:])
+        self.by_name = {n.name: n for n in self.model.graph.node}
 
     def attr(self, node: onnx.NodeProto, name: str) -> Any:
         for a in node.attribute:
@@ -319,6 +342,59 @@ def _pad_channels(m: _Model, name: str, tensor: str, channels: int) -> None:
         consumer.input[1] = padded_w
 
 
+def _fold_statistics(m: _Model, name: str) -> None:
+    """Replaces the BatchNormalization and the constant ops it feeds by the tensors where that constant
+    region meets the rest of the graph, computed with onnx's reference evaluator (which, unlike onnxruntime,
+    honours training_mode); nodes left with no reader are dropped. The toolkit's own constant folding cannot do
+    this: it refuses the training-mode node at load, and written out as arithmetic it fails to infer the shapes."""
+    from onnx.reference import ReferenceEvaluator
+
+    graph = m.model.graph
+    if any(t.data_location == onnx.TensorProto.EXTERNAL for t in graph.initializer):
+        raise BadInputError("fold-statistics computes from the weights, and this model's are not in the file "
+                            "(structure only, or external data): run it on the weighted model",
+                            node=name, rule="RKNN-BN-TRAINING")
+    known = {t.name for t in graph.initializer}
+    constant_nodes: list[onnx.NodeProto] = []
+    for node in graph.node:
+        inputs = [i for i in node.input if i]
+        if node.op_type == "Constant" or (inputs and all(i in known for i in inputs)):
+            constant_nodes.append(node)
+            known.update(o for o in node.output if o)
+    region = set(m.node(name).output)
+    folded: list[onnx.NodeProto] = []
+    for node in constant_nodes:
+        if node.name == name or any(i in region for i in node.input):
+            region.update(o for o in node.output if o)
+            folded.append(node)
+    names = {n.name for n in folded}
+    outputs = {o.name for o in graph.output}
+    boundary = sorted({i for n in graph.node if n.name not in names for i in n.input if i in region}
+                      | (outputs & region))
+    evaluator_graph = helper.make_graph(constant_nodes, "fold", [], [helper.make_tensor_value_info(t, 0, None)
+                                                                     for t in boundary], list(graph.initializer))
+    sub = helper.make_model(evaluator_graph, opset_imports=list(m.model.opset_import))
+    sub.ir_version = m.model.ir_version
+    values = ReferenceEvaluator(sub).run(None, {})
+    keep = [n for n in graph.node if n.name not in names]
+    for tensor, array in zip(boundary, values):
+        m.add_init(tensor, np.asarray(array), [], 0)
+    while True:  # drop what only the folded region read
+        read = {i for n in keep for i in n.input} | outputs
+        alive = [n for n in keep if any(o in read for o in n.output if o)]
+        if len(alive) == len(keep):
+            break
+        keep = alive
+    del graph.node[:]
+    graph.node.extend(keep)
+    read = {i for n in keep for i in n.input} | outputs
+    live = [t for t in graph.initializer if t.name in read]
+    del graph.initializer[:]
+    graph.initializer.extend(live)
+    m.by_name = {n.name: n for n in graph.node}
+    m.inits = {t.name: t for t in graph.initializer}
+
+
 def _fix_dims(m: _Model, tensor: str, dims: Sequence[int]) -> None:
     value = next((v for v in m.model.graph.input if v.name == tensor), None)
     if value is None:
@@ -347,6 +423,8 @@ def apply_edits(model: onnx.ModelProto, graph: Graph, edits: Sequence[Edit]) -> 
             _pad_channels(m, edit.target, edit.params["tensor"], edit.params["channels"])
         elif edit.kind == "fix-dims":
             _fix_dims(m, edit.target, edit.params["dims"])
+        elif edit.kind == "fold-statistics":
+            _fold_statistics(m, edit.target)
         else:
             raise BadInputError(f"unknown edit kind {edit.kind}")
     del edited.graph.value_info[:]

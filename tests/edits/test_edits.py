@@ -163,3 +163,75 @@ def test_optimize_with_edits_chooses_an_edit_as_a_decision(tmp_path):
     assert edited.plan.solver.status == "OPTIMAL"
     assert validate_plan(edited.plan, CATALOG, str(path)) == []
     assert any("edgeplan edit" in w for w in edited.plan.warnings)
+
+
+def _standardised(tmp_path, opset=17, read_running=False, name="ws.onnx"):
+    """Two weight-standardised Convs (BatchNormalization(training_mode=1) over each reshaped weight, as timm's
+    StdConv2d exports), and optionally a graph output reading the first one's running mean."""
+    nodes, inits, outputs = [], [], [value("y", None)]
+    source = "x"
+    for i, (cout, cin) in enumerate(((8, 4), (8, 8))):
+        bn_out = [f"wn{i}", f"rm{i}", f"rv{i}"] if opset >= 14 else [f"wn{i}", f"rm{i}", f"rv{i}", f"sm{i}", f"sv{i}"]
+        nodes += [helper.make_node("Reshape", [f"w{i}", f"flat{i}"], [f"wf{i}"], name=f"wflat{i}"),
+                  helper.make_node("BatchNormalization", [f"wf{i}", f"ones{i}", f"zeros{i}", f"zeros{i}", f"ones{i}"],
+                                   bn_out, name=f"ws{i}", epsilon=1e-5,
+                                   **({"training_mode": 1} if opset >= 14 else {})),
+                  helper.make_node("Reshape", [f"wn{i}", f"wshape{i}"], [f"wk{i}"], name=f"wback{i}"),
+                  helper.make_node("Conv", [source, f"wk{i}"], ["y" if i else "c0"], name=f"conv{i}",
+                                   kernel_shape=[3, 3], pads=[1, 1, 1, 1])]
+        inits += [w(f"w{i}", (cout, cin, 3, 3)), numpy_helper.from_array(np.array([1, cout, cin * 9], np.int64),
+                                                                        f"flat{i}"),
+                  numpy_helper.from_array(np.array([cout, cin, 3, 3], np.int64), f"wshape{i}"),
+                  numpy_helper.from_array(np.ones(cout, np.float32), f"ones{i}"),
+                  numpy_helper.from_array(np.zeros(cout, np.float32), f"zeros{i}")]
+        source = "c0"
+    if read_running:
+        outputs.append(value("rm0", None))
+    return save_model(tmp_path / name, nodes, [value("x", [1, 4, 8, 8])], outputs, inits, opset=opset)
+
+
+@pytest.mark.parametrize("opset", [14, 17, 18])
+def test_fold_statistics_stores_the_standardised_weights(tmp_path, opset):
+    """Both edits in one run (the second must find its node after the first rewrote the graph); onnxruntime
+    would normalise by the running statistics, so the proof runs in onnx.reference."""
+    path = _standardised(tmp_path, opset)
+    edits = _ids(path, "rk3588")
+    ids = ["fold-statistics@ws0", "fold-statistics@ws1"]
+    assert all(edits[i].applicable and edits[i].rule == "RKNN-BN-TRAINING" for i in ids)
+    out = tmp_path / "edited.onnx"
+    result = edit(str(path), ids, str(out), target="rk3588")
+    assert "onnx.reference" in result["verification"]["numerical"]
+    edited = load_model(out)
+    assert [n.op_type for n in edited.nodes] == ["Conv", "Conv"]  # the weights are plain initializers now
+    report = check_graph(edited, CATALOG, "rk3588")
+    assert not any(v.rule == "RKNN-BN-TRAINING" for verdict in report.verdicts for v in verdict.violations)
+
+
+def test_fold_statistics_keeps_a_running_mean_the_graph_returns(tmp_path):
+    path = _standardised(tmp_path, read_running=True)
+    out = tmp_path / "edited.onnx"
+    result = edit(str(path), ["fold-statistics@ws0"], str(out), target="rk3588")
+    assert "onnx.reference" in result["verification"]["numerical"]
+    assert [o.name for o in onnx.load(out).graph.output] == ["y", "rm0"]
+
+
+def test_fold_statistics_needs_the_weights(tmp_path):
+    path = _standardised(tmp_path)
+    model = onnx.load(path)
+    for tensor in model.graph.initializer:
+        if tensor.name in ("w0", "w1"):
+            tensor.ClearField("raw_data")
+            tensor.data_location = onnx.TensorProto.EXTERNAL
+            entry = tensor.external_data.add()
+            entry.key, entry.value = "location", "missing.weights"
+    structure = tmp_path / "structure.onnx"
+    onnx.save(model, structure)
+    edits = _ids(structure, "rk3588")
+    assert "weighted model" in edits["fold-statistics@ws0"].rationale
+    with pytest.raises(BadInputError, match="are not in the file"):
+        edit(str(structure), ["fold-statistics@ws0"], str(tmp_path / "out.onnx"), target="rk3588")
+    assert not (tmp_path / "out.onnx").exists()
+
+
+def test_fold_statistics_is_no_edit_for_the_dla(tmp_path):
+    assert not any(e.kind == "fold-statistics" for e in _ids(_standardised(tmp_path), "orin-agx").values())
