@@ -223,7 +223,7 @@ def evaluate(corpus: Path, seen: frozenset[str] | None = None) -> dict[str, Any]
 
 
 # Rules whose violation means the toolkit refuses the whole model rather than placing a node on the CPU.
-REFUSALS = ("RKNN-BN-TRAINING", "RKNN-STATIC", "RKNN-DATA-DEP")
+REFUSALS = ("RKNN-BN-TRAINING", "RKNN-RNN-LAYOUT", "RKNN-STATIC", "RKNN-DATA-DEP")
 
 
 def refusal_rules(corpus: Path, catalog: Any, failed: list[dict[str, str]]) -> dict[str, list[str]]:

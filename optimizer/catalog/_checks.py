@@ -144,6 +144,17 @@ def rank_kept_operand(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
+def rnn_layout(rule: Rule, view: LayerView) -> str | None:
+    """The toolkit's loader checks recurrent nodes against a schema that has no `layout` attribute (opset 14
+    added it): written at all, even as the default 0 the dynamo exporter spells out, it stops the conversion."""
+    node = view.node
+    if node.op_type not in ("LSTM", "GRU", "RNN") or "layout" not in node.attrs:
+        return None
+    return (f"{node.op_type} carries the attribute layout={node.attrs['layout']}: the toolkit's checker refuses the "
+            "model ('Unrecognized attribute: layout'); drop the attribute (0 is its default) or export with the "
+            "TorchScript exporter")
+
+
 def bn_inference(rule: Rule, view: LayerView) -> str | None:
     """A BatchNormalization that computes its own batch statistics (training_mode=1) is refused by the
     toolkit's loader, which stops the whole conversion; weight standardisation (NF-Net, BiT) writes one over
@@ -2361,6 +2372,7 @@ CHECKS: Mapping[str, Check] = {
     "precision_only": precision_only, "matmul_k": matmul_k, "norm_axes": norm_axes,
     "data_dependent_shapes": data_dependent_shapes,
     "bn_inference": bn_inference,
+    "rnn_layout": rnn_layout,
     "rank_kept_operand": rank_kept_operand,
     "data_dtypes": data_dtypes, "norm_limits": norm_limits, "output_relayout": output_relayout,
     "exmatmul_operand": exmatmul_operand, "conv_stride": conv_stride, "head_relayout": head_relayout,

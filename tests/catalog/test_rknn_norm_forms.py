@@ -206,3 +206,14 @@ def test_rk3566_flattens_a_group_reduce_into_rows_on_the_cpu(catalog, tmp_path, 
     for target in ("rk3588", "rk3576"):
         other = check_graph(load_model(path), catalog, target).verdict("n")
         assert not any("one row per group" in v.message for v in other.violations)
+
+
+@pytest.mark.parametrize(("attrs", "refused"), [({"layout": 0}, True), ({"layout": 1}, True), ({}, False)])
+def test_an_lstm_with_a_layout_attribute_is_refused(catalog, tmp_path, attrs, refused):
+    """corpus nn_lstm_1x64_dynamo (layout=0 written out): 'Unrecognized attribute: layout for operator LSTM'."""
+    node = helper.make_node("LSTM", ["x", "w", "r"], ["y"], name="lstm", hidden_size=8, **attrs)
+    shape = [1, 4, 8] if attrs.get("layout") == 1 else [4, 1, 8]
+    path = save_model(tmp_path / f"lstm{attrs}.onnx", [node], [value("x", shape)], [value("y", None)],
+                      [weight("w", [1, 32, 8]), weight("r", [1, 32, 8])], opset=14)
+    rules = {v.rule for v in check_graph(load_model(path), catalog, "rk3588").verdict("lstm").violations}
+    assert ("RKNN-RNN-LAYOUT" in rules) is refused
