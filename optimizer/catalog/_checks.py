@@ -155,6 +155,24 @@ def rnn_layout(rule: Rule, view: LayerView) -> str | None:
             "TorchScript exporter")
 
 
+_INTEGER = frozenset({"int32", "int64", "uint32", "uint64"})
+
+
+def runtime_int_data(rule: Rule, view: LayerView) -> str | None:
+    """The NPU computes on int8/int16/float16 data: an arithmetic or indexing op that reads a 32/64-bit integer
+    tensor made at run time (indices from a TopK, their quotient and remainder, an index broadcast) has no
+    NPU form. Integer tensors edgeplan resolves at build time (shape arithmetic) are constants, not this."""
+    node, graph = view.node, view.graph
+    if node.op_type not in set((rule.params or {}).get("ops", ())):
+        return None
+    for tensor in node.inputs:
+        info = graph.tensors.get(tensor) if tensor else None
+        if info is not None and info.dtype in _INTEGER and not graph.is_constant(tensor):
+            return (f"{node.op_type} reads the run-time {info.dtype} tensor {tensor}: the NPU has no 32/64-bit "
+                    "integer arithmetic or indexing; it runs on the CPU")
+    return None
+
+
 def bn_inference(rule: Rule, view: LayerView) -> str | None:
     """A BatchNormalization that computes its own batch statistics (training_mode=1) is refused by the
     toolkit's loader, which stops the whole conversion; weight standardisation (NF-Net, BiT) writes one over
@@ -2372,6 +2390,7 @@ CHECKS: Mapping[str, Check] = {
     "precision_only": precision_only, "matmul_k": matmul_k, "norm_axes": norm_axes,
     "data_dependent_shapes": data_dependent_shapes,
     "bn_inference": bn_inference,
+    "runtime_int_data": runtime_int_data,
     "rnn_layout": rnn_layout,
     "rank_kept_operand": rank_kept_operand,
     "data_dtypes": data_dtypes, "norm_limits": norm_limits, "output_relayout": output_relayout,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from onnx import helper
+from onnx import TensorProto, helper
 
 from optimizer.check import check_graph
 from optimizer.ir import load_model
@@ -217,3 +217,37 @@ def test_an_lstm_with_a_layout_attribute_is_refused(catalog, tmp_path, attrs, re
                       [weight("w", [1, 32, 8]), weight("r", [1, 32, 8])], opset=14)
     rules = {v.rule for v in check_graph(load_model(path), catalog, "rk3588").verdict("lstm").violations}
     assert ("RKNN-RNN-LAYOUT" in rules) is refused
+
+
+def _topk_indices(tmp_path, op, on_indices=True):
+    """DETR query selection: TopK's int64 indices divided by the class count (or a float score, outside)."""
+    nodes = [helper.make_node("TopK", ["x", "k"], ["v", "i"], name="topk", axis=1)]
+    if op == "Div":
+        src = "i" if on_indices else "v"
+        nodes.append(helper.make_node("Div", [src, "nc" if on_indices else "fc"], ["y"], name="n"))
+    else:
+        nodes.append(helper.make_node("Gather", ["table", "i"], ["y"], name="n", axis=1))
+    inits = [const("k", np.array([4], np.int64)), const("nc", np.array(80, np.int64)),
+             const("fc", np.float32(80)), weight("table", [1, 16, 4])]
+    out = TensorProto.INT64 if op == "Div" and on_indices else TensorProto.FLOAT
+    return save_model(tmp_path / f"topk{op}{on_indices}.onnx", nodes, [value("x", [1, 16])], [value("y", None, out)],
+                      inits)
+
+
+@pytest.mark.parametrize("target", SOCS)
+@pytest.mark.parametrize(("op", "on_indices", "cpu"), [("Div", True, True), ("Div", False, False),
+                                                       ("Gather", True, True)])
+def test_run_time_int64_index_arithmetic_is_cpu(catalog, tmp_path, target, op, on_indices, cpu):
+    report = check_graph(load_model(_topk_indices(tmp_path, op, on_indices)), catalog, target)
+    rules = {v.rule for v in report.verdict("n").violations}
+    assert ("RKNN-INT-DATA" in rules) is cpu
+
+
+def test_shape_arithmetic_in_int64_is_not_run_time_data(catalog, tmp_path):
+    nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
+             helper.make_node("Gather", ["s", "one"], ["h"], name="n", axis=0),
+             helper.make_node("Relu", ["x"], ["y"], name="tail")]
+    path = save_model(tmp_path / "shape.onnx", nodes, [value("x", [1, 8, 4, 4])],
+                      [value("y", None), value("h", None, TensorProto.INT64)],
+                      [const("one", np.array(2, np.int64))])
+    assert "RKNN-INT-DATA" not in {v.rule for v in check_graph(load_model(path), catalog, "rk3588").verdict("n").violations}
