@@ -108,21 +108,26 @@ def _timm(name: str, family: str, arch: str, shape=(1, 3, 224, 224), opset: int 
                 exporter, opset)
 
 
-def _yolo(name: str, yaml: str, family: str, size: int = 320, opset: int = 17) -> Spec:
+def _ultralytics(loader: str, yaml: str, head: str, **export_attrs) -> Callable[[], object]:
+    """An ultralytics model from its yaml (random init, fused), its head class set to export mode."""
     def make():
         os.environ.setdefault("YOLO_OFFLINE", "1")
-        from ultralytics import YOLO
-        from ultralytics.nn.modules.head import Detect
+        import ultralytics
+        from ultralytics.nn.modules import head as heads
 
-        model = YOLO(yaml).model.fuse(verbose=False)
+        model = getattr(ultralytics, loader)(yaml).model.fuse(verbose=False)
         model.eval()
         for module in model.modules():
-            if isinstance(module, Detect):
-                module.export = True
-                module.format = "onnx"
-                module.dynamic = False
+            if isinstance(module, getattr(heads, head)):
+                for key, value in export_attrs.items():
+                    setattr(module, key, value)
         return model
 
+    return make
+
+
+def _yolo(name: str, yaml: str, family: str, size: int = 320, opset: int = 17) -> Spec:
+    make = _ultralytics("YOLO", yaml, "Detect", export=True, format="onnx", dynamic=False)
     return Spec(name, family, "ultralytics",
                 f"ultralytics.YOLO({yaml!r}).model.fuse() with the Detect head in export mode", make,
                 ((1, 3, size, size),), "torchscript", opset)
@@ -957,23 +962,6 @@ def _wave3() -> Iterator[Spec]:
     yield _yolo("yolov8s_worldv2_320", "yolov8s-worldv2.yaml", det)
 
 
-
-def _rtdetr(yaml: str):
-    def make():
-        os.environ.setdefault("YOLO_OFFLINE", "1")
-        from ultralytics import RTDETR
-        from ultralytics.nn.modules.head import RTDETRDecoder
-
-        model = RTDETR(yaml).model.fuse(verbose=False)
-        model.eval()
-        for module in model.modules():
-            if isinstance(module, RTDETRDecoder):
-                module.export = True
-        return model
-
-    return make
-
-
 def _wave4() -> Iterator[Spec]:
     """Fourth wave (session 28): held out by arrival. No rule was written after looking at these; the held-out
     figure of session 28 is measured on them with the catalog as it stood before their conversions were read."""
@@ -992,7 +980,7 @@ def _wave4() -> Iterator[Spec]:
                      _tv_video("r2plus1d_18"), [(1, 3, 8, 112, 112)])
     yield Spec("rtdetr_l_320", "ultralytics/detect", "ultralytics",
                "ultralytics.RTDETR('rtdetr-l.yaml').model.fuse() with the decoder in export mode",
-               _rtdetr("rtdetr-l.yaml"), ((1, 3, 320, 320),), "torchscript", 17)
+               _ultralytics("RTDETR", "rtdetr-l.yaml", "RTDETRDecoder", export=True), ((1, 3, 320, 320),), "torchscript", 17)
 
 def _attention(q, k, v, heads: int):
     """Multi-head attention by MatMul and Softmax on (batch, tokens, dim) tensors (no fused op to export)."""
