@@ -222,13 +222,11 @@ def evaluate(corpus: Path, seen: frozenset[str] | None = None) -> dict[str, Any]
                        "unseen": [m for m in models if seen is not None and m not in seen]}}
 
 
-# Rules whose violation means the toolkit refuses the whole model rather than placing a node on the CPU.
-REFUSALS = ("RKNN-BN-TRAINING", "RKNN-RNN-LAYOUT", "RKNN-STATIC", "RKNN-DATA-DEP")
-
-
 def refusal_rules(corpus: Path, catalog: Any, failed: list[dict[str, str]]) -> dict[str, list[str]]:
-    """For each model the toolkit failed on, the refusal rules edgeplan's check names on the first failed SoC
-    (empty: edgeplan predicted no refusal, so the failure is news to a user of `check`)."""
+    """For each model the toolkit failed on, the rules marked `refuses` (a violation stops the whole conversion)
+    that edgeplan's check names on the first failed SoC (empty: edgeplan predicted no refusal, so the failure is
+    news to a user of `check`)."""
+    refusing = {r.id for family in catalog.families.values() for r in family.rules if r.refuses}
     out: dict[str, list[str]] = {}
     for row in failed:
         if row["status"] != "failed" or row["model"] in out:
@@ -239,7 +237,7 @@ def refusal_rules(corpus: Path, catalog: Any, failed: list[dict[str, str]]) -> d
             continue
         report = check_graph(graph, catalog, row["soc"])
         out[row["model"]] = sorted({v.rule for verdict in report.verdicts for v in verdict.violations
-                                    if v.rule in REFUSALS})
+                                    if v.rule in refusing})
     return out
 
 

@@ -181,8 +181,7 @@ def bn_inference(rule: Rule, view: LayerView) -> str | None:
     if not view.graph.batch_statistics(node):
         return None
     return (f"{node.op_type} in training mode (batch statistics, training_mode=1): the toolkit refuses to load "
-            f"the model; fold it into constants first (onnxsim/onnxslim on the weighted model) or export in eval "
-            f"mode")
+            "the model; over a weight, `edgeplan suggest` offers the fold-statistics edit (on the weighted model)")
 
 
 def dla_batch(rule: Rule, view: LayerView) -> str | None:

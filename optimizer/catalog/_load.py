@@ -64,7 +64,7 @@ def _rule(raw: Mapping[str, Any], family: str, path: str) -> Rule:
         source=raw["source"], summary=raw["summary"], check=check,
         params=_freeze(dict(raw.get("params", {}))), generations=tuple(raw.get("generations", ())),
         targets=tuple(raw.get("targets", ())), precisions=tuple(raw.get("precisions", ())),
-        new=bool(raw.get("new", False)), tensorrt=tuple(versions),
+        new=bool(raw.get("new", False)), tensorrt=tuple(versions), refuses=bool(raw.get("refuses", False)),
     )
 
 

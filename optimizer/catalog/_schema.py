@@ -37,6 +37,7 @@ class Rule:
     precisions: tuple[str, ...] = ()  # empty: every precision
     new: bool = False  # an ID this project added beside the digest's
     tensorrt: tuple[str, ...] = ()  # TensorRT majors whose DLA docs state this rule (empty: every one)
+    refuses: bool = False  # a violation stops the vendor tool converting the model at all, not one node
 
     def for_tensorrt(self, version: str) -> bool:
         return not self.tensorrt or version in self.tensorrt

@@ -85,11 +85,13 @@ def candidate_edits(report: CheckReport, input_shapes: Mapping[str, tuple[int, .
 def _statistics_edits(report: CheckReport) -> list[Edit]:
     """A training-mode BatchNormalization over a weight (RKNN-BN-TRAINING) folded into the weight it makes."""
     graph = report.graph
-    made = {o for node in graph.nodes if node.name in build_time_nodes(graph) for o in node.outputs}
+    refused = [n for n in graph.nodes if graph.batch_statistics(n) and _violated(report, n.name, "RKNN-BN-TRAINING")]
+    if not refused:
+        return []
+    build_time = build_time_nodes(graph)
+    made = {o for node in graph.nodes if node.name in build_time for o in node.outputs}
     out = []
-    for node in graph.nodes:
-        if not graph.batch_statistics(node) or not _violated(report, node.name, "RKNN-BN-TRAINING"):
-            continue
+    for node in refused:
         constant = all(graph.is_constant(t) or t in made for t in node.inputs if t)
         why = ("BatchNormalization in training mode over a weight (weight standardisation): its result and the "
                "constant ops after it are computed once from the model's weights and stored as the weight they make, "
@@ -345,7 +347,7 @@ def _pad_channels(m: _Model, name: str, tensor: str, channels: int) -> None:
 def _fold_statistics(m: _Model, name: str) -> None:
     """Replaces the BatchNormalization and the constant ops it feeds by the tensors where that constant
     region meets the rest of the graph, computed with onnx's reference evaluator (which, unlike onnxruntime,
-    honours training_mode); nodes left with no reader are dropped. The toolkit's own constant folding cannot do
+    honours training_mode); constant nodes left with no reader are dropped. The toolkit's own constant folding cannot do
     this: it refuses the training-mode node at load, and written out as arithmetic it fails to infer the shapes."""
     from onnx.reference import ReferenceEvaluator
 
@@ -362,32 +364,35 @@ def _fold_statistics(m: _Model, name: str) -> None:
             constant_nodes.append(node)
             known.update(o for o in node.output if o)
     region = set(m.node(name).output)
-    folded: list[onnx.NodeProto] = []
     for node in constant_nodes:
         if node.name == name or any(i in region for i in node.input):
             region.update(o for o in node.output if o)
-            folded.append(node)
-    names = {n.name for n in folded}
     outputs = {o.name for o in graph.output}
-    boundary = sorted({i for n in graph.node if n.name not in names for i in n.input if i in region}
+    boundary = sorted({i for n in graph.node for i in n.input if i in region and not set(n.output) <= region}
                       | (outputs & region))
-    evaluator_graph = helper.make_graph(constant_nodes, "fold", [], [helper.make_tensor_value_info(t, 0, None)
-                                                                     for t in boundary], list(graph.initializer))
-    sub = helper.make_model(evaluator_graph, opset_imports=list(m.model.opset_import))
+    wanted, needed = set(boundary), []
+    for node in reversed(constant_nodes):  # only the constant nodes the boundary values depend on
+        if wanted & set(node.output):
+            needed.append(node)
+            wanted.update(i for i in node.input if i)
+    inits = [t for t in graph.initializer if t.name in wanted]
+    sub = helper.make_model(helper.make_graph(needed[::-1], "fold", [], [helper.make_tensor_value_info(t, 0, None)
+                                                                          for t in boundary], inits),
+                            opset_imports=list(m.model.opset_import))
     sub.ir_version = m.model.ir_version
     values = ReferenceEvaluator(sub).run(None, {})
-    keep = [n for n in graph.node if n.name not in names]
     for tensor, array in zip(boundary, values):
         m.add_init(tensor, np.asarray(array), [], 0)
-    while True:  # drop what only the folded region read
+    constant = {n.name for n in constant_nodes}
+    keep = [n for n in graph.node if not set(n.output) <= region]
+    while True:  # drop the constant nodes only the folded region read
         read = {i for n in keep for i in n.input} | outputs
-        alive = [n for n in keep if any(o in read for o in n.output if o)]
+        alive = [n for n in keep if n.name not in constant or any(o in read for o in n.output if o)]
         if len(alive) == len(keep):
             break
         keep = alive
     del graph.node[:]
     graph.node.extend(keep)
-    read = {i for n in keep for i in n.input} | outputs
     live = [t for t in graph.initializer if t.name in read]
     del graph.initializer[:]
     graph.initializer.extend(live)
