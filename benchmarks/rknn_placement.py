@@ -222,14 +222,17 @@ def evaluate(corpus: Path, seen: frozenset[str] | None = None) -> dict[str, Any]
                        "unseen": [m for m in models if seen is not None and m not in seen]}}
 
 
+REFUSED = ("failed", "crashed")
+
+
 def refusal_rules(corpus: Path, catalog: Any, failed: list[dict[str, str]]) -> dict[str, list[str]]:
-    """For each model the toolkit failed on, the rules marked `refuses` (a violation stops the whole conversion)
-    that edgeplan's check names on the first failed SoC (empty: edgeplan predicted no refusal, so the failure is
-    news to a user of `check`)."""
+    """For each model the toolkit refused or crashed on, the rules marked `refuses` (a violation stops the whole
+    conversion) that edgeplan's check names on the first such SoC (empty: edgeplan predicted no refusal, so the
+    failure is news to a user of `check`). Timeouts are left out: a conversion that runs on is not refused."""
     refusing = {r.id for family in catalog.families.values() for r in family.rules if r.refuses}
     out: dict[str, list[str]] = {}
     for row in failed:
-        if row["status"] != "failed" or row["model"] in out:
+        if row["status"] not in REFUSED or row["model"] in out:
             continue
         try:
             graph = load_model(corpus / "models" / f"{row['model']}.onnx")
@@ -252,7 +255,7 @@ def failure_lines(failed: list[dict[str, str]], refusals: dict[str, list[str]] |
         configs = ", ".join(f"{r['soc']}/{r['precision']}" for r in rows)
         error = " ".join(rows[0].get("error", "").split())
         named = ""
-        if refusals is not None and status == "failed" and model in refusals:
+        if refusals is not None and status in REFUSED and model in refusals:
             named = f" [edgeplan: {', '.join(refusals[model]) or 'no refusal rule'}]"
         lines.append(f"toolkit {status}: {model} ({len(rows)} configs: {configs}): {error[-160:]}{named}")
     return lines
@@ -306,8 +309,8 @@ def main() -> int:
     for line in failure_lines(result["failed"], result["refusals"]):
         print(line)
     named = sum(1 for rules in result["refusals"].values() if rules)
-    print(f"toolkit refusals (status failed) for which edgeplan names a refusal rule: {named} of "
-          f"{len(result['refusals'])} models")
+    print(f"toolkit refusals and crashes (status failed or crashed) for which edgeplan names a refusal rule: "
+          f"{named} of {len(result['refusals'])} models")
     if args.seen:
         print(f"unseen models (not in {args.seen}): {', '.join(result['models']['unseen']) or 'none'}")
     for split in ("held-out", "derive", "all") + (("unseen",) if args.seen else ()):

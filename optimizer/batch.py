@@ -36,6 +36,7 @@ from optimizer.batch_multi import (
     MultiOptions,
     check_options,
     plan_group_jobs,
+    refusal_status,
     run_group_job,
     single_notes,
 )
@@ -157,6 +158,7 @@ def run_job(job: Job | GroupJob) -> dict[str, Any]:
                    solve_s=round(planned.run["timings"]["solve_s"], 3), plan=str(folder / "plan.json"),
                    tensorrt_rules=plan.tensorrt_rules or "")
         row.update(_size_status(plan))
+        row.update(refusal_status(row["status"], plan.warnings))
         row.update(single_notes(plan))
     except Exception as exc:  # every failure, a library crash included, is the row's status
         row.update(failure(job.model, exc))

@@ -201,6 +201,17 @@ def run_group_job(job: GroupJob) -> dict[str, Any]:
     return finish(job.key, row, files, folder, started)
 
 
+def refusal_status(status: str, warnings: Sequence[str]) -> dict[str, str]:
+    """A plan the vendor converter would refuse to build is not ok: status refused, the rule in `error`. A plan
+    on unknown sizes stays needs-shapes (fixing the sizes comes first, and RKNN-STATIC is itself a refusal)."""
+    from optimizer.check import REFUSAL_WARNING
+
+    refused = [w for w in warnings if REFUSAL_WARNING in w]
+    if status != "ok" or not refused:
+        return {}
+    return {"status": "refused", "error": "; ".join(refused)}
+
+
 def single_notes(plan: Any) -> dict[str, Any]:
     """A single-model row's solver_outcome, gap and note (a typed Plan): what the plan is when it is not proven."""
     solver = plan.solver
@@ -247,6 +258,7 @@ def group_row(plan: Mapping[str, Any], run: Mapping[str, Any]) -> dict[str, Any]
     row["note"] = "; ".join(notes)
     if plan["unknown_sizes"].get("needs_shapes"):
         row["status"] = "needs-shapes"
+    row.update(refusal_status(row.get("status", "ok"), plan["warnings"]))
     return row
 
 

@@ -16,7 +16,7 @@ COLUMNS = (("model", "model", "text"), ("target", "target", "text"), ("status", 
            ("speedup", "latency gain", "x"), ("solver_status", "solver", "text"), ("solve_s", "solve (s)", "s"),
            ("wall_s", "wall (s)", "s"), ("objective", "objective", "text"), ("note", "note", "text"),
            ("error", "error", "text"))
-STATUS_COLOUR = {"ok": "#e8f5e9", "infeasible": "#fff8e1", "needs-shapes": "#e3f2fd"}
+STATUS_COLOUR = {"ok": "#e8f5e9", "infeasible": "#fff8e1", "needs-shapes": "#e3f2fd", "refused": "#fce4ec"}
 
 SCRIPT = """
 (function(){

@@ -421,9 +421,11 @@ def _batch(args: argparse.Namespace) -> int:
         bar.close()
     ok = sum(r["status"] == "ok" for r in rows)
     shapes = sum(r["status"] == "needs-shapes" for r in rows)
+    refused = sum(r["status"] == "refused" for r in rows)
     skipped = sum(bool(r.get("skipped")) for r in rows)
-    print(f"edgeplan batch: {len(rows)} jobs, {ok} ok, {len(rows) - ok - shapes} failed or infeasible, "
+    print(f"edgeplan batch: {len(rows)} jobs, {ok} ok, {len(rows) - ok - shapes - refused} failed or infeasible, "
           + (f"{shapes} needs-shapes, " if shapes else "")
+          + (f"{refused} refused by the converter, " if refused else "")
           + f"{skipped} skipped (already done); wrote {args.out}/summary.csv and summary.html")
     unproven = [r for r in rows if r.get("note") and r["status"] == "ok"]
     for row in unproven:  # a group's plan that is the solver's best or a baseline says so
@@ -435,9 +437,10 @@ def _batch(args: argparse.Namespace) -> int:
                   file=sys.stderr)
         elif row["status"] != "ok":
             print(f"edgeplan: {row['status']}: {row['error']}", file=sys.stderr)
-    # a pipeline must notice: 2 if any job failed on bad input, 1 if any request was infeasible
+    # a pipeline must notice: 2 if any job failed on bad input, 1 if any request was infeasible or its model
+    # would be refused by the vendor converter
     statuses = {r["status"] for r in rows}
-    return 2 if "failed" in statuses else 1 if "infeasible" in statuses else 0
+    return 2 if "failed" in statuses else 1 if statuses & {"infeasible", "refused"} else 0
 
 
 EXAMPLES = {

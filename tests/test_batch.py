@@ -192,3 +192,27 @@ def test_killing_the_batch_ends_its_workers(tmp_path):
     for worker in alive:
         worker.kill()
     assert not alive, f"{len(alive)} worker(s) outlived their batch"
+
+
+def test_a_model_the_converter_refuses_is_not_ok(tmp_path):
+    """corpus yolo26n_sem_320: a class map cast to uint8 stops rknn-toolkit2 (RKNN-CAST-UINT8); the plan is
+    written, but the row says refused, names the rule and node, and the batch exits 1 for the pipeline."""
+    import numpy as np
+    from onnx import TensorProto, helper
+
+    from tests.conftest import const, save_model, value
+
+    folder = tmp_path / "models"
+    folder.mkdir()
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv"),
+             helper.make_node("ArgMax", ["c"], ["a"], name="argmax", axis=1, keepdims=1),
+             helper.make_node("Cast", ["a"], ["y"], name="to_uint8", to=TensorProto.UINT8)]
+    save_model(folder / "sem.onnx", nodes, [value("x", [1, 3, 16, 16])], [value("y", None, TensorProto.UINT8)],
+               [const("w", np.full((4, 3, 1, 1), 0.1, np.float32))])
+    result = run("batch", str(folder / "sem.onnx"), "--target", "rk3588", "--out", str(tmp_path / "out"))
+    assert result.returncode == 1, result.stderr
+    assert "1 refused by the converter" in result.stdout
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("edgeplan: refused: ") and "RKNN-CAST-UINT8 at to_uint8" in line
+    (row,) = csv.DictReader((tmp_path / "out" / "summary.csv").open())
+    assert row["status"] == "refused" and (tmp_path / "out" / "sem" / "rk3588" / "plan.json").is_file()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import csv
 import hashlib
+import itertools
 import os
 import sys
 import time
@@ -510,6 +511,7 @@ def specs() -> Iterator[Spec]:
     yield from _wave2()
     yield from _wave3()
     yield from _wave4()
+    yield from _wave5()
 
 
 def _wave2() -> Iterator[Spec]:
@@ -981,6 +983,251 @@ def _wave4() -> Iterator[Spec]:
     yield Spec("rtdetr_l_320", "ultralytics/detect", "ultralytics",
                "ultralytics.RTDETR('rtdetr-l.yaml').model.fuse() with the decoder in export mode",
                _ultralytics("RTDETR", "rtdetr-l.yaml", "RTDETRDecoder", export=True), ((1, 3, 320, 320),), "torchscript", 17)
+
+
+def _wave5() -> Iterator[Spec]:
+    """Fifth wave (sessions 29-30): held out by arrival, like the fourth. It brings layer kinds the corpus lacked
+    (CondConv routing, cosine window attention with a log-spaced position MLP, 3-D windows, mixture of experts,
+    cached attention, RoIAlign, depth and semantic heads); its tables were read only after its held-out figure
+    was taken."""
+    cnn, vit, hyb = "timm/cnn", "timm/vit", "timm/hybrid"
+    pat, tfm = "torch.nn/patterns", "torch.nn/transformer"
+    yield _timm("timm_efficientnet_cc_b0_4e", cnn, "efficientnet_cc_b0_4e", shape=(1, 3, 160, 160))
+    for arch in ("fbnetv3_b", "dla46x_c", "densenetblur121d", "gernet_m", "resnet51q", "regnetv_040", "inception_v4"):
+        yield _timm(f"timm_{arch}", cnn, arch, shape=(1, 3, 160, 160))
+    yield _timm("timm_test_vit_relpos", vit, "test_vit_relpos", shape=(1, 3, 160, 160))
+    yield _timm("timm_swinv2_tiny_window8_256", vit, "swinv2_tiny_window8_256", shape=(1, 3, 256, 256))
+    yield _timm("timm_twins_pcpvt_small", vit, "twins_pcpvt_small")
+    yield _timm("timm_maxxvitv2_nano_rw_256", hyb, "maxxvitv2_nano_rw_256", shape=(1, 3, 256, 256))
+    # its adaptive pooling sees a symbolic size under TorchScript
+    yield _timm("timm_csatv2_dynamo", hyb, "csatv2", opset=18, exporter="dynamo")
+    yield _tv_custom("tv_swin3d_t", "torchvision/video", "torchvision.models.video.swin3d_t(weights=None)",
+                     _tv_video("swin3d_t"), [(1, 3, 8, 112, 112)])
+    yield _tv_seg("tv_deeplabv3_resnet50", "deeplabv3_resnet50", shape=(1, 3, 256, 256))
+    other = "ultralytics/seg-pose-obb-cls"
+    yield Spec("yolo26n_depth_320", other, "ultralytics",
+               "ultralytics.YOLO('yolo26n-depth.yaml').model.fuse() with the Depth head in export mode",
+               _ultralytics("YOLO", "yolo26n-depth.yaml", "Depth", export=True, format="onnx"), ((1, 3, 320, 320),))
+    yield Spec("yolo26n_sem_320", other, "ultralytics",
+               "ultralytics.YOLO('yolo26n-sem.yaml').model.fuse() with the SemanticSegment head in export mode",
+               _ultralytics("YOLO", "yolo26n-sem.yaml", "SemanticSegment", export=True, format="onnx"),
+               ((1, 3, 320, 320),))
+    yield _yolo("yolo12n_pose_320", "yolo12n-pose.yaml", other)
+    yield _nn("nn_wavenet_gated_causal", pat, "WaveNet: causal dilated Conv1d, tanh * sigmoid gates, skip sums",
+              _wavenet, [(1, 32, 256)])
+    yield _nn("nn_pointnet_tnet", pat, "PointNet: learnt 3x3 input transform (MatMul), shared Conv1d MLP, global max",
+              _pointnet, [(1, 3, 512)])
+    yield _nn("nn_convtasnet_gln", pat, "Conv-TasNet separator: Conv1d encoder, global LayerNorm (GroupNorm(1)), "
+              "dilated depthwise blocks with PReLU, masks, ConvTranspose1d decoder", _convtasnet, [(1, 1, 4000)])
+    yield _nn("nn_moe_top2_router", tfm, "mixture of 4 expert FFNs, top-2 router (TopK, softmax, one-hot gather)",
+              _moe, [(1, 32, 128)])
+    yield _nn("nn_kv_cache_decode_step", tfm, "decoder step: one query token, past keys/values concatenated",
+              _kv_step, [(1, 1, 128), (1, 4, 63, 32), (1, 4, 63, 32)])
+    yield _nn("nn_roi_align_head", pat, "RoIAlign(7x7) on a conv feature map for 8 boxes of one image, then an MLP",
+              _roi_align, [(1, 3, 128, 128), (8, 4)], opset=16)
+    yield _nn("nn_convlstm_4step", pat, "ConvLSTM cell unrolled over 4 frames (gates from one Conv2d)", _convlstm,
+              [(1, 4, 8, 32, 32)])
+    yield _nn("nn_einsum_pixel_unshuffle_attention", pat, "PixelUnshuffle stem and einsum attention",
+              _einsum_attention, [(1, 3, 64, 64)])
+
+
+def _wavenet():
+    import torch
+
+    class Block(torch.nn.Module):
+        def __init__(self, c, dilation):
+            super().__init__()
+            self.pad = dilation
+            self.conv = torch.nn.Conv1d(c, 2 * c, 2, dilation=dilation)
+            self.res, self.skip = torch.nn.Conv1d(c, c, 1), torch.nn.Conv1d(c, c, 1)
+
+        def forward(self, x):
+            a, b = self.conv(torch.nn.functional.pad(x, (self.pad, 0))).chunk(2, 1)
+            y = torch.tanh(a) * torch.sigmoid(b)
+            return x + self.res(y), self.skip(y)
+
+    class M(torch.nn.Module):
+        def __init__(self, c=32):
+            super().__init__()
+            self.blocks = torch.nn.ModuleList([Block(c, 2 ** i) for i in range(6)])
+            self.out = torch.nn.Sequential(torch.nn.ReLU(), torch.nn.Conv1d(c, c, 1), torch.nn.ReLU(),
+                                           torch.nn.Conv1d(c, 16, 1))
+
+        def forward(self, x):
+            total = 0
+            for block in self.blocks:
+                x, s = block(x)
+                total = total + s
+            return self.out(total)
+
+    return M().eval()
+
+
+def _pointnet():
+    import torch
+
+    def mlp(*dims):
+        layers = []
+        for a, b in itertools.pairwise(dims):
+            layers += [torch.nn.Conv1d(a, b, 1), torch.nn.BatchNorm1d(b), torch.nn.ReLU()]
+        return torch.nn.Sequential(*layers)
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.t_feat, self.t_fc = mlp(3, 64, 128), torch.nn.Linear(128, 9)
+            self.feat = mlp(3, 64, 128, 256)
+            self.head = torch.nn.Sequential(torch.nn.Linear(256, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
+
+        def forward(self, x):
+            t = self.t_fc(self.t_feat(x).max(2)[0]).reshape(-1, 3, 3) + torch.eye(3)
+            x = torch.bmm(t, x)
+            return self.head(self.feat(x).max(2)[0])
+
+    return M().eval()
+
+
+def _convtasnet():
+    import torch
+
+    class Block(torch.nn.Module):
+        def __init__(self, c, h, dilation):
+            super().__init__()
+            self.net = torch.nn.Sequential(
+                torch.nn.Conv1d(c, h, 1), torch.nn.PReLU(), torch.nn.GroupNorm(1, h),
+                torch.nn.Conv1d(h, h, 3, padding=dilation, dilation=dilation, groups=h), torch.nn.PReLU(),
+                torch.nn.GroupNorm(1, h), torch.nn.Conv1d(h, c, 1))
+
+        def forward(self, x):
+            return x + self.net(x)
+
+    class M(torch.nn.Module):
+        def __init__(self, n=64, c=32, h=64, speakers=2):
+            super().__init__()
+            self.speakers = speakers
+            self.enc = torch.nn.Conv1d(1, n, 16, stride=8, bias=False)
+            self.norm, self.bottleneck = torch.nn.GroupNorm(1, n), torch.nn.Conv1d(n, c, 1)
+            self.blocks = torch.nn.Sequential(*[Block(c, h, 2 ** i) for i in range(4)])
+            self.mask = torch.nn.Conv1d(c, speakers * n, 1)
+            self.dec = torch.nn.ConvTranspose1d(n, 1, 16, stride=8, bias=False)
+
+        def forward(self, x):
+            w = torch.relu(self.enc(x))
+            m = torch.sigmoid(self.mask(self.blocks(self.bottleneck(self.norm(w)))))
+            m = m.reshape(m.shape[0], self.speakers, -1, m.shape[-1])
+            y = (w.unsqueeze(1) * m).reshape(-1, w.shape[1], w.shape[2])
+            return self.dec(y).reshape(x.shape[0], self.speakers, -1)
+
+    return M().eval()
+
+
+def _moe():
+    import torch
+
+    class M(torch.nn.Module):
+        def __init__(self, d=128, experts=4, k=2):
+            super().__init__()
+            self.k = k
+            self.norm, self.router = torch.nn.LayerNorm(d), torch.nn.Linear(d, experts, bias=False)
+            self.experts = torch.nn.ModuleList(
+                [torch.nn.Sequential(torch.nn.Linear(d, 2 * d), torch.nn.GELU(), torch.nn.Linear(2 * d, d))
+                 for _ in range(experts)])
+
+        def forward(self, x):
+            y = self.norm(x)
+            score, index = self.router(y).topk(self.k, -1)
+            gate = torch.zeros_like(self.router(y)).scatter(-1, index, score.softmax(-1))
+            out = torch.stack([e(y) for e in self.experts], -1)
+            return x + (out * gate.unsqueeze(-2)).sum(-1)
+
+    return M().eval()
+
+
+def _kv_step():
+    import torch
+
+    class M(torch.nn.Module):
+        def __init__(self, d=128, heads=4):
+            super().__init__()
+            self.h = heads
+            self.norm, self.qkv, self.o = torch.nn.LayerNorm(d), torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+            self.ff = torch.nn.Sequential(torch.nn.LayerNorm(d), torch.nn.Linear(d, 4 * d), torch.nn.GELU(),
+                                          torch.nn.Linear(4 * d, d))
+
+        def forward(self, x, past_k, past_v):
+            b, n, c = x.shape
+            q, k, v = self.qkv(self.norm(x)).reshape(b, n, 3, self.h, c // self.h).permute(2, 0, 3, 1, 4)
+            k, v = torch.cat([past_k, k], 2), torch.cat([past_v, v], 2)
+            a = (q @ k.transpose(-1, -2) * (c // self.h) ** -0.5).softmax(-1)
+            x = x + self.o((a @ v).transpose(1, 2).reshape(b, n, c))
+            return x + self.ff(x), k, v
+
+    return M().eval()
+
+
+def _roi_align():
+    import torch
+    import torchvision
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = torch.nn.Sequential(torch.nn.Conv2d(3, 32, 3, 2, 1), torch.nn.ReLU(),
+                                            torch.nn.Conv2d(32, 64, 3, 2, 1), torch.nn.ReLU())
+            self.head = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64 * 49, 128), torch.nn.ReLU(),
+                                            torch.nn.Linear(128, 5))
+
+        def forward(self, x, boxes):
+            # boxes per image, as detectors pass them: the batch-index column is built in the graph
+            return self.head(torchvision.ops.roi_align(self.body(x), [boxes], (7, 7), 0.25, 2, aligned=True))
+
+    return M().eval()
+
+
+def _convlstm():
+    import torch
+
+    class M(torch.nn.Module):
+        def __init__(self, c=8, h=16):
+            super().__init__()
+            self.h = h
+            self.gates = torch.nn.Conv2d(c + h, 4 * h, 3, padding=1)
+            self.head = torch.nn.Conv2d(h, 1, 1)
+
+        def forward(self, x):
+            b, t, _, height, width = x.shape
+            hidden = x.new_zeros(b, self.h, height, width)
+            cell = torch.zeros_like(hidden)
+            for step in range(t):
+                i, f, g, o = self.gates(torch.cat([x[:, step], hidden], 1)).chunk(4, 1)
+                cell = torch.sigmoid(f) * cell + torch.sigmoid(i) * torch.tanh(g)
+                hidden = torch.sigmoid(o) * torch.tanh(cell)
+            return self.head(hidden)
+
+    return M().eval()
+
+
+def _einsum_attention():
+    import torch
+
+    class M(torch.nn.Module):
+        def __init__(self, d=48, heads=4):
+            super().__init__()
+            self.h = heads
+            self.stem = torch.nn.Sequential(torch.nn.PixelUnshuffle(4), torch.nn.Conv2d(48, d, 1))
+            self.qkv, self.o = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+            self.head = torch.nn.Linear(d, 10)
+
+        def forward(self, x):
+            y = self.stem(x).flatten(2).transpose(1, 2)
+            b, n, c = y.shape
+            q, k, v = self.qkv(y).reshape(b, n, 3, self.h, c // self.h).unbind(2)
+            a = torch.einsum("bqhd,bkhd->bhqk", q, k).mul((c // self.h) ** -0.5).softmax(-1)
+            y = y + self.o(torch.einsum("bhqk,bkhd->bqhd", a, v).reshape(b, n, c))
+            return self.head(y.mean(1))
+
+    return M().eval()
+
 
 def _attention(q, k, v, heads: int):
     """Multi-head attention by MatMul and Softmax on (batch, tokens, dim) tensors (no fused op to export)."""

@@ -566,6 +566,20 @@ def variant_cases():
                            coordinate_transformation_mode=ctm)],
                   [c("sz", np.array([1, C, size, size], np.int64))], C),
         )
+    for scale in (2, 4):  # align_corners by scale, and on a one-channel map (a depth head's last upsample)
+        yield (
+            f"resize_linear_align_x{scale}",
+            model("rz", [N("Resize", ["x", "", "sc"], ["y"], "resize", mode="linear",
+                           coordinate_transformation_mode="align_corners")],
+                  [c("sc", np.array([1, 1, scale, scale], np.float32))], C),
+        )
+        yield (
+            f"resize_linear_align_x{scale}_c1",
+            model("rz", [N("Conv", ["x", "w_one"], ["one"], "to_one"),
+                         N("Resize", ["one", "", "sc"], ["y"], "resize", mode="linear",
+                           coordinate_transformation_mode="align_corners")],
+                  [w("w_one", (1, C, 1, 1)), c("sc", np.array([1, 1, scale, scale], np.float32))], 1),
+        )
     for op in ("Sin", "Cos"):
         yield f"{op.lower()}_runtime", model("tr", [N(op, ["x"], ["y"], op.lower())], [], C)
     yield (
@@ -603,6 +617,29 @@ def rank_cases():
     yield "sqrt_rank5_stat", model("sq5s", stat, [five, back, eps], C)
 
 
+def cast_cases():
+    """Casts to narrow integer types where a tensor leaves the graph or passes between layers (a semantic head's
+    class map as uint8), against the int64 ArgMax it comes from."""
+    def typed_out(name, nodes, elem):
+        g = helper.make_graph(
+            [helper.make_node("Conv", ["in", "w0"], ["x"], name="pre_conv"), *nodes], name,
+            [helper.make_tensor_value_info("in", TensorProto.FLOAT, [1, 3, H, W])],
+            [helper.make_tensor_value_info("out", elem, None)], [w("w0", (C, 3, 1, 1))])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+        m.ir_version = 8
+        return onnx.shape_inference.infer_shapes(m)
+
+    argmax = N("ArgMax", ["x"], ["a"], "argmax", axis=1, keepdims=1)
+    yield "argmax_i64_out", typed_out("am", [N("ArgMax", ["x"], ["out"], "argmax", axis=1, keepdims=1)],
+                                      TensorProto.INT64)
+    for label, to in (("u8", TensorProto.UINT8), ("i8", TensorProto.INT8), ("i32", TensorProto.INT32),
+                      ("f16", TensorProto.FLOAT16)):
+        yield f"argmax_cast_{label}_out", typed_out(f"amc{label}", [argmax, N("Cast", ["a"], ["out"], "op", to=to)], to)
+        yield f"cast_{label}_out", typed_out(f"c{label}", [N("Cast", ["x"], ["out"], "op", to=to)], to)
+    yield "cast_u8_mid", model("cu8m", [N("Cast", ["x"], ["q"], "op", to=TensorProto.UINT8),
+                                        N("Cast", ["q"], ["y"], "back", to=TensorProto.FLOAT)], [], C)
+
+
 def all_cases():
     yield from cases()
     yield from more_cases()
@@ -610,6 +647,7 @@ def all_cases():
     yield from output_cases()
     yield from variant_cases()
     yield from rank_cases()
+    yield from cast_cases()
 
 
 def convert_case(label, socs):

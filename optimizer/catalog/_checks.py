@@ -155,6 +155,38 @@ def rnn_layout(rule: Rule, view: LayerView) -> str | None:
             "TorchScript exporter")
 
 
+def narrow_cast(rule: Rule, view: LayerView) -> str | None:
+    """The toolkit has no data conversion into the element types in `to` for a tensor made at run time (of the
+    element types in `sources`, when given): the converter aborts (uint8: 'Not Support Dtype: 2') or dies, and
+    no model is built. A cast to the type the tensor already has is the identity, which the toolkit removes
+    (QDQ models' uint8 -> uint8 Casts)."""
+    node, graph = view.node, view.graph
+    if node.op_type != "Cast" or not node.inputs or not node.outputs or graph.is_constant(node.inputs[0]):
+        return None
+    source, result = graph.tensors.get(node.inputs[0]), graph.tensors.get(node.outputs[0])
+    if result is None or result.dtype not in set((rule.params or {}).get("to", ())):
+        return None
+    if source is not None and source.dtype == result.dtype:
+        return None
+    sources = (rule.params or {}).get("sources")
+    if sources is not None and (source is None or source.dtype not in set(sources)):
+        return None
+    return (f"casts the run-time tensor {node.inputs[0]} to {result.dtype}: rknn-toolkit2 stops converting the "
+            f"whole model on {view.target.rules_id}; leave the tensor in its type and cast it on the host")
+
+
+def empty_tensor(rule: Rule, view: LayerView) -> str | None:
+    """The toolkit's loader checks every tensor's shape and refuses a zero-size dim ('is abnormal') on data of
+    rank 2 or more; an empty 1-D shape vector (a Slice of a shape that selects nothing) is fine."""
+    graph = view.graph
+    for tensor in view.node.outputs:
+        shape = graph.shape(tensor) if tensor else None
+        if _static(shape) and len(shape) >= 2 and 0 in shape:
+            return (f"makes the empty tensor {tensor} {list(shape)}: rknn-toolkit2 refuses the whole model ('The "
+                    "shape of ... is abnormal'); remove the empty branch (a zero-size slice, pad or mask)")
+    return None
+
+
 _INTEGER = frozenset({"int32", "int64", "uint32", "uint64"})
 
 
@@ -2391,6 +2423,8 @@ CHECKS: Mapping[str, Check] = {
     "bn_inference": bn_inference,
     "runtime_int_data": runtime_int_data,
     "rnn_layout": rnn_layout,
+    "narrow_cast": narrow_cast,
+    "empty_tensor": empty_tensor,
     "rank_kept_operand": rank_kept_operand,
     "data_dtypes": data_dtypes, "norm_limits": norm_limits, "output_relayout": output_relayout,
     "exmatmul_operand": exmatmul_operand, "conv_stride": conv_stride, "head_relayout": head_relayout,
@@ -2895,8 +2929,9 @@ def _attention_head_reshape(graph: Graph, node: Node) -> bool:
 
 
 def _group_norm_groups(graph: Graph, node: Node) -> tuple[int, int] | None:
-    """(channels, groups) when `node` is a Reshape of GroupNorm as exporters write it: a 4-D map [1, C, H, W]
-    reshaped to [1, G, L] into an InstanceNormalization, or that InstanceNormalization's result reshaped back."""
+    """(channels, groups) when `node` is a Reshape of GroupNorm as exporters write it: a map [1, C, H, W] (or a
+    Conv1d map [1, C, L]) reshaped to [1, G, L'] into an InstanceNormalization, or that InstanceNormalization's
+    result reshaped back."""
     if node.op_type != "Reshape" or not node.outputs:
         return None
     src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
@@ -2904,9 +2939,10 @@ def _group_norm_groups(graph: Graph, node: Node) -> tuple[int, int] | None:
         return None
     users = graph.consumers(node.outputs[0])
     producer = graph.producer(node.inputs[0])
-    if len(src) == 4 and len(dst) == 3 and len(users) == 1 and users[0].op_type == "InstanceNormalization":
+    if len(src) in (3, 4) and len(dst) == 3 and len(users) == 1 and users[0].op_type == "InstanceNormalization":
         return int(src[1]), int(dst[1])
-    if len(src) == 3 and len(dst) == 4 and producer is not None and producer.op_type == "InstanceNormalization":
+    if (len(src) == 3 and len(dst) in (3, 4) and producer is not None
+            and producer.op_type == "InstanceNormalization"):
         return int(dst[1]), int(src[1])
     return None
 
@@ -3045,6 +3081,9 @@ def _form_channel_change(view: LayerView) -> str | None:
     if (axis is not None and carried is not None and dst[carried] == src[axis] and len(dst) <= 4
             and src[0] == dst[0]):
         return None  # keeps the batch and carries the channel whole ([1,H,W,C] -> [1,HW,C]): pixels relabelled
+    if len(_unit_stripped(src)) <= 1 and len(dst) == 4 and dst[0] > 1 and dst[2] * dst[3] > 1:
+        return (f"{node.op_type} {list(src)} -> {list(dst)} spreads a vector over {dst[0]} batch rows of "
+                f"{dst[2]}x{dst[3]} pixels (a run-time k x k filter bank): a gather, on the CPU")
     a, b = _as_npu_4d(src), _as_npu_4d(dst)
     if a is None or b is None or a[1] == b[1] or _unit_stripped(src) == _unit_stripped(dst):
         return None
@@ -3319,10 +3358,11 @@ def _pixels_into_channel(view: LayerView, params: Mapping[str, Any]) -> str | No
 
 def _channel_reduce(view: LayerView, params: Mapping[str, Any]) -> str | None:
     """The NPU's ReduceMax reduces the channel of the toolkit's 4-D form only: axis 1 of a 4-D tensor, or axis 2
-    of a rank-5 [1, A, C, H, W] (held as (A, C, H, W)); H, W, the batch axis and higher ranks run on the CPU."""
+    of a rank-5 [1, A, C, H, W] (held as (A, C, H, W)); H, W, the batch axis and higher ranks run on the CPU, and
+    so does every rank-3 reduce the corpus holds (over either axis, whichever axis the toolkit took as channel)."""
     graph, node = view.graph, view.node
     src = graph.shape(node.inputs[0]) if node.inputs else None
-    if src is None or len(src) <= 3:
+    if src is None or len(src) < 3:
         return None
     axes = reduce_axes(graph, node)
     rank = len(src)

@@ -78,7 +78,7 @@ def pixel_reduce(rule: Rule, view: LayerView) -> str | None:
 def einsum_operands(rule: Rule, view: LayerView) -> str | None:
     """Each op (other than a Softmax) making an operand of rank 5 or more for a CPU Einsum: rk3566 reshapes the
     NPU's 4-D result into that operand with a CPU layer named after the op, whatever the innermost axis (rk3588
-    needs it only for an innermost axis that is not whole 16-byte groups, RKNN-EINSUM-RELAYOUT)."""
+    needs it only for an innermost axis that is not a multiple of 4, RKNN-EINSUM-HANDOVER)."""
     graph, node = view.graph, view.node
     if node.op_type == "Softmax":
         return None  # its own verdict decides (the 5-D reshape of a Softmax result is an NPU layer, measured)

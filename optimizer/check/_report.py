@@ -14,6 +14,7 @@ from optimizer.enums import PRECISIONS
 from optimizer.ir import Graph
 
 CHECK_SCHEMA = "edgeplan.check/v1"
+REFUSAL_WARNING = "converter refuses the whole model"
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class CheckReport:
     verdicts: tuple[NodeVerdict, ...]
     io: dict[str, Any]
     tensorrt_rules: str = ""  # the TensorRT major whose DLA rules were checked ("" for other families)
+    refusing: frozenset[str] = frozenset()  # the family's rules whose violation stops the whole conversion
 
     def verdict(self, name: str) -> NodeVerdict:
         return self.verdicts[self.graph.node(name).index]
@@ -39,7 +41,8 @@ def check_graph(graph: Graph, catalog: Catalog, target_id: str) -> CheckReport:
     by_name = {v.name: v for v in verdicts}
     return CheckReport(graph=graph, target=target, catalog_sha256=catalog.sha256, verdicts=verdicts,
                        io=backend.boundary_facts(graph, catalog, target, by_name),
-                       tensorrt_rules=backend.tensorrt_rules(catalog))
+                       tensorrt_rules=backend.tensorrt_rules(catalog),
+                       refusing=frozenset(r.id for r in catalog.family_of(target).rules if r.refuses))
 
 
 def model_block(graph: Graph) -> dict[str, Any]:
@@ -64,6 +67,22 @@ def conversion_warnings(graph: Graph) -> list[str]:
         return []
     return [f"the model declares opset {graph.converted_from_opset}; it was converted to opset {graph.opset} with "
             "onnx.version_converter and checked as converted (node names kept)"]
+
+
+def refusals(report: CheckReport) -> list[dict[str, Any]]:
+    """The violations that stop the vendor converter building the model at all (not one node's placement):
+    per rule, how many nodes and the first of them, so a user knows before a conversion fails."""
+    found: dict[str, dict[str, Any]] = {}
+    for verdict in report.verdicts:
+        for rule in sorted({v.rule for v in verdict.violations if v.rule in report.refusing}):
+            entry = found.setdefault(rule, {"rule": rule, "nodes": 0, "first_node": verdict.name})
+            entry["nodes"] += 1
+    return sorted(found.values(), key=lambda e: e["rule"])
+
+
+def refusal_warnings(report: CheckReport) -> list[str]:
+    return [f"the {report.target.id} {REFUSAL_WARNING}: {e['rule']} at {e['first_node']}"
+            + (f" and {e['nodes'] - 1} more nodes" if e["nodes"] > 1 else "") for e in refusals(report)]
 
 
 def check_json(report: CheckReport) -> dict[str, Any]:
@@ -108,6 +127,7 @@ def summary(report: CheckReport) -> dict[str, Any]:
         "constant_nodes": sum(v.kind == "constant" for v in report.verdicts),
         "runnable": counts,
         "blocking_rules": [{"rule": r, "nodes": n} for r, n in sorted(blocking.items(), key=lambda x: (-x[1], x[0]))],
+        "refused_by": refusals(report),
     }
 
 
@@ -122,6 +142,7 @@ def render_table(report: CheckReport, max_rows: int = 60) -> str:
         lines.append(f"dynamic dims: {dims} (fix with --input-shape NAME=1x3x224x224)")
     lines.extend(f"warning: {w}" for w in conversion_warnings(report.graph))
     lines.extend(f"warning: {w}" for w in size_warnings(unknown_sizes(report.graph)))
+    lines.extend(f"warning: {w}" for w in refusal_warnings(report))
     lines.append("")
     lines.append(f"{'accelerator':<12}" + "".join(f"{p:>8}" for p in PRECISIONS))
     for accelerator, per in s["runnable"].items():

@@ -19,6 +19,7 @@ from optimizer.check import (
     conversion_warnings,
     model_block,
     opset_conversion,
+    refusal_warnings,
     size_warnings,
     unknown_sizes,
 )
@@ -467,7 +468,8 @@ def _plan_json(*, graph_path: str, report: CheckReport, groups: GroupGraph, mode
                 if entry["pipelined_fps"] else None
     plan["unknown_sizes"] = unknown_sizes(graph)
     plan["opset_conversion"] = opset_conversion(graph)
-    plan["warnings"].extend(conversion_warnings(graph) + size_warnings(plan["unknown_sizes"]))
+    plan["warnings"].extend(conversion_warnings(graph) + size_warnings(plan["unknown_sizes"])
+                            + refusal_warnings(report))
     plan["edits"] = sorted({p.option.edit for p in placements if p.option.edit})
     if plan["edits"]:
         plan["warnings"].append("the plan assumes model edits: apply them with `edgeplan edit MODEL --apply "

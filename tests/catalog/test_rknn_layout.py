@@ -428,6 +428,39 @@ def test_group_norm_on_rk3566(catalog, tmp_path, channels, groups, cpu_in):
         assert on_npu(catalog, path, "rk3588", precision, node="gn_norm")
 
 
+def test_group_norm_of_a_conv1d_map_folds_on_rk3566(catalog, tmp_path):
+    """corpus nn_convtasnet_gln: GroupNorm(1, 64) on [1, 64, 499] (Conv-TasNet's global LayerNorm): the Reshapes
+    into [1, 1, 31936] and back have no CPU layer on rk3566, FP16 and INT8."""
+    nodes = [helper.make_node("Reshape", ["a", "s3"], ["r"], name="gn_reshape"),
+             helper.make_node("InstanceNormalization", ["r", "g", "bias"], ["nrm"], name="gn_norm"),
+             helper.make_node("Reshape", ["nrm", "s_back"], ["b"], name="gn_back")]
+    inits = [const("s3", np.array([1, 1, -1], np.int64)), const("s_back", np.array([1, 64, 499], np.int64)),
+             const("g", np.ones(1, np.float32)), const("bias", np.zeros(1, np.float32))]
+    path = _inner(tmp_path, nodes, [1, 64, 499], inits, name="gn1d")
+    for precision in ("fp16", "int8"):
+        for node in ("gn_reshape", "gn_norm", "gn_back"):
+            assert on_npu(catalog, path, "rk3566", precision, node=node), node
+
+
+@pytest.mark.parametrize(("kernel", "cpu"), [(5, True), (3, True), (1, False)])
+def test_a_run_time_filter_bank_reshape_is_a_gather_on_rk3566(catalog, tmp_path, kernel, cpu):
+    """corpus timm_efficientnet_cc_b0_4e: CondConv's routed [1, C*k*k] reshaped to depthwise [C, 1, k, k] is a CPU
+    Reshape layer on rk3566 (k 5 and 3); the 1x1 banks [Cout, Cin, 1, 1] are NPU; all NPU on rk3576."""
+    c = 96
+    cin = c if kernel > 1 else 64
+    shape = [c, 1, kernel, kernel] if kernel > 1 else [c, cin, 1, 1]
+    size = int(np.prod(shape))
+    nodes = [helper.make_node("Gemm", ["route", "experts"], ["mix"], name="mix"),
+             helper.make_node("Reshape", ["mix", "s"], ["bank"], name="n"),
+             helper.make_node("Conv", ["x", "bank"], ["y"], name="conv", group=c if kernel > 1 else 1,
+                              pads=[kernel // 2] * 4)]
+    path = save_model(tmp_path / f"bank{kernel}.onnx", nodes, [value("route", [1, 4]), value("x", [1, cin, 8, 8])],
+                      [value("y", None)], [weight("experts", [4, size]), const("s", np.array(shape, np.int64))])
+    for precision in ("fp16", "int8"):
+        assert on_npu(catalog, path, "rk3566", precision) is not cpu
+        assert on_npu(catalog, path, "rk3576", precision)
+
+
 @pytest.mark.parametrize(("shape", "tokens", "cpu"), [([1, 4, 256], False, True), ([1, 32, 100], False, True),
                                                       ([1, 64, 128], True, True), ([1, 4, 8, 8], False, False)])
 def test_a_rank3_graph_output_is_relaid_out_on_the_cpu_on_rk3566(catalog, tmp_path, shape, tokens, cpu):

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from onnx import helper
+from onnx import TensorProto, helper
 
 from tests.conftest import REPO, save_model, value, weight
 
@@ -136,3 +136,28 @@ def test_a_refusal_edgeplan_did_not_foresee_says_so(tmp_path):
     stdout = _run(_refused_corpus(tmp_path / "eval", training=False))
     assert "[edgeplan: no refusal rule]" in stdout
     assert "edgeplan names a refusal rule: 0 of 1 models" in stdout
+
+
+def test_a_crash_edgeplan_foresees_is_named_and_a_timeout_is_not_a_refusal(tmp_path):
+    """corpus yolo26n_sem_320: the converter aborts on a Cast to uint8 (status crashed), RKNN-CAST-UINT8."""
+    corpus = tmp_path / "corpus"
+    (corpus / "models").mkdir(parents=True)
+    (corpus / "rknn").mkdir()
+    nodes = [helper.make_node("ArgMax", ["x"], ["a"], name="argmax", axis=1, keepdims=1),
+             helper.make_node("Cast", ["a"], ["y"], name="cast", to=TensorProto.UINT8)]
+    save_model(corpus / "models" / "sem.onnx", nodes, [value("x", [1, 8, 4, 4])],
+               [value("y", None, TensorProto.UINT8)])
+    save_model(corpus / "models" / "slow.onnx", [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+               [value("x", [1, 8, 4, 4])], [value("y", None)])
+    (corpus / "MANIFEST.csv").write_text("name,family\nsem,ultralytics/seg-pose-obb-cls\nslow,timm/cnn\n")
+    (corpus / "rknn" / "runs.csv").write_text(
+        "model,family,soc,precision,status,error\n"
+        "sem,ultralytics/seg-pose-obb-cls,rk3588,fp16,crashed,E RKNN: Not Support Dtype: 2. please check precision!\n"
+        "slow,timm/cnn,rk3588,fp16,timeout,no result after 240 s\n")
+    with gzip.open(corpus / "rknn" / "layers.csv.gz", "wt", newline="") as handle:
+        csv.DictWriter(handle, LAYERS).writeheader()
+    stdout = _run(corpus)
+    assert next(x for x in stdout.splitlines() if x.startswith("toolkit crashed: sem")).endswith(
+        "[edgeplan: RKNN-CAST-UINT8]")
+    assert not next(x for x in stdout.splitlines() if x.startswith("toolkit timeout: slow")).endswith("]")
+    assert "edgeplan names a refusal rule: 1 of 1 models" in stdout

@@ -141,6 +141,8 @@ def test_a_reduce_over_another_axis_is_no_radix_sum(catalog, tmp_path):
     ([1, 2, 16, 8, 8], [1], False),  # its batch axis
     ([1, 2, 16, 8, 8], [4], False),
     ([1, 2, 4, 4, 8, 8], [3], False),  # rank 6
+    ([1, 128, 512], [2], False),  # PointNet's global max over the points (corpus nn_pointnet_tnet)
+    ([1, 128, 512], [1], False),  # rank 3 over the other axis (corpus timm_volo_d1_224_dynamo's head)
 ])
 def test_reducemax_reduces_only_the_channel_on_rk3576_and_rv1126b(catalog, tmp_path, shape, axes, on_npu):
     nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"),

@@ -113,11 +113,11 @@ def test_only_a_cast_to_its_own_type_is_removed(catalog, tmp_path, source, to, o
     ("nearest", "asymmetric", 13, False), ("nearest", "half_pixel", 20, False)])
 def test_linear_resize_needs_a_whole_scale_without_align_corners(catalog, build, mode, ctm, size, cpu):
     """Measured (tools/probe_rknn_patterns.py resize_*): linear align_corners and linear 8 -> 13 are CPU on
-    rk3588/rk3576/rv1126b and NPU on rk3562; nearest is NPU at any scale."""
+    rk3588/rk3576/rv1126b/rk3566 and NPU on rk3562; nearest is NPU at any scale."""
     path = build.op("Resize", [1, 8, 8, 8], inputs=["x", "", "", "sz"],
                     inits=[const("sz", np.array([1, 8, size, size], np.int64))], mode=mode,
                     coordinate_transformation_mode=ctm)
-    for target in ("rk3588", "rk3576", "rv1126b"):
+    for target in ("rk3588", "rk3576", "rv1126b", "rk3566", "rk3568"):
         for precision in ("fp16", "int8"):
             assert npu(catalog, path, target, precision) is not cpu
     assert npu(catalog, path, "rk3562", "int8")
