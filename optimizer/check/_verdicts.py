@@ -63,10 +63,37 @@ def build_time_nodes(graph: Graph) -> frozenset[str]:
             continue
         if graph.batch_statistics(node):
             continue  # the toolkit's loader refuses it before anything is folded (RKNN-BN-TRAINING)
-        if all(graph.is_constant(t) or t in constant for t in inputs):
+        if all(graph.is_constant(t) or t in constant for t in inputs) or _gathers_constant_part(graph, node, constant):
             names.add(node.name)
             constant.update(o for o in node.outputs if o)
     return frozenset(names)
+
+
+def _gathers_constant_part(graph: Graph, node: Node, constant: set[str]) -> bool:
+    """A Gather with constant indices that picks only constant inputs of the Concat it reads, along the Concat's
+    axis (torchvision's RoIAlign splits the batch-index column it built from zeros back off the boxes): its
+    result is a constant the toolkit folds, although the Concat itself reads a run-time tensor."""
+    if node.op_type != "Gather" or len(node.inputs) < 2 or node.inputs[1] not in graph.constants:
+        return False
+    concat = graph.producer(node.inputs[0])
+    shape = graph.shape(node.inputs[0])
+    if concat is None or concat.op_type != "Concat" or shape is None or not shape:
+        return False
+    rank = len(shape)
+    if int(node.attrs.get("axis", 0)) % rank != int(concat.attrs.get("axis", 0)) % rank:
+        return False
+    axis = int(node.attrs.get("axis", 0)) % rank
+    spans: list[tuple[int, int, bool]] = []
+    start = 0
+    for tensor in concat.inputs:
+        part = graph.shape(tensor) if tensor else None
+        width = part[axis] if part is not None and len(part) == rank else None
+        if not isinstance(width, int):
+            return False
+        spans.append((start, start + width, graph.is_constant(tensor) or tensor in constant))
+        start += width
+    picked = [int(i) % start for i in graph.constants[node.inputs[1]].reshape(-1)] if start else []
+    return bool(picked) and all(any(lo <= i < hi and const for lo, hi, const in spans) for i in picked)
 
 
 def _node_rules(family: Family, target: Target, kind: str, precision: str,

@@ -192,6 +192,22 @@ def test_a_subgraph_of_constants_is_folded_by_the_toolkit(catalog, tmp_path, fro
     assert check_graph(load_model(path), catalog, "rk3588").verdict("use").kind != "constant"
 
 
+@pytest.mark.parametrize(("column", "folded"), [(0, True), (1, False), (-5, True)])
+def test_a_gather_of_the_constant_part_of_a_concat_is_folded(catalog, tmp_path, column, folded):
+    """corpus nn_roi_align_head: torchvision builds RoIAlign's rois as Concat(zeros, boxes) and gathers the batch
+    column back out; the toolkit folds that column (its Cast has no layer), while a column of the boxes is data."""
+    nodes = [helper.make_node("Concat", ["zeros", "boxes"], ["rois"], name="rois", axis=1),
+             helper.make_node("Gather", ["rois", "col"], ["c"], name="pick", axis=1),
+             helper.make_node("Cast", ["c"], ["y"], name="n", to=7)]
+    path = save_model(tmp_path / f"rois{column}.onnx", nodes, [value("boxes", [8, 4])],
+                      [value("y", None, onnx.TensorProto.INT64)],
+                      [const("zeros", np.zeros((8, 1), np.float32)), const("col", np.array(column, np.int64))])
+    for target in ("rk3588", "rk3566"):
+        report = check_graph(load_model(path), catalog, target)
+        assert (report.verdict("n").kind == "constant") is folded
+        assert report.verdict("n").runs_on("npu", "fp16") is folded
+
+
 @pytest.mark.parametrize("attention", [True, False])
 def test_an_attention_head_reshape_folds_into_exmatmul_on_rk3566(catalog, tmp_path, attention):
     # corpus yolo11n_320 /model.10/m/m.0/attn/Reshape: [1,256,10,10] -> [1,2,128,100] into the q/k/v Split,
