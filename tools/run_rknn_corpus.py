@@ -9,7 +9,8 @@ Conversions run in long-lived worker processes (at most --jobs, default 2), sinc
 process is far cheaper than a fresh interpreter. Each (model, soc, precision) result lands in
 BUILD_DIR/rknn/<model>/<soc>-<precision>.json with the raw log beside it; done results are skipped, so
 the run resumes. A worker that crashes or exceeds --timeout is recorded as the toolkit's failure and
-replaced. `--collect` maps layers back to ONNX nodes (using the committed structure-only models) and
+replaced; one the kernel kills (SIGKILL: out of memory) is the machine's limit, so nothing is recorded and a
+rerun retries it; a worker grown past WORKER_RSS_LIMIT after a conversion is replaced. `--collect` maps layers back to ONNX nodes (using the committed structure-only models) and
 writes the committed tables deterministically.
 """
 
@@ -141,6 +142,20 @@ def worker() -> int:
 
 # ---- driver side ------------------------------------------------------------------------------------------
 
+WORKER_RSS_LIMIT = 6 * 2**30  # a long-lived worker grows over many conversions (one reached 18 GB)
+
+
+def _rss_bytes(pid: int) -> int:
+    """Resident memory of a process (Linux /proc), 0 when it cannot be read."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 class Worker:
     def __init__(self, scratch: str) -> None:
         self.proc: subprocess.Popen | None = None
@@ -164,6 +179,9 @@ class Worker:
         ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
         line = self.proc.stdout.readline() if ready else ""
         if line:
+            if _rss_bytes(self.proc.pid) > WORKER_RSS_LIMIT:
+                self.stop()  # the next task starts a fresh worker: memory the toolkit kept is returned
+                self.proc = None
             return json.loads(line)
         seconds = round(time.monotonic() - start, 2)
         if not ready:
@@ -173,6 +191,8 @@ class Worker:
             return {"status": "timeout", "error": f"no result after {timeout:.0f} s", "seconds": seconds}
         code = self.proc.wait()
         self.proc = None
+        if code == -9:  # SIGKILL, which this driver sends only on a timeout: the kernel's out-of-memory killer
+            return {"status": "killed", "error": "worker killed (SIGKILL: out of memory?)", "seconds": seconds}
         how = f"signal {-code}" if code < 0 else f"exit code {code}"
         return {"status": "crashed", "error": f"toolkit process died ({how})", "seconds": seconds}
 
@@ -280,6 +300,13 @@ def drive(build: Path, models: list[dict[str, str]], socs: list[str], precisions
                     task = {**task, "disable": rules, "default_build_error": f"default build not retried: {where}"}
             result = me.run(task, timeout)
             log = Path(task["log"])
+            if result["status"] == "killed":  # the machine's limit, not the toolkit's: nothing recorded, a rerun retries
+                log.unlink(missing_ok=True)
+                with lock:
+                    done[0] += 1
+                    print(f"[{done[0]}/{total}] {task['name']} {task['soc']} {task['precision']}: not recorded, "
+                          f"{result['error']}; rerun it with fewer --jobs", file=sys.stderr, flush=True)
+                continue
             text = log.read_text(errors="replace") if log.exists() else ""
             layers = rknn_log.parse_layer_table(text)
             errors = rknn_log.error_lines(text)

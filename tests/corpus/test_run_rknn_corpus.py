@@ -137,3 +137,34 @@ def test_each_worker_converts_in_its_own_scratch_dir(tmp_path, monkeypatch):
     assert all(path.parent == build / "scratch" and not path.exists() for path in seen)
     assert {json.loads(p.read_text())["status"] for p in (build / "rknn" / "nn_bigru_1x64").glob("*.json")} == {
         "failed"}
+
+
+def test_a_worker_the_kernel_killed_records_nothing_so_a_rerun_retries(tmp_path, monkeypatch):
+    """tv_deeplabv3_resnet50 on rk3588 was killed by the out-of-memory killer with two workers (signal 9): the
+    machine's limit, not the toolkit's, so it must not land in the tables as the toolkit crashing."""
+    class Fake:
+        def __init__(self, scratch: str) -> None:
+            self.scratch = scratch
+
+        def run(self, task: dict, timeout: float) -> dict:
+            status = "killed" if task["precision"] == "fp16" else "failed"
+            return {"status": status, "error": "fake", "seconds": 0.0}
+
+        def stop(self) -> None:
+            pass
+
+    monkeypatch.setattr(runner, "Worker", Fake)
+    build = tmp_path / "build"
+    (build / "models").mkdir(parents=True)
+    shutil.copy(REPO / "corpus" / "models" / "nn_bigru_1x64.onnx", build / "models")
+    with (REPO / "corpus" / "MANIFEST.csv").open(newline="") as handle:
+        row = next(r for r in csv.DictReader(handle) if r["name"] == "nn_bigru_1x64")
+    assert runner.drive(build, [row], ["rk3588"], ["fp16", "int8"], jobs=1, timeout=1.0) == 0
+    assert sorted(p.name for p in (build / "rknn" / "nn_bigru_1x64").glob("*.json")) == ["rk3588-int8.json"]
+
+
+def test_a_worker_s_resident_memory_is_read():
+    import os
+
+    assert runner._rss_bytes(os.getpid()) > 10 * 2**20
+    assert runner._rss_bytes(2**22 + 12345) == 0  # no such process
