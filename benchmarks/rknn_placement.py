@@ -46,6 +46,7 @@ from typing import Any
 
 from optimizer.catalog import load_catalog
 from optimizer.check import check_graph
+from optimizer.check import refusals as refused_by
 from optimizer.errors import EdgeplanError
 from optimizer.ir import load_model
 
@@ -229,7 +230,6 @@ def refusal_rules(corpus: Path, catalog: Any, failed: list[dict[str, str]]) -> d
     """For each model the toolkit refused or crashed on, the rules marked `refuses` (a violation stops the whole
     conversion) that edgeplan's check names on the first such SoC (empty: edgeplan predicted no refusal, so the
     failure is news to a user of `check`). Timeouts are left out: a conversion that runs on is not refused."""
-    refusing = {r.id for family in catalog.families.values() for r in family.rules if r.refuses}
     out: dict[str, list[str]] = {}
     for row in failed:
         if row["status"] not in REFUSED or row["model"] in out:
@@ -238,9 +238,7 @@ def refusal_rules(corpus: Path, catalog: Any, failed: list[dict[str, str]]) -> d
             graph = load_model(corpus / "models" / f"{row['model']}.onnx")
         except EdgeplanError:
             continue
-        report = check_graph(graph, catalog, row["soc"])
-        out[row["model"]] = sorted({v.rule for verdict in report.verdicts for v in verdict.violations
-                                    if v.rule in refusing})
+        out[row["model"]] = [entry["rule"] for entry in refused_by(check_graph(graph, catalog, row["soc"]))]
     return out
 
 

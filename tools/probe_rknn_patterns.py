@@ -425,13 +425,13 @@ def norm_cases():
     )
 
 
-def out_model(name, nodes, inits, opset=17):
-    """in[1,3,H,W] -> Conv -> x[1,C,H,W]; nodes read x and write the graph output `out` (any rank)."""
+def out_model(name, nodes, inits, opset=17, elem=TensorProto.FLOAT):
+    """in[1,3,H,W] -> Conv -> x[1,C,H,W]; nodes read x and write the graph output `out` (any rank, type `elem`)."""
     g = helper.make_graph(
         [helper.make_node("Conv", ["in", "w0"], ["x"], name="pre_conv"), *nodes],
         name,
         [helper.make_tensor_value_info("in", TensorProto.FLOAT, [1, 3, H, W])],
-        [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("out", elem, None)],
         [w("w0", (C, 3, 1, 1)), *inits],
     )
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
@@ -620,22 +620,14 @@ def rank_cases():
 def cast_cases():
     """Casts to narrow integer types where a tensor leaves the graph or passes between layers (a semantic head's
     class map as uint8), against the int64 ArgMax it comes from."""
-    def typed_out(name, nodes, elem):
-        g = helper.make_graph(
-            [helper.make_node("Conv", ["in", "w0"], ["x"], name="pre_conv"), *nodes], name,
-            [helper.make_tensor_value_info("in", TensorProto.FLOAT, [1, 3, H, W])],
-            [helper.make_tensor_value_info("out", elem, None)], [w("w0", (C, 3, 1, 1))])
-        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-        m.ir_version = 8
-        return onnx.shape_inference.infer_shapes(m)
-
     argmax = N("ArgMax", ["x"], ["a"], "argmax", axis=1, keepdims=1)
-    yield "argmax_i64_out", typed_out("am", [N("ArgMax", ["x"], ["out"], "argmax", axis=1, keepdims=1)],
-                                      TensorProto.INT64)
+    yield "argmax_i64_out", out_model("am", [N("ArgMax", ["x"], ["out"], "argmax", axis=1, keepdims=1)], [],
+                                      elem=TensorProto.INT64)
     for label, to in (("u8", TensorProto.UINT8), ("i8", TensorProto.INT8), ("i32", TensorProto.INT32),
                       ("f16", TensorProto.FLOAT16)):
-        yield f"argmax_cast_{label}_out", typed_out(f"amc{label}", [argmax, N("Cast", ["a"], ["out"], "op", to=to)], to)
-        yield f"cast_{label}_out", typed_out(f"c{label}", [N("Cast", ["x"], ["out"], "op", to=to)], to)
+        yield f"argmax_cast_{label}_out", out_model(f"amc{label}", [argmax, N("Cast", ["a"], ["out"], "op", to=to)], [],
+                                                    elem=to)
+        yield f"cast_{label}_out", out_model(f"c{label}", [N("Cast", ["x"], ["out"], "op", to=to)], [], elem=to)
     yield "cast_u8_mid", model("cu8m", [N("Cast", ["x"], ["q"], "op", to=TensorProto.UINT8),
                                         N("Cast", ["q"], ["y"], "back", to=TensorProto.FLOAT)], [], C)
 

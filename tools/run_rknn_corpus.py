@@ -10,8 +10,9 @@ process is far cheaper than a fresh interpreter. Each (model, soc, precision) re
 BUILD_DIR/rknn/<model>/<soc>-<precision>.json with the raw log beside it; done results are skipped, so
 the run resumes. A worker that crashes or exceeds --timeout is recorded as the toolkit's failure and
 replaced; one the kernel kills (SIGKILL: out of memory) is the machine's limit, so nothing is recorded and a
-rerun retries it; a worker grown past WORKER_RSS_LIMIT after a conversion is replaced. `--collect` maps layers back to ONNX nodes (using the committed structure-only models) and
-writes the committed tables deterministically.
+rerun retries it; a worker grown past WORKER_RSS_LIMIT after a conversion is replaced. `--collect` maps
+layers back to ONNX nodes (using the committed structure-only models) and writes the committed tables
+deterministically.
 """
 
 from __future__ import annotations

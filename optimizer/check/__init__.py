@@ -10,11 +10,12 @@ from optimizer.check._report import (
            model_block,
            opset_conversion,
            refusal_warnings,
+           refusals,
            render_table,
 )
 from optimizer.check._sizes import size_note, size_warnings, unknown_sizes
 from optimizer.check._verdicts import NodeVerdict, Violation, layer_kind
 
 __all__ = ["CHECK_SCHEMA", "REFUSAL_WARNING", "CheckReport", "NodeVerdict", "Violation", "check_graph", "check_json",
-           "conversion_warnings", "layer_kind", "model_block", "opset_conversion", "refusal_warnings", "render_table",
-           "size_note", "size_warnings", "unknown_sizes"]
+           "conversion_warnings", "layer_kind", "model_block", "opset_conversion", "refusal_warnings", "refusals",
+           "render_table", "size_note", "size_warnings", "unknown_sizes"]

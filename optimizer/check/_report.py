@@ -74,15 +74,17 @@ def refusals(report: CheckReport) -> list[dict[str, Any]]:
     per rule, how many nodes and the first of them, so a user knows before a conversion fails."""
     found: dict[str, dict[str, Any]] = {}
     for verdict in report.verdicts:
-        for rule in sorted({v.rule for v in verdict.violations if v.rule in report.refusing}):
+        for rule in {v.rule for v in verdict.violations} & report.refusing:
             entry = found.setdefault(rule, {"rule": rule, "nodes": 0, "first_node": verdict.name})
             entry["nodes"] += 1
     return sorted(found.values(), key=lambda e: e["rule"])
 
 
-def refusal_warnings(report: CheckReport) -> list[str]:
+def refusal_warnings(report: CheckReport, entries: list[dict[str, Any]] | None = None) -> list[str]:
+    """One line per refusing rule; `entries` when the caller already holds `refusals(report)`."""
     return [f"the {report.target.id} {REFUSAL_WARNING}: {e['rule']} at {e['first_node']}"
-            + (f" and {e['nodes'] - 1} more nodes" if e["nodes"] > 1 else "") for e in refusals(report)]
+            + (f" and {e['nodes'] - 1} more nodes" if e["nodes"] > 1 else "")
+            for e in (refusals(report) if entries is None else entries)]
 
 
 def check_json(report: CheckReport) -> dict[str, Any]:
@@ -142,7 +144,7 @@ def render_table(report: CheckReport, max_rows: int = 60) -> str:
         lines.append(f"dynamic dims: {dims} (fix with --input-shape NAME=1x3x224x224)")
     lines.extend(f"warning: {w}" for w in conversion_warnings(report.graph))
     lines.extend(f"warning: {w}" for w in size_warnings(unknown_sizes(report.graph)))
-    lines.extend(f"warning: {w}" for w in refusal_warnings(report))
+    lines.extend(f"warning: {w}" for w in refusal_warnings(report, s["refused_by"]))
     lines.append("")
     lines.append(f"{'accelerator':<12}" + "".join(f"{p:>8}" for p in PRECISIONS))
     for accelerator, per in s["runnable"].items():

@@ -80,9 +80,9 @@ def _gathers_constant_part(graph: Graph, node: Node, constant: set[str]) -> bool
     if concat is None or concat.op_type != "Concat" or shape is None or not shape:
         return False
     rank = len(shape)
-    if int(node.attrs.get("axis", 0)) % rank != int(concat.attrs.get("axis", 0)) % rank:
-        return False
     axis = int(node.attrs.get("axis", 0)) % rank
+    if axis != int(concat.attrs.get("axis", 0)) % rank:
+        return False
     spans: list[tuple[int, int, bool]] = []
     start = 0
     for tensor in concat.inputs:

@@ -109,19 +109,18 @@ def test_a_qdq_model_is_built_with_its_own_scales(tmp_path):
     assert not runner._prequantized("plain", plain)
 
 
-def test_each_worker_converts_in_its_own_scratch_dir(tmp_path, monkeypatch):
-    """The toolkit writes check*.onnx files into its working directory: two workers (or two runners on one
-    build dir) sharing it could read each other's files, so each gets its own, removed when it ends."""
-    seen: list[Path] = []
-
+def _drive_fake(tmp_path: Path, monkeypatch, status_of, jobs: int, seen: list[Path] | None = None) -> Path:
+    """Runs the driver on nn_bigru_1x64 for rk3588 FP16 and INT8 with a fake worker answering `status_of(task)`;
+    returns the build dir. `seen` collects each worker's scratch dir."""
     class Fake:
         def __init__(self, scratch: str) -> None:
             self.scratch = scratch
-            seen.append(Path(scratch))
             assert Path(scratch).is_dir()
+            if seen is not None:
+                seen.append(Path(scratch))
 
         def run(self, task: dict, timeout: float) -> dict:
-            return {"status": "failed", "error": "fake", "seconds": 0.0}
+            return {"status": status_of(task), "error": "fake", "seconds": 0.0}
 
         def stop(self) -> None:
             pass
@@ -132,7 +131,15 @@ def test_each_worker_converts_in_its_own_scratch_dir(tmp_path, monkeypatch):
     shutil.copy(REPO / "corpus" / "models" / "nn_bigru_1x64.onnx", build / "models")
     with (REPO / "corpus" / "MANIFEST.csv").open(newline="") as handle:
         row = next(r for r in csv.DictReader(handle) if r["name"] == "nn_bigru_1x64")
-    assert runner.drive(build, [row], ["rk3588"], ["fp16", "int8"], jobs=2, timeout=1.0) == 0
+    assert runner.drive(build, [row], ["rk3588"], ["fp16", "int8"], jobs=jobs, timeout=1.0) == 0
+    return build
+
+
+def test_each_worker_converts_in_its_own_scratch_dir(tmp_path, monkeypatch):
+    """The toolkit writes check*.onnx files into its working directory: two workers (or two runners on one
+    build dir) sharing it could read each other's files, so each gets its own, removed when it ends."""
+    seen: list[Path] = []
+    build = _drive_fake(tmp_path, monkeypatch, lambda task: "failed", jobs=2, seen=seen)
     assert len(seen) == 2 and len(set(seen)) == 2
     assert all(path.parent == build / "scratch" and not path.exists() for path in seen)
     assert {json.loads(p.read_text())["status"] for p in (build / "rknn" / "nn_bigru_1x64").glob("*.json")} == {
@@ -142,24 +149,8 @@ def test_each_worker_converts_in_its_own_scratch_dir(tmp_path, monkeypatch):
 def test_a_worker_the_kernel_killed_records_nothing_so_a_rerun_retries(tmp_path, monkeypatch):
     """tv_deeplabv3_resnet50 on rk3588 was killed by the out-of-memory killer with two workers (signal 9): the
     machine's limit, not the toolkit's, so it must not land in the tables as the toolkit crashing."""
-    class Fake:
-        def __init__(self, scratch: str) -> None:
-            self.scratch = scratch
-
-        def run(self, task: dict, timeout: float) -> dict:
-            status = "killed" if task["precision"] == "fp16" else "failed"
-            return {"status": status, "error": "fake", "seconds": 0.0}
-
-        def stop(self) -> None:
-            pass
-
-    monkeypatch.setattr(runner, "Worker", Fake)
-    build = tmp_path / "build"
-    (build / "models").mkdir(parents=True)
-    shutil.copy(REPO / "corpus" / "models" / "nn_bigru_1x64.onnx", build / "models")
-    with (REPO / "corpus" / "MANIFEST.csv").open(newline="") as handle:
-        row = next(r for r in csv.DictReader(handle) if r["name"] == "nn_bigru_1x64")
-    assert runner.drive(build, [row], ["rk3588"], ["fp16", "int8"], jobs=1, timeout=1.0) == 0
+    build = _drive_fake(tmp_path, monkeypatch, lambda task: "killed" if task["precision"] == "fp16" else "failed",
+                        jobs=1)
     assert sorted(p.name for p in (build / "rknn" / "nn_bigru_1x64").glob("*.json")) == ["rk3588-int8.json"]
 
 
