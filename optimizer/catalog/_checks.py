@@ -814,6 +814,114 @@ def exmatmul_operand(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
+def _shared_constant(graph: Graph, tensor: str) -> bool:
+    """A constant that other nodes read too, directly or through an Identity (the TorchScript exporter
+    deduplicates equal initializers, such as every block's zero bias, that way)."""
+    producer = graph.producer(tensor)
+    if producer is not None and producer.op_type == "Identity":
+        return True
+    return graph.is_constant(tensor) and len(graph.consumers(tensor)) > 1
+
+
+def _qkv_cuts(graph: Graph, matmul: Node, depth: int = 3) -> tuple[Node, ...]:
+    """The Slices, or the Split, cutting a q/k/v projection's result apart after its bias Add and at most `depth`
+    layout ops (Reshape, Transpose), each the only data user of the one before; () when the toolkit keeps the
+    projection one convolution: a Split after a bias that is shared with other nodes (its weights cannot be
+    cut per part), or any other cut."""
+    tensor, shared_bias = matmul.outputs[0], False
+    for _ in range(depth + 1):
+        users = _data_users(graph, tensor)
+        if len(users) > 1 and all(u.op_type == "Slice" and _cut_axis(graph, u) is not None for u in users):
+            return users
+        if len(users) == 1 and users[0].op_type == "Split":
+            return () if shared_bias else users
+        if len(users) != 1 or users[0].op_type not in ("Reshape", "Transpose", "Add"):
+            return ()
+        user = users[0]
+        if user.op_type == "Add":
+            bias = [i for i in user.inputs if i != tensor]
+            if tensor != matmul.outputs[0] or len(bias) != 1 or not _constant_input(graph, bias[0]):
+                return ()
+            shared_bias = _shared_constant(graph, bias[0])
+        tensor = user.outputs[0]
+    return ()
+
+
+def _constant_input(graph: Graph, tensor: str) -> bool:
+    producer = graph.producer(tensor)
+    return graph.is_constant(tensor) or (producer is not None and producer.op_type == "Identity"
+                                         and bool(producer.inputs) and graph.is_constant(producer.inputs[0]))
+
+
+def _folds_into_projection(graph: Graph, node: Node) -> bool:
+    """A node the toolkit folds away in front of a projection, so the projection's layers are named after the
+    node before it: a Mul by a constant (folded into the weights: an RMSNorm's gain), a Pad of zeros, and a
+    reshape or unit-axis transpose that keeps the channel innermost (a one-window partition)."""
+    if not node.inputs or not node.outputs:
+        return False
+    src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
+    if node.op_type == "Mul":
+        return len(node.inputs) == 2 and any(_constant_input(graph, i) for i in node.inputs)
+    if node.op_type == "Pad":
+        pads = graph.constants.get(node.inputs[1]) if len(node.inputs) > 1 else None
+        return pads is not None and not pads.any()
+    if node.op_type not in RESHAPES and node.op_type != "Transpose":
+        return False
+    return (_static(src) and _static(dst) and bool(src) and bool(dst) and src[-1] == dst[-1]
+            and not moves_data(graph, node))
+
+
+def _projections(graph: Graph, node: Node) -> list[Node]:
+    """The MatMuls with constant weights reading `node`'s data, directly or through nodes folded in front of
+    them (`_folds_into_projection`), each of those the only data user of its input."""
+    found: list[Node] = []
+    for output in node.outputs:
+        for user in _data_users(graph, output):
+            for _ in range(6):
+                if not _folds_into_projection(graph, user) or _only_user(graph, user.outputs[0]) is None:
+                    break
+                user = _data_users(graph, user.outputs[0])[0]
+            if (user.op_type in ("MatMul", "Gemm") and len(user.inputs) >= 2
+                    and _constant_input(graph, user.inputs[1])):
+                found.append(user)
+    return found
+
+
+def split_projection_value(rule: Rule, view: LayerView) -> str | None:
+    """A joint q/k/v projection (a MatMul with constant weights making three parts) of one image's tokens
+    [1, N, C], cut by Slices or by a Split, is lowered as one convolution per part named after the layer making
+    the projection's input (`<node>#1_mm#k`; nodes folded in front of it pass the name on), unless a Split
+    follows a bias shared with other nodes; each part is reshaped into heads, and V's reshape joins V's transpose
+    into exMatMul's form on the CPU when that transpose is there (V [.., N, d] with N or d not `align`
+    elements, the RKNN-EXMATMUL-B condition). The reshape carries this node's name, so its CPU layer is this
+    node's."""
+    node, graph = view.node, view.graph
+    producer = graph.producer(node.inputs[0]) if node.inputs else None
+    if producer is not None and _folds_into_projection(graph, node):
+        return None
+    align = rule.params.get("align", {}).get(view.precision, 1)
+    for matmul in _projections(graph, node):
+        tokens = graph.shape(matmul.inputs[0])
+        if not _static(tokens) or len(tokens) != 3 or tokens[0] != 1:
+            continue
+        cut = _qkv_cuts(graph, matmul)
+        if sum(len(c.outputs) for c in cut) != 3:
+            continue  # a k/v projection alone (VOLO's class attention) stays one convolution
+        for maker in (m for c in cut for part in c.outputs for u in _data_users(graph, part)
+                      for m in _downstream_layout(graph, u)):
+            found = _value_operand(graph, maker)
+            if found is None or found[1][-2] != tokens[1]:
+                continue
+            shape = found[1]
+            if shape[-1] % align == 0 and shape[-2] % align == 0:
+                return None
+            return (f"makes the input of the q/k/v projection {matmul.name}, which the toolkit cuts into one "
+                    f"convolution per part named after it; the V part {list(shape)} is reshaped into heads on "
+                    f"the CPU with V's transpose (its last two dims are not both multiples of {align}, "
+                    f"{view.precision}: 8-byte groups)")
+    return None
+
+
 def _output_token_concat(graph: Graph, node: Node) -> bool:
     """A Concat on axis 1 of rank-3 tensors that makes a graph output (detector heads: [1, 4+classes, N]):
     the toolkit concatenates it in the (C, 1, 1, N) batch form."""
@@ -2428,6 +2536,7 @@ CHECKS: Mapping[str, Check] = {
     "rank_kept_operand": rank_kept_operand,
     "data_dtypes": data_dtypes, "norm_limits": norm_limits, "output_relayout": output_relayout,
     "exmatmul_operand": exmatmul_operand, "conv_stride": conv_stride, "head_relayout": head_relayout,
+    "split_projection_value": split_projection_value,
     "token_relayout": token_relayout,
     "head_split": head_split,
     "map_output_relayout": map_output_relayout,
