@@ -37,6 +37,10 @@ def value(name: str, shape: Sequence | None, dtype: int = TensorProto.FLOAT) -> 
     return helper.make_tensor_value_info(name, dtype, shape)
 
 
+def named(op_type: str, inputs: Sequence[str], outputs: Sequence[str], name: str, **attrs) -> onnx.NodeProto:
+    return helper.make_node(op_type, list(inputs), list(outputs), name=name, **attrs)
+
+
 def const(name: str, array: np.ndarray) -> onnx.TensorProto:
     return numpy_helper.from_array(np.asarray(array), name)
 

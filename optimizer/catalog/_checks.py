@@ -34,7 +34,15 @@ from optimizer.catalog._partitions import (
     window_batch_split,
     window_head_join,
 )
-from optimizer.catalog._rk3566 import einsum_heads, einsum_operands, pixel_reduce, swapped_lstm_join
+from optimizer.catalog._rk3566 import (
+    bias_add,
+    einsum_heads,
+    einsum_operands,
+    pixel_reduce,
+    swapped_lstm_join,
+    weight_constant,
+    weight_matmul,
+)
 from optimizer.catalog._rk3566_attn import (
     channels_last_merge,
     cosine_window_operands,
@@ -824,33 +832,23 @@ def _shared_constant(graph: Graph, tensor: str) -> bool:
 
 
 def _qkv_cuts(graph: Graph, matmul: Node, depth: int = 3) -> tuple[Node, ...]:
-    """The Slices, or the Split, cutting a q/k/v projection's result apart after its bias Add and at most `depth`
-    layout ops (Reshape, Transpose), each the only data user of the one before; () when the toolkit keeps the
-    projection one convolution: a Split after a bias that is shared with other nodes (its weights cannot be
+    """The Slices, or the Split, cutting a q/k/v projection's result apart after at most `depth` ops (its bias
+    Add, then Reshapes and Transposes), each the only data user of the one before; () when the toolkit keeps
+    the projection one convolution: a Split after a bias that is shared with other nodes (its weights cannot be
     cut per part), or any other cut."""
-    tensor, shared_bias = matmul.outputs[0], False
-    for _ in range(depth + 1):
+    bias = bias_add(graph, matmul)
+    shared_bias = bias is not None and any(_shared_constant(graph, i) for i in bias.inputs if i != matmul.outputs[0])
+    tensor = (bias or matmul).outputs[0]
+    for _ in range(depth + (bias is None)):
         users = _data_users(graph, tensor)
         if len(users) > 1 and all(u.op_type == "Slice" and _cut_axis(graph, u) is not None for u in users):
             return users
         if len(users) == 1 and users[0].op_type == "Split":
             return () if shared_bias else users
-        if len(users) != 1 or users[0].op_type not in ("Reshape", "Transpose", "Add"):
+        if len(users) != 1 or users[0].op_type not in ("Reshape", "Transpose"):
             return ()
-        user = users[0]
-        if user.op_type == "Add":
-            bias = [i for i in user.inputs if i != tensor]
-            if tensor != matmul.outputs[0] or len(bias) != 1 or not _constant_input(graph, bias[0]):
-                return ()
-            shared_bias = _shared_constant(graph, bias[0])
-        tensor = user.outputs[0]
+        tensor = users[0].outputs[0]
     return ()
-
-
-def _constant_input(graph: Graph, tensor: str) -> bool:
-    producer = graph.producer(tensor)
-    return graph.is_constant(tensor) or (producer is not None and producer.op_type == "Identity"
-                                         and bool(producer.inputs) and graph.is_constant(producer.inputs[0]))
 
 
 def _folds_into_projection(graph: Graph, node: Node) -> bool:
@@ -859,14 +857,14 @@ def _folds_into_projection(graph: Graph, node: Node) -> bool:
     reshape or unit-axis transpose that keeps the channel innermost (a one-window partition)."""
     if not node.inputs or not node.outputs:
         return False
-    src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
     if node.op_type == "Mul":
-        return len(node.inputs) == 2 and any(_constant_input(graph, i) for i in node.inputs)
+        return len(node.inputs) == 2 and any(weight_constant(graph, i) for i in node.inputs)
     if node.op_type == "Pad":
         pads = graph.constants.get(node.inputs[1]) if len(node.inputs) > 1 else None
         return pads is not None and not pads.any()
     if node.op_type not in RESHAPES and node.op_type != "Transpose":
         return False
+    src, dst = graph.shape(node.inputs[0]), graph.shape(node.outputs[0])
     return (_static(src) and _static(dst) and bool(src) and bool(dst) and src[-1] == dst[-1]
             and not moves_data(graph, node))
 
@@ -878,11 +876,11 @@ def _projections(graph: Graph, node: Node) -> list[Node]:
     for output in node.outputs:
         for user in _data_users(graph, output):
             for _ in range(6):
-                if not _folds_into_projection(graph, user) or _only_user(graph, user.outputs[0]) is None:
+                after = _only_user(graph, user.outputs[0]) if _folds_into_projection(graph, user) else None
+                if after is None:
                     break
-                user = _data_users(graph, user.outputs[0])[0]
-            if (user.op_type in ("MatMul", "Gemm") and len(user.inputs) >= 2
-                    and _constant_input(graph, user.inputs[1])):
+                user = after
+            if weight_matmul(graph, user):
                 found.append(user)
     return found
 

@@ -123,7 +123,7 @@ def _cpu_einsum_operand(graph: Graph, tensor: str, depth: int = 5) -> Node | Non
     return None
 
 
-def _constant(graph: Graph, tensor: str) -> bool:
+def weight_constant(graph: Graph, tensor: str) -> bool:
     """A constant, or an Identity of one (exporters deduplicate shared weights that way)."""
     if graph.is_constant(tensor):
         return True
@@ -132,18 +132,18 @@ def _constant(graph: Graph, tensor: str) -> bool:
             and graph.is_constant(producer.inputs[0]))
 
 
-def _weight_matmul(graph: Graph, node: Node | None) -> bool:
+def weight_matmul(graph: Graph, node: Node | None) -> bool:
     return (node is not None and node.op_type in ("MatMul", "Gemm") and len(node.inputs) > 1
-            and _constant(graph, node.inputs[1]))
+            and weight_constant(graph, node.inputs[1]))
 
 
-def _bias_add(graph: Graph, matmul: Node) -> Node | None:
+def bias_add(graph: Graph, matmul: Node) -> Node | None:
     """The bias Add that alone reads a weight MatMul's result, else None."""
     user = only_user(graph, matmul.outputs[0])
     if user is None or user.op_type != "Add":
         return None
     other = [i for i in user.inputs if i != matmul.outputs[0]]
-    return user if len(other) == 1 and _constant(graph, other[0]) else None
+    return user if len(other) == 1 and weight_constant(graph, other[0]) else None
 
 
 def _join_of_cpu_einsum(graph: Graph, node: Node) -> Node | None:
@@ -165,9 +165,9 @@ def _join_of_cpu_einsum(graph: Graph, node: Node) -> Node | None:
 def _matmul_of(graph: Graph, node: Node) -> Node | None:
     """`node` itself when it is a weight MatMul, the weight MatMul it is the bias Add of, else None."""
     if node.op_type != "Add":
-        return node if _weight_matmul(graph, node) else None
-    matmul = next((p for p in map(graph.producer, node.inputs) if _weight_matmul(graph, p)), None)
-    return matmul if matmul is not None and _bias_add(graph, matmul) is node else None
+        return node if weight_matmul(graph, node) else None
+    matmul = next((p for p in map(graph.producer, node.inputs) if weight_matmul(graph, p)), None)
+    return matmul if matmul is not None and bias_add(graph, matmul) is node else None
 
 
 def einsum_heads(rule: Rule, view: LayerView) -> str | None:
@@ -186,7 +186,7 @@ def einsum_heads(rule: Rule, view: LayerView) -> str | None:
     matmul = _matmul_of(graph, node)
     if matmul is None:
         return None
-    bias = _bias_add(graph, matmul)
+    bias = bias_add(graph, matmul)
     out = (bias or matmul).outputs[0]
     einsum = _cpu_einsum_operand(graph, out)
     if einsum is None:

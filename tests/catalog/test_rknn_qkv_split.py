@@ -6,17 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from onnx import helper
 
 from optimizer.check import check_graph
 from optimizer.ir import load_model
 from tests.conftest import const, save_model, value, violations, weight
+from tests.conftest import named as _n
 
 RULE = "RKNN-QKV-SPLIT-V"
-
-
-def _n(op, i, o, name, **kw):
-    return helper.make_node(op, i, o, name=name, **kw)
 
 
 def _attention(tmp_path, tokens, heads=3, d=64, bias="own", cut="split", batch=1, between=()):
@@ -28,10 +24,9 @@ def _attention(tmp_path, tokens, heads=3, d=64, bias="own", cut="split", batch=1
     moves data)."""
     ch = heads * d
     nodes = [_n("LayerNormalization", ["x", "g", "bn"], ["ln0"], "norm", axis=-1)]
-    extra = {"gain": [weight("gain", (ch,))], "pad": [const("zeros", np.zeros(6, np.int64))],
-             "window": [const("s4", np.array([batch, 1, tokens, ch], np.int64))],
-             "move": [const("s4", np.array([batch, 1, tokens, ch], np.int64))]}
-    inits = [t for kind in dict.fromkeys(between) for t in extra[kind]]
+    extra = {"gain": weight("gain", (ch,)), "pad": const("zeros", np.zeros(6, np.int64)),
+             "window": const("s4", np.array([batch, 1, tokens, ch], np.int64))}
+    inits = [extra[kind] for kind in dict.fromkeys("window" if k == "move" else k for k in between)]
     for i, kind in enumerate(between):
         a, b = f"ln{i}", f"ln{i + 1}"
         if kind == "gain":

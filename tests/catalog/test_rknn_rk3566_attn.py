@@ -6,13 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from onnx import helper
 
 from tests.conftest import const, save_model, value, violations, weight
-
-
-def _n(op, i, o, name, **kw):
-    return helper.make_node(op, i, o, name=name, **kw)
+from tests.conftest import named as _n
 
 
 def _factor(tmp_path, h, w, heads=2, d=16, cls=1):
