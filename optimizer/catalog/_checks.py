@@ -669,7 +669,7 @@ def _activation_matmul_operand(graph: Graph, tensor: str, depth: int = 4) -> tup
         user = users[0]
         if user.op_type == "MatMul" and len(user.inputs) > 1 and not graph.is_constant(user.inputs[1]):
             return user.inputs.index(tensor), user
-        if user.op_type not in _LAYOUT_NEUTRAL:
+        if user.op_type not in _LAYOUT_NEUTRAL and not _unit_move(graph, user):
             return None
         tensor = user.outputs[0]
     return None
@@ -788,6 +788,8 @@ def _v_carriers(graph: Graph, maker: Node) -> tuple[Node, ...]:
         return (producer,)  # a q/k/v Split, or one of the Slices cutting q, k and v apart, carries V's move
     if producer.op_type != "Reshape":
         return (node,)
+    if _seq_first_heads(graph, node):
+        return (producer, node)
     a, b = _as_npu_4d(graph.shape(producer.inputs[0]) or ()), _as_npu_4d(graph.shape(node.inputs[0]) or ())
     return (producer, node) if a is not None and b is not None and a[1] == b[1] else (producer,)
 
@@ -3013,7 +3015,8 @@ def _attention_head_reshape(graph: Graph, node: Node) -> bool:
             users = _data_users(graph, tensor)
             if len(users) == 1 and users[0].op_type == "Split" and depth > 1:
                 return any(feeds_matmul(o, depth - 1) for o in users[0].outputs)
-            if len(users) != 1 or users[0].op_type not in ("Transpose", "Squeeze", "Unsqueeze"):
+            if len(users) != 1 or (users[0].op_type not in ("Transpose", "Squeeze", "Unsqueeze")
+                                   and not _unit_move(graph, users[0])):
                 break
             tensor = users[0].outputs[0]
         return _activation_matmul_operand(graph, tensor) is not None
@@ -3414,7 +3417,30 @@ def _batch_major_transpose(view: LayerView, params: Mapping[str, Any]) -> str | 
     moved = [axis for axis in perm if src[axis] != 1]
     if moved == sorted(moved) and channel_axis(view.graph, view.node.inputs[0]) == 2:
         return None  # tokens [N, 1, C] of a token MatMul are held as (1, C, 1, N): moving the unit axis is free
+    if _exmatmul_heads(view.graph, view.node):
+        return None
     return f"Transpose perm {list(perm)} of {list(src)} moves the non-unit leading axis out of the batch axis"
+
+
+def _seq_first_heads(graph: Graph, node: Node) -> bool:
+    """A rank-3 Transpose of sequence-first heads [N, H, d] -> [H, N, d] (nn.MultiheadAttention as TorchScript
+    writes it): it keeps a layer of its own beside the head-splitting Reshape before it."""
+    src = graph.shape(node.inputs[0])
+    return (node.op_type == "Transpose" and _static(src) and len(src) == 3 and src[0] != 1 and src[1] != 1
+            and tuple(node.attrs.get("perm") or ()) == (1, 0, 2))
+
+
+def _exmatmul_heads(graph: Graph, node: Node) -> bool:
+    """Sequence-first attention heads [N, H, d] (nn.MultiheadAttention as TorchScript writes it) brought to or
+    from [H, N, d] around exMatMul: the toolkit holds them as (H, d, 1, N) on both sides, so the move is its
+    operand or result layout, not a transpose."""
+    src = graph.shape(node.inputs[0])
+    if not _static(src) or len(src) != 3 or src[2] == 1:
+        return False
+    producer = graph.producer(node.inputs[0])
+    while producer is not None and _unit_move(graph, producer):
+        producer = graph.producer(producer.inputs[0])
+    return _is_activation_matmul(graph, producer) or _activation_matmul_operand(graph, node.outputs[0]) is not None
 
 
 def _into_batch_transpose(view: LayerView, params: Mapping[str, Any]) -> str | None:
@@ -3427,7 +3453,7 @@ def _into_batch_transpose(view: LayerView, params: Mapping[str, Any]) -> str | N
     if perm[0] == 0 or src[perm[0]] == 1:
         return None
     moved = [axis for axis in perm if src[axis] != 1]
-    if moved == sorted(moved):
+    if moved == sorted(moved) or _exmatmul_heads(view.graph, view.node):
         return None
     return f"Transpose perm {list(perm)} of {list(src)} moves a non-unit axis into the batch axis, reordering the data"
 
