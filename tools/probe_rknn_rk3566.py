@@ -7,6 +7,8 @@ Case grammar (all graphs: input [1,3,H,W] -> Conv -> pattern -> Conv):
     vop:D:N[:HEADS]  attention with per-head dim D over N = H*W tokens: the V operand's layout into exMatMul
     xca:D:N[:HEADS]  cross-covariance attention: q/k/v stay [1, heads, D, N], P.V contracts over V's channels
     gn:C:G           GroupNorm written as Reshape -> InstanceNormalization -> Reshape on a [1, C, 16, 16] map
+    shuffle:C:G:CAT[:RES]  ShuffleNet's channel shuffle of a [1, C, 14, 14] map in G groups (CAT 1: after a Concat of
+                     two convs; RES 1: added to the unshuffled map, so no conv can absorb the permutation)
     flat:C:S         Flatten of a [1, C, S, S] map into a vector
     out3:C:N         a conv map reshaped to a rank-3 graph output [1, C, N]
     winattn:B:N:H:D  windowed attention: B windows of N tokens in the batch axis, H heads of D channels
@@ -558,6 +560,27 @@ def gn(ch: int, groups: int, side: int = 16) -> Built:
     return wrap("gn", nodes, inits, ch, side, side, ch)
 
 
+def shuffle(ch: int, groups: int, cat: int, res: int = 0, side: int = 14) -> Built:
+    """ShuffleNet's channel shuffle of a [1, C, S, S] map: Reshape [1, G, C/G, S, S] -> Transpose (0,2,1,3,4) ->
+    Reshape back; CAT 1: the map is a Concat of two convolutions of C/2 channels (ShuffleNetV2's block end);
+    RES 1: the shuffled map is added to the unshuffled one before the tail Conv (no conv weight to fold it into)."""
+    nodes, inits = [], [c("s5", np.array([1, groups, ch // groups, side, side], np.int64)),
+                        c("s4", np.array([1, ch, side, side], np.int64))]
+    src = "x"
+    if cat:
+        nodes += [N("Conv", ["x", "wa"], ["xa"], "branch_a"), N("Relu", ["xa"], ["ra"], "relu_a"),
+                  N("Conv", ["x", "wb"], ["xb"], "branch_b"), N("Relu", ["xb"], ["rb"], "relu_b"),
+                  N("Concat", ["ra", "rb"], ["cat"], "concat", axis=1)]
+        inits += [w("wa", (ch // 2, ch, 1, 1)), w("wb", (ch // 2, ch, 1, 1))]
+        src = "cat"
+    nodes += [N("Reshape", [src, "s5"], ["g5"], "shuffle_split"),
+              N("Transpose", ["g5"], ["t5"], "shuffle_transpose", perm=[0, 2, 1, 3, 4]),
+              N("Reshape", ["t5", "s4"], ["sh" if res else "y"], "shuffle_join")]
+    if res:
+        nodes.append(N("Add", ["sh", src], ["y"], "residual"))
+    return wrap("shuffle", nodes, inits, ch, side, side, ch)
+
+
 def flat(ch: int, side: int) -> Built:
     """Flatten of a [1, C, S, S] map into a vector (a classifier's input), reshaped back to [1, C*S*S, 1, 1]."""
     nodes = [N("Flatten", ["x"], ["f"], "flatten", axis=1), N("Reshape", ["f", "s4"], ["y"], "to_4d")]
@@ -977,7 +1000,7 @@ def srattn(side: int, sr: int, heads: int, d: int) -> Built:
     return wrap("srattn", nodes, inits, ch, side, side, ch)
 
 
-BUILDERS: dict[str, Callable[..., Built]] = {"seqmix": seqmix, "einattn": einattn, "srattn": srattn, "mergelast": mergelast, "gridrev": gridrev, "factor": factor, "pad": pad, "spmean": spmean, "lastmean": lastmean, "lsa": lsa, "maxattn": maxattn, "slicehead": slicehead, "eca": eca, "swinattn": swinattn, "winpart": winpart, "bilstm": bilstm, "talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "flat": flat, "out3": out3}
+BUILDERS: dict[str, Callable[..., Built]] = {"seqmix": seqmix, "einattn": einattn, "srattn": srattn, "mergelast": mergelast, "gridrev": gridrev, "factor": factor, "pad": pad, "spmean": spmean, "lastmean": lastmean, "lsa": lsa, "maxattn": maxattn, "slicehead": slicehead, "eca": eca, "swinattn": swinattn, "winpart": winpart, "bilstm": bilstm, "talk": talk, "vitattn": vitattn, "fcout": fcout, "mapjoin": mapjoin, "mu": mu, "reducew": reducew, "headjoin": headjoin, "vop": vop, "winattn": winattn, "unfoldattn": unfoldattn, "tokmean": tokmean, "tokmix": tokmix, "xca": xca, "gn": gn, "shuffle": shuffle, "flat": flat, "out3": out3}
 
 
 def build(label: str) -> Built:

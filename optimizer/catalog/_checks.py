@@ -17,6 +17,7 @@ from optimizer.catalog._joins import block_join_5d
 from optimizer.catalog._layout import (
     LAYOUT_OPS,
     RESHAPES,
+    channel_permutation,
     in_identity_run,
     moves_data,
     reduce_axes,
@@ -1533,6 +1534,8 @@ def channel_scatter(rule: Rule, view: LayerView) -> str | None:
     producer = graph.producer(node.inputs[0]) if node.inputs else None
     if producer is not None and producer.op_type == "Concat" and _space_to_depth_slices(graph, producer):
         return None  # the join of a space-to-depth (a rotary interleave): the gather convolution's own output
+    if channel_permutation(graph, node):
+        return None  # a channel shuffle: a gather folded into a 1x1 convolution
     axis = channel_axis(graph, _activation_input(graph, node))
     if axis is None or src[axis] == 1 or _carried_axis(src, axis, dst) is not None:
         return None

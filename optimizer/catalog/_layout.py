@@ -153,3 +153,36 @@ def in_identity_run(graph: Graph, node: Node) -> bool:
             if any(moves_data(graph, m) for m in stretch) and composes_to_reshape(graph, stretch):
                 return True
     return False
+
+
+def channel_permutation(graph: Graph, node: Node) -> bool:
+    """`node` ends a stretch of its layout run that takes a map [1, C, H, W] to the same shape with whole channels
+    reordered and nothing else moved (ShuffleNet's channel shuffle: Reshape [1, G, C/G, H, W], Transpose
+    (0, 2, 1, 3, 4), Reshape back). The toolkit lowers such a permutation as a channel gather folded into a 1x1
+    convolution, which runs on the NPU."""
+    run = layout_run(graph, node)
+    dst = static_shape(graph, node.outputs[0], 4) if node.outputs else None
+    if node not in run or dst is None or dst[0] != 1 or dst[1] <= 1:
+        return False
+    pixels = dst[2] * dst[3]
+    size = dst[1] * pixels
+    if size > _MAX_ELEMENTS:
+        return False
+    at = run.index(node)
+    for start in range(at):
+        stretch = run[start:at + 1]
+        if static_shape(graph, stretch[0].inputs[0]) != dst or not any(moves_data(graph, m) for m in stretch):
+            continue
+        data: np.ndarray | None = np.arange(size, dtype=np.int32).reshape(dst)
+        for member in stretch:
+            assert data is not None
+            data = _apply(graph, member, data)
+            if data is None:
+                break
+        if data is None:
+            continue
+        rows = data.reshape(dst[1], pixels)
+        first = rows[:, :1]
+        if (first % pixels == 0).all() and np.array_equal(rows, first + np.arange(pixels, dtype=np.int32)):
+            return True
+    return False
