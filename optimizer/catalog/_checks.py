@@ -3119,6 +3119,8 @@ def _moves_across_channel(view: LayerView, params: Mapping[str, Any]) -> str | N
             return None  # folded into exMatMul's operand or result layout
         if _channels_last_pair(graph, node) or _to_form_channel(graph, node) or _direction_join(graph, node):
             return None
+        if _channels_last_relabel(graph, node):
+            return None
         if grid_unswap(graph, node):
             return None  # merged into the departition run (optimizer/catalog/_partitions.py)
         if _moving_transpose(graph, node):
@@ -3203,6 +3205,32 @@ def _form_channel_change(view: LayerView) -> str | None:
     if len(_unit_stripped(src)) <= 1:
         return None  # a vector ([1, C, 1, 1]: one run of channel blocks) regroups without a gather
     return f"{node.op_type} {list(src)} -> {list(dst)} moves data across the channel axis"
+
+
+def _channels_last_relabel(graph: Graph, node: Node) -> bool:
+    """A map's NCHW -> NHWC Transpose whose readers all take the last axis as the channel (a LayerNorm over it, a
+    token MatMul, a reshape into tokens keeping it, an element-wise op): the toolkit keeps the map in NC1HWC2 and
+    lets them read its channel, so the transpose has no layer (Swin's and ViT's patch embedding)."""
+    if tuple(node.attrs.get("perm") or ()) != _TO_NHWC or channel_axis(graph, node.inputs[0]) != 1:
+        return False
+    out = graph.shape(node.outputs[0])
+    users = _data_users(graph, node.outputs[0])
+    if not _static(out) or not users:
+        return False
+    for user in users:
+        if user.op_type == "LayerNormalization":
+            if int(user.attrs.get("axis", -1)) % 4 != 3:
+                return False
+        elif user.op_type in ("MatMul", "Gemm"):
+            if user.inputs[0] != node.outputs[0] or len(user.inputs) < 2 or not graph.is_constant(user.inputs[1]):
+                return False
+        elif user.op_type == "Reshape":
+            after = graph.shape(user.outputs[0])
+            if not _static(after) or not after or after[-1] != out[-1]:
+                return False
+        elif user.op_type not in ("Add", "Sub", "Mul", "Div"):
+            return False
+    return True
 
 
 def _to_form_channel(graph: Graph, node: Node) -> bool:
