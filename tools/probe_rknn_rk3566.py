@@ -6,7 +6,7 @@ Run with the toolkit's own interpreter, under nice:
 Case grammar (all graphs: input [1,3,H,W] -> Conv -> pattern -> Conv):
     vop:D:N[:HEADS]  attention with per-head dim D over N = H*W tokens: the V operand's layout into exMatMul
     xca:D:N[:HEADS]  cross-covariance attention: q/k/v stay [1, heads, D, N], P.V contracts over V's channels
-    gn:C:G           GroupNorm written as Reshape -> InstanceNormalization -> Reshape on a [1, C, 16, 16] map
+    gn:C:G[:S]       GroupNorm written as Reshape -> InstanceNormalization -> Reshape on a [1, C, S, S] map (S 16)
     shuffle:C:G:CAT[:RES]  ShuffleNet's channel shuffle of a [1, C, 14, 14] map in G groups (CAT 1: after a Concat of
                      two convs; RES 1: added to the unshuffled map, so no conv can absorb the permutation)
     flat:C:S         Flatten of a [1, C, S, S] map into a vector

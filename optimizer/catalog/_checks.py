@@ -2510,6 +2510,65 @@ def _after_scale(graph: Graph, node: Node, depth: int = 4) -> list[Node]:
     return found
 
 
+def _group_norm_parts(graph: Graph, node: Node) -> tuple[Node, Node, Node] | None:
+    """(the Reshape in, the InstanceNormalization, the Reshape out) of the GroupNorm `node` belongs to."""
+    norm: Node | None = node
+    if node.op_type == "Reshape":
+        users = graph.consumers(node.outputs[0]) if node.outputs else ()
+        norm = users[0] if len(users) == 1 else graph.producer(node.inputs[0]) if node.inputs else None
+        if norm is not None and norm.op_type != "InstanceNormalization" and node.inputs:
+            norm = graph.producer(node.inputs[0])
+    if norm is None or norm.op_type != "InstanceNormalization" or not norm.inputs or not norm.outputs:
+        return None
+    into = graph.producer(norm.inputs[0])
+    back = graph.consumers(norm.outputs[0])
+    if into is None or len(back) != 1 or _group_norm_groups(graph, into) is None:
+        return None
+    if _group_norm_groups(graph, back[0]) is None:
+        return None
+    return into, norm, back[0]
+
+
+def group_norm_split(rule: Rule, view: LayerView) -> str | None:
+    """rk3588 lowers GroupNorm's regrouping by the channels per group k = C/G: k whole channel blocks (`c2`: 8
+    FP16, 16 INT8) keep the map form (G, k, H, W) on the NPU; otherwise the groups are flattened, (G, k*HW, 1, 1),
+    or with an odd G or odd HW (1, G, 1, k*HW) between two transposes, and those reshapes run on the NPU only
+    when the map's pixel count HW is a multiple of `pixels`, the transposes only up to `transpose_max` elements
+    per group. The Reshape in carries the reshape and the first transpose, the InstanceNormalization the
+    transpose back, the Reshape out its own reshape."""
+    graph, node = view.graph, view.node
+    parts = _group_norm_parts(graph, node)
+    if parts is None or node.op_type not in ("Reshape", "InstanceNormalization"):
+        return None
+    into, norm, _ = parts
+    src = graph.shape(into.inputs[0])
+    found = _group_norm_groups(graph, into)
+    if not _static(src) or len(src) < 3 or found is None:
+        return None
+    channels, groups = found
+    if groups <= 1 or channels % groups:
+        return None
+    per_group, pixels = channels // groups, int(np.prod(src[2:]))
+    if per_group % rule.params["c2"][view.precision] == 0:
+        return None  # the map form (G, k, H, W)
+    reshape_cpu = pixels % rule.params["pixels"] != 0
+    transposed = groups % 2 == 1 or pixels % 2 == 1
+    transpose_cpu = transposed and per_group * pixels > rule.params["transpose_max"]
+    what = f"GroupNorm of {groups} groups of {per_group} channels over {pixels} pixels"
+    if node is norm:
+        return None if not transpose_cpu else (
+            f"{what}: the transpose back from (1, L, 1, G) with L = {per_group * pixels} > "
+            f"{rule.params['transpose_max']} runs on the CPU")
+    if reshape_cpu:
+        return (f"{what}: the groups are flattened ({view.precision}: {per_group} channels are not whole blocks of "
+                f"{rule.params['c2'][view.precision]}) and {pixels} pixels are not a multiple of "
+                f"{rule.params['pixels']}: the reshape runs on the CPU")
+    if node is into and transpose_cpu:
+        return (f"{what}: the groups go through (1, G, 1, L) and its transpose with L = {per_group * pixels} > "
+                f"{rule.params['transpose_max']} runs on the CPU")
+    return None
+
+
 CHECKS: Mapping[str, Check] = {
     "einsum_labels": einsum_labels,
     "einsum_operand_relayout": einsum_operand_relayout,
@@ -2538,7 +2597,8 @@ CHECKS: Mapping[str, Check] = {
     "empty_tensor": empty_tensor,
     "rank_kept_operand": rank_kept_operand,
     "data_dtypes": data_dtypes, "norm_limits": norm_limits, "output_relayout": output_relayout,
-    "exmatmul_operand": exmatmul_operand, "conv_stride": conv_stride, "head_relayout": head_relayout,
+    "exmatmul_operand": exmatmul_operand, "group_norm_split": group_norm_split,
+    "conv_stride": conv_stride, "head_relayout": head_relayout,
     "split_projection_value": split_projection_value,
     "token_relayout": token_relayout,
     "head_split": head_split,
