@@ -1,11 +1,13 @@
 """Build the real-architecture corpus: ONNX exports of random-initialised models, no weights downloaded.
 
-Run with the corpus venv (torch 2.14.1, torchvision 0.29.1, timm, ultralytics, onnx, onnxscript), not edgeplan's:
+Run with the corpus venv (torch 2.14.1, torchvision 0.29.1, timm, ultralytics, transformers 5.25.0, onnx, onnxscript),
+not edgeplan's:
     nice -n 10 /work/corpus-venv/bin/python tools/build_corpus.py --build-dir /work/corpus-build [--only NAME,...]
     .venv/bin/python tools/build_corpus.py --verify        # edgeplan's venv: fills the edgeplan_load column
 
 Every model comes from an architecture definition (torchvision `weights=None`, timm `pretrained=False`,
-ultralytics from its yaml, plain torch.nn modules) with fixed seeds, batch 1 and static input shapes.
+ultralytics from its yaml, transformers from its config classes, plain torch.nn modules) with fixed seeds,
+batch 1 and static input shapes.
 The weighted file goes to BUILD_DIR/models/ (for rknn-toolkit2, which needs real tensors); the repository
 keeps a structure-only copy in corpus/models/: large float initializers point at an external file that
 does not exist (as in ../shared/zoo), while integer tensors and small floats stay inline so shape
@@ -37,12 +39,13 @@ INLINE_MAX_FLOATS = 256  # float initializers up to this many elements stay inli
 class Spec:
     name: str
     family: str
-    library: str  # torchvision / timm / ultralytics / torch
+    library: str  # torchvision / timm / ultralytics / transformers / torch
     call: str  # the constructor as written in the manifest
     make: Callable[[], object] = field(compare=False)
     inputs: tuple[tuple[int, ...], ...] = ((1, 3, 224, 224),)
     exporter: str = "torchscript"  # or "dynamo"
     opset: int = 17
+    int_inputs: tuple[int, ...] = ()  # per input: 0 = float32 randn, n > 0 = int64 token ids in [0, n)
 
 
 def _tv(name: str, family: str, fn: str, shape=(1, 3, 224, 224), opset: int = 17, exporter: str = "torchscript",
@@ -512,6 +515,7 @@ def specs() -> Iterator[Spec]:
     yield from _wave3()
     yield from _wave4()
     yield from _wave5()
+    yield from _wave6()
 
 
 def _wave2() -> Iterator[Spec]:
@@ -1029,6 +1033,82 @@ def _wave5() -> Iterator[Spec]:
               [(1, 4, 8, 32, 32)])
     yield _nn("nn_einsum_pixel_unshuffle_attention", pat, "PixelUnshuffle stem and einsum attention",
               _einsum_attention, [(1, 3, 64, 64)])
+
+
+def _hf(name: str, family: str, model: str, config: str, inputs, opset: int = 17, exporter: str = "torchscript",
+        int_inputs: tuple[int, ...] = (), module: str = "", **kwargs) -> Spec:
+    """A Hugging Face transformers model built from its config class (random init, nothing downloaded; eager
+    attention), exported on its first output (logits or last hidden state). `module` names the submodule that
+    holds a class transformers does not export at top level."""
+    def make():
+        import importlib
+
+        import torch
+        import transformers
+
+        class First(torch.nn.Module):
+            def __init__(self, inner):
+                super().__init__()
+                self.inner = inner
+
+            def forward(self, *args):
+                return self.inner(*args, return_dict=False)[0]
+
+        cfg = getattr(transformers, config)(**kwargs)
+        cfg._attn_implementation = "eager"
+        owner = importlib.import_module(f"transformers.{module}") if module else transformers
+        return First(getattr(owner, model)(cfg))
+
+    args = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+    where = f"transformers.{module}" if module else "transformers"
+    return Spec(name, family, "transformers", f"{where}.{model}(transformers.{config}({args}), eager attention)[0]",
+                make, tuple(inputs), exporter, opset, int_inputs)
+
+
+def _wave6() -> Iterator[Spec]:
+    """Sixth wave: Hugging Face transformers architectures (small random-initialised configs with realistic head
+    dims and token counts), held out by family: transformers/vision, transformers/audio and transformers/text are
+    new families, so the placement benchmark scores them as held out. Text models take int64 token ids."""
+    vis, aud, txt = "transformers/vision", "transformers/audio", "transformers/text"
+    img = [(1, 3, 224, 224)]
+    yield _hf("hf_vit", vis, "ViTForImageClassification", "ViTConfig", img, hidden_size=192, num_hidden_layers=4,
+              num_attention_heads=3, intermediate_size=768, num_labels=10)
+    yield _hf("hf_deit_distilled", vis, "DeiTForImageClassificationWithTeacher", "DeiTConfig", img, hidden_size=192,
+              num_hidden_layers=4, num_attention_heads=3, intermediate_size=768, num_labels=10)
+    yield _hf("hf_beit", vis, "BeitForImageClassification", "BeitConfig", img, hidden_size=192, num_hidden_layers=4,
+              num_attention_heads=3, intermediate_size=768, use_relative_position_bias=True,
+              use_mean_pooling=True, layer_scale_init_value=0.1, num_labels=10)
+    yield _hf("hf_dinov2", vis, "Dinov2Model", "Dinov2Config", img, hidden_size=192, num_hidden_layers=4,
+              num_attention_heads=3, patch_size=14, image_size=224)
+    yield _hf("hf_swin", vis, "SwinForImageClassification", "SwinConfig", img, embed_dim=64, depths=[2, 2, 2, 2],
+              num_heads=[2, 4, 8, 16], window_size=7, num_labels=10)
+    yield _hf("hf_convnextv2", vis, "ConvNextV2ForImageClassification", "ConvNextV2Config", img,
+              hidden_sizes=[48, 96, 192, 384], depths=[1, 1, 3, 1], num_labels=10)
+    yield _hf("hf_mobilevit", vis, "MobileViTForImageClassification", "MobileViTConfig", [(1, 3, 256, 256)],
+              hidden_sizes=[64, 80, 96], neck_hidden_sizes=[16, 16, 24, 48, 64, 80, 320], num_labels=10)
+    yield _hf("hf_segformer", vis, "SegformerForSemanticSegmentation", "SegformerConfig", [(1, 3, 256, 256)],
+              depths=[1, 1, 1, 1], hidden_sizes=[32, 64, 160, 256], num_attention_heads=[1, 2, 5, 8],
+              decoder_hidden_size=128, num_labels=19)
+    yield _hf("hf_levit", vis, "LevitForImageClassification", "LevitConfig", img, hidden_sizes=[128, 256, 384],
+              num_attention_heads=[4, 6, 8], depths=[2, 2, 2], key_dim=[16, 16, 16], num_labels=10)
+    yield _hf("hf_wav2vec2", aud, "Wav2Vec2Model", "Wav2Vec2Config", [(1, 16000)], hidden_size=256,
+              num_hidden_layers=2, num_attention_heads=4, intermediate_size=1024, num_conv_pos_embeddings=128,
+              num_conv_pos_embedding_groups=16)
+    yield _hf("hf_whisper_encoder", aud, "WhisperEncoder", "WhisperConfig", [(1, 80, 3000)],
+              module="models.whisper.modeling_whisper", d_model=256, encoder_layers=2, encoder_attention_heads=4,
+              encoder_ffn_dim=1024, decoder_layers=1, decoder_attention_heads=4, decoder_ffn_dim=1024)
+    yield _hf("hf_ast", aud, "ASTForAudioClassification", "ASTConfig", [(1, 256, 128)], hidden_size=192,
+              num_hidden_layers=2, num_attention_heads=3, intermediate_size=768, max_length=256, num_labels=10)
+    vocab = 8000
+    ids = [(1, 128)]
+    yield _hf("hf_bert", txt, "BertModel", "BertConfig", ids, int_inputs=(vocab,), vocab_size=vocab,
+              hidden_size=256, num_hidden_layers=2, num_attention_heads=4, intermediate_size=1024)
+    yield _hf("hf_roberta", txt, "RobertaModel", "RobertaConfig", ids, int_inputs=(vocab,), vocab_size=vocab,
+              hidden_size=256, num_hidden_layers=2, num_attention_heads=4, intermediate_size=1024)
+    yield _hf("hf_gpt2", txt, "GPT2LMHeadModel", "GPT2Config", ids, int_inputs=(vocab,), vocab_size=vocab,
+              n_embd=256, n_layer=2, n_head=4, n_positions=256)
+    yield _hf("hf_t5_encoder", txt, "T5EncoderModel", "T5Config", ids, int_inputs=(vocab,), vocab_size=vocab,
+              d_model=256, d_kv=64, d_ff=1024, num_layers=2, num_heads=4)
 
 
 def _wavenet():
@@ -1599,7 +1679,8 @@ def _export(spec: Spec, path: Path) -> int:
     model.eval()
     revived = _revive_zero_init(model)
     torch.manual_seed(1)
-    args = tuple(torch.randn(*shape) for shape in spec.inputs)
+    ints = spec.int_inputs or (0,) * len(spec.inputs)
+    args = tuple(torch.randint(0, high, shape) if high else torch.randn(*shape) for shape, high in zip(spec.inputs, ints))
     names = [f"input{i}" if len(spec.inputs) > 1 else "input" for i in range(len(spec.inputs))]
     with torch.no_grad():
         model(*args)
@@ -1756,7 +1837,7 @@ def build(build_dir: Path, only: list[str] | None, failures: Path) -> int:
     import torch
 
     torch.set_num_threads(1)
-    versions = {lib: md.version(lib) for lib in ("torch", "torchvision", "timm", "ultralytics")}
+    versions = {lib: md.version(lib) for lib in ("torch", "torchvision", "timm", "ultralytics", "transformers")}
     rows = read_manifest()
     failed: list[str] = []
     ordered = list(specs())
@@ -1778,6 +1859,9 @@ def build(build_dir: Path, only: list[str] | None, failures: Path) -> int:
             partial.replace(weighted)
             if revived:
                 note += f"; {revived} all-zero initialised weights given random values (zero-init residuals)"
+            if any(spec.int_inputs):
+                note += "; int64 inputs (token ids): " + ", ".join(
+                    f"input {i} in [0, {high})" for i, high in enumerate(spec.int_inputs) if high)
         except Exception as exc:  # an architecture that does not export is recorded, not fatal
             failed.append(f"{spec.name}\t{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}")
             print(f"FAILED {spec.name}: {failed[-1]}", file=sys.stderr, flush=True)

@@ -37,10 +37,11 @@ def test_counts_the_layer_after_each_match_per_precision(tmp_path):
                       ("int8", "CPU", "-", "-"): 1}
 
 
-def test_the_committed_tables_give_the_qkv_split_sources_counts():
-    # constraints/rockchip_rknn.toml RKNN-QKV-SPLIT-V: 71 of 71 FP16 and 104 of 104 INT8 CPU V reshapes
+def test_the_committed_tables_hold_the_qkv_split_sources_claim():
+    # constraints/rockchip_rknn.toml RKNN-QKV-SPLIT-V: every CPU V reshape is followed by a CPU transpose (71 FP16 and
+    # 104 INT8 when the rule was written; later corpus waves only add to them)
     counts = rknn_layer_pairs.pairs(ROOT / "corpus" / "rknn" / "layers.csv.gz", "_mm#2_rs", "rk3566")
-    cpu = {p: {k: v for k, v in counts.items() if k[0] == p and k[1] == "CPU"} for p in ("fp16", "int8")}
-    assert cpu["fp16"] == {("fp16", "CPU", "Transpose", "CPU"): 71}
-    assert cpu["int8"] == {("int8", "CPU", "Transpose", "CPU"): 104}
-    assert counts[("fp16", "NPU", "exMatMul", "NPU")] == 39
+    for precision, cited in (("fp16", 71), ("int8", 104)):
+        cpu = {k: v for k, v in counts.items() if k[0] == precision and k[1] == "CPU"}
+        assert set(cpu) == {(precision, "CPU", "Transpose", "CPU")}
+        assert cpu[(precision, "CPU", "Transpose", "CPU")] >= cited
