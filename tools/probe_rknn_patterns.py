@@ -632,6 +632,96 @@ def cast_cases():
                                         N("Cast", ["q"], ["y"], "back", to=TensorProto.FLOAT)], [], C)
 
 
+def free_model(name, in_shape, nodes, inits, opset=17):
+    """in[in_shape] -> nodes (reading 'in', writing 'out'): for patterns that need their own input size."""
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("in", TensorProto.FLOAT, list(in_shape))],
+                          [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return onnx.shape_inference.infer_shapes(m)
+
+
+def stride_cases():
+    """Convolutions with a stride past the 3-bit register field (8): patch embeddings (kernel == stride), the
+    overlapping patches of an audio spectrogram transformer (kernel 16, stride 10) and plain strided convs, with
+    prime and composite strides."""
+    for k, s, pad, side in ((16, 10, 0, 128), (14, 10, 0, 128), (16, 12, 0, 128), (3, 9, 1, 72), (9, 9, 0, 72),
+                            (11, 11, 0, 88), (13, 11, 0, 88), (5, 11, 2, 88), (3, 16, 1, 128), (17, 17, 0, 136),
+                            (20, 16, 2, 128), (7, 9, 3, 72), (3, 18, 1, 144), (14, 14, 0, 112), (32, 32, 0, 128),
+                            (15, 15, 0, 120), (1, 10, 0, 80), (3, 14, 1, 112), (24, 20, 2, 160)):
+        nodes = [N("Conv", ["in", "w0"], ["x"], "pre_conv"),
+                 N("Conv", ["x", "wk"], ["y"], "op", kernel_shape=[k, k], strides=[s, s], pads=[pad] * 4),
+                 N("Conv", ["y", "w1"], ["out"], "post_conv")]
+        inits = [w("w0", (8, 3, 1, 1)), w("wk", (16, 8, k, k)), w("w1", (8, 16, 1, 1))]
+        yield f"stride_k{k}_s{s}_p{pad}", free_model(f"st{k}_{s}", (1, 3, side, side), nodes, inits)
+
+
+def div_cases():
+    """A run-time divisor made by reductions: ConvNeXt-V2's global response normalisation (the per-channel L2 norm
+    over H, W divided by its channel mean), and the same division at other shapes and broadcasts."""
+    grn = [N("ReduceL2", ["x"], ["g"], "l2", axes=[2, 3], keepdims=1),
+           N("ReduceMean", ["g"], ["m"], "mean", axes=[1], keepdims=1),
+           N("Add", ["m", "eps"], ["me"], "add_eps")]
+    yield "div_grn", model("grn", [*grn, N("Div", ["g", "me"], ["n"], "div"), N("Mul", ["x", "n"], ["y"], "mul")],
+                           [c("eps", np.float32(1e-6))], C, opset=13)
+    yield "div_pooled_same", model("dps", [N("GlobalAveragePool", ["x"], ["g"], "gap"),
+                                           N("GlobalMaxPool", ["x"], ["gm"], "gmp"),
+                                           N("Abs", ["gm"], ["ga"], "abs"), N("Add", ["ga", "one"], ["d"], "add"),
+                                           N("Div", ["g", "d"], ["n"], "div"), N("Mul", ["x", "n"], ["y"], "mul")],
+                                   [c("one", np.float32(1))], C)
+    yield "div_pooled_scalar", model("dpsc", [N("GlobalAveragePool", ["x"], ["g"], "gap"),
+                                              N("ReduceMean", ["g"], ["m"], "mean", axes=[1], keepdims=1),
+                                              N("Abs", ["m"], ["ma"], "abs"), N("Add", ["ma", "one"], ["d"], "add"),
+                                              N("Div", ["x", "d"], ["y"], "div")],
+                                      [c("one", np.float32(1))], C, opset=13)
+    yield "div_map_by_pooled", model("dmp", [N("GlobalAveragePool", ["x"], ["g"], "gap"),
+                                             N("Abs", ["g"], ["ga"], "abs"), N("Add", ["ga", "one"], ["d"], "add"),
+                                             N("Div", ["x", "d"], ["y"], "div")],
+                                     [c("one", np.float32(1))], C)
+    for label, pool in (("hw1", {"kernel_shape": [8, 8], "strides": [8, 8]}),
+                        ("hw4", {"kernel_shape": [4, 4], "strides": [4, 4]}),
+                        ("hw16", {"kernel_shape": [2, 2], "strides": [2, 2]})):
+        yield f"div_same_{label}", model(f"ds{label}", [N("AveragePool", ["x"], ["g"], "avg", **pool),
+                                                        N("MaxPool", ["x"], ["gm"], "max", **pool),
+                                                        N("Abs", ["gm"], ["ga"], "abs"),
+                                                        N("Add", ["ga", "one"], ["d"], "add"),
+                                                        N("Div", ["g", "d"], ["y"], "div")],
+                                         [c("one", np.float32(1))], C)
+    nhwc_grn = [N("Transpose", ["x"], ["t"], "nhwc", perm=[0, 2, 3, 1]),
+                N("ReduceL2", ["t"], ["g"], "l2", axes=[1, 2], keepdims=1),
+                N("ReduceMean", ["g"], ["m"], "mean", axes=[-1], keepdims=1),
+                N("Add", ["m", "eps"], ["me"], "add_eps"), N("Div", ["g", "me"], ["n"], "div"),
+                N("Mul", ["t", "n"], ["u"], "mul"), N("Transpose", ["u"], ["y"], "nchw", perm=[0, 3, 1, 2])]
+    yield "div_grn_nhwc", model("grnl", nhwc_grn, [c("eps", np.float32(1e-6))], C, opset=13)
+    for ch in (64, 128, 192, 384):
+        conv = [N("Conv", ["in", "w0"], ["x"], "pre_conv")]
+        yield f"div_grn_nhwc_c{ch}", free_model(f"grnc{ch}", (1, 3, 8, 8), [
+            *conv, *nhwc_grn, N("Conv", ["y", "w1"], ["out"], "post_conv")],
+            [w("w0", (ch, 3, 1, 1)), w("w1", (8, ch, 1, 1)), c("eps", np.float32(1e-6))], opset=13)
+    yield "div_tokens_by_scalar", model("dts", [N("GlobalAveragePool", ["x"], ["g"], "gap"),
+                                                 N("Reshape", ["g", "s3"], ["gt"], "tok"),
+                                                 N("ReduceMean", ["gt"], ["m"], "mean", axes=[-1], keepdims=1),
+                                                 N("Abs", ["m"], ["ma"], "abs"), N("Add", ["ma", "one"], ["d"], "add"),
+                                                 N("Div", ["gt", "d"], ["n"], "div"),
+                                                 N("Reshape", ["n", "s4"], ["y"], "back")],
+                                         [c("one", np.float32(1)), c("s3", np.array([1, 1, C], np.int64)),
+                                          c("s4", np.array([1, C, 1, 1], np.int64))], C, opset=13)
+    yield "div_same_hw1_tokens", model("dst", [N("GlobalAveragePool", ["x"], ["g"], "gap"),
+                                                N("Reshape", ["g", "s3"], ["gt"], "tok"),
+                                                N("GlobalMaxPool", ["x"], ["gm"], "gmp"),
+                                                N("Reshape", ["gm", "s3"], ["gmt"], "tok2"),
+                                                N("Abs", ["gmt"], ["ga"], "abs"), N("Add", ["ga", "one"], ["d"], "add"),
+                                                N("Div", ["gt", "d"], ["n"], "div"),
+                                                N("Reshape", ["n", "s4"], ["y"], "back")],
+                                       [c("one", np.float32(1)), c("s3", np.array([1, 1, C], np.int64)),
+                                        c("s4", np.array([1, C, 1, 1], np.int64))], C)
+    yield "div_map_by_channel_mean", model("dmc", [N("ReduceMean", ["x"], ["m"], "mean", axes=[1], keepdims=1),
+                                                   N("Abs", ["m"], ["ma"], "abs"),
+                                                   N("Add", ["ma", "one"], ["d"], "add"),
+                                                   N("Div", ["x", "d"], ["y"], "div")],
+                                           [c("one", np.float32(1))], C, opset=13)
+
+
 def all_cases():
     yield from cases()
     yield from more_cases()
@@ -640,16 +730,19 @@ def all_cases():
     yield from variant_cases()
     yield from rank_cases()
     yield from cast_cases()
+    yield from stride_cases()
+    yield from div_cases()
 
 
 def convert_case(label, socs):
     with tempfile.TemporaryDirectory() as tmp:
+        model = dict(all_cases())[label]
+        shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
         data = os.path.join(tmp, "x.npy")
-        np.save(data, np.random.default_rng(0).normal(0, 1, (1, 3, H, W)).astype(np.float32))
+        np.save(data, np.random.default_rng(0).normal(0, 1, shape).astype(np.float32))
         dataset = os.path.join(tmp, "ds.txt")
         with open(dataset, "w") as handle:
             handle.write(data + "\n")
-        model = dict(all_cases())[label]
         path = os.path.join(tmp, label + ".onnx")
         onnx.save(model, path)
         os.chdir(tmp)  # the toolkit writes check*.onnx into the working directory

@@ -199,12 +199,42 @@ def empty_tensor(rule: Rule, view: LayerView) -> str | None:
 _INTEGER = frozenset({"int32", "int64", "uint32", "uint64"})
 
 
+def is_noop(graph: Graph, node: Node) -> bool:
+    """A node the toolkit removes before lowering, so it has no layer and patterns match through it: Identity,
+    Dropout, a Cast to the dtype it reads, an Expand/Tile/Reshape whose output has its input's shape."""
+    if node.op_type in ("Identity", "Dropout"):
+        return True
+    if not node.inputs or not node.outputs or not node.inputs[0]:
+        return False
+    src, dst = graph.tensors.get(node.inputs[0]), graph.tensors.get(node.outputs[0])
+    if src is None or dst is None:
+        return False
+    if node.op_type == "Cast":
+        return src.dtype == dst.dtype
+    return node.op_type in ("Expand", "Tile", "Reshape") and _static(src.shape) and src.shape == dst.shape
+
+
+def vector_division(rule: Rule, view: LayerView) -> str | None:
+    """The NPU's Div needs a map: two run-time vectors of one shape (one value per channel or token, one pixel:
+    ConvNeXt-V2's response normalisation) are divided on the CPU, while a broadcast divisor or a map of a few
+    pixels stays on the NPU."""
+    node, graph = view.node, view.graph
+    if node.op_type != "Div" or len(node.inputs) != 2 or any(graph.is_constant(i) for i in node.inputs):
+        return None
+    a, b = graph.shape(node.inputs[0]), graph.shape(node.inputs[1])
+    if not _static(a) or a != b or sum(1 for d in a if d != 1) != 1:
+        return None
+    return (f"Div of two run-time vectors {list(a)} (one pixel each, no broadcast): the NPU divides maps; it runs "
+            "on the CPU")
+
+
 def runtime_int_data(rule: Rule, view: LayerView) -> str | None:
     """The NPU computes on int8/int16/float16 data: an arithmetic or indexing op that reads a 32/64-bit integer
-    tensor made at run time (indices from a TopK, their quotient and remainder, an index broadcast) has no
-    NPU form. Integer tensors edgeplan resolves at build time (shape arithmetic) are constants, not this."""
+    tensor made at run time (indices from a TopK, their quotient and remainder, an index broadcast, a running
+    count) has no NPU form. Integer tensors edgeplan resolves at build time (shape arithmetic) are constants,
+    not this; an op that changes nothing (an Expand to the shape it reads) is removed, not run."""
     node, graph = view.node, view.graph
-    if node.op_type not in set((rule.params or {}).get("ops", ())):
+    if node.op_type not in set((rule.params or {}).get("ops", ())) or is_noop(graph, node):
         return None
     for tensor in node.inputs:
         info = graph.tensors.get(tensor) if tensor else None
@@ -617,13 +647,21 @@ def matmul_k(rule: Rule, view: LayerView) -> str | None:
 
 
 def conv_stride(rule: Rule, view: LayerView) -> str | None:
-    """Strides beyond the register field are refused, except a patch embedding (kernel == stride, no
-    padding), which the toolkit rewrites into a split and a select convolution."""
-    kernel, strides, pads = view.attr("kernel_shape"), view.attr("strides"), view.attr("pads")
-    if (rule.params.get("patchify") and kernel is not None and strides is not None
-            and tuple(kernel) == tuple(strides) and not any(pads or ())):
-        return None
-    return each_in_range(rule, view)
+    """The stride register field holds 1..`max`. The toolkit peels stride-2 select convolutions off an even stride
+    (16 -> a stride-8 convolution and a select; 20 -> 10 -> 5) until it fits, so only a stride left above the
+    field after halving (an odd 9, 11, 13, or 18 -> 9) overflows it."""
+    strides = _field(view, rule.params["field"])
+    if strides is None:
+        return each_in_range(rule, view)
+    for stride in strides:
+        left = int(stride)
+        while left > rule.params["max"] and left % 2 == 0:
+            left //= 2
+        if not rule.params["min"] <= left <= rule.params["max"]:
+            peeled = "" if left == stride else f" (halved to {left})"
+            return (f"stride {_dims(strides)}: {stride}{peeled} does not fit the stride field [{rule.params['min']}, "
+                    f"{rule.params['max']}]; only even strides are split into a convolution and stride-2 selects")
+    return None
 
 
 def output_relayout(rule: Rule, view: LayerView) -> str | None:
@@ -700,7 +738,8 @@ def _softmax_side(graph: Graph, tensor: str, depth: int = 6) -> bool:
     for _ in range(depth):
         if node is None or node.op_type == "Softmax":
             break
-        if node.op_type not in ("Mul", "Add", "Div", "Sub", "Conv", "Transpose") and not _const_matmul(graph, node):
+        if (node.op_type not in ("Mul", "Add", "Div", "Sub", "Conv", "Transpose") and not _const_matmul(graph, node)
+                and not is_noop(graph, node)):
             return False
         node = graph.producer(_activation_input(graph, node))
     return node is not None and node.op_type == "Softmax"
@@ -2597,7 +2636,7 @@ CHECKS: Mapping[str, Check] = {
     "empty_tensor": empty_tensor,
     "rank_kept_operand": rank_kept_operand,
     "data_dtypes": data_dtypes, "norm_limits": norm_limits, "output_relayout": output_relayout,
-    "exmatmul_operand": exmatmul_operand, "group_norm_split": group_norm_split,
+    "exmatmul_operand": exmatmul_operand, "group_norm_split": group_norm_split, "vector_division": vector_division,
     "conv_stride": conv_stride, "head_relayout": head_relayout,
     "split_projection_value": split_projection_value,
     "token_relayout": token_relayout,

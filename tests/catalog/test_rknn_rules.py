@@ -455,13 +455,22 @@ def test_zero_copy_output_types(catalog, build):
     assert "fp32" in check_graph(load_model(path), catalog, "rk3588").io["outputs"][0]["int8_model_types"]
 
 
+# probe stride_k*_s*_p* (every SoC, FP16 and INT8): even strides are halved by stride-2 selects until they fit
+# [1, 8]; an odd stride above 8, or one halving leaves odd above 8, overflows the field
 @pytest.mark.parametrize(("kernel", "stride", "pads", "fails"), [((16, 16), 16, (0, 0, 0, 0), False),
-                                                                 ((16, 16), 16, (1, 1, 1, 1), True),
-                                                                 ((15, 15), 16, (0, 0, 0, 0), True),
+                                                                 ((16, 16), 10, (0, 0, 0, 0), False),
+                                                                 ((20, 20), 16, (2, 2, 2, 2), False),
+                                                                 ((3, 3), 16, (1, 1, 1, 1), False),
+                                                                 ((24, 24), 20, (2, 2, 2, 2), False),
+                                                                 ((32, 32), 32, (0, 0, 0, 0), False),
+                                                                 ((9, 9), 9, (0, 0, 0, 0), True),
+                                                                 ((15, 15), 15, (0, 0, 0, 0), True),
+                                                                 ((3, 3), 18, (1, 1, 1, 1), True),
                                                                  ((1, 1), 9, (0, 0, 0, 0), True)])
-def test_patch_embedding_stride_is_rewritten(catalog, build, kernel, stride, pads, fails):
-    path = build.conv(c_in=3, c_out=8, kernel=kernel, pads=pads, strides=(stride, stride), h=32, w=32)
-    assert ("RKNN-CONV-STRIDE" in violations(catalog, path, "rk3566")) is fails
+@pytest.mark.parametrize("target", ["rk3566", "rk3588", "rv1126b"])
+def test_even_strides_are_halved_to_fit_the_stride_field(catalog, build, kernel, stride, pads, fails, target):
+    path = build.conv(c_in=3, c_out=8, kernel=kernel, pads=pads, strides=(stride, stride), h=64, w=64)
+    assert ("RKNN-CONV-STRIDE" in violations(catalog, path, target)) is fails
 
 
 @pytest.mark.parametrize(("edit", "message"), [
