@@ -722,6 +722,50 @@ def div_cases():
                                            [c("one", np.float32(1))], C, opset=13)
 
 
+def dense_cases():
+    """Structures of detection and segmentation heads and of video backbones that the corpus's derive families
+    hold few of: dilated 3x3 convolutions at ASPP rates, FPN's stride-2 1x1 max pool, bilinear upsampling of a
+    pooled 1x1 map and by 8, and 3-D convolutions and pooling."""
+    side = 32
+    for d in (2, 6, 12, 18, 24, 36):
+        nodes = [N("Conv", ["in", "w0"], ["x"], "pre_conv"),
+                 N("Conv", ["x", "wd"], ["y"], "op", kernel_shape=[3, 3], dilations=[d, d], pads=[d] * 4),
+                 N("Conv", ["y", "w1"], ["out"], "post_conv")]
+        yield f"dilated_d{d}", free_model(f"dil{d}", (1, 3, side, side), nodes,
+                                          [w("w0", (16, 3, 1, 1)), w("wd", (16, 16, 3, 3)), w("w1", (8, 16, 1, 1))])
+    for op in ("ReduceL2", "ReduceSum", "ReduceMean"):  # ConvNeXt-V2's response norm: pixels of a channels-last map
+        yield f"nhwc_{op.lower()}_pixels", model(f"nr{op}", [
+            N("Transpose", ["x"], ["t"], "nhwc", perm=[0, 2, 3, 1]), N("MatMul", ["t", "wl"], ["u"], "linear"),
+            N("Relu", ["u"], ["a"], "act"), N(op, ["a"], ["g"], "reduce", axes=[1, 2], keepdims=1),
+            N("Mul", ["a", "g"], ["m"], "mul"), N("MatMul", ["m", "wl2"], ["v"], "linear2"),
+            N("Transpose", ["v"], ["y"], "nchw", perm=[0, 3, 1, 2])], [w("wl", (C, 2 * C)), w("wl2", (2 * C, C))],
+            C, opset=13)
+    yield "maxpool_k1_s2", model("mp1", [N("MaxPool", ["x"], ["y"], "op", kernel_shape=[1, 1], strides=[2, 2])], [], C)
+    sizes = c("sizes", np.array([1, C, H, W], np.int64))
+    yield "resize_bilinear_from_1x1", model("rb1", [
+        N("GlobalAveragePool", ["x"], ["g"], "gap"), N("Relu", ["g"], ["gr"], "act"),
+        N("Resize", ["gr", "", "", "sizes"], ["y"], "op", mode="linear")], [sizes], C)
+    big = c("big", np.array([1, C, 8 * H, 8 * W], np.int64))
+    yield "resize_bilinear_x8", model("rb8", [N("Resize", ["x", "", "", "big"], ["y"], "op", mode="linear")], [big], C)
+    video = (1, 3, 4, 16, 16)
+    yield "conv3d_k3", free_model("c3", video, [
+        N("Conv", ["in", "w0"], ["x"], "pre_conv"),
+        N("Conv", ["x", "w3"], ["y"], "op", kernel_shape=[3, 3, 3], pads=[1] * 6), N("Relu", ["y"], ["r"], "act"),
+        N("Conv", ["r", "w1"], ["out"], "post_conv")],
+        [w("w0", (16, 3, 1, 1, 1)), w("w3", (16, 16, 3, 3, 3)), w("w1", (8, 16, 1, 1, 1))])
+    yield "conv3d_stem", free_model("c3s", video, [
+        N("Conv", ["in", "w3"], ["y"], "op", kernel_shape=[3, 7, 7], strides=[1, 2, 2], pads=[1, 3, 3, 1, 3, 3]),
+        N("Relu", ["y"], ["r"], "act"),
+        N("MaxPool", ["r"], ["m"], "pool", kernel_shape=[1, 3, 3], strides=[1, 2, 2], pads=[0, 1, 1, 0, 1, 1]),
+        N("Conv", ["m", "w1"], ["out"], "post_conv")],
+        [w("w3", (16, 3, 3, 7, 7)), w("w1", (8, 16, 1, 1, 1))])
+    yield "conv3d_gap_fc", free_model("c3g", video, [
+        N("Conv", ["in", "w3"], ["y"], "op", kernel_shape=[3, 1, 1], pads=[1, 0, 0, 1, 0, 0]),
+        N("GlobalAveragePool", ["y"], ["g"], "gap"), N("Flatten", ["g"], ["f"], "flat", axis=1),
+        N("Gemm", ["f", "wf", "bf"], ["out"], "fc", transB=1)],
+        [w("w3", (16, 3, 3, 1, 1)), w("wf", (10, 16)), w("bf", (10,))])
+
+
 def all_cases():
     yield from cases()
     yield from more_cases()
@@ -732,6 +776,7 @@ def all_cases():
     yield from cast_cases()
     yield from stride_cases()
     yield from div_cases()
+    yield from dense_cases()
 
 
 def convert_case(label, socs):

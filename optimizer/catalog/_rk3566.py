@@ -29,17 +29,27 @@ def unpooled_reduce(graph: Graph, node: Node) -> bool:
     only a ReduceMean written (2, 3) (negative axes normalised first), so a ReduceMean written (3, 2), as the
     dynamo exporter writes dim=[-1, -2], and a ReduceSum or ReduceL2 over the pixels in either order become a
     token MatMul between CPU transposes (probe tools/probe_rknn_rk3566.py spmean). A ReduceMax is a CPU layer of
-    its own and needs no rule here."""
+    its own and needs no rule here. A ReduceL2 over the pixels (1, 2) of a channels-last map (ConvNeXt-V2's
+    response norm after its token MatMul) is the same token MatMul (probe nhwc_reducel2_pixels)."""
     if node.op_type not in ("ReduceMean", "ReduceSum", "ReduceL2") or not node.inputs:
         return False
     shape = graph.shape(node.inputs[0])
     axes = reduce_axes(graph, node)
     if shape is None or len(shape) != 4 or axes is None or not all(isinstance(d, int) for d in shape):
         return False
+    written = [a % 4 for a in axes]
+    if node.op_type == "ReduceL2" and sorted(written) == [1, 2] and _channels_last(graph, node.inputs[0]):
+        return int(shape[1]) * int(shape[2]) > 1
     if int(shape[2]) * int(shape[3]) <= 1:
         return False
-    written = [a % 4 for a in axes]
     return written == [3, 2] if node.op_type == "ReduceMean" else sorted(written) == [2, 3]
+
+
+def _channels_last(graph: Graph, tensor: str) -> bool:
+    """The toolkit holds the 4-D `tensor` with its last axis as the channel (a token MatMul's map)."""
+    from optimizer.catalog._checks import channel_axis  # _checks imports this module's checks
+
+    return channel_axis(graph, tensor) == 3
 
 
 def _back_reshape(graph: Graph, reduce: Node) -> Node | None:

@@ -281,3 +281,37 @@ def test_a_column_lstm_without_a_row_lstm_partner_keeps_its_verdict(catalog, tmp
     # probe bilstm:8:8:32:16:1 (one column LSTM, swapped in and out): no CPU layer
     path = _seqmix(tmp_path, partner=False)
     assert "RKNN-LSTM-SWAP-JOIN" not in violations(catalog, path, "rk3566", "fp16", "v_lstm")
+
+
+def _nhwc_l2(tmp_path, axes):
+    """ConvNeXt-V2's response norm: map -> Transpose to channels-last -> token MatMul ('linear') -> Relu ('act') ->
+    ReduceL2(`axes`) ('reduce') -> Mul -> MatMul -> Transpose back."""
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], name="nhwc", perm=[0, 2, 3, 1]),
+             helper.make_node("MatMul", ["t", "wl"], ["u"], name="linear"),
+             helper.make_node("Relu", ["u"], ["a"], name="act"),
+             helper.make_node("ReduceL2", ["a"], ["g"], name="reduce", axes=axes, keepdims=1),
+             helper.make_node("Mul", ["a", "g"], ["m"], name="mul"),
+             helper.make_node("MatMul", ["m", "wl2"], ["v"], name="linear2"),
+             helper.make_node("Transpose", ["v"], ["y"], name="nchw", perm=[0, 3, 1, 2])]
+    inits = [weight("wl", (32, 64)), weight("wl2", (64, 32))]
+    return save_model(tmp_path / f"nhwc_l2_{len(axes)}.onnx", nodes, [value("x", [1, 32, 8, 8])],
+                      [value("y", None)], inits, opset=13)
+
+
+@pytest.mark.parametrize(("axes", "unpooled"), [([1, 2], True), ([2, 1], True), ([3], False)])
+def test_a_pixel_l2_norm_of_a_channels_last_map_is_not_pooled(catalog, tmp_path, axes, unpooled):
+    # probe nhwc_reducel2_pixels (rk3566, FP16 and INT8): the map's relayout (a_pow_tp, a_pow_rs) and the result's
+    # transpose (reduce_2rsum#1_rs) Target CPU; corpus hf_convnextv2 grn/ReduceL2 and act/Mul_1 likewise
+    path = _nhwc_l2(tmp_path, axes)
+    for node in ("reduce", "act"):
+        for precision in ("fp16", "int8"):
+            assert ("RKNN-PIXEL-REDUCE" in violations(catalog, path, "rk3566", precision, node)) is unpooled
+    assert "RKNN-PIXEL-REDUCE" not in violations(catalog, path, "rk3588", "fp16", "reduce")
+
+
+def test_axes_1_2_of_an_nchw_map_are_not_its_pixels(catalog, tmp_path):
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="act"),
+             helper.make_node("ReduceL2", ["a"], ["g"], name="reduce", axes=[1, 2], keepdims=1),
+             helper.make_node("Mul", ["a", "g"], ["y"], name="mul")]
+    path = save_model(tmp_path / "nchw_l2.onnx", nodes, [value("x", [1, 32, 8, 8])], [value("y", None)], opset=13)
+    assert "RKNN-PIXEL-REDUCE" not in violations(catalog, path, "rk3566", "fp16", "reduce")
