@@ -759,6 +759,14 @@ def dense_cases():
         N("MaxPool", ["r"], ["m"], "pool", kernel_shape=[1, 3, 3], strides=[1, 2, 2], pads=[0, 1, 1, 0, 1, 1]),
         N("Conv", ["m", "w1"], ["out"], "post_conv")],
         [w("w3", (16, 3, 3, 7, 7)), w("w1", (8, 16, 1, 1, 1))])
+    for label, op, kernel, strides in (("maxpool3d_k222", "MaxPool", [2, 2, 2], [2, 2, 2]),
+                                       ("maxpool3d_k133", "MaxPool", [1, 3, 3], [1, 2, 2]),
+                                       ("avgpool3d_k222", "AveragePool", [2, 2, 2], [2, 2, 2])):
+        yield label, free_model(label, video, [
+            N("Conv", ["in", "w3"], ["y"], "pre_conv", kernel_shape=[1, 1, 1]),
+            N(op, ["y"], ["m"], "op", kernel_shape=kernel, strides=strides),
+            N("Conv", ["m", "w1"], ["out"], "post_conv", kernel_shape=[1, 1, 1])],
+            [w("w3", (16, 3, 1, 1, 1)), w("w1", (8, 16, 1, 1, 1))])
     yield "conv3d_gap_fc", free_model("c3g", video, [
         N("Conv", ["in", "w3"], ["y"], "op", kernel_shape=[3, 1, 1], pads=[1, 0, 0, 1, 0, 0]),
         N("GlobalAveragePool", ["y"], ["g"], "gap"), N("Flatten", ["g"], ["f"], "flat", axis=1),

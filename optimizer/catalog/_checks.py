@@ -196,6 +196,17 @@ def empty_tensor(rule: Rule, view: LayerView) -> str | None:
     return None
 
 
+def volume_max_pool(rule: Rule, view: LayerView) -> str | None:
+    """A MaxPool over three spatial axes (a video network's 3-D pooling) aborts the converter; 3-D average pooling
+    is lowered as a depthwise convolution and converts."""
+    node = view.node
+    kernel = node.attrs.get("kernel_shape") or ()
+    if node.op_type != "MaxPool" or len(kernel) < 3:
+        return None
+    return (f"MaxPool over {len(kernel)} spatial axes (kernel {list(kernel)}): rknn-toolkit2 aborts the whole "
+            "conversion (std::out_of_range); fold the pooling's depth into the batch and pool 2-D, or pool on the host")
+
+
 _INTEGER = frozenset({"int32", "int64", "uint32", "uint64"})
 
 
@@ -2637,6 +2648,7 @@ CHECKS: Mapping[str, Check] = {
     "rank_kept_operand": rank_kept_operand,
     "data_dtypes": data_dtypes, "norm_limits": norm_limits, "output_relayout": output_relayout,
     "exmatmul_operand": exmatmul_operand, "group_norm_split": group_norm_split, "vector_division": vector_division,
+    "volume_max_pool": volume_max_pool,
     "conv_stride": conv_stride, "head_relayout": head_relayout,
     "split_projection_value": split_projection_value,
     "token_relayout": token_relayout,

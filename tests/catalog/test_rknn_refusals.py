@@ -16,7 +16,7 @@ from onnx import TensorProto, helper
 
 from optimizer.check import check_graph
 from optimizer.ir import load_model
-from tests.conftest import const, save_model, value
+from tests.conftest import const, save_model, value, violations, weight
 
 EDGEPLAN = shutil.which("edgeplan") or str(Path(sys.executable).parent / "edgeplan")
 SOCS = ["rk3588", "rk3576", "rk3566", "rk3562", "rv1126b"]
@@ -118,3 +118,20 @@ def test_an_empty_shape_vector_is_not_refused(catalog, tmp_path):
     path = save_model(tmp_path / "vec.onnx", nodes, [value("x", [1, 2, 8, 8])], [value("y", None)], inits)
     report = check_graph(load_model(path), catalog, "rk3588")
     assert not any(v.rule == "RKNN-EMPTY-TENSOR" for verdict in report.verdicts for v in verdict.violations)
+
+
+@pytest.mark.parametrize(("op", "kernel", "refused"), [("MaxPool", [2, 2, 2], True), ("MaxPool", [1, 3, 3], True),
+                                                       ("AveragePool", [2, 2, 2], False)])
+@pytest.mark.parametrize("target", ["rk3588", "rk3576", "rk3566", "rk3562", "rv1126b"])
+def test_a_volume_max_pool_aborts_the_converter(catalog, tmp_path, op, kernel, refused, target):
+    # corpus nn_conv3d_block; probes maxpool3d_k222, maxpool3d_k133 (abort), avgpool3d_k222 (converts)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[1, 1, 1]),
+             helper.make_node(op, ["c"], ["y"], name="n", kernel_shape=kernel, strides=[1, 2, 2])]
+    path = save_model(tmp_path / f"{op}{kernel[0]}.onnx", nodes, [value("x", [1, 3, 4, 16, 16])], [value("y", None)],
+                      [weight("w", (16, 3, 1, 1, 1))])
+    assert ("RKNN-MAXPOOL-3D" in violations(catalog, path, target)) is refused
+
+
+def test_a_2d_max_pool_is_no_volume_pool(catalog, build):
+    path = build.op("MaxPool", [1, 8, 8, 8], kernel_shape=[2, 2], strides=[2, 2])
+    assert "RKNN-MAXPOOL-3D" not in violations(catalog, path, "rk3588")
