@@ -1,7 +1,7 @@
 """Build the real-architecture corpus: ONNX exports of random-initialised models, no weights downloaded.
 
-Run with the corpus venv (torch 2.14.1, torchvision 0.29.1, timm, ultralytics, transformers 5.25.0, onnx, onnxscript),
-not edgeplan's:
+Run with the corpus venv (torch 2.14.1, torchvision 0.29.1, timm, ultralytics, transformers 5.25.0, onnx, onnxscript;
+wave 7 also needs segmentation-models-pytorch, monai, kornia and scipy), not edgeplan's:
     nice -n 10 /work/corpus-venv/bin/python tools/build_corpus.py --build-dir /work/corpus-build [--only NAME,...]
     .venv/bin/python tools/build_corpus.py --verify        # edgeplan's venv: fills the edgeplan_load column
 
@@ -516,6 +516,7 @@ def specs() -> Iterator[Spec]:
     yield from _wave4()
     yield from _wave5()
     yield from _wave6()
+    yield from _wave7()
 
 
 def _wave2() -> Iterator[Spec]:
@@ -1036,10 +1037,12 @@ def _wave5() -> Iterator[Spec]:
 
 
 def _hf(name: str, family: str, model: str, config: str, inputs, opset: int = 17, exporter: str = "torchscript",
-        int_inputs: tuple[int, ...] = (), module: str = "", **kwargs) -> Spec:
+        int_inputs: tuple[int, ...] = (), module: str = "", outputs: int = 1, **kwargs) -> Spec:
     """A Hugging Face transformers model built from its config class (random init, nothing downloaded; eager
-    attention), exported on its first output (logits or last hidden state). `module` names the submodule that
-    holds a class transformers does not export at top level."""
+    attention), exported on its first output (logits or last hidden state), or on its first `outputs` outputs
+    (a detector's class logits and boxes, a mask model's class and mask logits). `module` names the submodule
+    that holds a class transformers does not export at top level. A nested backbone config is given as a dict
+    with its `model_type` (the config class builds it; `use_pretrained_backbone=False` where the class has it)."""
     def make():
         import importlib
 
@@ -1052,7 +1055,8 @@ def _hf(name: str, family: str, model: str, config: str, inputs, opset: int = 17
                 self.inner = inner
 
             def forward(self, *args):
-                return self.inner(*args, return_dict=False)[0]
+                out = self.inner(*args, return_dict=False)
+                return out[0] if outputs == 1 else tuple(out[:outputs])
 
         cfg = getattr(transformers, config)(**kwargs)
         cfg._attn_implementation = "eager"
@@ -1061,7 +1065,8 @@ def _hf(name: str, family: str, model: str, config: str, inputs, opset: int = 17
 
     args = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
     where = f"transformers.{module}" if module else "transformers"
-    return Spec(name, family, "transformers", f"{where}.{model}(transformers.{config}({args}), eager attention)[0]",
+    first = "[0]" if outputs == 1 else f"[:{outputs}]"
+    return Spec(name, family, "transformers", f"{where}.{model}(transformers.{config}({args}), eager attention){first}",
                 make, tuple(inputs), exporter, opset, int_inputs)
 
 
@@ -1109,6 +1114,121 @@ def _wave6() -> Iterator[Spec]:
               n_embd=256, n_layer=2, n_head=4, n_positions=256)
     yield _hf("hf_t5_encoder", txt, "T5EncoderModel", "T5Config", ids, int_inputs=(vocab,), vocab_size=vocab,
               d_model=256, d_kv=64, d_ff=1024, num_layers=2, num_heads=4)
+
+
+def _smp(name: str, arch: str, encoder: str, size: int = 256, classes: int = 12) -> Spec:
+    """A segmentation_models_pytorch model: an encoder (random init) and its decoder, logits at input size."""
+    def make():
+        import segmentation_models_pytorch as smp
+
+        return getattr(smp, arch)(encoder_name=encoder, encoder_weights=None, classes=classes)
+
+    return Spec(name, "smp/segmentation", "segmentation_models_pytorch",
+                f"segmentation_models_pytorch.{arch}(encoder_name={encoder!r}, encoder_weights=None, classes={classes})",
+                make, ((1, 3, size, size),))
+
+
+def _monai(name: str, net: str, shape, **kwargs) -> Spec:
+    def make():
+        from monai.networks import nets
+
+        return getattr(nets, net)(**kwargs)
+
+    args = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+    return Spec(name, "monai/segmentation", "monai", f"monai.networks.nets.{net}({args})", make, (shape,))
+
+
+def _kornia(name: str, call: str, build: Callable[[], object], shape) -> Spec:
+    return Spec(name, "kornia/feature", "kornia", call, build, (shape,))
+
+
+def _kornia_keynet():
+    import kornia
+
+    return kornia.feature.KeyNet(pretrained=False)
+
+
+def _kornia_disk_unet():
+    import kornia
+
+    return kornia.feature.DISK().unet  # DISK's network; its forward's keypoint NMS is data-dependent
+
+
+def _wave7() -> Iterator[Spec]:
+    """Seventh wave: task models from libraries and task kinds the corpus lacked, held out by family (none of
+    transformers/detection, transformers/dense, smp/segmentation, monai/segmentation, kornia/feature is a
+    derive family): DETR-style detectors with small ResNet backbones (their class logits and boxes, no
+    post-processing), depth / segmentation / matting / super-resolution heads on small backbones, encoder-decoder
+    segmentation networks from segmentation_models_pytorch and MONAI (2-D), and two kornia feature networks."""
+    det, dense = "transformers/detection", "transformers/dense"
+    r18 = {"model_type": "resnet", "embedding_size": 64, "hidden_sizes": [64, 128, 256, 512], "depths": [2, 2, 2, 2],
+           "layer_type": "basic"}
+    c5 = dict(r18, out_features=["stage4"])
+    c345 = dict(r18, out_features=["stage2", "stage3", "stage4"])
+    detr = dict(use_timm_backbone=False, use_pretrained_backbone=False, encoder_layers=2, decoder_layers=2,
+                encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=512, decoder_ffn_dim=512,
+                num_queries=50, num_labels=10)
+    img320 = [(1, 3, 320, 320)]
+    yield _hf("hf_detr", det, "DetrForObjectDetection", "DetrConfig", img320, outputs=2, backbone_config=c5,
+              d_model=128, **detr)
+    yield _hf("hf_conditional_detr", det, "ConditionalDetrForObjectDetection", "ConditionalDetrConfig", img320,
+              outputs=2, backbone_config=c5, d_model=128, **detr)
+    yield _hf("hf_dab_detr", det, "DabDetrForObjectDetection", "DabDetrConfig", img320, outputs=2,
+              backbone_config=c5, hidden_size=128, **detr)
+    yield _hf("hf_deformable_detr", det, "DeformableDetrForObjectDetection", "DeformableDetrConfig", img320,
+              outputs=2, backbone_config=c345, d_model=128, num_feature_levels=4, **detr)
+    yield _hf("hf_yolos", det, "YolosForObjectDetection", "YolosConfig", img320, outputs=2, hidden_size=192,
+              num_hidden_layers=4, num_attention_heads=3, intermediate_size=768, image_size=[320, 320],
+              num_detection_tokens=20, num_labels=10)
+    yield _hf("hf_rt_detr", det, "RTDetrForObjectDetection", "RTDetrConfig", img320, outputs=2,
+              backbone_config=dict(c345, model_type="rt_detr_resnet"), encoder_in_channels=[128, 256, 512],
+              decoder_in_channels=[128, 128, 128], d_model=128, encoder_hidden_dim=128, encoder_ffn_dim=512,
+              decoder_layers=2, decoder_ffn_dim=512, num_queries=100, num_labels=10)
+    img = [(1, 3, 224, 224)]
+    vit = dict(hidden_size=192, num_hidden_layers=4, num_attention_heads=3)
+    yield _hf("hf_dpt", dense, "DPTForDepthEstimation", "DPTConfig", img, **vit, intermediate_size=768,
+              image_size=224, backbone_out_indices=[0, 1, 2, 3], neck_hidden_sizes=[48, 96, 192, 384],
+              fusion_hidden_size=64)
+    yield _hf("hf_depth_anything", dense, "DepthAnythingForDepthEstimation", "DepthAnythingConfig", img,
+              backbone_config=dict(vit, model_type="dinov2", patch_size=14, image_size=224, out_indices=[1, 2, 3, 4],
+                                   reshape_hidden_states=False),
+              reassemble_hidden_size=192, neck_hidden_sizes=[48, 96, 192, 384], fusion_hidden_size=64,
+              head_hidden_size=32)
+    yield _hf("hf_glpn", dense, "GLPNForDepthEstimation", "GLPNConfig", [(1, 3, 256, 256)], depths=[1, 1, 1, 1],
+              hidden_sizes=[32, 64, 160, 256], num_attention_heads=[1, 2, 5, 8], decoder_hidden_size=32)
+    # its pyramid pooling (scales 1, 2, 3, 6) needs the last feature map's side to be a multiple of 6
+    yield _hf("hf_upernet_convnext", dense, "UperNetForSemanticSegmentation", "UperNetConfig", [(1, 3, 384, 384)],
+              backbone_config={"model_type": "convnext", "hidden_sizes": [48, 96, 192, 384], "depths": [1, 1, 3, 1],
+                               "out_features": ["stage1", "stage2", "stage3", "stage4"]},
+              hidden_size=128, auxiliary_in_channels=192, auxiliary_channels=64, num_labels=19)
+    yield _hf("hf_mask2former_swin", dense, "Mask2FormerForUniversalSegmentation", "Mask2FormerConfig", img,
+              outputs=2, backbone_config={"model_type": "swin", "embed_dim": 48, "depths": [1, 1, 2, 1],
+                                          "num_heads": [2, 4, 8, 16], "window_size": 7,
+                                          "out_features": ["stage1", "stage2", "stage3", "stage4"]},
+              feature_size=128, mask_feature_size=128, hidden_dim=128, encoder_feedforward_dim=512, encoder_layers=2,
+              decoder_layers=3, num_attention_heads=4, dim_feedforward=512, num_queries=50, num_labels=10)
+    yield _hf("hf_vitmatte", dense, "VitMatteForImageMatting", "VitMatteConfig", [(1, 4, 224, 224)],
+              backbone_config=dict(vit, model_type="vitdet", intermediate_size=768, num_channels=4, image_size=224,
+                                   pretrain_image_size=224, out_features=["stage4"]),
+              hidden_size=192, convstream_hidden_sizes=[48, 96, 192], fusion_hidden_sizes=[128, 64, 32, 16])
+    yield _hf("hf_swin2sr", dense, "Swin2SRForImageSuperResolution", "Swin2SRConfig", [(1, 3, 64, 64)],
+              image_size=64, embed_dim=60, depths=[2, 2], num_heads=[6, 6], window_size=8, upscale=2,
+              upsampler="pixelshuffledirect")
+    yield _smp("smp_unet_resnet18", "Unet", "resnet18")
+    yield _smp("smp_unetplusplus_resnet18", "UnetPlusPlus", "resnet18")
+    yield _smp("smp_fpn_mobilenet_v2", "FPN", "mobilenet_v2")
+    yield _smp("smp_pspnet_resnet34", "PSPNet", "resnet34", size=384)  # pooling scales 1, 2, 3, 6 of a 48x48 map
+    yield _smp("smp_deeplabv3plus_efficientnet_b0", "DeepLabV3Plus", "efficientnet-b0")
+    yield _smp("smp_linknet_resnet18", "Linknet", "resnet18")
+    yield _smp("smp_manet_resnet18", "MAnet", "resnet18")
+    ct = (1, 1, 256, 256)
+    yield _monai("monai_unet", "UNet", ct, spatial_dims=2, in_channels=1, out_channels=2,
+                 channels=(16, 32, 64, 128, 256), strides=(2, 2, 2, 2), num_res_units=2)
+    yield _monai("monai_attention_unet", "AttentionUnet", ct, spatial_dims=2, in_channels=1, out_channels=2,
+                 channels=(16, 32, 64, 128), strides=(2, 2, 2))
+    yield _monai("monai_segresnet", "SegResNet", ct, spatial_dims=2, in_channels=1, out_channels=2, init_filters=16)
+    yield _kornia("kornia_keynet", "kornia.feature.KeyNet(pretrained=False)", _kornia_keynet, (1, 1, 240, 320))
+    yield _kornia("kornia_disk_unet", "kornia.feature.DISK().unet", _kornia_disk_unet, (1, 3, 256, 256))
 
 
 def _wavenet():
@@ -1838,6 +1958,9 @@ def build(build_dir: Path, only: list[str] | None, failures: Path) -> int:
 
     torch.set_num_threads(1)
     versions = {lib: md.version(lib) for lib in ("torch", "torchvision", "timm", "ultralytics", "transformers")}
+    installed = {d.metadata["Name"].lower().replace("-", "_") for d in md.distributions()}
+    versions.update({lib: md.version(lib) for lib in ("segmentation_models_pytorch", "monai", "kornia")
+                     if lib in installed})  # wave 7's libraries, needed only to build it
     rows = read_manifest()
     failed: list[str] = []
     ordered = list(specs())
