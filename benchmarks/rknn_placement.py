@@ -60,11 +60,13 @@ PRECISIONS = ("fp16", "int8")
 # held-out models had tables) and ultralytics/seg-pose-obb-cls (fourth session: its rk3588 head relayouts were
 # read for RKNN-HEAD-RELAYOUT's majority form and RKNN-LEVEL-ROWS) were held out at first and moved here after
 # their disagreements had been read (the README says so); they do not count as held out. transformers/vision,
-# /audio and /text (wave 6) were scored held out by family at session 33's start, then read.
+# /audio and /text (wave 6) and wave 7's transformers/detection, transformers/dense, smp/segmentation,
+# monai/segmentation and kornia/feature were each scored held out by family in session 33, then read.
 DERIVE = frozenset({"torchvision/classification", "timm/cnn", "ultralytics/detect", "torch.nn/patterns",
                     "torch.nn/rnn", "torch.nn/transformer", "timm/vit", "timm/hybrid",
                     "ultralytics/seg-pose-obb-cls", "transformers/vision", "transformers/audio",
-                    "transformers/text"})
+                    "transformers/text", "transformers/detection", "transformers/dense", "smp/segmentation",
+                    "monai/segmentation", "kornia/feature"})
 _SUFFIX = re.compile(r"#\d+$")
 
 

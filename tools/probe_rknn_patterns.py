@@ -774,6 +774,39 @@ def dense_cases():
         [w("w3", (16, 3, 3, 1, 1)), w("wf", (10, 16)), w("bf", (10,))])
 
 
+def _last_axis_indices(n, lo, hi, width):
+    """ScatterND indices [1, n, hi - lo, 3] writing [..., lo:hi] of a [1, n, width] tensor in row-major order."""
+    idx = np.array([[[0, i, j] for j in range(lo, hi)] for i in range(n)], np.int64)[None]
+    assert hi <= width
+    return idx
+
+
+def scatter_cases():
+    """Box refinement as DETR-family decoders write it: new[..., :2] = f(old[..., :2]) on [1, N, 4] tokens, one
+    write or two writes of complementary halves, and a half write of wider features ([..., 64:] of 128)."""
+    n = 16
+    tokens = [N("Reshape", ["x", "s3"], ["r"], "to_tokens"), N("Transpose", ["r"], ["t"], "tok_t", perm=[0, 2, 1])]
+    s3 = c("s3", np.array([1, C, H * W], np.int64))
+    back = [N("Transpose", ["z"], ["zt"], "back_t", perm=[0, 2, 1]), N("Reshape", ["zt", "s4"], ["y"], "back")]
+    for label, width, writes in (("scatter_last_half", 4, [(0, 2)]), ("scatter_last_pair", 4, [(0, 2), (2, 4)]),
+                                 ("scatter_last_wide", 128, [(64, 128)])):
+        nodes = [*tokens, N("MatMul", ["t", "wp"], ["b0"], "proj")]
+        inits = [s3, w("wp", (C, width)), w("wq", (width, C)), c("s4", np.array([1, C, H, W], np.int64))]
+        prev = "b0"
+        for k, (lo, hi) in enumerate(writes):
+            nodes += [N("Slice", [prev, f"lo{k}", f"hi{k}", "ax"], [f"p{k}"], f"cut{k}"),
+                      N("Sigmoid", [f"p{k}"], [f"q{k}"], f"act{k}"),
+                      N("ScatterND", [prev, f"idx{k}", f"q{k}"], [f"b{k + 1}"], f"write{k}")]
+            inits += [c(f"lo{k}", np.array([lo], np.int64)), c(f"hi{k}", np.array([hi], np.int64)),
+                      c(f"idx{k}", _last_axis_indices(H * W, lo, hi, width))]
+            prev = f"b{k + 1}"
+        inits.append(c("ax", np.array([2], np.int64)))
+        nodes += [N("MatMul", [prev, "wq"], ["z"], "unproj"), *back]
+        del n
+        n = 16
+        yield label, model(label, nodes, inits, C)
+
+
 def all_cases():
     yield from cases()
     yield from more_cases()
@@ -785,6 +818,7 @@ def all_cases():
     yield from stride_cases()
     yield from div_cases()
     yield from dense_cases()
+    yield from scatter_cases()
 
 
 def convert_case(label, socs):

@@ -233,8 +233,8 @@ def vector_division(rule: Rule, view: LayerView) -> str | None:
     if node.op_type != "Div" or len(node.inputs) != 2 or any(graph.is_constant(i) for i in node.inputs):
         return None
     a, b = graph.shape(node.inputs[0]), graph.shape(node.inputs[1])
-    if not _static(a) or a != b or sum(1 for d in a if d != 1) != 1:
-        return None
+    if not _static(a) or a != b or len(a) < 3 or sum(1 for d in a if d != 1) != 1:
+        return None  # rank 2 ([1, N] box coordinates): NPU (corpus hf_dab_detr)
     return (f"Div of two run-time vectors {list(a)} (one pixel each, no broadcast): the NPU divides maps; it runs "
             "on the CPU")
 
@@ -2579,16 +2579,58 @@ def _group_norm_parts(graph: Graph, node: Node) -> tuple[Node, Node, Node] | Non
     return into, norm, back[0]
 
 
+def _affine_step(graph: Graph, node: Node) -> bool:
+    """A Mul or Add of a tensor by a constant (a norm's per-channel affine, which exNorm takes as scale/bias)."""
+    return node.op_type in ("Mul", "Add") and len(node.inputs) == 2 and any(graph.is_constant(i) for i in node.inputs)
+
+
+def _back_carrier(graph: Graph, back: Node, depth: int = 3) -> Node:
+    """The node a GroupNorm's Reshape out is lowered under: itself, or a reshape that alone reads it through the
+    affine Mul/Add (measured: corpus hf_deformable_detr input_proj.2/3, the reshape out named Reshape_4/Reshape_6,
+    the flatten into tokens)."""
+    tensor = back.outputs[0]
+    for _ in range(depth):
+        users = _data_users(graph, tensor)
+        if len(users) != 1:
+            return back
+        if users[0].op_type in RESHAPES:
+            return users[0]
+        if not _affine_step(graph, users[0]):
+            return back
+        tensor = users[0].outputs[0]
+    return back
+
+
+def _affine_source(graph: Graph, node: Node, depth: int = 3) -> Node | None:
+    """The reshape upstream of `node` through affine Mul/Add steps (the candidate GroupNorm Reshape out)."""
+    current = graph.producer(_activation_input(graph, node)) if node.inputs else None
+    for _ in range(depth):
+        if current is None or current.op_type == "Reshape":
+            return current
+        if not _affine_step(graph, current):
+            return None
+        current = graph.producer(_activation_input(graph, current))
+    return None
+
+
 def group_norm_split(rule: Rule, view: LayerView) -> str | None:
     """rk3588 lowers GroupNorm's regrouping by the channels per group k = C/G: k whole channel blocks (`c2`: 8
     FP16, 16 INT8) keep the map form (G, k, H, W) on the NPU; otherwise the groups are flattened, (G, k*HW, 1, 1),
     or with an odd G or odd HW (1, G, 1, k*HW) between two transposes, and those reshapes run on the NPU only
     when the map's pixel count HW is a multiple of `pixels`, the transposes only up to `transpose_max` elements
     per group. The Reshape in carries the reshape and the first transpose, the InstanceNormalization the
-    transpose back, the Reshape out its own reshape."""
+    transpose back, the Reshape out its own reshape, unless the GroupNorm's per-channel affine (folded into exNorm)
+    leads into another reshape, which then carries the reshape out as one run."""
     graph, node = view.graph, view.node
     parts = _group_norm_parts(graph, node)
-    if parts is None or node.op_type not in ("Reshape", "InstanceNormalization"):
+    if parts is None and node.op_type in RESHAPES:
+        back = _affine_source(graph, node)
+        parts = _group_norm_parts(graph, back) if back is not None else None
+        if parts is None or parts[2] is not back or _back_carrier(graph, back) is not node:
+            return None
+    elif parts is None or node.op_type not in ("Reshape", "InstanceNormalization"):
+        return None
+    elif node is parts[2] and _back_carrier(graph, node) is not node:
         return None
     into, norm, _ = parts
     src = graph.shape(into.inputs[0])
@@ -3676,16 +3718,34 @@ def _identity_scatter(view: LayerView, params: Mapping[str, Any]) -> str | None:
     if not (_static(data) and _static(indices) and _static(updates)) or not indices:
         return "ScatterND with unknown shapes runs on the CPU"
     depth = indices[-1]
+    value = build_time_value(graph, node.inputs[1])
+    if value is not None and _last_axis_slice(value, tuple(data)):
+        return None  # rewritten as a Split of the data and a Concat with the updates
     if not 0 < depth <= len(data) or tuple(indices[:-1]) != tuple(data[:depth]) or tuple(updates) != tuple(data):
         return (f"ScatterND writes {list(indices[:-1])} of data {list(data)}: a partial write runs on the CPU "
-                "(only a write of every element is removed)")
-    value = build_time_value(graph, node.inputs[1])
+                "(only a write of every element, or of one contiguous piece of the last axis, is rewritten)")
     if value is None:
         return "ScatterND with run-time indices runs on the CPU"
     grid = np.moveaxis(np.indices(tuple(data[:depth]), dtype=np.int64), 0, -1)
     if value.shape != grid.shape or not np.array_equal(value, grid):
         return "ScatterND indices do not list the data's elements in order: it runs on the CPU"
     return None
+
+
+def _last_axis_slice(indices: np.ndarray, data: tuple[int, ...]) -> bool:
+    """The indices list, in row-major order, every element of `data` whose last coordinate lies in one
+    contiguous range [lo, hi) (DETR decoders' `boxes[..., :2] = ...`): the toolkit splits the data along its last
+    axis and concatenates the updates in (probe scatter_last_*)."""
+    rank = len(data)
+    if indices.ndim != rank + 1 or indices.shape[-1] != rank or tuple(indices.shape[:-2]) != data[:-1]:
+        return False
+    lo = int(indices.reshape(-1, rank)[0, -1])
+    width = indices.shape[-2]
+    if lo < 0 or lo + width > data[-1] or width == data[-1]:
+        return False
+    grid = np.moveaxis(np.indices((*data[:-1], width), dtype=np.int64), 0, -1)
+    grid[..., -1] += lo
+    return bool(np.array_equal(indices, grid))
 
 
 def _build_time_only(graph: Graph, tensor: str, limit: int = 256) -> bool:

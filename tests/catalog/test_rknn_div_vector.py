@@ -43,3 +43,15 @@ def test_int8_keeps_its_own_reason(catalog, tmp_path):
     path = _pooled_division(tmp_path, 8)
     assert RULE not in violations(catalog, path, "rk3588", "int8", "div")  # ops.Div: a run-time divisor in INT8
     assert violations(catalog, path, "rk3588", "int8", "div")
+
+
+def test_a_rank_2_vector_division_stays_on_the_npu(catalog, tmp_path):
+    # corpus hf_dab_detr decoder Div_11/Div_12: [1, 50] / [1, 50], NPU on every SoC in FP16
+    nodes = [_n("Relu", ["x"], ["a"], "head"), _n("Abs", ["x"], ["b0"], "abs"), _n("Add", ["b0", "one"], ["b"], "add"),
+             _n("Div", ["a", "b"], ["y"], "div")]
+    path = save_model(tmp_path / "div2.onnx", nodes, [value("x", [1, 50])], [value("y", None)],
+                      [const("one", np.array(1.0, np.float32))])
+    assert RULE not in violations(catalog, path, "rk3588", "fp16", "div")
+    path3 = save_model(tmp_path / "div3.onnx", nodes, [value("x", [1, 1, 50])], [value("y", None)],
+                       [const("one", np.array(1.0, np.float32))])
+    assert RULE in violations(catalog, path3, "rk3588", "fp16", "div")

@@ -55,3 +55,26 @@ def test_other_socs_are_not_this_rule(catalog, tmp_path, target):
     # corpus timm_test_efficientnet_gn: every GroupNorm wholly NPU on rk3576, rk3562 and rv1126b
     path = _group_norm(tmp_path, 128, 16, 10)
     assert _cpu(catalog, path, "int8", target) == set()
+
+
+@pytest.mark.parametrize("affine", [True, False])
+def test_a_reshape_after_the_affine_carries_the_reshape_out(catalog, tmp_path, affine):
+    # corpus hf_deformable_detr input_proj.2 (128 channels, 32 groups, 10x10): GroupNorm's Mul/Add fold into exNorm
+    # and the flatten into tokens (Reshape_4) carries the reshape out, Target CPU; Reshape_1 has no layer
+    ch, groups, side = 128, 32, 10
+    nodes = [_n("Conv", ["x", "w"], ["m"], "conv"), _n("Reshape", ["m", "s3"], ["r"], "into"),
+             _n("InstanceNormalization", ["r", "g", "b"], ["n"], "norm"), _n("Reshape", ["n", "s4"], ["o"], "back")]
+    inits = [weight("w", (ch, 3, 1, 1)), const("s3", np.array([1, groups, -1], np.int64)),
+             const("s4", np.array([1, ch, side, side], np.int64)), const("g", np.ones(groups, np.float32)),
+             const("b", np.zeros(groups, np.float32)), const("tok", np.array([1, ch, side * side], np.int64))]
+    last = "o"
+    if affine:
+        nodes += [_n("Mul", ["o", "gamma"], ["oa"], "scale"), _n("Add", ["oa", "beta"], ["ob"], "shift")]
+        inits += [weight("gamma", (1, ch, 1, 1)), weight("beta", (1, ch, 1, 1))]
+        last = "ob"
+    nodes += [_n("Reshape", [last, "tok"], ["t"], "flatten"), _n("Relu", ["t"], ["y"], "act")]
+    path = save_model(tmp_path / f"gn_affine_{affine}.onnx", nodes, [value("x", [1, 3, side, side])],
+                      [value("y", None)], inits)
+    for precision in ("fp16", "int8"):
+        cpu = {node for node in ("into", "back", "flatten") if RULE in violations(catalog, path, "rk3588", precision, node)}
+        assert cpu == {"into", "flatten"}  # a reshape run, directly or through the affine, is named after its last

@@ -1046,3 +1046,33 @@ def test_pad_of_token_channels_needs_the_token_layout(catalog, tmp_path):
     path = save_model(tmp_path / "padw.onnx", nodes, [value("x", [1, 16, 8, 8])], [value("y", None)],
                       [weight("w", [16, 16, 1, 1]), const("p", np.array([0, 0, 0, 0, 0, 0, 0, 1], np.int64))])
     assert _verdicts(catalog, path, "rk3576", "fp16")("n")
+
+
+def _last_axis_write(tmp_path, lo, hi, width=4, reverse=False):
+    """[1, 16, width] tokens -> ScatterND writing [..., lo:hi] with Sigmoid of that piece ("n") -> Relu."""
+    idx = np.array([[[0, i, j] for j in range(lo, hi)] for i in range(16)], np.int64)[None]
+    if reverse:
+        idx = idx[:, :, ::-1].copy()
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"),
+             helper.make_node("Slice", ["a", "lo", "hi", "ax"], ["p"], name="cut"),
+             helper.make_node("Sigmoid", ["p"], ["q"], name="upd"),
+             helper.make_node("ScatterND", ["a", "idx", "q"], ["t"], name="n"),
+             helper.make_node("Relu", ["t"], ["y"], name="tail")]
+    inits = [const("idx", idx), const("lo", np.array([lo], np.int64)), const("hi", np.array([hi], np.int64)),
+             const("ax", np.array([2], np.int64))]
+    return save_model(tmp_path / f"last_{lo}_{hi}_{reverse}.onnx", nodes, [value("x", [1, 16, width])],
+                      [value("y", None)], inits)
+
+
+@pytest.mark.parametrize(("lo", "hi", "width", "reverse", "rewritten"), [
+    (0, 2, 4, False, True),  # probe scatter_last_half: DETR's boxes[..., :2] = ...
+    (2, 4, 4, False, True),  # the other half (probe scatter_last_pair)
+    (64, 128, 128, False, True),  # probe scatter_last_wide
+    (1, 3, 4, False, True),  # a piece in the middle is one contiguous range too
+    (0, 2, 4, True, False),  # the piece's elements out of order
+])
+def test_a_scatter_of_one_piece_of_the_last_axis_is_a_split_and_concat(catalog, tmp_path, lo, hi, width, reverse,
+                                                                       rewritten):
+    path = _last_axis_write(tmp_path, lo, hi, width, reverse)
+    for target in ("rk3588", "rk3576", "rk3566", "rk3562", "rv1126b"):
+        assert _verdicts(catalog, path, target, "fp16")("n") is rewritten
