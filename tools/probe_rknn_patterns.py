@@ -784,7 +784,6 @@ def _last_axis_indices(n, lo, hi, width):
 def scatter_cases():
     """Box refinement as DETR-family decoders write it: new[..., :2] = f(old[..., :2]) on [1, N, 4] tokens, one
     write or two writes of complementary halves, and a half write of wider features ([..., 64:] of 128)."""
-    n = 16
     tokens = [N("Reshape", ["x", "s3"], ["r"], "to_tokens"), N("Transpose", ["r"], ["t"], "tok_t", perm=[0, 2, 1])]
     s3 = c("s3", np.array([1, C, H * W], np.int64))
     back = [N("Transpose", ["z"], ["zt"], "back_t", perm=[0, 2, 1]), N("Reshape", ["zt", "s4"], ["y"], "back")]
@@ -802,8 +801,6 @@ def scatter_cases():
             prev = f"b{k + 1}"
         inits.append(c("ax", np.array([2], np.int64)))
         nodes += [N("MatMul", [prev, "wq"], ["z"], "unproj"), *back]
-        del n
-        n = 16
         yield label, model(label, nodes, inits, C)
 
 

@@ -2628,9 +2628,8 @@ def group_norm_split(rule: Rule, view: LayerView) -> str | None:
         parts = _group_norm_parts(graph, back) if back is not None else None
         if parts is None or parts[2] is not back or _back_carrier(graph, back) is not node:
             return None
-    elif parts is None or node.op_type not in ("Reshape", "InstanceNormalization"):
-        return None
-    elif node is parts[2] and _back_carrier(graph, node) is not node:
+    elif (parts is None or node.op_type not in ("Reshape", "InstanceNormalization")
+          or (node is parts[2] and _back_carrier(graph, node) is not node)):
         return None
     into, norm, _ = parts
     src = graph.shape(into.inputs[0])
