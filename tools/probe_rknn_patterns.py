@@ -804,6 +804,15 @@ def scatter_cases():
         yield label, model(label, nodes, inits, C)
 
 
+def deconv_cases():
+    """ConvTranspose upsampling by 2 as U-Nets write it: kernel 3 with output_padding 1 (MONAI's UNet), against
+    kernel 4 and kernel 2 without output padding."""
+    for k, pad, out_pad in ((3, 1, 1), (4, 1, 0), (2, 0, 0), (3, 1, 0)):
+        yield f"deconv_k{k}_p{pad}_op{out_pad}", model(f"dc{k}{pad}{out_pad}", [
+            N("ConvTranspose", ["x", "wt"], ["y"], "op", kernel_shape=[k, k], strides=[2, 2], pads=[pad] * 4,
+              output_padding=[out_pad, out_pad])], [w("wt", (C, 16, k, k))], 16)
+
+
 def all_cases():
     yield from cases()
     yield from more_cases()
@@ -816,6 +825,7 @@ def all_cases():
     yield from div_cases()
     yield from dense_cases()
     yield from scatter_cases()
+    yield from deconv_cases()
 
 
 def convert_case(label, socs):

@@ -2707,7 +2707,7 @@ CHECKS: Mapping[str, Check] = {
     "exmatmul_conv": exmatmul_conv,
     "window_tokens": window_tokens,
     "vector_sequence": vector_sequence,
-    "pixel_reduce": pixel_reduce,
+    "pixel_reduce": lambda rule, view: pixel_reduce(rule, view, channel_axis),
     "einsum_operands": einsum_operands,
     "einsum_heads": einsum_heads,
     "swapped_lstm_join": swapped_lstm_join,

@@ -8,6 +8,7 @@ changes too, not only the op's.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from optimizer.catalog._layout import (
@@ -24,7 +25,10 @@ if TYPE_CHECKING:
     from optimizer.catalog._view import LayerView
     from optimizer.ir import Graph, Node
 
-def unpooled_reduce(graph: Graph, node: Node) -> bool:
+ChannelOf = Callable[["Graph", str], "int | None"]  # the toolkit's channel axis of a tensor, or None
+
+
+def unpooled_reduce(graph: Graph, node: Node, channel_of: ChannelOf) -> bool:
     """A reduce over both pixel axes of a 4-D map that the toolkit does not turn into global pooling: it pools
     only a ReduceMean written (2, 3) (negative axes normalised first), so a ReduceMean written (3, 2), as the
     dynamo exporter writes dim=[-1, -2], and a ReduceSum or ReduceL2 over the pixels in either order become a
@@ -38,18 +42,11 @@ def unpooled_reduce(graph: Graph, node: Node) -> bool:
     if shape is None or len(shape) != 4 or axes is None or not all(isinstance(d, int) for d in shape):
         return False
     written = [a % 4 for a in axes]
-    if node.op_type == "ReduceL2" and sorted(written) == [1, 2] and _channels_last(graph, node.inputs[0]):
+    if node.op_type == "ReduceL2" and sorted(written) == [1, 2] and channel_of(graph, node.inputs[0]) == 3:
         return int(shape[1]) * int(shape[2]) > 1
     if int(shape[2]) * int(shape[3]) <= 1:
         return False
     return written == [3, 2] if node.op_type == "ReduceMean" else sorted(written) == [2, 3]
-
-
-def _channels_last(graph: Graph, tensor: str) -> bool:
-    """The toolkit holds the 4-D `tensor` with its last axis as the channel (a token MatMul's map)."""
-    from optimizer.catalog._checks import channel_axis  # _checks imports this module's checks
-
-    return channel_axis(graph, tensor) == 3
 
 
 def _back_reshape(graph: Graph, reduce: Node) -> Node | None:
@@ -60,24 +57,24 @@ def _back_reshape(graph: Graph, reduce: Node) -> Node | None:
     return user if user is not None and user.op_type in RESHAPES else None
 
 
-def pixel_reduce(rule: Rule, view: LayerView) -> str | None:
+def pixel_reduce(rule: Rule, view: LayerView, channel_of: ChannelOf) -> str | None:
     """The nodes an unpooled pixel reduce costs on the CPU: the op making the map (its relayout into tokens),
     the reduce (the transpose of its one-wide result back), or instead a reshape that alone reads the result,
-    which takes that transpose's name."""
+    which takes that transpose's name. `channel_of` is the toolkit's channel axis of a tensor (check channel_axis)."""
     graph, node = view.graph, view.node
-    if unpooled_reduce(graph, node):
+    if unpooled_reduce(graph, node, channel_of):
         if _back_reshape(graph, node) is not None:
             return None
         return (f"{node.op_type} over axes {reduce_axes(graph, node)} is not lowered as global pooling (only a "
                 "ReduceMean over (2, 3) is): a token MatMul whose result is transposed back on the CPU")
     if node.op_type in RESHAPES and node.inputs:
         reduce = graph.producer(node.inputs[0])
-        if reduce is not None and unpooled_reduce(graph, reduce) and _back_reshape(graph, reduce) is node:
+        if reduce is not None and unpooled_reduce(graph, reduce, channel_of) and _back_reshape(graph, reduce) is node:
             return (f"reshapes the result of {reduce.name}, a pixel reduce not lowered as global pooling: the "
                     "transpose of its one-wide result back runs on the CPU")
         return None
     for out in node.outputs:
-        reduces = [u for u in data_users(graph, out) if unpooled_reduce(graph, u)]
+        reduces = [u for u in data_users(graph, out) if unpooled_reduce(graph, u, channel_of)]
         if reduces:
             first = reduces[0]
             return (f"its map feeds {first.name}, a {first.op_type} over axes {reduce_axes(graph, first)} that is "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tomllib
 from dataclasses import replace
 from types import MappingProxyType
 
@@ -139,15 +140,45 @@ needs_data = pytest.mark.skipif(not (DATA / "published_latency_calibration.csv")
                                 reason="../shared/data is not present")
 
 
+def _same_profile(written: object, shipped: object, where: str) -> None:
+    """Every key, text and count equal; every fitted float within 2e-3 relative. The robust least-squares fit
+    stops at scipy's default tolerances, so numpy/scipy releases and CPU SIMD paths move its printed digits: the
+    same commit's fit on two machines of this workplace differs by up to 3.9e-4 (rk3562's NPU overlap, a weakly
+    determined constant) and 7e-5 on the Jetson keys; tolerances tight enough to remove that cost 13x the time."""
+    if isinstance(written, dict) and isinstance(shipped, dict):
+        assert written.keys() == shipped.keys(), where
+        for key in written:
+            _same_profile(written[key], shipped[key], f"{where}.{key}")
+    elif isinstance(written, list) and isinstance(shipped, list):
+        assert len(written) == len(shipped), where
+        for i, (a, b) in enumerate(zip(written, shipped, strict=True)):
+            _same_profile(a, b, f"{where}[{i}]")
+    elif isinstance(written, float) and isinstance(shipped, float):
+        assert written == pytest.approx(shipped, rel=2e-3, abs=1e-9), where
+    else:
+        assert written == shipped, where
+
+
+def test_profile_comparison_tells_a_refit_from_last_digit_noise():
+    _same_profile({"a": {"x": 4.16724, "n": 3, "s": "src"}}, {"a": {"x": 4.1672, "n": 3, "s": "src"}}, "p")
+    with pytest.raises(AssertionError):
+        _same_profile({"a": {"x": 4.18}}, {"a": {"x": 4.1672}}, "p")
+    with pytest.raises(AssertionError):
+        _same_profile({"a": {"x": 4.1672, "y": 1.0}}, {"a": {"x": 4.1672}}, "p")
+
+
 @needs_data
 @pytest.mark.slow
 def test_shipped_profiles_are_what_calibrate_writes_from_the_public_csv(tmp_path):
-    """The default profiles are reproducible: the shipped priors plus the public CSV give them byte for byte."""
+    """The default profiles are reproducible: the shipped priors plus the public CSV give them, to the fit's own
+    precision."""
     result = run("calibrate", "--csv", str(DATA / "published_latency_calibration.csv"), "--models",
                  str(DATA / "latency-models"), "--out", str(tmp_path))  # with CV: the [bands] come from LOSO
     assert result.returncode == 0, result.stderr
     for name in ("latency_nvidia_dla.toml", "latency_rockchip_rknn.toml"):
-        assert (tmp_path / name).read_text() == (REPO / "constraints" / name).read_text(), name
+        written = tomllib.loads((tmp_path / name).read_text())
+        shipped = tomllib.loads((REPO / "constraints" / name).read_text())
+        _same_profile(written, shipped, name)
     report = json.loads((tmp_path / "calibration.json").read_text())
     assert report["schema"] == "edgeplan.calibration/v1"
     assert report["overall"]["fit"]["median_abs_pct_error"] < report["overall"]["prior"]["median_abs_pct_error"]
