@@ -143,8 +143,9 @@ needs_data = pytest.mark.skipif(not (DATA / "published_latency_calibration.csv")
 def _same_profile(written: object, shipped: object, where: str) -> None:
     """Every key, text and count equal; every fitted float within 2e-3 relative. The robust least-squares fit
     stops at scipy's default tolerances, so numpy/scipy releases and CPU SIMD paths move its printed digits: the
-    same commit's fit on two machines of this workplace differs by up to 3.9e-4 (rk3562's NPU overlap, a weakly
-    determined constant) and 7e-5 on the Jetson keys; tolerances tight enough to remove that cost 13x the time."""
+    same commit's fit differs from its shipped profile by up to 3.9e-4 on a later machine with newer packages (rk3562's
+    NPU overlap, a weakly determined constant; 7e-5 on the Jetson keys); tolerances tight enough to remove that cost
+    13x the time."""
     if isinstance(written, dict) and isinstance(shipped, dict):
         assert written.keys() == shipped.keys(), where
         for key in written:
