@@ -813,6 +813,72 @@ def deconv_cases():
               output_padding=[out_pad, out_pad])], [w("wt", (C, 16, k, k))], 16)
 
 
+def bcast_cases():
+    """A product of a batched map [B, C, N, K] with a gate broadcast over its channel [B, 1, N, K] (multi-scale
+    deformable attention's weighted sampling, RT-DETR / Deformable DETR), against batch 1, no broadcast, and
+    a broadcast over the last axis."""
+    for b, ch, n, k, gate in ((8, 32, 64, 12, "c"), (1, 32, 64, 12, "c"), (2, 32, 64, 12, "c"), (4, 32, 64, 12, "c"),
+                              (8, 8, 64, 12, "c"), (8, 32, 64, 12, "none"), (8, 32, 64, 12, "k"),
+                              (8, 32, 300, 12, "c"), (4, 32, 64, 16, "c"), (8, 4, 64, 12, "c"),
+                              (8, 12, 64, 12, "c"), (8, 16, 64, 12, "c"), (4, 2, 64, 12, "c")):
+        gshape = {"c": (b, 1, n, k), "none": (b, ch, n, k), "k": (b, ch, n, 1)}[gate]
+        gch = int(np.prod(gshape)) // (n * k) if gate != "k" else b * ch
+        gmap = (1, gch, n, k) if gate != "k" else (1, gch, n, 1)
+        nodes = [N("Conv", ["in", "wx"], ["xm"], "pre_conv"),
+                 N("Reshape", ["xm", "sx"], ["x"], "x_reshape"),
+                 N("Conv", ["in", "wg"], ["gm"], "gate_conv", **({} if gate != "k" else {"kernel_shape": [1, k],
+                                                                                          "strides": [1, k]})),
+                 N("Sigmoid", ["gm"], ["gs"], "gate_sigmoid"),
+                 N("Reshape", ["gs", "sg"], ["g"], "gate_reshape"),
+                 N("Mul", ["x", "g"], ["y4"], "op"),
+                 N("Reshape", ["y4", "sy"], ["y"], "y_reshape"),
+                 N("Conv", ["y", "w1"], ["out"], "post_conv")]
+        inits = [w("wx", (b * ch, 3, 1, 1)), w("wg", (gmap[1], 3, 1, 1 if gate != "k" else k)),
+                 w("w1", (8, b * ch, 1, 1)),
+                 c("sx", np.array([b, ch, n, k], np.int64)), c("sg", np.array(gshape, np.int64)),
+                 c("sy", np.array([1, b * ch, n, k], np.int64))]
+        yield f"bcast_{gate}_b{b}_c{ch}_n{n}_k{k}", free_model(f"bc{b}{gate}", (1, 3, n, k), nodes, inits)
+
+
+def deform_cases():
+    """Multi-scale deformable attention's sampling as RT-DETR exports it: per level a value map [B, C, H, W] read
+    by GridSample at [B, N, P, 2] points, the levels joined on the point axis, weighted by a softmax gate [B, 1, N,
+    L*P] and summed over the points: does the weighting Mul stay on the NPU beside CPU GridSamples?"""
+    for b, ch, pts, sides in ((8, 32, 4, (16, 8, 4)), (8, 32, 4, (8, 4, 2)), (1, 32, 4, (16, 8, 4)), (8, 32, 4, (16,))):
+        lv = len(sides)
+        big = sides[0]
+        n = big * big
+        nodes, inits = [], []
+        samples = []
+        for i, side in enumerate(sides):
+            pool = big // side
+            src = "in" if pool == 1 else f"pool{i}"
+            if pool > 1:
+                nodes.append(N("AveragePool", ["in"], [src], f"pool{i}_op", kernel_shape=[pool, pool],
+                               strides=[pool, pool]))
+            nodes += [N("Conv", [src, f"wv{i}"], [f"v{i}m"], f"value_conv{i}"),
+                      N("Reshape", [f"v{i}m", f"sv{i}"], [f"v{i}"], f"value_reshape{i}"),
+                      N("GridSample", [f"v{i}", f"grid{i}"], [f"s{i}"], f"grid_sample{i}", align_corners=0)]
+            inits += [w(f"wv{i}", (b * ch, 3, 1, 1)), c(f"sv{i}", np.array([b, ch, side, side], np.int64)),
+                      c(f"grid{i}", rng.uniform(-1, 1, (b, n, pts, 2)).astype(np.float32))]
+            samples.append(f"s{i}")
+        nodes += [N("Concat", samples, ["cat"], "levels_concat", axis=3) if lv > 1 else
+                  N("Identity", samples, ["cat"], "levels_concat"),
+                  N("Conv", ["in", "wg"], ["gm"], "gate_conv"),
+                  N("Reshape", ["gm", "sg"], ["gr"], "gate_reshape"),
+                  N("Softmax", ["gr"], ["gs"], "gate_softmax", axis=-1),
+                  N("Reshape", ["gs", "sg2"], ["g"], "gate_heads"),
+                  N("Mul", ["cat", "g"], ["y4"], "op"),
+                  N("ReduceSum", ["y4", "ax3"], ["rs"], "point_sum", keepdims=0),
+                  N("Reshape", ["rs", "sy"], ["y"], "y_reshape"),
+                  N("Conv", ["y", "w1"], ["out"], "post_conv")]
+        inits += [w("wg", (b * lv * pts, 3, 1, 1)), c("sg", np.array([1, b, -1, lv * pts], np.int64)),
+                  c("sg2", np.array([b, 1, -1, lv * pts], np.int64)), c("ax3", np.array([3], np.int64)),
+                  c("sy", np.array([1, b * ch, n, 1], np.int64)), w("w1", (8, b * ch, 1, 1))]
+        yield (f"deform_b{b}_c{ch}_n{n}_p{pts}_l{lv}",
+               free_model(f"df{b}", (1, 3, big, big), nodes, inits, opset=17))
+
+
 def all_cases():
     yield from cases()
     yield from more_cases()
@@ -826,6 +892,8 @@ def all_cases():
     yield from dense_cases()
     yield from scatter_cases()
     yield from deconv_cases()
+    yield from bcast_cases()
+    yield from deform_cases()
 
 
 def convert_case(label, socs):

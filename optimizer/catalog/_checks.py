@@ -3351,12 +3351,24 @@ def _form_channel_change(view: LayerView) -> str | None:
     if len(_unit_stripped(src)) <= 1 and len(dst) == 4 and dst[0] > 1 and dst[2] * dst[3] > 1:
         return (f"{node.op_type} {list(src)} -> {list(dst)} spreads a vector over {dst[0]} batch rows of "
                 f"{dst[2]}x{dst[3]} pixels (a run-time k x k filter bank): a gather, on the CPU")
+    if batch_channel_split(src, dst):
+        return None
     a, b = _as_npu_4d(src), _as_npu_4d(dst)
     if a is None or b is None or a[1] == b[1] or _unit_stripped(src) == _unit_stripped(dst):
         return None
     if len(_unit_stripped(src)) <= 1:
         return None  # a vector ([1, C, 1, 1]: one run of channel blocks) regroups without a gather
     return f"{node.op_type} {list(src)} -> {list(dst)} moves data across the channel axis"
+
+
+def batch_channel_split(src: Sequence[Any], dst: Sequence[Any]) -> bool:
+    """[1, B*C, H, W] <-> [B, C, H, W] with C > 1 (deformable attention's per-head value maps): each batch row
+    is a whole run of channel blocks, so the toolkit relabels the rows without a gather (probes bcast_c_* and
+    deform_*: NPU on rk3566 for C = 4..32 in FP16, 8..32 in INT8). C = 1 is not: the toolkit transposes it."""
+    if len(src) != 4 or len(dst) != 4 or tuple(src[2:]) != tuple(dst[2:]):
+        return False
+    one, many = (src, dst) if src[0] == 1 else (dst, src)
+    return one[0] == 1 and many[0] > 1 and many[1] > 1 and one[1] == many[0] * many[1]
 
 
 def _channels_last_relabel(graph: Graph, node: Node) -> bool:

@@ -1599,3 +1599,19 @@ def test_attention_on_windows_kept_in_axis_1_on_rk3566(catalog, tmp_path, window
         for name in ("head_transpose", "pv", "o_transpose"):
             rules = {v.rule for v in report.verdict(name).violations if v.precision == precision}
             assert ("RKNN-WINDOW-TOKENS" in rules) is cpu, (name, precision)
+
+
+@pytest.mark.parametrize(("src", "dst", "cpu"), [([1, 256, 8, 12], [8, 32, 8, 12], False),
+                                                 ([1, 32, 8, 12], [8, 4, 8, 12], False),
+                                                 ([8, 32, 8, 12], [1, 256, 8, 12], False),
+                                                 ([1, 256, 8, 12], [8, 32, 4, 24], True),
+                                                 ([1, 256, 8, 12], [4, 32, 16, 12], True)])
+def test_a_channel_split_into_batch_rows_is_a_relabel_on_rk3566(catalog, tmp_path, src, dst, cpu):
+    """probes bcast_c_b*_c*_n64_k12 and deform_* (tools/probe_rknn_patterns.py, rk3566 FP16 and INT8): the value
+    map [1, B*C, H, W] cut into B rows of C channels, and joined back, is a Reshape layer on the NPU for C = 4..32;
+    a reshape that also regroups the pixels moves data."""
+    path = _inner(tmp_path, [helper.make_node("Reshape", ["a", "s"], ["b"], name="n")], src,
+                  [const("s", np.array(dst, np.int64))])
+    for target in ("rk3566", "rk3568"):
+        for precision in ("fp16", "int8"):
+            assert on_npu(catalog, path, target, precision) is not cpu
