@@ -3368,7 +3368,7 @@ def batch_channel_split(src: Sequence[Any], dst: Sequence[Any]) -> bool:
     if len(src) != 4 or len(dst) != 4 or tuple(src[2:]) != tuple(dst[2:]):
         return False
     one, many = (src, dst) if src[0] == 1 else (dst, src)
-    return one[0] == 1 and many[0] > 1 and many[1] > 1 and one[1] == many[0] * many[1]
+    return bool(one[0] == 1 and many[0] > 1 and many[1] > 1 and one[1] == many[0] * many[1])
 
 
 def _channels_last_relabel(graph: Graph, node: Node) -> bool:
