@@ -1,7 +1,7 @@
 """Build the real-architecture corpus: ONNX exports of random-initialised models, no weights downloaded.
 
 Run with the corpus venv (torch 2.14.1, torchvision 0.29.1, timm, ultralytics, transformers 5.25.0, onnx, onnxscript;
-wave 7 also needs segmentation-models-pytorch, monai, kornia and scipy), not edgeplan's:
+wave 7 also needs segmentation-models-pytorch, monai, kornia and scipy, wave 8 diffusers), not edgeplan's:
     nice -n 10 /work/corpus-venv/bin/python tools/build_corpus.py --build-dir /work/corpus-build [--only NAME,...]
     .venv/bin/python tools/build_corpus.py --verify        # edgeplan's venv: fills the edgeplan_load column
 
@@ -517,6 +517,7 @@ def specs() -> Iterator[Spec]:
     yield from _wave5()
     yield from _wave6()
     yield from _wave7()
+    yield from _wave8()
 
 
 def _wave2() -> Iterator[Spec]:
@@ -1229,6 +1230,170 @@ def _wave7() -> Iterator[Spec]:
     yield _monai("monai_segresnet", "SegResNet", ct, spatial_dims=2, in_channels=1, out_channels=2, init_filters=16)
     yield _kornia("kornia_keynet", "kornia.feature.KeyNet(pretrained=False)", _kornia_keynet, (1, 1, 240, 320))
     yield _kornia("kornia_disk_unet", "kornia.feature.DISK().unet", _kornia_disk_unet, (1, 3, 256, 256))
+
+
+def _diffusers(name: str, cls: str, inputs, mode: str, call_note: str, exporter: str = "torchscript", opset: int = 17,
+               **kwargs) -> Spec:
+    """A diffusers model built from its config arguments (random init, nothing downloaded), wrapped so that the
+    graph has only tensor inputs: a denoiser's timestep (and DiT's class label) is a fixed constant in the graph,
+    so its sinusoidal embedding folds to a constant at export. `mode` picks the forward: `denoise` (sample ->
+    noise prediction), `cond` (sample, text states), `sd3` (sample, text states, pooled text), `pixart` (sample, text states), `controlnet` (sample, text states, conditioning image -> every residual),
+    `dit` (sample,
+    class label 3), `encode` (the VAE's posterior mean), `decode` (latents -> image), `forward` (the model's
+    own forward, first output)."""
+    def make():
+        import diffusers
+        import torch
+
+        class Wrap(torch.nn.Module):
+            def __init__(self, inner):
+                super().__init__()
+                self.inner = inner
+
+            def forward(self, *args):
+                t = torch.tensor([500])
+                if mode == "denoise":
+                    return self.inner(args[0], t, return_dict=False)[0]
+                if mode == "cond":
+                    return self.inner(args[0], t, encoder_hidden_states=args[1], return_dict=False)[0]
+                if mode == "sd3":
+                    return self.inner(args[0], encoder_hidden_states=args[1], pooled_projections=args[2],
+                                      timestep=t, return_dict=False)[0]
+                if mode == "controlnet":
+                    down, mid = self.inner(args[0], t, encoder_hidden_states=args[1], controlnet_cond=args[2],
+                                           return_dict=False)
+                    return (*down, mid)
+                if mode == "pixart":
+                    return self.inner(args[0], encoder_hidden_states=args[1], timestep=t,
+                                      added_cond_kwargs={"resolution": None, "aspect_ratio": None},
+                                      return_dict=False)[0]
+                if mode == "dit":
+                    return self.inner(args[0], timestep=t, class_labels=torch.tensor([3]), return_dict=False)[0]
+                if mode == "encode":
+                    return self.inner.encode(args[0], return_dict=False)[0].mode()
+                if mode == "decode":
+                    return self.inner.decode(args[0], return_dict=False)[0]
+                return self.inner(*args, return_dict=False)[0]
+
+        return Wrap(getattr(diffusers, cls)(**kwargs))
+
+    args = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+    return Spec(name, "diffusers/generative", "diffusers", f"diffusers.{cls}({args}) {call_note}", make,
+                tuple(inputs), exporter, opset)
+
+
+def _wave8() -> Iterator[Spec]:
+    """Eighth wave: architecture families the corpus lacked, held out by family (none of diffusers/generative,
+    transformers/video, transformers/timeseries, transformers/multimodal, transformers/promptable,
+    transformers/pose is a derive family): diffusion denoisers, a ControlNet and autoencoders from diffusers (a
+    fixed timestep as a constant), video transformers (and a video-text model), time-series forecasters,
+    image-text dual encoders and open-vocabulary heads (int64 token ids and an image), Segment Anything with one
+    point prompt, and a top-down pose estimator. Small random-initialised configs, static shapes."""
+    g8 = dict(norm_num_groups=8)
+    yield _diffusers("diffusers_unet2d", "UNet2DModel", [(1, 3, 64, 64)], "denoise",
+                     "(sample, timestep 500)[0]", sample_size=64, in_channels=3, out_channels=3,
+                     block_out_channels=(32, 64, 64), layers_per_block=1,
+                     down_block_types=("DownBlock2D", "AttnDownBlock2D", "DownBlock2D"),
+                     up_block_types=("UpBlock2D", "AttnUpBlock2D", "UpBlock2D"), attention_head_dim=8, **g8)
+    yield _diffusers("diffusers_unet2d_condition", "UNet2DConditionModel", [(1, 4, 32, 32), (1, 16, 64)], "cond",
+                     "(sample, timestep 500, encoder_hidden_states)[0]", sample_size=32, in_channels=4,
+                     out_channels=4, block_out_channels=(32, 64), layers_per_block=1,
+                     down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
+                     up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"), cross_attention_dim=64,
+                     attention_head_dim=8, **g8)
+    yield _diffusers("diffusers_controlnet", "ControlNetModel", [(1, 4, 32, 32), (1, 16, 64), (1, 3, 256, 256)],
+                     "controlnet", "(sample, timestep 500, encoder_hidden_states, controlnet_cond): down and mid residuals",
+                     in_channels=4, block_out_channels=(32, 64), layers_per_block=1,
+                     down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"), cross_attention_dim=64,
+                     attention_head_dim=8, conditioning_embedding_out_channels=(16, 32, 64, 128), **g8)
+    vae = dict(in_channels=3, out_channels=3, latent_channels=4, block_out_channels=(32, 64, 64, 64),
+               down_block_types=("DownEncoderBlock2D",) * 4, up_block_types=("UpDecoderBlock2D",) * 4,
+               layers_per_block=1, sample_size=128, **g8)
+    yield _diffusers("diffusers_autoencoderkl_encoder", "AutoencoderKL", [(1, 3, 128, 128)], "encode",
+                     ".encode(image).latent_dist.mode()", **vae)
+    yield _diffusers("diffusers_autoencoderkl_decoder", "AutoencoderKL", [(1, 4, 16, 16)], "decode",
+                     ".decode(latents)[0]", **vae)
+    yield _diffusers("diffusers_vqmodel", "VQModel", [(1, 3, 64, 64)], "forward", "(image)[0]: encode, quantize, decode",
+                     in_channels=3, out_channels=3, latent_channels=4, block_out_channels=(32, 64),
+                     down_block_types=("DownEncoderBlock2D",) * 2, up_block_types=("UpDecoderBlock2D",) * 2,
+                     layers_per_block=1, num_vq_embeddings=256, vq_embed_dim=4, sample_size=64, **g8)
+    yield _diffusers("diffusers_autoencoder_tiny_decoder", "AutoencoderTiny", [(1, 4, 32, 32)], "decode",
+                     ".decode(latents)[0]", encoder_block_out_channels=(32, 32, 32, 32),
+                     decoder_block_out_channels=(32, 32, 32, 32))
+    yield _diffusers("diffusers_dit", "DiTTransformer2DModel", [(1, 4, 16, 16)], "dit",
+                     "(sample, timestep 500, class_labels 3)[0]", num_attention_heads=4, attention_head_dim=32,
+                     in_channels=4, out_channels=8, num_layers=4, sample_size=16, patch_size=2, num_embeds_ada_norm=10)
+    yield _diffusers("diffusers_sd3_transformer", "SD3Transformer2DModel", [(1, 4, 32, 32), (1, 16, 64), (1, 32)],
+                     "sd3", "(sample, encoder_hidden_states, pooled_projections, timestep 500)[0]", sample_size=32,
+                     patch_size=2, in_channels=4, out_channels=4, num_layers=2, attention_head_dim=32,
+                     num_attention_heads=4, joint_attention_dim=64, caption_projection_dim=128,
+                     pooled_projection_dim=32, pos_embed_max_size=32)
+    yield _diffusers("diffusers_pixart_transformer", "PixArtTransformer2DModel", [(1, 4, 16, 16), (1, 16, 64)],
+                     "pixart", "(sample, encoder_hidden_states, timestep 500)[0]", num_attention_heads=4,
+                     attention_head_dim=32, in_channels=4, out_channels=8, num_layers=2, sample_size=16, patch_size=2,
+                     cross_attention_dim=128, caption_channels=64, use_additional_conditions=False)
+    # its resampling convolves with a kernel built at run time, which only the dynamo exporter folds
+    yield _diffusers("diffusers_unet1d_dynamo", "UNet1DModel", [(1, 2, 1024)], "denoise", "(sample, timestep 500)[0]",
+                     exporter="dynamo", opset=18,
+                     sample_size=1024, in_channels=2, out_channels=2, extra_in_channels=16,
+                     time_embedding_dim=16, block_out_channels=(32, 32, 64))
+    video = "transformers/video"
+    clip8 = [(1, 8, 3, 112, 112)]
+    vit = dict(hidden_size=192, num_hidden_layers=4, num_attention_heads=3, intermediate_size=768)
+    yield _hf("hf_videomae", video, "VideoMAEForVideoClassification", "VideoMAEConfig", clip8, **vit,
+              image_size=112, patch_size=16, num_frames=8, tubelet_size=2, num_labels=10)
+    yield _hf("hf_timesformer", video, "TimesformerForVideoClassification", "TimesformerConfig", clip8, **vit,
+              image_size=112, patch_size=16, num_frames=8, num_labels=10)
+    yield _hf("hf_vivit", video, "VivitForVideoClassification", "VivitConfig", [(1, 8, 3, 112, 112)], **vit,
+              image_size=112, num_frames=8, tubelet_size=[2, 16, 16], num_labels=10)
+    yield _hf("hf_vjepa2", video, "VJEPA2ForVideoClassification", "VJEPA2Config", [(1, 8, 3, 112, 112)], hidden_size=192,
+              num_hidden_layers=4, num_attention_heads=3, mlp_ratio=4.0, crop_size=112, frames_per_clip=8,
+              tubelet_size=2, patch_size=16, pred_hidden_size=96, pred_num_hidden_layers=2,
+              pred_num_attention_heads=3, pred_num_mask_tokens=2, num_pooler_layers=1, num_labels=10)
+    yield _hf("hf_xclip", video, "XCLIPModel", "XCLIPConfig", [(1, 16), (1, 8, 3, 112, 112)], int_inputs=(1000, 0),
+              text_config={"vocab_size": 1000, "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
+                           "intermediate_size": 1024, "max_position_embeddings": 16},
+              vision_config=dict(vit, image_size=112, patch_size=16, num_frames=8, mit_hidden_size=128,
+                                 mit_intermediate_size=512, mit_num_attention_heads=4),
+              projection_dim=128, prompt_layers=1, prompt_num_attention_heads=4)
+    ts = "transformers/timeseries"
+    # TorchScript's export of their patching (Tensor.unfold) gives a file that fails ONNX shape inference
+    yield _hf("hf_patchtst_dynamo", ts, "PatchTSTForPrediction", "PatchTSTConfig", [(1, 512, 7)], exporter="dynamo",
+              opset=18, num_input_channels=7,
+              context_length=512, patch_length=16, patch_stride=8, prediction_length=96, d_model=128,
+              num_hidden_layers=2, num_attention_heads=4, ffn_dim=256)
+    yield _hf("hf_patchtsmixer_dynamo", ts, "PatchTSMixerForPrediction", "PatchTSMixerConfig", [(1, 512, 7)],
+              exporter="dynamo", opset=18,
+              num_input_channels=7, context_length=512, patch_length=16, patch_stride=8, prediction_length=96,
+              d_model=64, num_layers=4, mode="mix_channel", gated_attn=True)
+    mm = "transformers/multimodal"
+    vocab = 1000
+    text = {"vocab_size": vocab, "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "intermediate_size": 1024, "max_position_embeddings": 16}
+    vision = {"hidden_size": 192, "num_hidden_layers": 4, "num_attention_heads": 3, "intermediate_size": 768,
+              "image_size": 224, "patch_size": 16}
+    pair = [(1, 16), (1, 3, 224, 224)]
+    yield _hf("hf_clip", mm, "CLIPModel", "CLIPConfig", pair, int_inputs=(vocab, 0), text_config=text,
+              vision_config=vision, projection_dim=128)
+    yield _hf("hf_siglip", mm, "SiglipModel", "SiglipConfig", pair, int_inputs=(vocab, 0),
+              text_config=dict(text, projection_size=192), vision_config=vision)
+    yield _hf("hf_clipseg", mm, "CLIPSegForImageSegmentation", "CLIPSegConfig", pair, int_inputs=(vocab, 0),
+              text_config=text, vision_config=vision, projection_dim=128, extract_layers=[1, 2, 3], reduce_dim=64)
+    yield _hf("hf_owlvit", mm, "OwlViTForObjectDetection", "OwlViTConfig", [(2, 16), (1, 3, 224, 224)],
+              int_inputs=(vocab, 0), outputs=2, text_config=text, vision_config=vision, projection_dim=256)
+    yield _hf("hf_sam", "transformers/promptable", "SamModel", "SamConfig", [(1, 3, 256, 256), (1, 1, 1, 2)],
+              outputs=2, vision_config={"hidden_size": 192, "num_hidden_layers": 4, "num_attention_heads": 3,
+                                        "mlp_dim": 768, "image_size": 256, "patch_size": 16, "output_channels": 64,
+                                        "window_size": 4, "global_attn_indexes": [1, 3], "num_pos_feats": 32,
+                                        "initializer_range": 0.02},
+              prompt_encoder_config={"hidden_size": 64, "image_size": 256, "patch_size": 16,
+                                     "mask_input_channels": 16},
+              mask_decoder_config={"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "mlp_dim": 256,
+                                   "iou_head_hidden_dim": 64})
+    yield _hf("hf_vitpose", "transformers/pose", "VitPoseForPoseEstimation", "VitPoseConfig", [(1, 3, 256, 192)],
+              backbone_config={"model_type": "vitpose_backbone", "hidden_size": 192, "num_hidden_layers": 4,
+                               "num_attention_heads": 3, "intermediate_size": 768, "image_size": [256, 192],
+                               "patch_size": [16, 16], "out_indices": [4]}, use_simple_decoder=True, num_labels=17)
 
 
 def _wavenet():
@@ -1959,8 +2124,8 @@ def build(build_dir: Path, only: list[str] | None, failures: Path) -> int:
     torch.set_num_threads(1)
     versions = {lib: md.version(lib) for lib in ("torch", "torchvision", "timm", "ultralytics", "transformers")}
     installed = {d.metadata["Name"].lower().replace("-", "_") for d in md.distributions()}
-    versions.update({lib: md.version(lib) for lib in ("segmentation_models_pytorch", "monai", "kornia")
-                     if lib in installed})  # wave 7's libraries, needed only to build it
+    versions.update({lib: md.version(lib) for lib in ("segmentation_models_pytorch", "monai", "kornia", "diffusers")
+                     if lib in installed})  # waves 7 and 8's libraries, needed only to build them
     rows = read_manifest()
     failed: list[str] = []
     ordered = list(specs())
