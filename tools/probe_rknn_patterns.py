@@ -879,6 +879,68 @@ def deform_cases():
                free_model(f"df{b}", (1, 3, big, big), nodes, inits, opset=17))
 
 
+def video_token_cases():
+    """Video transformers' patch embedding: a Conv3d map [1, C, T, H, W] flattened into tokens [1, C, T*H*W]
+    (VideoMAE, ViViT, V-JEPA 2), then a token MatMul; and diffusion transformers' unpatchify: tokens [1, h*w,
+    p*q*c] cut into [1, h, w, p, q, c], permuted to [1, c, h, p, w, q] (a Transpose, or the permutation-only Einsum
+    diffusers writes) and merged into the map [1, c, h*p, w*q] (DiT, PixArt, SD3)."""
+    for ch, t, h, wd in ((32, 4, 7, 7), (32, 4, 8, 8), (32, 2, 4, 4), (32, 1, 7, 7), (48, 3, 5, 5), (32, 2, 10, 10),
+                         (32, 3, 4, 4), (32, 4, 2, 2), (32, 2, 8, 6), (32, 2, 2, 12)):
+        nodes = [N("Conv", ["in", "w3"], ["v"], "pre_conv", kernel_shape=[1, 2, 2], strides=[1, 2, 2]),
+                 N("Reshape", ["v", "s3"], ["tok"], "op"),
+                 N("Transpose", ["tok"], ["tt"], "to_tokens", perm=[0, 2, 1]),
+                 N("MatMul", ["tt", "mw"], ["out"], "post_matmul")]
+        inits = [w("w3", (ch, 3, 1, 2, 2)), c("s3", np.array([1, ch, -1], np.int64)), w("mw", (ch, ch))]
+        yield f"video_flatten_c{ch}_t{t}_{h}x{wd}", free_model(f"vf{ch}", (1, 3, t, 2 * h, 2 * wd), nodes, inits)
+    for hw, pq, cc, how in ((8, 2, 8, "transpose"), (8, 2, 8, "einsum"), (16, 2, 4, "einsum"), (8, 1, 32, "einsum"),
+                            (8, 4, 4, "transpose")):
+        n_tok, dim = hw * hw, pq * pq * cc
+        perm = [0, 5, 1, 3, 2, 4]
+        move = (N("Transpose", ["r6"], ["p6"], "unpatch_perm", perm=perm) if how == "transpose" else
+                N("Einsum", ["r6"], ["p6"], "unpatch_perm", equation="nhwpqc->nchpwq"))
+        nodes = [N("Conv", ["in", "w0"], ["m"], "pre_conv"),
+                 N("Reshape", ["m", "s_tok"], ["tk"], "to_tokens"),
+                 N("Transpose", ["tk"], ["tok"], "tokens_t", perm=[0, 2, 1]),
+                 N("MatMul", ["tok", "mw"], ["proj"], "proj_out"),
+                 N("Reshape", ["proj", "s6"], ["r6"], "op"), move,
+                 N("Reshape", ["p6", "s_map"], ["y"], "to_map"),
+                 N("Conv", ["y", "w1"], ["out"], "post_conv")]
+        inits = [w("w0", (32, 3, 1, 1)), c("s_tok", np.array([1, 32, n_tok], np.int64)), w("mw", (32, dim)),
+                 c("s6", np.array([1, hw, hw, pq, pq, cc], np.int64)),
+                 c("s_map", np.array([1, cc, hw * pq, hw * pq], np.int64)), w("w1", (8, cc, 1, 1))]
+        yield (f"unpatchify_{how}_h{hw}_p{pq}_c{cc}",
+               free_model(f"up{hw}{pq}", (1, 3, hw, hw), nodes, inits, opset=17))
+
+
+def rope_pair_cases():
+    """Rotary embedding over interleaved pairs (V-JEPA 2, GPT-J style): per-head tokens [1, h, N, d] -> Reshape
+    [1, h, N, d/2, 2] -> Split -> [-x2, x1] stacked on the pair axis -> Reshape back [1, h, N, d] -> x cos + that x
+    sin: the two pair Reshapes."""
+    for heads, side, d in ((3, 14, 20), (3, 14, 32), (4, 8, 16), (4, 8, 20), (2, 14, 64)):
+        n = side * side
+        nodes = [N("Conv", ["in", "w0"], ["m"], "pre_conv"),
+                 N("Reshape", ["m", "s_heads"], ["hd"], "to_heads"),
+                 N("Transpose", ["hd"], ["x"], "heads_t", perm=[0, 1, 3, 2]),
+                 N("Reshape", ["x", "s_pairs"], ["pr"], "op"),
+                 N("Split", ["pr", "two"], ["x1", "x2"], "pair_split", axis=4),
+                 N("Neg", ["x2"], ["nx2"], "pair_neg"),
+                 N("Concat", ["nx2", "x1"], ["rot5"], "pair_stack", axis=4),
+                 N("Reshape", ["rot5", "s_back"], ["rot"], "op_back"),
+                 N("Mul", ["x", "cos"], ["xc"], "mul_cos"),
+                 N("Mul", ["rot", "sin"], ["rs"], "mul_sin"),
+                 N("Add", ["xc", "rs"], ["emb"], "rope_add"),
+                 N("Transpose", ["emb"], ["et"], "back_t", perm=[0, 1, 3, 2]),
+                 N("Reshape", ["et", "s_map"], ["y"], "to_map"),
+                 N("Conv", ["y", "w1"], ["out"], "post_conv")]
+        inits = [w("w0", (heads * d, 3, 1, 1)), c("s_heads", np.array([1, heads, d, n], np.int64)),
+                 c("s_pairs", np.array([1, heads, n, d // 2, 2], np.int64)), c("two", np.array([1, 1], np.int64)),
+                 c("s_back", np.array([1, heads, n, d], np.int64)),
+                 c("cos", rng.uniform(-1, 1, (n, d)).astype(np.float32)),
+                 c("sin", rng.uniform(-1, 1, (n, d)).astype(np.float32)),
+                 c("s_map", np.array([1, heads * d, side, side], np.int64)), w("w1", (8, heads * d, 1, 1))]
+        yield f"rope_pairs_h{heads}_n{n}_d{d}", free_model(f"rp{d}", (1, 3, side, side), nodes, inits)
+
+
 def all_cases():
     yield from cases()
     yield from more_cases()
@@ -894,6 +956,8 @@ def all_cases():
     yield from deconv_cases()
     yield from bcast_cases()
     yield from deform_cases()
+    yield from video_token_cases()
+    yield from rope_pair_cases()
 
 
 def convert_case(label, socs):

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 import numpy as np
 
 from optimizer.catalog._flat_rows import rows_pad
-from optimizer.catalog._joins import block_join_5d
+from optimizer.catalog._joins import block_join_5d, token_unpatchify
 from optimizer.catalog._layout import (
     LAYOUT_OPS,
     RESHAPES,
@@ -58,6 +58,7 @@ from optimizer.catalog._rk3566_attn import (
 )
 from optimizer.catalog._stream import batch_rows_stream
 from optimizer.catalog._unfold import unfold_rows
+from optimizer.catalog._video import video_flatten
 from optimizer.catalog._view import LayerView
 from optimizer.ir._fold import build_time_value
 
@@ -2732,6 +2733,8 @@ CHECKS: Mapping[str, Check] = {
     "window_batch_split": window_batch_split,
     "batch_rows_stream": batch_rows_stream,  # optimizer/catalog/_stream.py (rk3566/rk3568)
     "block_join_5d": block_join_5d,  # optimizer/catalog/_joins.py
+    "token_unpatchify": token_unpatchify,  # optimizer/catalog/_joins.py
+    "video_flatten": video_flatten,  # optimizer/catalog/_video.py
     "rows_pad": rows_pad,  # optimizer/catalog/_flat_rows.py
     "unfold_rows": unfold_rows,  # optimizer/catalog/_unfold.py (rk3588)
 }

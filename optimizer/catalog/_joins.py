@@ -1,5 +1,5 @@
 """RKNN verdicts for block joins that have no 4-D form: the inverse of a window partition written without a batch
-axis (HaloNet's block join). Every SoC.
+axis (HaloNet's block join), and the unpatchify of a diffusion transformer's tokens. Every SoC.
 
 rknn-toolkit2 rewrites a window *partition* of a map into exWindow at rank 5 or 6, and the *join* back into a map
 into transposed convolutions, but the join only in its rank-6 form [1,C,bs,bs,nb,nb] -> [1,C,nb,bs,nb,bs]. The same
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from optimizer.ir import Graph, Node
 
 _RANK = 5  # the rank-6 join with a unit batch in front is rewritten (probe tp5_halojoin_b1: NPU)
+_UNPATCH_PERM = (0, 5, 1, 3, 2, 4)  # [1, h, w, p, q, c] -> [1, c, h, p, w, q]
 
 
 def _joined_map(graph: Graph, node: Node) -> tuple[int, ...] | None:
@@ -57,3 +58,68 @@ def block_join_5d(rule: Rule, view: LayerView) -> str | None:
         return None
     return (f"Transpose {list(shape)} perm {list(perm)} joins blocks into the map {list(merged)} without a batch "
             "axis (no 4-D form, no transposed-convolution rewrite at rank 5): a CPU Transpose")
+
+
+def einsum_permutation(node: Node) -> tuple[int, ...] | None:
+    """The axis permutation a one-operand Einsum with distinct labels, all kept, writes ("nhwpqc->nchpwq"), else
+    None: the toolkit lowers it as a Transpose."""
+    equation = node.attrs.get("equation")
+    if isinstance(equation, bytes):
+        equation = equation.decode("utf-8", "replace")
+    if node.op_type != "Einsum" or not isinstance(equation, str) or "->" not in equation:
+        return None
+    source, _, target = (part.strip() for part in equation.partition("->"))
+    if "," in source or "." in source or len(set(source)) != len(source) or sorted(source) != sorted(target):
+        return None
+    return tuple(source.index(label) for label in target)
+
+
+def _permutation(node: Node, rank: int) -> tuple[int, ...] | None:
+    if node.op_type == "Transpose":
+        return transpose_perm(node, rank)
+    return einsum_permutation(node)
+
+
+def _unpatchified(graph: Graph, reshape: Node | None) -> tuple[Node, tuple[int, ...]] | None:
+    """(the permutation, the patch grid [1, h, w, p, q, c]) when `reshape` cuts tokens [1, h*w, p*q*c] into
+    patches that its only user permutes to [1, c, h, p, w, q] with p*q > 1 (diffusers' unpatchify), else None."""
+    if reshape is None or reshape.op_type != "Reshape" or not reshape.inputs or not reshape.outputs:
+        return None
+    src = static_shape(graph, reshape.inputs[0], 3)
+    grid = static_shape(graph, reshape.outputs[0], 6)
+    user = only_user(graph, reshape.outputs[0])
+    if src is None or grid is None or user is None or user.op_type not in ("Transpose", "Einsum"):
+        return None
+    _, h, w, p, q, c = grid
+    if (src[0] != 1 or grid[0] != 1 or src[1] != h * w or src[2] != p * q * c or p * q == 1
+            or _permutation(user, 6) != _UNPATCH_PERM):
+        return None
+    return user, grid
+
+
+def token_unpatchify(rule: Rule, view: LayerView) -> str | None:
+    """Tokens cut into patches and permuted back into a map (the departition order, channel first) without a
+    window partition before them: no exWindow rewrite, the permutation is a Transpose layer of its own on the
+    CPU, named after the Transpose node, or after the Reshape when an Einsum wrote the permutation."""
+    graph, node = view.graph, view.node
+    if node.op_type in ("Transpose", "Einsum", "Reshape") and node.inputs:
+        permutation = graph.producer(node.inputs[0])
+        cut = graph.producer(permutation.inputs[0]) if permutation is not None and permutation.inputs else None
+        merged = _unpatchified(graph, cut)
+        if (node.op_type == "Reshape" and merged is not None and merged[0] is permutation
+                and view.target.rules_id in rule.params.get("merge_targets", ())):
+            return (f"Reshape merging the unpatchified patches {list(merged[1])} into the map: on this NPU a CPU "
+                    "relayout after the CPU Transpose")
+    if node.op_type == "Transpose" and node.inputs:
+        found = _unpatchified(graph, graph.producer(node.inputs[0]))
+        if found is None or found[0] is not node:
+            return None
+    elif node.op_type == "Reshape":
+        found = _unpatchified(graph, node)
+        if found is None or found[0].op_type != "Einsum":
+            return None
+    else:
+        return None
+    grid = found[1]
+    return (f"unpatchify: tokens cut into patches {list(grid)} and permuted to [1, c, h, p, w, q] have no 4-D form "
+            "and no window rewrite: a CPU Transpose")

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 from onnx import helper
 
-from tests.conftest import const, save_model, value, violations
+from optimizer.catalog._joins import einsum_permutation
+from optimizer.ir import Node
+from tests.conftest import const, save_model, value, violations, weight
 
 SOCS = ("rk3588", "rk3576", "rk3562", "rv1126b", "rk3566", "rk3568")
 RULE = "RKNN-BLOCK-JOIN-5D"
@@ -50,3 +52,66 @@ def test_a_block_axis_of_one_is_no_join(catalog, tmp_path):
     """With one block per row the join only moves whole rows: outside the rule (unit axes leave four runs)."""
     path = _join(tmp_path, (32, 16, 8, 1, 2), (0, 3, 1, 4, 2), (1, 32, 16, 16))
     assert RULE not in violations(catalog, path, "rk3588", "fp16")
+
+
+UNPATCH = "RKNN-UNPATCHIFY"
+
+
+def _unpatchify(tmp_path, hw=8, pq=2, c=8, how="transpose", grid=None):
+    """Tokens [1, hw*hw, pq*pq*c] (a MatMul's result) -> Reshape `grid` (node cut) -> Transpose or Einsum to
+    [1, c, h, p, w, q] (node perm) -> Reshape into the map (node merge) -> Relu."""
+    grid = grid or (1, hw, hw, pq, pq, c)
+    dim = pq * pq * c
+    move = (helper.make_node("Transpose", ["g"], ["t"], name="perm", perm=[0, 5, 1, 3, 2, 4]) if how == "transpose"
+            else helper.make_node("Einsum", ["g"], ["t"], name="perm", equation="nhwpqc->nchpwq"))
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["tok"], name="proj_out"),
+             helper.make_node("Reshape", ["tok", "s"], ["g"], name="cut"), move,
+             helper.make_node("Reshape", ["t", "b"], ["m"], name="merge"),
+             helper.make_node("Relu", ["m"], ["y"], name="tail")]
+    inits = [weight("w", (32, dim)), const("s", np.array(grid, np.int64)),
+             const("b", np.array([1, c, hw * pq, hw * pq], np.int64))]
+    return save_model(tmp_path / f"u{hw}_{pq}_{c}_{how}.onnx", nodes, [value("x", [1, hw * hw, 32])],
+                      [value("y", None)], inits)
+
+
+@pytest.mark.parametrize(("pq", "how", "cpu_node"), [(2, "transpose", "perm"), (4, "transpose", "perm"),
+                                                     (2, "einsum", "cut"), (1, "einsum", None),
+                                                     (1, "transpose", None)])
+def test_unpatchify_is_a_cpu_transpose_on_every_soc(catalog, tmp_path, pq, how, cpu_node):
+    """probes unpatchify_* and corpus DiT/PixArt/SD3: the Transpose node carries the CPU layer, or the Reshape
+    before an Einsum; 1x1 patches move nothing."""
+    path = _unpatchify(tmp_path, pq=pq, c=32 // (pq * pq) if pq > 1 else 32, how=how)
+    for soc in SOCS:
+        for precision in ("fp16", "int8"):
+            for node in ("cut", "perm"):
+                assert (UNPATCH in violations(catalog, path, soc, precision, node)) is (node == cpu_node), \
+                    (soc, precision, node)
+
+
+def test_the_merge_after_unpatchify_is_cpu_on_rk3566_only(catalog, tmp_path):
+    path = _unpatchify(tmp_path)
+    for soc in SOCS:
+        assert (UNPATCH in violations(catalog, path, soc, "fp16", "merge")) is (soc in ("rk3566", "rk3568")), soc
+
+
+def test_a_map_cut_into_windows_is_no_unpatchify(catalog, tmp_path):
+    """The departition permutation on patches that were not tokens [1, h*w, p*q*c] (a map's window grid, which the
+    toolkit rewrites with its partition) is outside the rule."""
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="head"),
+             helper.make_node("Reshape", ["r", "s"], ["g"], name="cut"),
+             helper.make_node("Transpose", ["g"], ["t"], name="perm", perm=[0, 5, 1, 3, 2, 4]),
+             helper.make_node("Reshape", ["t", "b"], ["y"], name="merge")]
+    inits = [const("s", np.array([1, 8, 8, 2, 2, 8], np.int64)), const("b", np.array([1, 8, 16, 16], np.int64))]
+    path = save_model(tmp_path / "map.onnx", nodes, [value("x", [1, 8, 16, 16])], [value("y", None)], inits)
+    for soc in SOCS:
+        assert UNPATCH not in violations(catalog, path, soc, "fp16", "perm")
+        assert UNPATCH not in violations(catalog, path, soc, "fp16", "cut")
+
+
+@pytest.mark.parametrize(("equation", "perm"), [("nhwpqc->nchpwq", (0, 5, 1, 3, 2, 4)), ("ij->ji", (1, 0)),
+                                              ("ij,jk->ik", None), ("ii->i", None), ("ij->i", None),
+                                              ("...ij->...ji", None)])
+def test_an_einsum_is_a_permutation_only_with_one_operand_and_every_label_kept(equation, perm):
+    node = Node(index=0, name="e", op_type="Einsum", domain="", inputs=("a",), outputs=("b",),
+                attrs={"equation": equation})
+    assert einsum_permutation(node) == perm
