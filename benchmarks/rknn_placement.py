@@ -66,7 +66,9 @@ DERIVE = frozenset({"torchvision/classification", "timm/cnn", "ultralytics/detec
                     "torch.nn/rnn", "torch.nn/transformer", "timm/vit", "timm/hybrid",
                     "ultralytics/seg-pose-obb-cls", "transformers/vision", "transformers/audio",
                     "transformers/text", "transformers/detection", "transformers/dense", "smp/segmentation",
-                    "monai/segmentation", "kornia/feature"})
+                    "monai/segmentation", "kornia/feature", "diffusers/generative", "transformers/video",
+                    "transformers/timeseries", "transformers/multimodal", "transformers/promptable",
+                    "transformers/pose"})
 _SUFFIX = re.compile(r"#\d+$")
 
 

@@ -916,7 +916,8 @@ def rope_pair_cases():
     """Rotary embedding over interleaved pairs (V-JEPA 2, GPT-J style): per-head tokens [1, h, N, d] -> Reshape
     [1, h, N, d/2, 2] -> Split -> [-x2, x1] stacked on the pair axis -> Reshape back [1, h, N, d] -> x cos + that x
     sin: the two pair Reshapes."""
-    for heads, side, d in ((3, 14, 20), (3, 14, 32), (4, 8, 16), (4, 8, 20), (2, 14, 64)):
+    for heads, side, d in ((3, 14, 20), (3, 14, 32), (4, 8, 16), (4, 8, 20), (2, 14, 64), (4, 8, 24), (4, 8, 12),
+                           (4, 8, 40)):
         n = side * side
         nodes = [N("Conv", ["in", "w0"], ["m"], "pre_conv"),
                  N("Reshape", ["m", "s_heads"], ["hd"], "to_heads"),

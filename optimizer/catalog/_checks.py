@@ -25,6 +25,7 @@ from optimizer.catalog._layout import (
 )
 from optimizer.catalog._layout import data_users as _data_users
 from optimizer.catalog._layout import only_user as _only_user
+from optimizer.catalog._pairs import pair_split
 from optimizer.catalog._partitions import (
     batched_rows,
     grid_rows,
@@ -2735,6 +2736,7 @@ CHECKS: Mapping[str, Check] = {
     "block_join_5d": block_join_5d,  # optimizer/catalog/_joins.py
     "token_unpatchify": token_unpatchify,  # optimizer/catalog/_joins.py
     "video_flatten": video_flatten,  # optimizer/catalog/_video.py
+    "pair_split": pair_split,  # optimizer/catalog/_pairs.py
     "rows_pad": rows_pad,  # optimizer/catalog/_flat_rows.py
     "unfold_rows": unfold_rows,  # optimizer/catalog/_unfold.py (rk3588)
 }
