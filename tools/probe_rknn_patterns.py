@@ -942,6 +942,47 @@ def rope_pair_cases():
         yield f"rope_pairs_h{heads}_n{n}_d{d}", free_model(f"rp{d}", (1, 3, side, side), nodes, inits)
 
 
+def tile_broadcast_cases():
+    """Tile that only repeats axes of size 1 (a broadcast written as Tile: TimeSformer's class token [1, 1, C]
+    repeated over the frames), against repeats of a wider axis."""
+    tokens = [N("Reshape", ["x", "s3"], ["r"], "to_tokens"), N("Transpose", ["r"], ["t"], "tokens_t", perm=[0, 2, 1])]
+    back = [N("Transpose", ["u"], ["ub"], "back_t", perm=[0, 2, 1]), N("Reshape", ["ub", "s4"], ["y"], "back_map")]
+    shapes = [c("s3", np.array([1, C, H * W], np.int64)), c("s4", np.array([1, C, H, W], np.int64))]
+    pooled = [N("GlobalAveragePool", ["x"], ["g"], "gap"), N("Reshape", ["g", "s_cls"], ["cls"], "cls_reshape")]
+    yield "tile_bcast_r3_tokens", model("tb3", [*tokens, *pooled, N("Tile", ["cls", "rep"], ["rc"], "op"),
+                                                N("Add", ["t", "rc"], ["u"], "add"), *back],
+                                        [*shapes, c("s_cls", np.array([1, 1, C], np.int64)),
+                                         c("rep", np.array([1, H * W, 1], np.int64))], C)
+    yield "tile_bcast_r4_two_axes", model("tb4", [N("GlobalAveragePool", ["x"], ["g"], "gap"),
+                                                  N("Tile", ["g", "rep"], ["gt"], "op"),
+                                                  N("Mul", ["x", "gt"], ["y"], "mul")],
+                                          [c("rep", np.array([1, 1, H, W], np.int64))], C)
+    yield "tile_wide_r3_tokens", model("tw3", [*tokens, N("Slice", ["t", "st", "en", "ax"], ["half"], "half"),
+                                               N("Tile", ["half", "rep"], ["rc"], "op"),
+                                               N("Add", ["t", "rc"], ["u"], "add"), *back],
+                                       [*shapes, c("st", np.array([0], np.int64)),
+                                        c("en", np.array([H * W // 2], np.int64)), c("ax", np.array([1], np.int64)),
+                                        c("rep", np.array([1, 2, 1], np.int64))], C)
+
+
+def gather_batch_cases():
+    """The class token of each of B token sequences [B, N, C] taken with a scalar Gather on axis 1 (X-CLIP's
+    per-frame class tokens, B = 8 frames), against one sequence (a ViT's pooling)."""
+    for b, n, idx in ((8, 50, 0), (1, 50, 0), (2, 50, 0), (8, 16, 3)):
+        nodes = [N("Conv", ["in", "w0"], ["m"], "pre_conv"),
+                 N("Transpose", ["m"], ["mt"], "to_last", perm=[0, 2, 3, 1]),
+                 N("Reshape", ["mt", "s3"], ["tok"], "to_tokens"),
+                 N("Sigmoid", ["tok"], ["ln"], "act"),
+                 N("Gather", ["ln", "i"], ["cls"], "op", axis=1),
+                 N("Gemm", ["cls", "fw"], ["f"], "fc", transB=1),
+                 N("Reshape", ["f", "s4"], ["y"], "to_map"),
+                 N("Conv", ["y", "w1"], ["out"], "post_conv")]
+        inits = [w("w0", (32, 3, 1, 1)), c("s3", np.array([b, n, 32], np.int64)), c("i", np.array(idx, np.int64)),
+                 w("fw", (32, 32)),
+                 c("s4", np.array([1, b * 32, 1, 1], np.int64)), w("w1", (8, b * 32, 1, 1))]
+        yield f"gather_cls_b{b}_n{n}_i{idx}", free_model(f"gc{b}", (1, 3, b, n), nodes, inits)
+
+
 def all_cases():
     yield from cases()
     yield from more_cases()
@@ -959,6 +1000,8 @@ def all_cases():
     yield from deform_cases()
     yield from video_token_cases()
     yield from rope_pair_cases()
+    yield from tile_broadcast_cases()
+    yield from gather_batch_cases()
 
 
 def convert_case(label, socs):

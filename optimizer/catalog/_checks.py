@@ -227,6 +227,25 @@ def is_noop(graph: Graph, node: Node) -> bool:
     return node.op_type in ("Expand", "Tile", "Reshape") and _static(src.shape) and src.shape == dst.shape
 
 
+def neutral_arithmetic(graph: Graph, node: Node) -> bool:
+    """x + 0, x - 0, x * 1, x / 1 with the neutral operand known at build time (CLIP's pooled index adds
+    arange(batch) x length, all zeros at batch 1) and the result of x's shape: the toolkit drops the op, so a
+    run-time integer x costs no CPU layer there."""
+    if node.op_type not in ("Add", "Sub", "Mul", "Div") or len(node.inputs) != 2 or not node.outputs:
+        return False
+    neutral = 0 if node.op_type in ("Add", "Sub") else 1
+    out = graph.shape(node.outputs[0])
+    for k, tensor in enumerate(node.inputs):
+        other = node.inputs[1 - k]
+        if (k == 0 and node.op_type in ("Sub", "Div")) or not graph.is_constant(tensor) or graph.is_constant(other):
+            continue
+        value = graph.constants.get(tensor)
+        value = build_time_value(graph, tensor) if value is None else value
+        if value is not None and value.size and bool(np.all(value == neutral)) and graph.shape(other) == out:
+            return True
+    return False
+
+
 def vector_division(rule: Rule, view: LayerView) -> str | None:
     """The NPU's Div needs a map: two run-time vectors of one shape (one value per channel or token, one pixel:
     ConvNeXt-V2's response normalisation) are divided on the CPU, while a broadcast divisor or a map of a few
@@ -247,7 +266,8 @@ def runtime_int_data(rule: Rule, view: LayerView) -> str | None:
     count) has no NPU form. Integer tensors edgeplan resolves at build time (shape arithmetic) are constants,
     not this; an op that changes nothing (an Expand to the shape it reads) is removed, not run."""
     node, graph = view.node, view.graph
-    if node.op_type not in set((rule.params or {}).get("ops", ())) or is_noop(graph, node):
+    if (node.op_type not in set((rule.params or {}).get("ops", ())) or is_noop(graph, node)
+            or neutral_arithmetic(graph, node)):
         return None
     for tensor in node.inputs:
         info = graph.tensors.get(tensor) if tensor else None
@@ -3708,7 +3728,7 @@ def _channel_reduce(view: LayerView, params: Mapping[str, Any]) -> str | None:
 
 def _tile_repeats(view: LayerView, params: Mapping[str, Any]) -> str | None:
     """The NPU's Tile repeats one axis of a 4-D map (channel, H or W); several axes at once, or a tensor of
-    another rank, is a CPU Tile."""
+    another rank, is a CPU Tile, unless every repeated axis has size 1 at rank <= 4 (a broadcast: an Expand)."""
     graph, node = view.graph, view.node
     src = graph.shape(node.inputs[0]) if node.inputs else None
     value = graph.constants.get(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] else None
@@ -3718,6 +3738,8 @@ def _tile_repeats(view: LayerView, params: Mapping[str, Any]) -> str | None:
     tiled = [axis for axis, r in enumerate(repeats) if r != 1]
     if not tiled or (len(src) == 4 and len(tiled) == 1):
         return None  # every repeat 1: an identity the toolkit drops, whatever the rank
+    if len(src) <= 4 and all(src[axis] == 1 for axis in tiled):
+        return None  # repeats of size-1 axes only: a broadcast, rewritten as an NPU Expand (rank 5 is not)
     return (f"Tile of a rank-{len(src)} tensor {list(src)} repeating axes {tiled} ({repeats}): the NPU tiles one "
             "axis of a 4-D map only")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from onnx import TensorProto
+from onnx import TensorProto, helper
 
 from optimizer.catalog._checks import is_noop
 from optimizer.ir import load_model
@@ -88,3 +88,18 @@ def test_a_float_cumsum_stays_on_the_npu(catalog, tmp_path):
     path = save_model(tmp_path / "cumsum.onnx", [_n("CumSum", ["x", "axis"], ["y"], "n")], [value("x", [1, 8, 4, 4])],
                       [value("y", None)], [const("axis", np.array(3, np.int32))])
     assert violations(catalog, path, "rk3588", "fp16") == set()
+
+
+@pytest.mark.parametrize(("op", "neutral", "cpu"), [("Add", 0, False), ("Sub", 0, False), ("Mul", 1, False),
+                                                  ("Div", 1, False), ("Add", 1, True), ("Mul", 0, True)])
+def test_integer_arithmetic_with_a_neutral_constant_is_dropped(catalog, tmp_path, op, neutral, cpu):
+    """corpus CLIP text pooling: ArgMax(ids) + zeros at batch 1 has no layer; the Gather it feeds stays CPU."""
+    nodes = [helper.make_node("ArgMax", ["ids"], ["am"], name="argmax", axis=-1, keepdims=0),
+             helper.make_node(op, ["am", "k"], ["idx"], name="n"),
+             helper.make_node("Gather", ["table", "idx"], ["y"], name="pick", axis=0)]
+    inits = [const("k", np.array([neutral], np.int64)), const("table", np.ones((16, 8), np.float32))]
+    path = save_model(tmp_path / f"{op}{neutral}.onnx", nodes, [value("ids", [1, 16], TensorProto.INT64)],
+                      [value("y", None)], inits)
+    for soc in ("rk3588", "rk3576", "rk3566"):
+        assert ("RKNN-INT-DATA" in violations(catalog, path, soc, "fp16", "n")) is cpu
+        assert "RKNN-INT-DATA" in violations(catalog, path, soc, "fp16", "pick")

@@ -202,7 +202,10 @@ def test_rk3588_channel_into_batch_transpose_is_cpu_above_128_kib(catalog, tmp_p
 
 @pytest.mark.parametrize(("shape", "repeats", "on_npu"), [
     ([1, 16, 8, 8], [1, 2, 1, 1], True), ([1, 16, 8, 8], [1, 1, 2, 1], True), ([1, 16, 8, 8], [1, 1, 1, 2], True),
-    ([1, 16, 8, 8], [1, 1, 2, 2], False), ([1, 16, 8, 8], [1, 2, 1, 2], False), ([1, 16, 64], [1, 2, 1], False)])
+    ([1, 16, 8, 8], [1, 1, 2, 2], False), ([1, 16, 8, 8], [1, 2, 1, 2], False), ([1, 16, 64], [1, 2, 1], False),
+    # size-1 axes only: a broadcast the toolkit writes as Expand (probes tile_bcast_*, corpus hf_timesformer)
+    ([1, 1, 192], [1, 8, 1], True), ([1, 16, 1, 1], [1, 1, 8, 8], True), ([1, 1, 1, 64], [1, 2, 2, 1], True),
+    ([1, 2, 192], [1, 8, 1], False), ([1, 1, 7, 7, 64], [1, 64, 1, 1, 1], False)])  # GCViT's rank 5: CPU
 def test_tile_repeats_one_axis_of_a_map_on_the_npu(catalog, tmp_path, shape, repeats, on_npu):
     nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"),
              helper.make_node("Tile", ["a", "r"], ["t"], name="n"),
