@@ -822,8 +822,7 @@ def bcast_cases():
                               (8, 32, 300, 12, "c"), (4, 32, 64, 16, "c"), (8, 4, 64, 12, "c"),
                               (8, 12, 64, 12, "c"), (8, 16, 64, 12, "c"), (4, 2, 64, 12, "c")):
         gshape = {"c": (b, 1, n, k), "none": (b, ch, n, k), "k": (b, ch, n, 1)}[gate]
-        gch = int(np.prod(gshape)) // (n * k) if gate != "k" else b * ch
-        gmap = (1, gch, n, k) if gate != "k" else (1, gch, n, 1)
+        gch = b if gate == "c" else b * ch  # the gate map's channels before its reshape
         nodes = [N("Conv", ["in", "wx"], ["xm"], "pre_conv"),
                  N("Reshape", ["xm", "sx"], ["x"], "x_reshape"),
                  N("Conv", ["in", "wg"], ["gm"], "gate_conv", **({} if gate != "k" else {"kernel_shape": [1, k],
@@ -833,7 +832,7 @@ def bcast_cases():
                  N("Mul", ["x", "g"], ["y4"], "op"),
                  N("Reshape", ["y4", "sy"], ["y"], "y_reshape"),
                  N("Conv", ["y", "w1"], ["out"], "post_conv")]
-        inits = [w("wx", (b * ch, 3, 1, 1)), w("wg", (gmap[1], 3, 1, 1 if gate != "k" else k)),
+        inits = [w("wx", (b * ch, 3, 1, 1)), w("wg", (gch, 3, 1, 1 if gate != "k" else k)),
                  w("w1", (8, b * ch, 1, 1)),
                  c("sx", np.array([b, ch, n, k], np.int64)), c("sg", np.array(gshape, np.int64)),
                  c("sy", np.array([1, b * ch, n, k], np.int64))]

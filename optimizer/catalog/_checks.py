@@ -239,8 +239,7 @@ def neutral_arithmetic(graph: Graph, node: Node) -> bool:
         other = node.inputs[1 - k]
         if (k == 0 and node.op_type in ("Sub", "Div")) or not graph.is_constant(tensor) or graph.is_constant(other):
             continue
-        value = graph.constants.get(tensor)
-        value = build_time_value(graph, tensor) if value is None else value
+        value = build_time_value(graph, tensor)
         if value is not None and value.size and bool(np.all(value == neutral)) and graph.shape(other) == out:
             return True
     return False
@@ -1099,7 +1098,7 @@ def head_relayout(rule: Rule, view: LayerView) -> str | None:
     if view.target.rules_id in rule.params.get("majority", ()):
         tensor = _output_concat_input(graph, node)
         concat = next((u for u in graph.consumers(tensor) if _output_token_concat(graph, u)), None) if tensor else None
-        align = rule.params.get("align", {}).get(view.target.rules_id, {}).get(view.precision)
+        align = view.per_target(rule.params.get("align", {}))
         out = graph.shape(concat.outputs[0]) if concat is not None else None
         if align and _static(out) and out and out[-1] % int(align) == 0:
             return None  # whole 16-byte groups of boxes: the two forms are the same bytes, nothing is relaid out
@@ -2422,7 +2421,7 @@ def radix_row(rule: Rule, view: LayerView) -> str | None:
             rows, channels, height, width = radix
             row = channels * height * width
             row_bytes = row * _bytes_per_element(view.precision)
-            align = rule.params.get("align", {}).get(soc, {}).get(view.precision)
+            align = view.per_target(rule.params.get("align", {}))
             max_bytes = rule.params.get("max_row_bytes", {}).get(soc)
             why = None
             if align and (height * width) % int(align):

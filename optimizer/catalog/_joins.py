@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from optimizer.catalog._layout import only_user, static_shape
+from optimizer.catalog._layout import einsum_permutation, only_user, static_shape
 from optimizer.catalog._partitions import axis_runs, transpose_perm
 
 if TYPE_CHECKING:
@@ -60,20 +60,6 @@ def block_join_5d(rule: Rule, view: LayerView) -> str | None:
             "axis (no 4-D form, no transposed-convolution rewrite at rank 5): a CPU Transpose")
 
 
-def einsum_permutation(node: Node) -> tuple[int, ...] | None:
-    """The axis permutation a one-operand Einsum with distinct labels, all kept, writes ("nhwpqc->nchpwq"), else
-    None: the toolkit lowers it as a Transpose."""
-    equation = node.attrs.get("equation")
-    if isinstance(equation, bytes):
-        equation = equation.decode("utf-8", "replace")
-    if node.op_type != "Einsum" or not isinstance(equation, str) or "->" not in equation:
-        return None
-    source, _, target = (part.strip() for part in equation.partition("->"))
-    if "," in source or "." in source or len(set(source)) != len(source) or sorted(source) != sorted(target):
-        return None
-    return tuple(source.index(label) for label in target)
-
-
 def _permutation(node: Node, rank: int) -> tuple[int, ...] | None:
     if node.op_type == "Transpose":
         return transpose_perm(node, rank)
@@ -97,19 +83,25 @@ def _unpatchified(graph: Graph, reshape: Node | None) -> tuple[Node, tuple[int, 
     return user, grid
 
 
+def _merge_after_unpatchify(rule: Rule, view: LayerView) -> str | None:
+    """On the targets in `merge_targets`, the Reshape merging the permuted patches into the map is a CPU layer too."""
+    graph, node = view.graph, view.node
+    if view.target.rules_id not in rule.params.get("merge_targets", ()) or not node.inputs:
+        return None
+    permutation = graph.producer(node.inputs[0])
+    cut = graph.producer(permutation.inputs[0]) if permutation is not None and permutation.inputs else None
+    found = _unpatchified(graph, cut)
+    if found is None or found[0] is not permutation:
+        return None
+    return (f"Reshape merging the unpatchified patches {list(found[1])} into the map: on this NPU a CPU relayout "
+            "after the CPU Transpose")
+
+
 def token_unpatchify(rule: Rule, view: LayerView) -> str | None:
     """Tokens cut into patches and permuted back into a map (the departition order, channel first) without a
     window partition before them: no exWindow rewrite, the permutation is a Transpose layer of its own on the
     CPU, named after the Transpose node, or after the Reshape when an Einsum wrote the permutation."""
     graph, node = view.graph, view.node
-    if node.op_type in ("Transpose", "Einsum", "Reshape") and node.inputs:
-        permutation = graph.producer(node.inputs[0])
-        cut = graph.producer(permutation.inputs[0]) if permutation is not None and permutation.inputs else None
-        merged = _unpatchified(graph, cut)
-        if (node.op_type == "Reshape" and merged is not None and merged[0] is permutation
-                and view.target.rules_id in rule.params.get("merge_targets", ())):
-            return (f"Reshape merging the unpatchified patches {list(merged[1])} into the map: on this NPU a CPU "
-                    "relayout after the CPU Transpose")
     if node.op_type == "Transpose" and node.inputs:
         found = _unpatchified(graph, graph.producer(node.inputs[0]))
         if found is None or found[0] is not node:
@@ -117,9 +109,8 @@ def token_unpatchify(rule: Rule, view: LayerView) -> str | None:
     elif node.op_type == "Reshape":
         found = _unpatchified(graph, node)
         if found is None or found[0].op_type != "Einsum":
-            return None
+            return _merge_after_unpatchify(rule, view)
     else:
         return None
-    grid = found[1]
-    return (f"unpatchify: tokens cut into patches {list(grid)} and permuted to [1, c, h, p, w, q] have no 4-D form "
-            "and no window rewrite: a CPU Transpose")
+    return (f"unpatchify: tokens cut into patches {list(found[1])} and permuted to [1, c, h, p, w, q] have no 4-D "
+            "form and no window rewrite: a CPU Transpose")

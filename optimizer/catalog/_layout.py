@@ -22,16 +22,32 @@ _MAX_ELEMENTS = 1 << 22  # index arrays above this are not built (4M int32: 16 M
 METADATA_READERS = frozenset({"Shape", "Size"})
 
 
+def einsum_equation(node: Node) -> str | None:
+    """An Einsum's equation as text (onnx may hand the attribute over as bytes), else None."""
+    equation = node.attrs.get("equation") if node.op_type == "Einsum" else None
+    if isinstance(equation, bytes):
+        equation = equation.decode("utf-8", "replace")
+    return equation if isinstance(equation, str) else None
+
+
+def einsum_permutation(node: Node) -> tuple[int, ...] | None:
+    """The axis permutation a one-operand Einsum with distinct labels, all kept, writes ("nhwpqc->nchpwq"), else
+    None: the toolkit lowers it as a Transpose."""
+    equation = einsum_equation(node)
+    if equation is None or "->" not in equation:
+        return None
+    source, _, target = (part.strip() for part in equation.partition("->"))
+    if "," in source or "." in source or len(set(source)) != len(source) or sorted(source) != sorted(target):
+        return None
+    return tuple(source.index(label) for label in target)
+
+
 def spaced_einsum_operand(node: Node) -> tuple[int, str] | None:
     """rknn-toolkit2 reads an Einsum equation character by character, blanks included: an operand term with two
     blanks repeats a label, and the toolkit keeps that Einsum as a CPU layer (RKNN-EINSUM-LABELS; rk3588's and
     rk3566's operand hand-overs follow from it). The first such operand (index, subscripts), else None."""
-    if node.op_type != "Einsum":
-        return None
-    equation = node.attrs.get("equation")
-    if isinstance(equation, bytes):
-        equation = equation.decode("utf-8", "replace")
-    if not isinstance(equation, str):
+    equation = einsum_equation(node)
+    if equation is None:
         return None
     for i, term in enumerate(equation.partition("->")[0].split(",")):
         if term.count(" ") > 1:

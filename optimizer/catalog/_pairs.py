@@ -39,7 +39,7 @@ def pair_split(rule: Rule, view: LayerView) -> str | None:
     else:
         return None
     width = whole[-1]
-    align = rule.params.get("align", {}).get(view.target.rules_id, {}).get(view.precision)
+    align = view.per_target(rule.params.get("align", {}))
     if align and width % int(align) == 0:
         return None
     why = f"{width} elements are not whole 16-byte rows" if align else "on this NPU always"

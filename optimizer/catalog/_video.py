@@ -29,7 +29,7 @@ def video_flatten(rule: Rule, view: LayerView) -> str | None:
     _, channels, frames, height, width = src
     if src[0] != 1 or frames == 1 or dst != (1, channels, frames * height * width):
         return None
-    align = rule.params.get("align", {}).get(view.target.rules_id, {}).get(view.precision)
+    align = view.per_target(rule.params.get("align", {}))
     if align and (height * width) % int(align) == 0:
         return None
     why = f"{height}x{width} pixels a frame are not whole 16-byte rows" if align else "on this NPU always"

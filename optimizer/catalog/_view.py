@@ -3,6 +3,7 @@ per-family check modules and the check table can both name it without importing 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,10 @@ class LayerView:
     target: Target
     precision: str
     kind: str
+
+    def per_target(self, table: Mapping[str, Any]) -> Any:
+        """A rule parameter given per target and precision ({rk3588 = {fp16 = 8, int8 = 16}}); None where absent."""
+        return table.get(self.target.rules_id, {}).get(self.precision)
 
     def attr(self, name: str) -> Any:
         return self.node.attrs.get(name)

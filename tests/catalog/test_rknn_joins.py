@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from onnx import helper
 
-from optimizer.catalog._joins import einsum_permutation
+from optimizer.catalog._layout import einsum_permutation
 from optimizer.ir import Node
 from tests.conftest import const, save_model, value, violations, weight
 
@@ -57,10 +57,9 @@ def test_a_block_axis_of_one_is_no_join(catalog, tmp_path):
 UNPATCH = "RKNN-UNPATCHIFY"
 
 
-def _unpatchify(tmp_path, hw=8, pq=2, c=8, how="transpose", grid=None):
-    """Tokens [1, hw*hw, pq*pq*c] (a MatMul's result) -> Reshape `grid` (node cut) -> Transpose or Einsum to
+def _unpatchify(tmp_path, hw=8, pq=2, c=8, how="transpose"):
+    """Tokens [1, hw*hw, pq*pq*c] (a MatMul's result) -> Reshape [1, hw, hw, pq, pq, c] (node cut) -> Transpose or Einsum to
     [1, c, h, p, w, q] (node perm) -> Reshape into the map (node merge) -> Relu."""
-    grid = grid or (1, hw, hw, pq, pq, c)
     dim = pq * pq * c
     move = (helper.make_node("Transpose", ["g"], ["t"], name="perm", perm=[0, 5, 1, 3, 2, 4]) if how == "transpose"
             else helper.make_node("Einsum", ["g"], ["t"], name="perm", equation="nhwpqc->nchpwq"))
@@ -68,7 +67,7 @@ def _unpatchify(tmp_path, hw=8, pq=2, c=8, how="transpose", grid=None):
              helper.make_node("Reshape", ["tok", "s"], ["g"], name="cut"), move,
              helper.make_node("Reshape", ["t", "b"], ["m"], name="merge"),
              helper.make_node("Relu", ["m"], ["y"], name="tail")]
-    inits = [weight("w", (32, dim)), const("s", np.array(grid, np.int64)),
+    inits = [weight("w", (32, dim)), const("s", np.array([1, hw, hw, pq, pq, c], np.int64)),
              const("b", np.array([1, c, hw * pq, hw * pq], np.int64))]
     return save_model(tmp_path / f"u{hw}_{pq}_{c}_{how}.onnx", nodes, [value("x", [1, hw * hw, 32])],
                       [value("y", None)], inits)
