@@ -1,6 +1,8 @@
-"""Compare edgeplan's NPU/CPU verdicts with the toolkit's on the cases tools/probe_rknn_placement.py saved.
+"""Compare edgeplan's NPU/CPU verdicts with the toolkit's on the cases tools/probe_rknn_placement.py saved, or on
+the lines tools/probe_rknn_patterns.py printed.
 
-    python tools/compare_probe.py DIR        (DIR from `probe_rknn_placement.py --out DIR`)
+    python tools/compare_probe.py DIR                (DIR from `probe_rknn_placement.py --out DIR`)
+    python tools/compare_probe.py --patterns FILE    (FILE: the output of `probe_rknn_patterns.py --cases ...`)
 Prints one line per node where the two disagree (as benchmarks/rknn_placement.py counts it: a node with no
 layer of its own was folded or fused and counts as NPU), then the count per SoC and precision.
 """
@@ -9,25 +11,75 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
 
-from optimizer.catalog import load_catalog
+import onnx
+
+from optimizer.catalog import Catalog, load_catalog
 from optimizer.check import check_graph
 from optimizer.errors import EdgeplanError
 from optimizer.ir import load_model
 
 FRAME = ("pre_conv", "post_conv")
+_SUFFIX = re.compile(r"#\d+$")
+
+
+def pattern_truth(layers: dict[str, list[str]], node_name: str, outputs: tuple[str, ...]) -> str:
+    """A probe node's toolkit target: CPU when a layer named after it or after one of its output tensors (the
+    toolkit's derived names: `t_rs`, `t_tp#2`) runs on the CPU."""
+    cpu = {_SUFFIX.sub("", name) for name, kinds in layers.items() if any(k.endswith(":CPU") for k in kinds)}
+    named = node_name in cpu or any(name == out or name.startswith(f"{out}_") for out in outputs for name in cpu)
+    return "CPU" if named else "NPU"
+
+
+def compare_patterns(results: Path, catalog: Catalog, counts: Counter[tuple[str, str, str]]) -> None:
+    """Every node of every probe case in `results` against the toolkit's layers, counted into `counts`."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import probe_rknn_patterns
+
+    cases = dict(probe_rknn_patterns.all_cases())
+    for line in results.read_text().splitlines():
+        label, _, text = line.partition(" ")
+        if label not in cases or not text.startswith("{"):
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / f"{label}.onnx"
+            onnx.save(cases[label], path)
+            graph = load_model(path)
+        reports = {}
+        for config, run in sorted(json.loads(text).items()):
+            soc, precision = config.split("/")
+            if not run.get("built"):
+                print(f"{label} {config}: the toolkit did not build it")
+                continue
+            report = reports.setdefault(soc, check_graph(graph, catalog, soc))
+            for node in graph.nodes:
+                if node.name in FRAME or node.op_type == "Constant":
+                    continue
+                mine = "NPU" if report.verdict(node.name).runs_on("npu", precision) else "CPU"
+                truth = pattern_truth(run["layers"], node.name, node.outputs)
+                counts[(soc, precision, "agree" if mine == truth else f"edgeplan {mine}")] += 1
+                if mine != truth:
+                    print(f"{label} {config} {node.name} ({node.op_type}): edgeplan {mine}, toolkit {truth}")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("dir", type=Path)
+    parser.add_argument("dir", type=Path, nargs="?")
+    parser.add_argument("--patterns", type=Path, action="append", default=[],
+                        help="output of tools/probe_rknn_patterns.py (repeatable)")
     args = parser.parse_args()
+    if args.dir is None and not args.patterns:
+        parser.error("give DIR or --patterns FILE")
     catalog = load_catalog()
     counts: Counter[tuple[str, str, str]] = Counter()
-    for record in sorted(args.dir.glob("*.json")):
+    for results in args.patterns:
+        compare_patterns(results, catalog, counts)
+    for record in (sorted(args.dir.glob("*.json")) if args.dir is not None else ()):
         try:
             graph = load_model(record.with_suffix(".onnx"))
         except EdgeplanError as exc:
