@@ -7,6 +7,7 @@ format the DLA-IO rules allow), so they need no variables of their own.
 
 from __future__ import annotations
 
+import heapq
 import math
 import time
 from collections.abc import Iterable, Mapping
@@ -324,45 +325,27 @@ class PlanModel:
         """DLA-LOADABLES convexity: no path leaves a loadable and re-enters it (TensorRT cannot build a
         loadable that depends on itself through the GPU). A group downstream of a member (after) and
         upstream of a member (before) must itself be a member. after/before are only bounded below, so
-        minimisation keeps them at the reachability they encode."""
+        minimisation keeps them at the reachability they encode. They exist only where a violating path
+        can run (`convexity_region`): a connected loadable lies in one part of the DLA-capable groups."""
         m = self.model
-        edges = self.lm.groups.group_edges()
-        succ: dict[int, list[int]] = {}
-        pred: dict[int, list[int]] = {}
-        for a, b in edges:
-            succ.setdefault(a, []).append(b)
-            pred.setdefault(b, []).append(a)
-        downstream = self._reach(self.dla_groups, succ)
-        upstream = self._reach(self.dla_groups, pred)
-        middle = sorted(downstream & upstream)
+        nodes, edges = convexity_region(self.dla_groups, self.lm.groups.group_edges(), self.neighbours)
+        heads, tails = {b for _, b in edges}, {a for a, _ in edges}
         for s in self.slots:
-            after = {g: m.new_bool_var(f"after_loadable[{self.groups[g].anchor},{s}]") for g in downstream}
-            before = {g: m.new_bool_var(f"before_loadable[{self.groups[g].anchor},{s}]") for g in upstream}
+            after = {g: m.new_bool_var(f"after_loadable[{self.groups[g].anchor},{s}]") for g in nodes if g in heads}
+            before = {g: m.new_bool_var(f"before_loadable[{self.groups[g].anchor},{s}]") for g in nodes
+                      if g in tails}
             for a, b in edges:
-                if b in after:
-                    if (a, s) in self.inslot:
-                        m.add(after[b] >= self.inslot[a, s])
-                    if a in after:
-                        m.add(after[b] >= after[a])
-                if a in before:
-                    if (b, s) in self.inslot:
-                        m.add(before[a] >= self.inslot[b, s])
-                    if b in before:
-                        m.add(before[a] >= before[b])
-            for g in middle:
-                inside = self.inslot.get((g, s), 0)
-                m.add(after[g] + before[g] <= 1 + inside)
-
-    @staticmethod
-    def _reach(starts: Iterable[int], nxt: Mapping[int, list[int]]) -> set[int]:
-        seen: set[int] = set()
-        stack = [b for a in starts for b in nxt.get(a, ())]
-        while stack:
-            g = stack.pop()
-            if g not in seen:
-                seen.add(g)
-                stack.extend(nxt.get(g, ()))
-        return seen
+                if (a, s) in self.inslot:
+                    m.add(after[b] >= self.inslot[a, s])
+                if a in after:
+                    m.add(after[b] >= after[a])
+                if (b, s) in self.inslot:
+                    m.add(before[a] >= self.inslot[b, s])
+                if b in before:
+                    m.add(before[a] >= before[b])
+            for g in nodes:
+                if g in after and g in before:
+                    m.add(after[g] + before[g] <= 1 + self.inslot.get((g, s), 0))
 
     def _parts(self, placements: tuple[Placement, ...]) -> list[list[set[int]]]:
         """Per used loadable (in slot order), its connected parts; more than one part means split."""
@@ -796,3 +779,67 @@ def components(members: set[int], neighbours: Mapping[int, set[int]]) -> list[se
         seen |= part
         parts.append(part)
     return parts
+
+
+def convexity_region(dla_groups: Iterable[int], edges: Iterable[tuple[int, int]],
+                     neighbours: Mapping[int, set[int]]) -> tuple[list[int], list[tuple[int, int]]]:
+    """The groups and edges a loadable's convexity can concern. A connected loadable lies in one connected
+    part P of the DLA-capable groups, and a path that leaves it and re-enters it runs between two groups of P,
+    so every group on it is downstream and upstream of P: P's region. Only edges with both ends in one
+    region are kept; every kept edge is a real one, so no convex loadable is cut off. The searches are
+    bounded by topological position (a group past P's last one cannot lead back into P), which keeps a long
+    chain of short DLA runs linear."""
+    edge_list = sorted(set(edges))
+    succ: dict[int, list[int]] = {}
+    pred: dict[int, list[int]] = {}
+    for a, b in edge_list:
+        succ.setdefault(a, []).append(b)
+        pred.setdefault(b, []).append(a)
+    position = _topological_positions(edge_list, set(dla_groups))
+    regions: list[set[int]] = []
+    for part in components(set(dla_groups), neighbours):
+        first, last = min(position[g] for g in part), max(position[g] for g in part)
+        down = _bounded_reach(part, succ, position, (first, last))
+        up = _bounded_reach(part, pred, position, (first, last))
+        regions.append(part | (down & up))
+    member: dict[int, list[int]] = {}
+    for r, region in enumerate(regions):
+        for g in region:
+            member.setdefault(g, []).append(r)
+    kept = [(a, b) for a, b in edge_list if a in member and b in member and set(member[a]) & set(member[b])]
+    return sorted(member), kept
+
+
+def _topological_positions(edges: list[tuple[int, int]], extra: set[int]) -> dict[int, int]:
+    """Kahn's order over the groups the edges name (and `extra`); ties by group index, so it is stable."""
+    nodes = extra | {g for e in edges for g in e}
+    indegree = dict.fromkeys(nodes, 0)
+    succ: dict[int, list[int]] = {}
+    for a, b in edges:
+        succ.setdefault(a, []).append(b)
+        indegree[b] += 1
+    ready = sorted(g for g, d in indegree.items() if d == 0)
+    position: dict[int, int] = {}
+    while ready:
+        g = heapq.heappop(ready)
+        position[g] = len(position)
+        for b in succ.get(g, ()):
+            indegree[b] -= 1
+            if indegree[b] == 0:
+                heapq.heappush(ready, b)
+    return position
+
+
+def _bounded_reach(starts: Iterable[int], nxt: Mapping[int, list[int]], position: Mapping[int, int],
+                   span: tuple[int, int]) -> set[int]:
+    """Groups reachable from `starts` (not counting them unless reached again) through groups whose
+    topological position lies within `span`."""
+    low, high = span
+    seen: set[int] = set()
+    stack = [b for a in starts for b in nxt.get(a, ()) if low <= position[b] <= high]
+    while stack:
+        g = stack.pop()
+        if g not in seen:
+            seen.add(g)
+            stack.extend(b for b in nxt.get(g, ()) if low <= position[b] <= high and b not in seen)
+    return seen
