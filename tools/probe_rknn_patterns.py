@@ -941,6 +941,39 @@ def rope_pair_cases():
         yield f"rope_pairs_h{heads}_n{n}_d{d}", free_model(f"rp{d}", (1, 3, side, side), nodes, inits)
 
 
+def rope_stack_cases():
+    """The same rotation written without a pair cut (timm's ViT-RoPE and EVA-02): the even and odd elements taken
+    with strided Slices, [-x_odd, x_even] stacked as Unsqueeze + Concat on a new last axis, then the one Reshape
+    [1, h, N, d/2, 2] -> [1, h, N, d] that joins the pairs."""
+    for heads, side, d in ((2, 14, 64), (3, 14, 20), (4, 8, 16), (4, 8, 12)):
+        n = side * side
+        nodes = [N("Conv", ["in", "w0"], ["m"], "pre_conv"),
+                 N("Reshape", ["m", "s_heads"], ["hd"], "to_heads"),
+                 N("Transpose", ["hd"], ["x"], "heads_t", perm=[0, 1, 3, 2]),
+                 N("Slice", ["x", "s0", "end", "ax", "st"], ["ev"], "even"),
+                 N("Slice", ["x", "s1", "end", "ax", "st"], ["od"], "odd"),
+                 N("Neg", ["od"], ["nod"], "pair_neg"),
+                 N("Unsqueeze", ["nod", "last"], ["u1"], "unsq_a"),
+                 N("Unsqueeze", ["ev", "last"], ["u2"], "unsq_b"),
+                 N("Concat", ["u1", "u2"], ["rot5"], "pair_stack", axis=4),
+                 N("Reshape", ["rot5", "s_back"], ["rot"], "op_back"),
+                 N("Mul", ["x", "cos"], ["xc"], "mul_cos"),
+                 N("Mul", ["rot", "sin"], ["rs"], "mul_sin"),
+                 N("Add", ["xc", "rs"], ["emb"], "rope_add"),
+                 N("Transpose", ["emb"], ["et"], "back_t", perm=[0, 1, 3, 2]),
+                 N("Reshape", ["et", "s_map"], ["y"], "to_map"),
+                 N("Conv", ["y", "w1"], ["out"], "post_conv")]
+        inits = [w("w0", (heads * d, 3, 1, 1)), c("s_heads", np.array([1, heads, d, n], np.int64)),
+                 c("s0", np.array([0], np.int64)), c("s1", np.array([1], np.int64)),
+                 c("end", np.array([d], np.int64)), c("ax", np.array([3], np.int64)),
+                 c("st", np.array([2], np.int64)), c("last", np.array([4], np.int64)),
+                 c("s_back", np.array([1, heads, n, d], np.int64)),
+                 c("cos", rng.uniform(-1, 1, (n, d)).astype(np.float32)),
+                 c("sin", rng.uniform(-1, 1, (n, d)).astype(np.float32)),
+                 c("s_map", np.array([1, heads * d, side, side], np.int64)), w("w1", (8, heads * d, 1, 1))]
+        yield f"rope_stack_h{heads}_n{n}_d{d}", free_model(f"rs{d}", (1, 3, side, side), nodes, inits)
+
+
 def tile_broadcast_cases():
     """Tile that only repeats axes of size 1 (a broadcast written as Tile: TimeSformer's class token [1, 1, C]
     repeated over the frames), against repeats of a wider axis."""
@@ -999,6 +1032,7 @@ def all_cases():
     yield from deform_cases()
     yield from video_token_cases()
     yield from rope_pair_cases()
+    yield from rope_stack_cases()
     yield from tile_broadcast_cases()
     yield from gather_batch_cases()
 

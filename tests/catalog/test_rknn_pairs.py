@@ -58,3 +58,34 @@ def test_a_cut_into_fours_is_not_pairs(catalog, tmp_path):
     path = _rope(tmp_path, 20, pair=4)
     for soc in ("rk3588", "rk3566"):
         assert RULE not in violations(catalog, path, soc, "fp16", "cut")
+
+
+def _stacked(tmp_path, d, heads=4, tokens=64):
+    """timm's ViT-RoPE / EVA-02 form: even and odd elements by strided Slices, [-odd, even] stacked by Unsqueeze +
+    Concat on a new last axis, one Reshape back (node join): no pair cut anywhere."""
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="head"),
+             helper.make_node("Slice", ["r", "z", "end", "ax", "two"], ["ev"], name="even"),
+             helper.make_node("Slice", ["r", "one", "end", "ax", "two"], ["od"], name="odd"),
+             helper.make_node("Neg", ["od"], ["nod"], name="neg"),
+             helper.make_node("Unsqueeze", ["nod", "last"], ["u1"], name="unsq_a"),
+             helper.make_node("Unsqueeze", ["ev", "last"], ["u2"], name="unsq_b"),
+             helper.make_node("Concat", ["u1", "u2"], ["q"], name="stack", axis=4),
+             helper.make_node("Reshape", ["q", "s4"], ["rot"], name="join"),
+             helper.make_node("Mul", ["rot", "sin"], ["y"], name="mul_sin")]
+    inits = [const("z", np.array([0], np.int64)), const("one", np.array([1], np.int64)),
+             const("end", np.array([d], np.int64)), const("ax", np.array([3], np.int64)),
+             const("two", np.array([2], np.int64)), const("last", np.array([4], np.int64)),
+             const("s4", np.array([1, heads, tokens, d], np.int64)), const("sin", np.ones((tokens, d), np.float32))]
+    return save_model(tmp_path / f"stack{d}.onnx", nodes, [value("x", [1, heads, tokens, d])], [value("y", None)],
+                      inits)
+
+
+@pytest.mark.parametrize("d", [12, 20, 64])
+def test_a_join_of_pairs_that_were_never_cut_is_not_relaid_out(catalog, tmp_path, d):
+    """Probes rope_stack_h*_n*_d* (d = 12, 16, 20, 64): the toolkit folds the slices, the stack and the join into
+    one NPU convolution on every SoC; corpus ViT-RoPE and EVA-02 keep the join on the NPU on rk3566 and rk3588."""
+    path = _stacked(tmp_path, d)
+    for soc in ("rk3588", "rk3566"):
+        for precision in ("fp16", "int8"):
+            assert RULE not in violations(catalog, path, soc, precision, "join")
+    assert RULE in violations(catalog, _rope(tmp_path, d), "rk3566", "fp16", "join")
