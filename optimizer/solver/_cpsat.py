@@ -275,6 +275,7 @@ class PlanModel:
         for s in self.slots:
             m.add(self.used[s] <= sum(self.inslot[g, s] for g in self.dla_groups))
         self._slot_symmetry()
+        self._one_part_per_slot()
         self._convexity()
 
     def interchangeable_slots(self) -> bool:
@@ -326,7 +327,8 @@ class PlanModel:
         loadable that depends on itself through the GPU). A group downstream of a member (after) and
         upstream of a member (before) must itself be a member. after/before are only bounded below, so
         minimisation keeps them at the reachability they encode. They exist only where a violating path
-        can run (`convexity_region`): a connected loadable lies in one part of the DLA-capable groups."""
+        can run (`convexity_region`): a connected loadable lies in one part of the DLA-capable groups
+        (`_one_part_per_slot`)."""
         m = self.model
         nodes, edges = convexity_region(self.dla_groups, self.lm.groups.group_edges(), self.neighbours)
         heads, tails = {b for _, b in edges}, {a for a, _ in edges}
@@ -346,6 +348,20 @@ class PlanModel:
             for g in nodes:
                 if g in after and g in before:
                     m.add(after[g] + before[g] <= 1 + self.inslot.get((g, s), 0))
+
+    def _one_part_per_slot(self) -> None:
+        """A loadable is connected, so its groups lie in one connected part of the DLA-capable groups: one choice
+        of part per slot. The connectivity cuts would find this one split at a time; convexity over the whole
+        graph used to imply it between parts in series, and sized to each part's region it no longer does."""
+        parts = components(set(self.dla_groups), self.neighbours)
+        if len(parts) < 2:
+            return
+        for s in self.slots:
+            within = [self.model.new_bool_var(f"loadable_part[{s},{p}]") for p in range(len(parts))]
+            self.model.add_at_most_one(within)
+            for p, part in enumerate(parts):
+                for g in part:
+                    self.model.add_implication(self.inslot[g, s], within[p])
 
     def _parts(self, placements: tuple[Placement, ...]) -> list[list[set[int]]]:
         """Per used loadable (in slot order), its connected parts; more than one part means split."""

@@ -185,6 +185,9 @@ def test_loadables_are_connected(tmp_path, favour_dla, monkeypatch):
     assert len(_dla_subgraphs(planned)) == 1 and len(_dla_subgraphs(planned)[0].nodes) == 1
     monkeypatch.setattr(cpsat.PlanModel, "add_connectivity_cuts", lambda self, placements: 0)
     monkeypatch.setattr(cpsat.PlanModel, "_split", lambda self, placements: False)
+    cut_only = _solve(path, "orin-agx", favour_dla, max_loadables=1)
+    assert validate_plan(cut_only.plan, CATALOG, str(path)) == []  # one part per slot keeps A and B apart
+    monkeypatch.setattr(cpsat.PlanModel, "_one_part_per_slot", lambda self: None)
     broken = _solve(path, "orin-agx", favour_dla, max_loadables=1)
     assert any("not connected" in p for p in validate_plan(broken.plan, CATALOG, str(path)))
 
