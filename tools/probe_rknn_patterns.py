@@ -974,6 +974,38 @@ def rope_stack_cases():
         yield f"rope_stack_h{heads}_n{n}_d{d}", free_model(f"rs{d}", (1, 3, side, side), nodes, inits)
 
 
+def token_mix_cases():
+    """A token-mixing Linear over 196 tokens of 384 channels (gMLP's spatial gating unit, ResMLP's token MLP):
+    tokens [1, 196, 384] -> norm -> Transpose -> MatMul [196, 196] + bias -> Transpose back -> Mul -> tokens.
+    The norm is a LayerNormalization (gMLP) or a per-channel affine (ResMLP); the Mul gates with the other half of
+    the channels (gMLP) or scales by a constant (ResMLP's layer scale)."""
+    n, ch = 196, 384
+    for norm, gate in (("ln", "gate"), ("ln", "const"), ("affine", "gate"), ("affine", "const")):
+        nodes = [N("Conv", ["in", "w0"], ["m"], "pre_conv"),
+                 N("Reshape", ["m", "s3"], ["r"], "to_tokens"),
+                 N("Transpose", ["r"], ["t"], "tokens_t", perm=[0, 2, 1]),
+                 N("Slice", ["t", "lo", "mid", "ax"], ["u"], "half_u"),
+                 N("Slice", ["t", "mid", "hi", "ax"], ["v"], "half_v")]
+        if norm == "ln":
+            nodes.append(N("LayerNormalization", ["v", "g", "b"], ["vn"], "norm", axis=-1, epsilon=1e-5))
+        else:
+            nodes += [N("Mul", ["v", "g"], ["va"], "norm_scale"), N("Add", ["va", "b"], ["vn"], "norm_shift")]
+        nodes += [N("Transpose", ["vn"], ["vt"], "swap", perm=[0, 2, 1]),
+                  N("MatMul", ["vt", "wt"], ["mm"], "op"),
+                  N("Add", ["mm", "bt"], ["mb"], "op_bias"),
+                  N("Transpose", ["mb"], ["back"], "swap_back", perm=[0, 2, 1]),
+                  N("Mul", ["u" if gate == "gate" else "ls", "back"], ["y3"], "gate_mul"),
+                  N("Transpose", ["y3"], ["yt"], "map_t", perm=[0, 2, 1]),
+                  N("Reshape", ["yt", "s4"], ["y"], "to_map"),
+                  N("Conv", ["y", "w1"], ["out"], "post_conv")]
+        inits = [w("w0", (2 * ch, 3, 1, 1)), c("s3", np.array([1, 2 * ch, n], np.int64)),
+                 c("lo", np.array([0], np.int64)), c("mid", np.array([ch], np.int64)),
+                 c("hi", np.array([2 * ch], np.int64)), c("ax", np.array([2], np.int64)),
+                 w("g", (ch,)), w("b", (ch,)), w("wt", (n, n)), w("bt", (n,)), w("ls", (ch,)),
+                 c("s4", np.array([1, ch, 14, 14], np.int64)), w("w1", (8, ch, 1, 1))]
+        yield f"token_mix_{norm}_{gate}", free_model(f"tm{norm}{gate}", (1, 3, 14, 14), nodes, inits)
+
+
 def tile_broadcast_cases():
     """Tile that only repeats axes of size 1 (a broadcast written as Tile: TimeSformer's class token [1, 1, C]
     repeated over the frames), against repeats of a wider axis."""
@@ -1033,6 +1065,7 @@ def all_cases():
     yield from video_token_cases()
     yield from rope_pair_cases()
     yield from rope_stack_cases()
+    yield from token_mix_cases()
     yield from tile_broadcast_cases()
     yield from gather_batch_cases()
 

@@ -125,10 +125,12 @@ def reduce_max(shape: tuple[int, ...], axis: int) -> onnx.ModelProto:
         const("sb", np.array([1, total // (shape[-2] * shape[-1]), shape[-2], shape[-1]], np.int64))], opset=17)
 
 
-def window_partition(c: int, h: int, w: int, block: int) -> onnx.ModelProto:
+def window_partition(c: int, h: int, w: int, block: int, block_w: int | None = None) -> onnx.ModelProto:
     """NesT's blockify and its inverse: Conv map [1,C,H,W] -> Transpose (0,2,3,1) -> Reshape [1,gh,b,gw,b,C] ->
-    Transpose (0,1,3,2,4,5) -> Reshape [1,gh*gw,b*b,C] -> Relu -> the same steps back -> Conv."""
-    gh, gw = h // block, w // block
+    Transpose (0,1,3,2,4,5) -> Reshape [1,gh*gw,b*b,C] -> Relu -> the same steps back -> Conv. With `block_w`, the
+    windows are block x block_w rectangles (CRAFT's, DAT's and RGT's rectangle-window attention)."""
+    bw = block if block_w is None else block_w
+    gh, gw = h // block, w // bw
     return graph("wp", (1, c, h, w), [
         node("Transpose", ["x"], ["nhwc"], "to_nhwc", perm=[0, 2, 3, 1]),
         node("Reshape", ["nhwc", "s6"], ["r6"], "blockify_reshape"),
@@ -139,9 +141,9 @@ def window_partition(c: int, h: int, w: int, block: int) -> onnx.ModelProto:
         node("Transpose", ["b6"], ["u6"], "deblock_transpose", perm=[0, 1, 3, 2, 4, 5]),
         node("Reshape", ["u6", "snhwc"], ["back"], "deblock_merge"),
         node("Transpose", ["back"], ["y"], "to_nchw", perm=[0, 3, 1, 2]),
-    ], [const("s6", np.array([1, gh, block, gw, block, c], np.int64)),
-        const("s4", np.array([1, gh * gw, block * block, c], np.int64)),
-        const("s6b", np.array([1, gh, gw, block, block, c], np.int64)),
+    ], [const("s6", np.array([1, gh, block, gw, bw, c], np.int64)),
+        const("s4", np.array([1, gh * gw, block * bw, c], np.int64)),
+        const("s6b", np.array([1, gh, gw, block, bw, c], np.int64)),
         const("snhwc", np.array([1, h, w, c], np.int64))])
 
 
@@ -167,6 +169,10 @@ for _c, _h, _w in ((96, 56, 56), (16, 8, 8), (32, 16, 16), (64, 16, 16), (32, 32
     CASES[f"chanbatch_{_c}_{_h}_{_w}"] = (lambda c=_c, h=_h, w=_w: chan_to_batch(c, h, w))
 for _c, _h, _w, _b in ((32, 16, 16, 8), (96, 28, 28, 14), (64, 32, 32, 8), (72, 32, 32, 8), (96, 56, 56, 14)):
     CASES[f"winpart_{_c}_{_h}_{_w}_{_b}"] = (lambda c=_c, h=_h, w=_w, b=_b: window_partition(c, h, w, b))
+for _c, _h, _w, _b, _bw in ((24, 32, 32, 4, 16), (24, 32, 32, 16, 4), (32, 32, 64, 8, 16), (32, 64, 32, 16, 8),
+                            (32, 32, 64, 8, 8), (24, 32, 32, 8, 8)):
+    CASES[f"winrect_{_c}_{_h}_{_w}_{_b}x{_bw}"] = (
+        lambda c=_c, h=_h, w=_w, b=_b, bw=_bw: window_partition(c, h, w, b, bw))
 
 
 def shared_kv(heads: int, kv_heads: int, c: int, h: int, w: int, softmax: bool = True) -> onnx.ModelProto:

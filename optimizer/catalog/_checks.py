@@ -36,6 +36,7 @@ from optimizer.catalog._partitions import (
     window_batch_split,
     window_head_join,
 )
+from optimizer.catalog._rect_windows import rect_window
 from optimizer.catalog._rk3566 import (
     bias_add,
     einsum_heads,
@@ -2756,6 +2757,7 @@ CHECKS: Mapping[str, Check] = {
     "token_unpatchify": token_unpatchify,  # optimizer/catalog/_joins.py
     "video_flatten": video_flatten,  # optimizer/catalog/_video.py
     "pair_split": pair_split,  # optimizer/catalog/_pairs.py
+    "rect_window": rect_window,  # optimizer/catalog/_rect_windows.py
     "rows_pad": rows_pad,  # optimizer/catalog/_flat_rows.py
     "unfold_rows": unfold_rows,  # optimizer/catalog/_unfold.py (rk3588)
 }
