@@ -1,7 +1,8 @@
 """Build the real-architecture corpus: ONNX exports of random-initialised models, no weights downloaded.
 
 Run with the corpus venv (torch 2.14.1, torchvision 0.29.1, timm, ultralytics, transformers 5.25.0, onnx, onnxscript;
-wave 7 also needs segmentation-models-pytorch, monai, kornia and scipy, wave 8 diffusers), not edgeplan's:
+wave 7 also needs segmentation-models-pytorch, monai, kornia and scipy, wave 8 diffusers, wave 9 spandrel), not
+edgeplan's (with HF_HUB_OFFLINE=1 as a guard; nothing is fetched):
     nice -n 10 /work/corpus-venv/bin/python tools/build_corpus.py --build-dir /work/corpus-build [--only NAME,...]
     .venv/bin/python tools/build_corpus.py --verify        # edgeplan's venv: fills the edgeplan_load column
 
@@ -518,6 +519,248 @@ def specs() -> Iterator[Spec]:
     yield from _wave6()
     yield from _wave7()
     yield from _wave8()
+    yield from _wave9()
+
+
+def _spandrel(name: str, arch: str, shape, exporter: str = "torchscript", opset: int = 17, fixed: tuple = (),
+              **kwargs) -> Spec:
+    """An image-restoration network from spandrel's architecture definitions (plain torch modules; `arch` is
+    `<Package>.<module>:<class>` under `spandrel.architectures`), constructed directly with a small config:
+    random init, no state dict is loaded. `fixed` are further positional arguments of its forward, passed as
+    constants (the TorchScript exporter would otherwise make a Python scalar default a graph input)."""
+    package, cls = arch.split(":")
+
+    def make():
+        import importlib
+
+        import torch
+
+        class Fixed(torch.nn.Module):
+            def __init__(self, inner):
+                super().__init__()
+                self.inner = inner
+
+            def forward(self, x):
+                return self.inner(x, *fixed)
+
+        module = importlib.import_module(f"spandrel.architectures.{top}.__arch.{file}")
+        net = getattr(module, cls)(**kwargs)
+        return Fixed(net) if fixed else net
+
+    top, file = package.split(".", 1)
+    args = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+    inputs = tuple(tuple(s) for s in shape) if isinstance(shape[0], tuple) else (tuple(shape),)
+    call = f"spandrel.architectures.{top}.{cls}({args})" + (f"(x, {', '.join(map(repr, fixed))})" if fixed else "")
+    return Spec(name, "spandrel/restoration", "spandrel", call, make, inputs, exporter, opset)
+
+
+def _hf_call(name: str, family: str, model: str, config: str, inputs, names, call_note: str, int_inputs=(),
+             fixed: Callable[[], dict] | None = None, outputs: int | tuple[int, ...] = 1, opset: int = 17,
+             exporter: str = "torchscript", post: Callable[[object], None] | None = None, **kwargs) -> Spec:
+    """A transformers model whose graph inputs are passed by keyword (`names`, one per input), with `fixed()`'s
+    tensors (fixed word boxes) added as constants of the graph, exported on its first output, its first `outputs`
+    outputs, or the outputs at the indices `outputs` names; `post(model)` changes the constructed model (a
+    codebook the library initialises to zeros)."""
+    def make():
+        import torch
+        import transformers
+
+        class Call(torch.nn.Module):
+            def __init__(self, inner):
+                super().__init__()
+                self.inner = inner
+
+            def forward(self, *args):
+                extra = fixed() if fixed else {}
+                kw = dict(zip(names, args)) | extra
+                out = self.inner(**kw, return_dict=False)
+                out = out if isinstance(out, (tuple, list)) else (out,)
+                if isinstance(outputs, tuple):
+                    return tuple(out[i] for i in outputs)
+                return out[0] if outputs == 1 else tuple(out[:outputs])
+
+        cfg = getattr(transformers, config)(**kwargs)
+        cfg._attn_implementation = "eager"
+        inner = getattr(transformers, model)(cfg)
+        if post:
+            post(inner)
+        return Call(inner)
+
+    args = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+    first = f"[{', '.join(map(str, outputs))}]" if isinstance(outputs, tuple) else \
+        "[0]" if outputs == 1 else f"[:{outputs}]"
+    return Spec(name, family, "transformers",
+                f"transformers.{model}(transformers.{config}({args}), eager attention)({call_note}){first}",
+                make, tuple(inputs), exporter, opset, tuple(int_inputs))
+
+
+def _random_codebooks(model) -> None:
+    """EnCodec initialises its codebooks (buffers, not parameters) to zeros, so every frame would quantize to code
+    0 and the decoded audio would not depend on the input: draw them from N(0, 0.05^2) (seed 3), about the spread
+    of the random encoder's output (std 0.04), so that nearest codes vary with the input."""
+    import torch
+
+    generator = torch.Generator().manual_seed(3)
+    with torch.no_grad():
+        for name, buffer in model.named_buffers():
+            if name.endswith("codebook.embed"):
+                buffer.copy_(torch.randn(buffer.shape, generator=generator) * 0.05)
+
+
+def _layout_boxes(tokens: int):
+    """Fixed, valid word boxes on a 0-1000 grid (x0 < x1, y0 < y1): a reading-order grid of `tokens` words."""
+    import torch
+
+    i = torch.arange(tokens)
+    x0, y0 = (i % 4) * 250 + 10, (i // 4) * 60 + 10
+    return torch.stack([x0, y0, x0 + 200, y0 + 40], dim=-1).unsqueeze(0)
+
+
+def _pix2struct_patches(rows: int, cols: int, depth: int):
+    """Pix2Struct's flattened patches: the row and column index (1-based) in front of each patch's pixels; the
+    graph takes the pixels and adds the fixed indices, so they stay valid embedding ids."""
+    import torch
+
+    class Patches(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+            r = torch.arange(1, rows + 1).repeat_interleave(cols).float()
+            c = torch.arange(1, cols + 1).repeat(rows).float()
+            self.register_buffer("ids", torch.stack([r, c], dim=-1).unsqueeze(0), persistent=False)
+
+        def forward(self, pixels):
+            patches = torch.cat([self.ids, pixels], dim=-1)
+            return self.inner(flattened_patches=patches, attention_mask=torch.ones(1, rows * cols),
+                              return_dict=False)[0]
+
+    return Patches
+
+
+def _pix2struct():
+    import transformers
+
+    cfg = transformers.Pix2StructVisionConfig(hidden_size=192, num_hidden_layers=4, num_attention_heads=3,
+                                              d_ff=512, d_kv=64, patch_embed_hidden_size=768, seq_len=128)
+    cfg._attn_implementation = "eager"
+    return _pix2struct_patches(8, 16, 768)(transformers.Pix2StructVisionModel(cfg))
+
+
+def _trocr():
+    """TrOCR: a ViT encoder on a 64x256 text-line image and the TrOCR decoder, one teacher-forced pass over 8
+    target tokens (logits)."""
+    import torch
+    import transformers
+
+    enc = transformers.ViTConfig(hidden_size=192, num_hidden_layers=4, num_attention_heads=3, intermediate_size=768,
+                                 image_size=[64, 256], patch_size=16)
+    dec = transformers.TrOCRConfig(vocab_size=1000, d_model=256, decoder_layers=2, decoder_attention_heads=4,
+                                   decoder_ffn_dim=1024, max_position_embeddings=64, cross_attention_hidden_size=192)
+    cfg = transformers.VisionEncoderDecoderConfig.from_encoder_decoder_configs(enc, dec)
+    cfg.decoder_start_token_id, cfg.pad_token_id = 2, 1
+    cfg._attn_implementation = "eager"
+    cfg.encoder._attn_implementation = cfg.decoder._attn_implementation = "eager"
+
+    class Step(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, pixels, tokens):
+            return self.inner(pixel_values=pixels, decoder_input_ids=tokens, return_dict=False)[0]
+
+    return Step(transformers.VisionEncoderDecoderModel(cfg))
+
+
+def _wave9() -> Iterator[Spec]:
+    """Ninth wave: architecture families the corpus lacked, held out by family (none of spandrel/restoration,
+    transformers/audio-codec, transformers/vocoder, transformers/document-ocr is a derive family): image
+    restoration and super-resolution networks from spandrel's architecture definitions, neural audio codecs
+    (encode, quantize, decode) and mel-spectrogram vocoders, document / OCR models (text-line and page encoders,
+    layout-aware text+image encoders with fixed word boxes). Small random-initialised configs, static shapes."""
+    yield _spandrel("spandrel_esrgan_rrdb", "ESRGAN.RRDB:RRDBNet", (1, 3, 64, 64), num_filters=32, num_blocks=3,
+                    scale=2)
+    yield _spandrel("spandrel_compact_srvgg", "Compact.SRVGG:SRVGGNetCompact", (1, 3, 64, 64), num_feat=32,
+                    num_conv=8, upscale=4)
+    yield _spandrel("spandrel_swinir", "SwinIR.SwinIR:SwinIR", (1, 3, 64, 64), img_size=64, embed_dim=60,
+                    depths=[2, 2], num_heads=[6, 6], window_size=8, mlp_ratio=2.0, upscale=2,
+                    upsampler="pixelshuffledirect", drop_path_rate=0.0)
+    yield _spandrel("spandrel_hat", "HAT.HAT:HAT", (1, 3, 64, 64), img_size=64, embed_dim=60, depths=(2, 2),
+                    num_heads=(6, 6), window_size=8, mlp_ratio=2.0, upscale=2, num_feat=32, drop_path_rate=0.0)
+    yield _spandrel("spandrel_dat", "DAT.DAT:DAT", (1, 3, 64, 64), img_size=64, embed_dim=60, split_size=[8, 16],
+                    depth=[2, 2], num_heads=[2, 2], expansion_factor=2.0, upscale=2, drop_path_rate=0.0)
+    yield _spandrel("spandrel_omnisr", "OmniSR.OmniSR:OmniSR", (1, 3, 64, 64), num_feat=32, block_num=1,
+                    window_size=8, res_num=2, up_scale=2)
+    yield _spandrel("spandrel_span", "SPAN.span:SPAN", (1, 3, 64, 64), num_in_ch=3, num_out_ch=3,
+                    feature_channels=32, upscale=2)
+    yield _spandrel("spandrel_realcugan_2x", "RealCUGAN.upcunet_v3:UpCunet2x", (1, 3, 64, 64),
+                    fixed=(1.0,))
+    yield _spandrel("spandrel_nafnet", "NAFNet.NAFNet_arch:NAFNet", (1, 3, 128, 128), width=16, middle_blk_num=1,
+                    enc_blk_nums=[1, 1, 1], dec_blk_nums=[1, 1, 1])
+    yield _spandrel("spandrel_scunet", "SCUNet.SCUNet:SCUNet", (1, 3, 128, 128), config=[2, 2, 2, 2, 2, 2, 2],
+                    dim=64, input_resolution=128)
+    yield _spandrel("spandrel_ditn", "DITN.DITN_Real:DITN_Real", (1, 3, 64, 64), dim=32, ITL_blocks=2, SAL_blocks=2,
+                    UFONE_blocks=1, upscale=2)
+    yield _spandrel("spandrel_safmn", "SAFMN.safmn:SAFMN", (1, 3, 64, 64), dim=32, n_blocks=4, upscaling_factor=2)
+    yield _spandrel("spandrel_rgt", "RGT.rgt:RGT", (1, 3, 64, 64), img_size=64, embed_dim=60, depth=[2, 2],
+                    num_heads=[2, 2], mlp_ratio=2.0, upscale=2, split_size=[8, 16], drop_path_rate=0.0)
+    yield _spandrel("spandrel_craft", "CRAFT.CRAFT:CRAFT", (1, 3, 64, 64), window_size=16, embed_dim=48,
+                    depths=[2, 2], num_heads=[6, 6], upscale=2)
+    yield _spandrel("spandrel_realplksr", "PLKSR.RealPLKSR:RealPLKSR", (1, 3, 64, 64), dim=32, n_blocks=4,
+                    upscaling_factor=2, kernel_size=17)
+    yield _spandrel("spandrel_retinexformer", "RetinexFormer.retinexformer_arch:RetinexFormer", (1, 3, 128, 128),
+                    n_feat=32, stage=1, num_blocks=[1, 1, 1])
+    yield _spandrel("spandrel_mixdehazenet", "MixDehazeNet.MixDehazeNet:MixDehazeNet", (1, 3, 128, 128),
+                    embed_dims=[16, 32, 64, 32, 16], depths=[1, 1, 1, 1, 1])
+    codec = "transformers/audio-codec"
+    yield _hf_call("hf_encodec", codec, "EncodecModel", "EncodecConfig", [(1, 1, 3200)], ["input_values"],
+                   "input_values: encode, quantize, decode (codebooks drawn from N(0, 0.05^2))", outputs=2,
+                   post=_random_codebooks, num_filters=16, hidden_size=64,
+                   codebook_size=256, num_lstm_layers=1, target_bandwidths=[1.5, 3.0], sampling_rate=16000)
+    yield _hf_call("hf_dac", codec, "DacModel", "DacConfig", [(1, 1, 4096)], ["input_values"],
+                   "input_values: encode, quantize, decode", encoder_hidden_size=16,
+                   downsampling_ratios=[2, 4, 4, 8], decoder_hidden_size=128, n_codebooks=4, codebook_size=256,
+                   codebook_dim=8, hidden_size=256, upsampling_ratios=[8, 4, 4, 2], outputs=(1, 3))
+    voc = "transformers/vocoder"
+    yield _hf_call("hf_speecht5_hifigan", voc, "SpeechT5HifiGan", "SpeechT5HifiGanConfig", [(1, 50, 80)],
+                   ["spectrogram"], "spectrogram", upsample_initial_channel=128,
+                   upsample_rates=[4, 4, 4, 4], upsample_kernel_sizes=[8, 8, 8, 8],
+                   resblock_kernel_sizes=[3, 7, 11], resblock_dilation_sizes=[[1, 3, 5], [1, 3, 5], [1, 3, 5]])
+    # TorchScript cannot export its location-variable convolution's Unfold (input size not accessible)
+    yield _hf_call("hf_univnet_dynamo", voc, "UnivNetModel", "UnivNetConfig", [(1, 50, 100), (1, 50, 64)],
+                   ["input_features", "noise_sequence"], "input_features, noise_sequence", exporter="dynamo",
+                   opset=18,
+                   model_hidden_channels=32, num_mel_bins=100, resblock_stride_sizes=[8, 8, 4],
+                   resblock_kernel_sizes=[3, 3, 3], kernel_predictor_hidden_channels=64)
+    doc = "transformers/document-ocr"
+    yield _hf_call("hf_layoutlmv3", doc, "LayoutLMv3Model", "LayoutLMv3Config", [(1, 16), (1, 3, 224, 224)],
+                   ["input_ids", "pixel_values"], "input_ids, fixed word boxes, pixel_values", int_inputs=(1000, 0),
+                   fixed=lambda: {"bbox": _layout_boxes(16)}, vocab_size=1000, hidden_size=192,
+                   num_hidden_layers=4, num_attention_heads=3, intermediate_size=768, max_position_embeddings=64,
+                   coordinate_size=32, shape_size=32, input_size=224, patch_size=16)
+    yield _hf_call("hf_lilt", doc, "LiltModel", "LiltConfig", [(1, 16)], ["input_ids"],
+                   "input_ids, fixed word boxes", int_inputs=(1000,), fixed=lambda: {"bbox": _layout_boxes(16)},
+                   vocab_size=1000, hidden_size=192, num_hidden_layers=4, num_attention_heads=3,
+                   intermediate_size=768, max_position_embeddings=64, channel_shrink_ratio=4)
+    yield _hf_call("hf_donut_swin", doc, "DonutSwinModel", "DonutSwinConfig", [(1, 3, 224, 224)], ["pixel_values"],
+                   "pixel_values", image_size=224, embed_dim=48, depths=[2, 2, 2, 2], num_heads=[2, 4, 8, 16],
+                   window_size=7)
+    yield Spec("hf_pix2struct_vision", doc, "transformers",
+               "transformers.Pix2StructVisionModel(transformers.Pix2StructVisionConfig(hidden_size=192, "
+               "num_hidden_layers=4, num_attention_heads=3, d_ff=512, d_kv=64, patch_embed_hidden_size=768, "
+               "seq_len=128), eager attention)(flattened_patches = fixed row/column ids + pixels, all-ones mask)[0]",
+               _pix2struct, ((1, 128, 768),))
+    yield Spec("hf_trocr", doc, "transformers",
+               "transformers.VisionEncoderDecoderModel(ViTConfig(hidden_size=192, num_hidden_layers=4, "
+               "num_attention_heads=3, intermediate_size=768, image_size=[64, 256], patch_size=16) + "
+               "TrOCRConfig(vocab_size=1000, d_model=256, decoder_layers=2, decoder_attention_heads=4, "
+               "decoder_ffn_dim=1024, max_position_embeddings=64), eager attention)"
+               "(pixel_values, decoder_input_ids)[0]",
+               _trocr, ((1, 3, 64, 256), (1, 8)), int_inputs=(0, 1000))
+    yield _hf_call("hf_mgpstr", doc, "MgpstrForSceneTextRecognition", "MgpstrConfig", [(1, 3, 32, 128)],
+                   ["pixel_values"], "pixel_values", outputs=1, image_size=[32, 128], patch_size=4,
+                   hidden_size=192, num_hidden_layers=4, num_attention_heads=3, mlp_ratio=4.0, max_token_length=27,
+                   num_bpe_labels=1000, num_wordpiece_labels=1000)
 
 
 def _wave2() -> Iterator[Spec]:
@@ -2124,8 +2367,8 @@ def build(build_dir: Path, only: list[str] | None, failures: Path) -> int:
     torch.set_num_threads(1)
     versions = {lib: md.version(lib) for lib in ("torch", "torchvision", "timm", "ultralytics", "transformers")}
     installed = {d.metadata["Name"].lower().replace("-", "_") for d in md.distributions()}
-    versions.update({lib: md.version(lib) for lib in ("segmentation_models_pytorch", "monai", "kornia", "diffusers")
-                     if lib in installed})  # waves 7 and 8's libraries, needed only to build them
+    versions.update({lib: md.version(lib) for lib in ("segmentation_models_pytorch", "monai", "kornia", "diffusers", "spandrel")
+                     if lib in installed})  # waves 7-9's libraries, needed only to build them
     rows = read_manifest()
     failed: list[str] = []
     ordered = list(specs())
