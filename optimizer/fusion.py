@@ -23,6 +23,7 @@ from types import MappingProxyType
 
 from optimizer.backends import backend_of
 from optimizer.check import CheckReport
+from optimizer.errors import InfeasibleError
 from optimizer.ir import Graph, Node
 
 LAYOUT = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"})
@@ -69,6 +70,29 @@ class GroupGraph:
     def group_edges(self) -> list[tuple[int, int]]:
         """Distinct (producer group, consumer group) pairs; edges from model inputs are left out."""
         return sorted({(e.src, e.dst) for e in self.edges if e.src >= 0})
+
+
+def topological_order(groups: GroupGraph) -> list[int]:
+    """Group indices in a topological order, smallest index first among the ready ones (deterministic)."""
+    n = len(groups.groups)
+    succ: dict[int, list[int]] = {}
+    indegree = [0] * n
+    for a, b in groups.group_edges():
+        succ.setdefault(a, []).append(b)
+        indegree[b] += 1
+    ready = [g for g in range(n) if indegree[g] == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        g = heapq.heappop(ready)
+        order.append(g)
+        for b in succ.get(g, ()):
+            indegree[b] -= 1
+            if indegree[b] == 0:
+                heapq.heappush(ready, b)
+    if len(order) != n:
+        raise InfeasibleError("the layer-group graph has a cycle, so it has no topological order")
+    return order
 
 
 class Contraction:

@@ -103,3 +103,17 @@ def violations(catalog, path: Path, target: str, precision: str | None = None, n
     report = check_graph(load_model(path, input_shapes), catalog, target)
     verdict = report.verdict(node)
     return {v.rule for v in verdict.violations if precision is None or v.precision == precision}
+
+
+def reaches(edges, start: set[int]) -> set[int]:
+    """Brute-force reachability over directed edges: the groups some path from `start` arrives at."""
+    succ: dict[int, list[int]] = {}
+    for a, b in edges:
+        succ.setdefault(a, []).append(b)
+    seen, stack = set(), [b for a in start for b in succ.get(a, ())]
+    while stack:
+        x = stack.pop()
+        if x not in seen:
+            seen.add(x)
+            stack.extend(succ.get(x, ()))
+    return seen

@@ -15,14 +15,16 @@ import re
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import onnx
 
 from optimizer.catalog import Catalog, load_catalog
-from optimizer.check import check_graph
+from optimizer.check import CheckReport, check_graph
 from optimizer.errors import EdgeplanError
-from optimizer.ir import load_model
+from optimizer.ir import Graph, Node, load_model
 
 FRAME = ("pre_conv", "post_conv")
 _SUFFIX = re.compile(r"#\d+$")
@@ -50,21 +52,32 @@ def compare_patterns(results: Path, catalog: Catalog, counts: Counter[tuple[str,
             path = Path(tmp) / f"{label}.onnx"
             onnx.save(cases[label], path)
             graph = load_model(path)
-        reports = {}
-        for config, run in sorted(json.loads(text).items()):
-            soc, precision = config.split("/")
-            if not run.get("built"):
-                print(f"{label} {config}: the toolkit did not build it")
+        compare_runs(label, graph, json.loads(text), catalog, counts,
+                     lambda run, node: pattern_truth(run["layers"], node.name, node.outputs))
+
+
+def compare_runs(case: str, graph: Graph, runs: dict[str, Any], catalog: Catalog,
+                 counts: Counter[tuple[str, str, str]], truth_of: Callable[[dict[str, Any], Node], str]) -> None:
+    """One case's runs ({"soc/precision": run}) node by node; `truth_of` reads the toolkit's target of a node."""
+    reports: dict[str, CheckReport] = {}
+    for config, run in sorted(runs.items()):
+        soc, precision = config.split("/")
+        if not run.get("built"):
+            print(f"{case} {config}: the toolkit did not build it")
+            continue
+        if soc not in reports:
+            reports[soc] = check_graph(graph, catalog, soc)
+        for node in graph.nodes:
+            if node.name in FRAME or node.op_type == "Constant":
                 continue
-            report = reports.setdefault(soc, check_graph(graph, catalog, soc))
-            for node in graph.nodes:
-                if node.name in FRAME or node.op_type == "Constant":
-                    continue
-                mine = "NPU" if report.verdict(node.name).runs_on("npu", precision) else "CPU"
-                truth = pattern_truth(run["layers"], node.name, node.outputs)
-                counts[(soc, precision, "agree" if mine == truth else f"edgeplan {mine}")] += 1
-                if mine != truth:
-                    print(f"{label} {config} {node.name} ({node.op_type}): edgeplan {mine}, toolkit {truth}")
+            verdict = reports[soc].verdict(node.name)
+            mine = "NPU" if verdict.runs_on("npu", precision) else "CPU"
+            truth = truth_of(run, node)
+            counts[(soc, precision, "agree" if mine == truth else f"edgeplan {mine}")] += 1
+            if mine != truth:
+                why = "; ".join(v.line() for v in verdict.violations
+                                if v.accelerator == "npu" and v.precision == precision)
+                print(f"{case} {config} {node.name} ({node.op_type}): edgeplan {mine}, toolkit {truth}  {why}")
 
 
 def main() -> int:
@@ -85,26 +98,8 @@ def main() -> int:
         except EdgeplanError as exc:
             print(f"{record.stem}: edgeplan cannot load it: {exc}")
             continue
-        runs = json.loads(record.read_text())
-        reports = {}
-        for config, run in sorted(runs.items()):
-            soc, precision = config.split("/")
-            if not run.get("built"):
-                print(f"{record.stem} {config}: the toolkit did not build it")
-                continue
-            report = reports.setdefault(soc, check_graph(graph, catalog, soc))
-            for node in graph.nodes:
-                if node.name in FRAME:
-                    continue
-                verdict = report.verdict(node.name)
-                mine = "NPU" if verdict.runs_on("npu", precision) else "CPU"
-                truth = run["nodes"].get(node.name, "NPU")
-                counts[(soc, precision, "agree" if mine == truth else f"edgeplan {mine}")] += 1
-                if mine != truth:
-                    why = "; ".join(v.line() for v in verdict.violations
-                                    if v.accelerator == "npu" and v.precision == precision)
-                    print(f"{record.stem} {config} {node.name} ({node.op_type}): edgeplan {mine}, toolkit {truth}"
-                          f"  {why}")
+        compare_runs(record.stem, graph, json.loads(record.read_text()), catalog, counts,
+                     lambda run, node: str(run["nodes"].get(node.name, "NPU")))
     for key, count in sorted(counts.items()):
         print(" ".join(key), count)
     return 0

@@ -911,34 +911,42 @@ def video_token_cases():
                free_model(f"up{hw}{pq}", (1, 3, hw, hw), nodes, inits, opset=17))
 
 
+def _rope_model(name, heads, side, d, rotate, rotate_inits):
+    """Per-head tokens x [1, h, N, d] from a Conv map -> `rotate` (x -> rot, through rot5 [1, h, N, d/2, 2] and the
+    Reshape op_back) -> x cos + rot sin -> back to the map -> Conv."""
+    n = side * side
+    nodes = [N("Conv", ["in", "w0"], ["m"], "pre_conv"),
+             N("Reshape", ["m", "s_heads"], ["hd"], "to_heads"),
+             N("Transpose", ["hd"], ["x"], "heads_t", perm=[0, 1, 3, 2]),
+             *rotate,
+             N("Reshape", ["rot5", "s_back"], ["rot"], "op_back"),
+             N("Mul", ["x", "cos"], ["xc"], "mul_cos"),
+             N("Mul", ["rot", "sin"], ["rs"], "mul_sin"),
+             N("Add", ["xc", "rs"], ["emb"], "rope_add"),
+             N("Transpose", ["emb"], ["et"], "back_t", perm=[0, 1, 3, 2]),
+             N("Reshape", ["et", "s_map"], ["y"], "to_map"),
+             N("Conv", ["y", "w1"], ["out"], "post_conv")]
+    inits = [w("w0", (heads * d, 3, 1, 1)), c("s_heads", np.array([1, heads, d, n], np.int64)), *rotate_inits,
+             c("s_back", np.array([1, heads, n, d], np.int64)),
+             c("cos", rng.uniform(-1, 1, (n, d)).astype(np.float32)),
+             c("sin", rng.uniform(-1, 1, (n, d)).astype(np.float32)),
+             c("s_map", np.array([1, heads * d, side, side], np.int64)), w("w1", (8, heads * d, 1, 1))]
+    return free_model(name, (1, 3, side, side), nodes, inits)
+
+
 def rope_pair_cases():
     """Rotary embedding over interleaved pairs (V-JEPA 2, GPT-J style): per-head tokens [1, h, N, d] -> Reshape
     [1, h, N, d/2, 2] -> Split -> [-x2, x1] stacked on the pair axis -> Reshape back [1, h, N, d] -> x cos + that x
     sin: the two pair Reshapes."""
     for heads, side, d in ((3, 14, 20), (3, 14, 32), (4, 8, 16), (4, 8, 20), (2, 14, 64), (4, 8, 24), (4, 8, 12),
                            (4, 8, 40)):
-        n = side * side
-        nodes = [N("Conv", ["in", "w0"], ["m"], "pre_conv"),
-                 N("Reshape", ["m", "s_heads"], ["hd"], "to_heads"),
-                 N("Transpose", ["hd"], ["x"], "heads_t", perm=[0, 1, 3, 2]),
-                 N("Reshape", ["x", "s_pairs"], ["pr"], "op"),
-                 N("Split", ["pr", "two"], ["x1", "x2"], "pair_split", axis=4),
-                 N("Neg", ["x2"], ["nx2"], "pair_neg"),
-                 N("Concat", ["nx2", "x1"], ["rot5"], "pair_stack", axis=4),
-                 N("Reshape", ["rot5", "s_back"], ["rot"], "op_back"),
-                 N("Mul", ["x", "cos"], ["xc"], "mul_cos"),
-                 N("Mul", ["rot", "sin"], ["rs"], "mul_sin"),
-                 N("Add", ["xc", "rs"], ["emb"], "rope_add"),
-                 N("Transpose", ["emb"], ["et"], "back_t", perm=[0, 1, 3, 2]),
-                 N("Reshape", ["et", "s_map"], ["y"], "to_map"),
-                 N("Conv", ["y", "w1"], ["out"], "post_conv")]
-        inits = [w("w0", (heads * d, 3, 1, 1)), c("s_heads", np.array([1, heads, d, n], np.int64)),
-                 c("s_pairs", np.array([1, heads, n, d // 2, 2], np.int64)), c("two", np.array([1, 1], np.int64)),
-                 c("s_back", np.array([1, heads, n, d], np.int64)),
-                 c("cos", rng.uniform(-1, 1, (n, d)).astype(np.float32)),
-                 c("sin", rng.uniform(-1, 1, (n, d)).astype(np.float32)),
-                 c("s_map", np.array([1, heads * d, side, side], np.int64)), w("w1", (8, heads * d, 1, 1))]
-        yield f"rope_pairs_h{heads}_n{n}_d{d}", free_model(f"rp{d}", (1, 3, side, side), nodes, inits)
+        rotate = [N("Reshape", ["x", "s_pairs"], ["pr"], "op"),
+                  N("Split", ["pr", "two"], ["x1", "x2"], "pair_split", axis=4),
+                  N("Neg", ["x2"], ["nx2"], "pair_neg"),
+                  N("Concat", ["nx2", "x1"], ["rot5"], "pair_stack", axis=4)]
+        cut = [c("s_pairs", np.array([1, heads, side * side, d // 2, 2], np.int64)),
+               c("two", np.array([1, 1], np.int64))]
+        yield f"rope_pairs_h{heads}_n{side * side}_d{d}", _rope_model(f"rp{d}", heads, side, d, rotate, cut)
 
 
 def rope_stack_cases():
@@ -946,32 +954,16 @@ def rope_stack_cases():
     with strided Slices, [-x_odd, x_even] stacked as Unsqueeze + Concat on a new last axis, then the one Reshape
     [1, h, N, d/2, 2] -> [1, h, N, d] that joins the pairs."""
     for heads, side, d in ((2, 14, 64), (3, 14, 20), (4, 8, 16), (4, 8, 12)):
-        n = side * side
-        nodes = [N("Conv", ["in", "w0"], ["m"], "pre_conv"),
-                 N("Reshape", ["m", "s_heads"], ["hd"], "to_heads"),
-                 N("Transpose", ["hd"], ["x"], "heads_t", perm=[0, 1, 3, 2]),
-                 N("Slice", ["x", "s0", "end", "ax", "st"], ["ev"], "even"),
-                 N("Slice", ["x", "s1", "end", "ax", "st"], ["od"], "odd"),
-                 N("Neg", ["od"], ["nod"], "pair_neg"),
-                 N("Unsqueeze", ["nod", "last"], ["u1"], "unsq_a"),
-                 N("Unsqueeze", ["ev", "last"], ["u2"], "unsq_b"),
-                 N("Concat", ["u1", "u2"], ["rot5"], "pair_stack", axis=4),
-                 N("Reshape", ["rot5", "s_back"], ["rot"], "op_back"),
-                 N("Mul", ["x", "cos"], ["xc"], "mul_cos"),
-                 N("Mul", ["rot", "sin"], ["rs"], "mul_sin"),
-                 N("Add", ["xc", "rs"], ["emb"], "rope_add"),
-                 N("Transpose", ["emb"], ["et"], "back_t", perm=[0, 1, 3, 2]),
-                 N("Reshape", ["et", "s_map"], ["y"], "to_map"),
-                 N("Conv", ["y", "w1"], ["out"], "post_conv")]
-        inits = [w("w0", (heads * d, 3, 1, 1)), c("s_heads", np.array([1, heads, d, n], np.int64)),
-                 c("s0", np.array([0], np.int64)), c("s1", np.array([1], np.int64)),
-                 c("end", np.array([d], np.int64)), c("ax", np.array([3], np.int64)),
-                 c("st", np.array([2], np.int64)), c("last", np.array([4], np.int64)),
-                 c("s_back", np.array([1, heads, n, d], np.int64)),
-                 c("cos", rng.uniform(-1, 1, (n, d)).astype(np.float32)),
-                 c("sin", rng.uniform(-1, 1, (n, d)).astype(np.float32)),
-                 c("s_map", np.array([1, heads * d, side, side], np.int64)), w("w1", (8, heads * d, 1, 1))]
-        yield f"rope_stack_h{heads}_n{n}_d{d}", free_model(f"rs{d}", (1, 3, side, side), nodes, inits)
+        rotate = [N("Slice", ["x", "s0", "end", "ax", "st"], ["ev"], "even"),
+                  N("Slice", ["x", "s1", "end", "ax", "st"], ["od"], "odd"),
+                  N("Neg", ["od"], ["nod"], "pair_neg"),
+                  N("Unsqueeze", ["nod", "last"], ["u1"], "unsq_a"),
+                  N("Unsqueeze", ["ev", "last"], ["u2"], "unsq_b"),
+                  N("Concat", ["u1", "u2"], ["rot5"], "pair_stack", axis=4)]
+        strided = [c("s0", np.array([0], np.int64)), c("s1", np.array([1], np.int64)),
+                   c("end", np.array([d], np.int64)), c("ax", np.array([3], np.int64)),
+                   c("st", np.array([2], np.int64)), c("last", np.array([4], np.int64))]
+        yield f"rope_stack_h{heads}_n{side * side}_d{d}", _rope_model(f"rs{d}", heads, side, d, rotate, strided)
 
 
 def token_mix_cases():

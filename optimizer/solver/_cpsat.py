@@ -7,7 +7,6 @@ format the DLA-IO rules allow), so they need no variables of their own.
 
 from __future__ import annotations
 
-import heapq
 import math
 import time
 from collections.abc import Iterable, Mapping
@@ -20,7 +19,7 @@ from optimizer.catalog import Catalog
 from optimizer.check import CheckReport
 from optimizer.enums import PRECISIONS
 from optimizer.errors import BadInputError, InfeasibleError
-from optimizer.fusion import GroupGraph
+from optimizer.fusion import GroupGraph, topological_order
 from optimizer.latency import (
     LatencyModel,
     Option,
@@ -275,8 +274,9 @@ class PlanModel:
         for s in self.slots:
             m.add(self.used[s] <= sum(self.inslot[g, s] for g in self.dla_groups))
         self._slot_symmetry()
-        self._one_part_per_slot()
-        self._convexity()
+        parts = components(set(self.dla_groups), self.neighbours)
+        self._one_part_per_slot(parts)
+        self._convexity(parts)
 
     def interchangeable_slots(self) -> bool:
         """Slots are labels unless they carry their own SRAM pool (DLA-SRAM-PER-LOADABLE) or the infeasibility
@@ -322,7 +322,7 @@ class PlanModel:
                                loadable=relabel.get(p.loadable, -1)) if p.loadable >= 0 else p
                      for p in placements)
 
-    def _convexity(self) -> None:
+    def _convexity(self, parts: list[set[int]]) -> None:
         """DLA-LOADABLES convexity: no path leaves a loadable and re-enters it (TensorRT cannot build a
         loadable that depends on itself through the GPU). A group downstream of a member (after) and
         upstream of a member (before) must itself be a member. after/before are only bounded below, so
@@ -330,7 +330,7 @@ class PlanModel:
         can run (`convexity_region`): a connected loadable lies in one part of the DLA-capable groups
         (`_one_part_per_slot`)."""
         m = self.model
-        nodes, edges = convexity_region(self.dla_groups, self.lm.groups.group_edges(), self.neighbours)
+        nodes, edges = convexity_region(parts, self.lm.groups.group_edges(), topological_order(self.lm.groups))
         heads, tails = {b for _, b in edges}, {a for a, _ in edges}
         for s in self.slots:
             after = {g: m.new_bool_var(f"after_loadable[{self.groups[g].anchor},{s}]") for g in nodes if g in heads}
@@ -349,11 +349,10 @@ class PlanModel:
                 if g in after and g in before:
                     m.add(after[g] + before[g] <= 1 + self.inslot.get((g, s), 0))
 
-    def _one_part_per_slot(self) -> None:
+    def _one_part_per_slot(self, parts: list[set[int]]) -> None:
         """A loadable is connected, so its groups lie in one connected part of the DLA-capable groups: one choice
         of part per slot. The connectivity cuts would find this one split at a time; convexity over the whole
         graph used to imply it between parts in series, and sized to each part's region it no longer does."""
-        parts = components(set(self.dla_groups), self.neighbours)
         if len(parts) < 2:
             return
         for s in self.slots:
@@ -797,53 +796,30 @@ def components(members: set[int], neighbours: Mapping[int, set[int]]) -> list[se
     return parts
 
 
-def convexity_region(dla_groups: Iterable[int], edges: Iterable[tuple[int, int]],
-                     neighbours: Mapping[int, set[int]]) -> tuple[list[int], list[tuple[int, int]]]:
+def convexity_region(parts: list[set[int]], edges: Iterable[tuple[int, int]], order: list[int]
+                     ) -> tuple[list[int], list[tuple[int, int]]]:
     """The groups and edges a loadable's convexity can concern. A connected loadable lies in one connected
-    part P of the DLA-capable groups, and a path that leaves it and re-enters it runs between two groups of P,
-    so every group on it is downstream and upstream of P: P's region. Only edges with both ends in one
-    region are kept; every kept edge is a real one, so no convex loadable is cut off. The searches are
-    bounded by topological position (a group past P's last one cannot lead back into P), which keeps a long
-    chain of short DLA runs linear."""
+    part P of the DLA-capable groups (`parts`), and a path that leaves it and re-enters it runs between two
+    groups of P, so every group on it is downstream and upstream of P: P's region. Only edges with both ends in
+    one region are kept; every kept edge is a real one, so no convex loadable is cut off. The searches are
+    bounded by position in the topological `order` (a group past P's last one cannot lead back into P), which
+    keeps a long chain of short DLA runs linear."""
     edge_list = sorted(set(edges))
     succ: dict[int, list[int]] = {}
     pred: dict[int, list[int]] = {}
     for a, b in edge_list:
         succ.setdefault(a, []).append(b)
         pred.setdefault(b, []).append(a)
-    position = _topological_positions(edge_list, set(dla_groups))
-    regions: list[set[int]] = []
-    for part in components(set(dla_groups), neighbours):
-        first, last = min(position[g] for g in part), max(position[g] for g in part)
-        down = _bounded_reach(part, succ, position, (first, last))
-        up = _bounded_reach(part, pred, position, (first, last))
-        regions.append(part | (down & up))
-    member: dict[int, list[int]] = {}
-    for r, region in enumerate(regions):
-        for g in region:
-            member.setdefault(g, []).append(r)
-    kept = [(a, b) for a, b in edge_list if a in member and b in member and set(member[a]) & set(member[b])]
+    position = {g: p for p, g in enumerate(order)}
+    member: dict[int, set[int]] = {}
+    for r, part in enumerate(parts):
+        span = (min(position[g] for g in part), max(position[g] for g in part))
+        down = _bounded_reach(part, succ, position, span)
+        up = _bounded_reach(part, pred, position, span)
+        for g in part | (down & up):
+            member.setdefault(g, set()).add(r)
+    kept = [(a, b) for a, b in edge_list if a in member and b in member and member[a] & member[b]]
     return sorted(member), kept
-
-
-def _topological_positions(edges: list[tuple[int, int]], extra: set[int]) -> dict[int, int]:
-    """Kahn's order over the groups the edges name (and `extra`); ties by group index, so it is stable."""
-    nodes = extra | {g for e in edges for g in e}
-    indegree = dict.fromkeys(nodes, 0)
-    succ: dict[int, list[int]] = {}
-    for a, b in edges:
-        succ.setdefault(a, []).append(b)
-        indegree[b] += 1
-    ready = sorted(g for g, d in indegree.items() if d == 0)
-    position: dict[int, int] = {}
-    while ready:
-        g = heapq.heappop(ready)
-        position[g] = len(position)
-        for b in succ.get(g, ()):
-            indegree[b] -= 1
-            if indegree[b] == 0:
-                heapq.heappush(ready, b)
-    return position
 
 
 def _bounded_reach(starts: Iterable[int], nxt: Mapping[int, list[int]], position: Mapping[int, int],

@@ -25,9 +25,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from optimizer.fusion import topological_order
 from optimizer.latency import LatencyModel, tensor_routes
 from optimizer.solver._bounds import _option_ns, _options
-from optimizer.solver._decompose import separators, topological_order
+from optimizer.solver._decompose import separators
 from optimizer.solver._request import PlanRequest
 
 QUANTUM_NS = 100  # DLA time steps of the DP's state (each group's DLA time rounded down: still a bound)

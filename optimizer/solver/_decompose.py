@@ -16,7 +16,6 @@ whole graph (fixing the cuts only restricts the plans searched, never the bound)
 from __future__ import annotations
 
 import bisect
-import heapq
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 
@@ -24,7 +23,7 @@ from optimizer.catalog import Catalog
 from optimizer.check import CheckReport
 from optimizer.enums import PRECISIONS
 from optimizer.errors import InfeasibleError
-from optimizer.fusion import Edge, GroupGraph
+from optimizer.fusion import Edge, GroupGraph, topological_order
 from optimizer.latency import LatencyModel, Placement, evaluate, group_options
 from optimizer.solver._bounds import cheapest_bound_ns, lp_bound_ns
 from optimizer.solver._cpsat import PlanModel, SolveResult
@@ -33,29 +32,6 @@ from optimizer.solver._request import PlanRequest
 
 MIN_SHARE_S = 0.05  # deterministic seconds a region solve needs to be worth building (a 100-group one: 0.1 s)
 REGION_GROUPS = 100  # groups per region: the exact model proves one in about 0.1 s (400: nothing found in 0.5 det s)
-
-
-def topological_order(groups: GroupGraph) -> list[int]:
-    """Group indices in a topological order, smallest index first among the ready ones (deterministic)."""
-    n = len(groups.groups)
-    succ: dict[int, list[int]] = {}
-    indegree = [0] * n
-    for a, b in groups.group_edges():
-        succ.setdefault(a, []).append(b)
-        indegree[b] += 1
-    ready = [g for g in range(n) if indegree[g] == 0]
-    heapq.heapify(ready)
-    order = []
-    while ready:
-        g = heapq.heappop(ready)
-        order.append(g)
-        for b in succ.get(g, ()):
-            indegree[b] -= 1
-            if indegree[b] == 0:
-                heapq.heappush(ready, b)
-    if len(order) != n:
-        raise InfeasibleError("the layer-group graph has a cycle; it cannot be split into regions")
-    return order
 
 
 def separators(groups: GroupGraph, order: list[int]) -> list[int]:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from optimizer.enums import PRECISIONS
+from optimizer.fusion import topological_order
 from optimizer.latency import (
     Breakdown,
     LatencyModel,
@@ -27,7 +28,6 @@ from optimizer.latency import (
     transfer_engine,
 )
 from optimizer.solver._cpsat import components, group_neighbours
-from optimizer.solver._decompose import topological_order
 
 
 def _on_gpu(lm: LatencyModel, g: int, allowed: frozenset[str]) -> Placement | None:

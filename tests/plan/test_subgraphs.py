@@ -14,7 +14,7 @@ from optimizer.fusion import Contraction, build_groups, other_path
 from optimizer.ir import load_model
 from optimizer.latency import LatencyModel, Option, Placement, load_profile
 from optimizer.plan import Subgraph, build_subgraphs, gpu_only, trt_default
-from tests.conftest import save_model, value, weight
+from tests.conftest import reaches, save_model, value, weight
 
 
 def _reference_subgraphs(groups, placements: tuple[Placement, ...]) -> tuple[Subgraph, ...]:
@@ -59,19 +59,6 @@ class _Edges:
         return sorted(set(self.edges))
 
 
-def _reaches(edges, start: set[int]) -> set[int]:
-    succ: dict[int, list[int]] = {}
-    for a, b in edges:
-        succ.setdefault(a, []).append(b)
-    seen, stack = set(), [b for a in start for b in succ.get(a, ())]
-    while stack:
-        x = stack.pop()
-        if x not in seen:
-            seen.add(x)
-            stack.extend(succ.get(x, ()))
-    return seen
-
-
 def _random_case(rng: random.Random, loadables: bool = True):
     n = rng.randint(2, 28)
     order = list(range(n))
@@ -107,11 +94,11 @@ def test_regions_are_convex_connected_and_in_order():
         for s in subgraphs:
             members = set(s.groups)
             assert {placements[g].device for g in members} == {s.device}
-            outside = _reaches(edges, members) - members
-            assert not (_reaches(edges, outside) & members)  # convex: no path leaves and re-enters
+            outside = reaches(edges, members) - members
+            assert not (reaches(edges, outside) & members)  # convex: no path leaves and re-enters
             inner = [(a, b) for a, b in edges if a in members and b in members]
             first = min(members)
-            assert {first} | _reaches(inner + [(b, a) for a, b in inner], {first}) == members  # connected
+            assert {first} | reaches(inner + [(b, a) for a, b in inner], {first}) == members  # connected
 
 
 def _generated_dag(path, blocks: int, seed: int):

@@ -170,7 +170,7 @@ def test_loadables_are_convex(tmp_path, favour_dla, monkeypatch):
                                              conv("D", "c", "y")])
     planned = _solve(path, "orin-agx", favour_dla, max_loadables=1)
     assert validate_plan(planned.plan, CATALOG, str(path)) == []
-    monkeypatch.setattr(cpsat.PlanModel, "_convexity", lambda self: None)
+    monkeypatch.setattr(cpsat.PlanModel, "_convexity", lambda self, parts: None)
     broken = _solve(path, "orin-agx", favour_dla, max_loadables=1)
     assert any("not convex" in p for p in validate_plan(broken.plan, CATALOG, str(path)))
 
@@ -187,7 +187,7 @@ def test_loadables_are_connected(tmp_path, favour_dla, monkeypatch):
     monkeypatch.setattr(cpsat.PlanModel, "_split", lambda self, placements: False)
     cut_only = _solve(path, "orin-agx", favour_dla, max_loadables=1)
     assert validate_plan(cut_only.plan, CATALOG, str(path)) == []  # one part per slot keeps A and B apart
-    monkeypatch.setattr(cpsat.PlanModel, "_one_part_per_slot", lambda self: None)
+    monkeypatch.setattr(cpsat.PlanModel, "_one_part_per_slot", lambda self, parts: None)
     broken = _solve(path, "orin-agx", favour_dla, max_loadables=1)
     assert any("not connected" in p for p in validate_plan(broken.plan, CATALOG, str(path)))
 

@@ -8,13 +8,13 @@ import pytest
 import optimizer.plan._build as build
 from optimizer.catalog import load_catalog
 from optimizer.check import check_graph
-from optimizer.fusion import build_groups
+from optimizer.fusion import build_groups, topological_order
 from optimizer.ir import load_model
 from optimizer.latency import LatencyModel, evaluate, load_profile
 from optimizer.plan import optimize, validate_plan
 from optimizer.plan._baselines import gpu_only as all_on_gpu
 from optimizer.solver import Budget, PlanModel, PlanRequest, lower_bound_ns
-from optimizer.solver._decompose import decomposed_solve, regions, separators, topological_order
+from optimizer.solver._decompose import decomposed_solve, regions, separators
 from tests.solver.conftest import add, build_model, chain, conv, gpu_only
 
 CATALOG = load_catalog()

@@ -10,10 +10,9 @@ import pytest
 
 from optimizer.catalog import load_catalog
 from optimizer.check import check_graph
-from optimizer.fusion import build_groups
+from optimizer.fusion import build_groups, topological_order
 from optimizer.ir import load_model
 from optimizer.latency import LatencyModel, Placement, evaluate, load_profile
-from optimizer.solver._decompose import topological_order
 from optimizer.solver._hints import _convex, _fastest, _Intervals, border_descent, interval_hint
 from tests.solver.conftest import add, build_model, chain, concat, conv, gpu_only
 from tests.solver.test_cpsat import _convex_connected
