@@ -314,13 +314,21 @@ def load_catalog(directory: str | Path | None = None, extra_dir: str | Path | No
     `tensorrt` selects the DLA rule set (the seed's, TensorRT 10, by default)."""
     if tensorrt not in TENSORRT_VERSIONS:
         raise BadInputError(f"--trt must be one of {', '.join(TENSORRT_VERSIONS)}, got '{tensorrt}'")
+    base = resources.files("optimizer.constraints") if directory is None else Path(directory)
+    extra_dir = extra_dir if extra_dir is not None else os.environ.get(CATALOG_ENV) or None
+    texts = tuple((name, (base / name).read_text(encoding="utf-8")) for name in family_files(directory).values())
+    extra_texts = tuple(_extra_files(extra_dir)) if extra_dir else ()
+    return _catalog_from_texts(texts, extra_texts, tensorrt)
+
+
+@functools.lru_cache(maxsize=8)
+def _catalog_from_texts(texts: tuple[tuple[str, str], ...], extra_texts: tuple[tuple[str, str], ...],
+                        tensorrt: str) -> Catalog:
+    """Keyed on the files' contents, so an edited file is parsed afresh: parsing the TOML is most of a short
+    command's time (a batch job, a refused model), and the Catalog built from it is immutable."""
     families: dict[str, Family] = {}
     targets: dict[str, Target] = {}
     digest = hashlib.sha256()
-    base = resources.files("optimizer.constraints") if directory is None else Path(directory)
-    extra_dir = extra_dir if extra_dir is not None else os.environ.get(CATALOG_ENV) or None
-    texts = [(name, (base / name).read_text(encoding="utf-8")) for name in family_files(directory).values()]
-    extra_texts = _extra_files(extra_dir) if extra_dir else []
     extras: dict[str, list[tuple[Mapping[str, Any], str]]] = {}
     parsed = [(name, text, _parse(text, name)) for name, text in texts]  # each file parsed once: every command
     known = {raw["family"] for _, _, raw in parsed}                          # loads the catalog first
