@@ -2,16 +2,17 @@
 8 x 16 windows), as opposed to Swin's squares.
 
 rknn-toolkit2 lowers a square-window partition [b, nH, w, nW, w, C] -> [b, nH, nW, w, w, C] and its reverse as
-exWindow on the NPU; with wh != ww there is no exWindow form and the 6-D Transpose (merged with the channels-last
-Transpose next to it) runs on the CPU on every SoC. The measurements are in the rule's source
-(constraints/rockchip_rknn.toml, RKNN-RECT-WINDOW).
+exWindow on the NPU; with wh != ww there is no exWindow form: the toolkit composes the whole run of layout ops
+around the window Transpose (the channels-last Transpose before it, the attention heads' split after it) into one
+Transpose of five or more axes, which runs on the CPU on every SoC and is named after the run's last Transpose.
+The measurements are in the rule's source (constraints/rockchip_rknn.toml, RKNN-RECT-WINDOW).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from optimizer.catalog._layout import static_shape
+from optimizer.catalog._layout import layout_run, static_shape
 
 if TYPE_CHECKING:
     from optimizer.catalog._schema import Rule
@@ -19,11 +20,18 @@ if TYPE_CHECKING:
     from optimizer.ir import Graph, Node
 
 WINDOW_PERM = (0, 1, 3, 2, 4, 5)
+CHANNELS_FIRST_CUT = (0, 2, 4, 3, 5, 1)  # [b, C, nH, wh, nW, ww] -> [b, nH, nW, wh, ww, C] (CRAFT, DAT, RGT)
 
 
 def _rect(graph: Graph, node: Node) -> tuple[str, int, int, tuple[int, ...]] | None:
     """(cuts/merges, wh, ww, shape) of a 2-D window Transpose with wh != ww, else None."""
-    if node.op_type != "Transpose" or not node.inputs or tuple(node.attrs.get("perm") or ()) != WINDOW_PERM:
+    perm = tuple(node.attrs.get("perm") or ()) if node.op_type == "Transpose" and node.inputs else ()
+    if perm == CHANNELS_FIRST_CUT:
+        src = static_shape(graph, node.inputs[0], 6)
+        if src is None or src[2] * src[4] == 1 or src[3] == src[5]:
+            return None
+        return "cuts", src[3], src[5], src
+    if perm != WINDOW_PERM:
         return None
     src = static_shape(graph, node.inputs[0])
     split = graph.producer(node.inputs[0])
@@ -38,8 +46,8 @@ def _rect(graph: Graph, node: Node) -> tuple[str, int, int, tuple[int, ...]] | N
         verb, height, width = "merges", src[3], src[4]
     else:
         return None
-    if src[2] == src[4] or src[3] == src[4]:
-        return None  # square windows under one of the two readings: shapes alone cannot rule out exWindow
+    if src[3] == src[4] or (map_like and src[2] == src[4]):
+        return None  # square windows under one of the two readings of a map: shapes alone cannot rule out exWindow
     return verb, height, width, src
 
 
@@ -55,25 +63,24 @@ def _to_channels_first(graph: Graph, reverse: Node) -> Node | None:
 
 
 def rect_window(rule: Rule, view: LayerView) -> str | None:
-    """A Transpose (0, 1, 3, 2, 4, 5) that cuts a map [b, H, W, C] into wh x ww windows, or merges such windows
-    [b*nH*nW, ..] back, with wh != ww. A merge followed by the map's Transpose back to channels-first is one CPU
-    Transpose named after that one, which carries the verdict."""
+    """The last Transpose of a run of layout ops holding a Transpose that cuts a map into wh x ww windows
+    ((0, 1, 3, 2, 4, 5) of [b, nH, wh, nW, ww, C], or (0, 2, 4, 3, 5, 1) of [b, C, nH, wh, nW, ww]) or merges such
+    windows back, with wh != ww: the toolkit lowers the run as one CPU Transpose named after that last one."""
     graph, node = view.graph, view.node
-    found = _rect(graph, node)
-    if found is not None:
+    if node.op_type != "Transpose":
+        return None
+    transposes = [m for m in layout_run(graph, node) if m.op_type == "Transpose"]
+    if not transposes or transposes[-1] is not node:
+        return None
+    for member in transposes:
+        found = _rect(graph, member)
+        if found is None:
+            continue
         verb, height, width, src = found
-        if verb == "merges" and _to_channels_first(graph, node) is not None:
-            return None
-        return (f"Transpose {verb} {height} x {width} windows {list(src)}: rectangular windows have no exWindow "
-                "form, a 6-D Transpose on the CPU")
-    if node.op_type != "Transpose" or tuple(node.attrs.get("perm") or ()) != (0, 3, 1, 2) or not node.inputs:
-        return None
-    reshape = graph.producer(node.inputs[0])
-    reverse = graph.producer(reshape.inputs[0]) if reshape is not None and reshape.inputs else None
-    if reverse is None or _to_channels_first(graph, reverse) is not node:
-        return None
-    found = _rect(graph, reverse)
-    if found is None or found[0] != "merges":
-        return None
-    return (f"Transpose takes the merge of {found[1]} x {found[2]} windows ({reverse.name}) into the channels-first "
-            "map: rectangular windows have no exWindow form, one CPU Transpose")
+        if member is node:
+            return (f"Transpose {verb} {height} x {width} windows {list(src)}: rectangular windows have no exWindow "
+                    "form, a Transpose of five or more axes on the CPU")
+        return (f"Transpose ends the layout run of {member.name}, which {verb} {height} x {width} windows "
+                f"{list(src)}: rectangular windows have no exWindow form, and the run is one CPU Transpose named "
+                "after its last")
+    return None
