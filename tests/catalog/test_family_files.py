@@ -51,3 +51,18 @@ def test_a_family_defined_twice_or_unnamed_is_refused(tmp_path):
 def test_an_unknown_family_has_no_profile():
     with pytest.raises(BadInputError, match="unknown family tpu-edge"):
         profile_file("tpu-edge")
+
+
+def test_the_catalog_is_parsed_once_per_content_and_again_after_an_edit(tmp_path):
+    """Every command loads the catalog first; in one process (a batch, the API) the same files are not parsed
+    twice, and an edited file is never served from the earlier parse."""
+    _copy_shipped(tmp_path)
+    first = load_catalog(tmp_path)
+    assert load_catalog(tmp_path) is first
+    rknn = tmp_path / "rockchip_rknn.toml"
+    rknn.write_text(rknn.read_text(encoding="utf-8").replace('id = "RKNN-RECT-WINDOW"', 'id = "RKNN-RECT-WINDOWS"'),
+                    encoding="utf-8")
+    edited = load_catalog(tmp_path)
+    assert edited is not first and edited.sha256 != first.sha256
+    assert "RKNN-RECT-WINDOWS" in {rule.id for rule in edited.families["rockchip-rknn"].rules}
+    assert "RKNN-RECT-WINDOWS" not in {rule.id for rule in first.families["rockchip-rknn"].rules}
