@@ -2797,8 +2797,12 @@ def _data_dtypes(view: LayerView, params: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _is_norm_sqrt(graph: Graph, node: Node | None) -> bool:
-    """Sqrt(ReduceMean(d*d or Pow(d, 2)) [+ eps]): the denominator of a written-out LayerNorm or RMSNorm."""
+def _is_norm_sqrt(graph: Graph, node: Node | None, numerator: str | None) -> bool:
+    """Sqrt(ReduceMean(d*d or Pow(d, 2)) [+ eps]) dividing that same tensor d (or a constant: the reciprocal
+    form): a written-out LayerNorm or RMSNorm as the toolkit's exNorm fusion matches it. A norm that centres x
+    twice (CRAFT: x - mean computed by a second ReduceMean and Sub for the numerator) squares one tensor and
+    divides another, and is not fused; NAFNet's duplicate Sub of the same mean is one tensor to the toolkit,
+    which merges identical nodes once (`_same_value`)."""
     if node is None or node.op_type != "Sqrt":
         return False
     inner = graph.producer(node.inputs[0])
@@ -2809,10 +2813,28 @@ def _is_norm_sqrt(graph: Graph, node: Node | None) -> bool:
     square = graph.producer(inner.inputs[0])
     if square is None:
         return False
+    if numerator is not None and not _same_value(graph, square.inputs[0], numerator):
+        return False
     if square.op_type == "Pow":
         exponent = graph.constants.get(square.inputs[1]) if len(square.inputs) > 1 else None
         return exponent is not None and float(exponent.reshape(-1)[0]) == 2.0
     return square.op_type == "Mul" and len(square.inputs) == 2 and square.inputs[0] == square.inputs[1]
+
+
+def _same_value(graph: Graph, a: str, b: str) -> bool:
+    """The same tensor, or the outputs of two nodes with the same op, inputs and attributes (one round of the
+    toolkit's duplicate-node merge: corpus spandrel_nafnet's LayerNorm2d writes x - mean twice and is fused,
+    spandrel_craft's, whose two means are themselves duplicates, is not)."""
+    if a == b:
+        return True
+    pa, pb = graph.producer(a), graph.producer(b)
+    return (pa is not None and pb is not None and pa.op_type == pb.op_type and pa.inputs == pb.inputs
+            and pa.attrs == pb.attrs and pa.outputs.index(a) == pb.outputs.index(b))
+
+
+def _numerator(graph: Graph, div: Node) -> str | None:
+    """The run-time tensor a Div divides, None for a constant (1 / Sqrt(..): the reciprocal form)."""
+    return None if graph.is_constant(div.inputs[0]) else div.inputs[0]
 
 
 def _in_norm(graph: Graph, node: Node) -> bool:
@@ -2821,10 +2843,10 @@ def _in_norm(graph: Graph, node: Node) -> bool:
     Sqrt layer."""
     if node.op_type == "Sqrt":
         users = graph.consumers(node.outputs[0]) if node.outputs else []
-        return (_is_norm_sqrt(graph, node) and bool(users)
-                and all(u.op_type == "Div" and len(u.inputs) > 1 and u.inputs[1] == node.outputs[0] for u in users))
+        return bool(users) and all(u.op_type == "Div" and len(u.inputs) > 1 and u.inputs[1] == node.outputs[0]
+                                   and _is_norm_sqrt(graph, node, _numerator(graph, u)) for u in users)
     if node.op_type == "Div" and len(node.inputs) > 1:
-        return _is_norm_sqrt(graph, graph.producer(node.inputs[1]))
+        return _is_norm_sqrt(graph, graph.producer(node.inputs[1]), _numerator(graph, node))
     return False
 
 

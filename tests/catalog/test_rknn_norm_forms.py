@@ -251,3 +251,29 @@ def test_shape_arithmetic_in_int64_is_not_run_time_data(catalog, tmp_path):
                       [value("y", None), value("h", None, TensorProto.INT64)],
                       [const("one", np.array(2, np.int64))])
     assert "RKNN-INT-DATA" not in {v.rule for v in check_graph(load_model(path), catalog, "rk3588").verdict("n").violations}
+
+
+@pytest.mark.parametrize("target", SOCS)
+def test_a_token_rms_norms_reciprocal_is_absorbed_but_a_norm_dividing_another_tensor_is_not(catalog, tmp_path,
+                                                                                           target):
+    """corpus nn_rope_swiglu_block: x * (1 / Sqrt(mean(x^2) + eps)) over the channel of [1, N, C] has no layer
+    of its own (exNorm), the constant dividend included; corpus spandrel_craft: a Sqrt of one tensor's mean
+    square dividing another run-time tensor is a Div layer on the CPU in INT8."""
+    def norm(dividend):
+        nodes = [helper.make_node("Relu", ["x"], ["a"], name="head"),
+                 helper.make_node("Sigmoid", ["x"], ["b"], name="other"),
+                 helper.make_node("Pow", ["a", "two"], ["q"], name="square"),
+                 helper.make_node("ReduceMean", ["q"], ["m"], name="mean", axes=[-1], keepdims=1),
+                 helper.make_node("Add", ["m", "eps"], ["me"], name="addeps"),
+                 helper.make_node("Sqrt", ["me"], ["sd"], name="sqrt"),
+                 helper.make_node("Div", [dividend, "sd"], ["r"], name="div"),
+                 helper.make_node("Mul", ["a", "r"], ["y"], name="scale")]
+        inits = [const("eps", np.float32(1e-6)), const("one", np.float32(1)), const("two", np.float32(2))]
+        return save_model(tmp_path / f"rms_{dividend}.onnx", nodes, [value("x", [1, 64, 32])], [value("y", None)],
+                          inits, opset=13)
+    absorbed = norm("one")
+    for precision in ("fp16", "int8"):
+        assert _on_npu(catalog, absorbed, target, precision, "div")
+        assert _on_npu(catalog, absorbed, target, precision, "sqrt")
+    assert not _on_npu(catalog, norm("b"), target, "int8", "div")
+    assert _on_npu(catalog, norm("a"), target, "int8", "div")

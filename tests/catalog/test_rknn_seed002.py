@@ -101,24 +101,31 @@ def test_pow_with_a_runtime_exponent_is_cpu(catalog, tmp_path):
     assert not on_npu(catalog, path, "rk3588", "fp16", "pow")
 
 
-def _written_out_norm(tmp_path, rms=False, square="pow", eps=True):
-    """LayerNorm (or RMSNorm) as opset-13 exports write it, over the last axis of a token tensor."""
+def _written_out_norm(tmp_path, rms=False, square="pow", eps=True, centred_twice=False, second_mean=True):
+    """LayerNorm (or RMSNorm) as opset-13 exports write it, over the last axis of a token tensor.
+    `centred_twice`: the numerator's x - mean is a second Sub, of a second ReduceMean (CRAFT's LayerNorm) or,
+    with `second_mean` False, of the same one (NAFNet's LayerNorm2d)."""
     nodes = []
-    d = "x"
+    d = numerator = "x"
     if not rms:
         nodes += [helper.make_node("ReduceMean", ["x"], ["mu"], name="mean", axes=[-1]),
                   helper.make_node("Sub", ["x", "mu"], ["d"], name="sub")]
-        d = "d"
+        d = numerator = "d"
+    if centred_twice:
+        if second_mean:
+            nodes.append(helper.make_node("ReduceMean", ["x"], ["mu2"], name="mean2", axes=[-1]))
+        nodes.append(helper.make_node("Sub", ["x", "mu2" if second_mean else "mu"], ["d2"], name="sub2"))
+        numerator = "d2"
     nodes.append(helper.make_node("Pow", [d, "two"], ["q"], name="sq") if square == "pow"
                  else helper.make_node("Mul", [d, d], ["q"], name="sq"))
     nodes.append(helper.make_node("ReduceMean", ["q"], ["var"], name="var", axes=[-1]))
     nodes.append(helper.make_node("Add", ["var", "eps"], ["ve"], name="addeps") if eps
                  else helper.make_node("Identity", ["var"], ["ve"], name="addeps"))
     nodes += [helper.make_node("Sqrt", ["ve"], ["sd"], name="sqrt"),
-              helper.make_node("Div", [d, "sd"], ["nrm"], name="div"),
+              helper.make_node("Div", [numerator, "sd"], ["nrm"], name="div"),
               helper.make_node("Relu", ["nrm"], ["y"], name="tail")]  # the graph output is not the norm's
     inits = [const("two", np.float32(2)), const("eps", np.float32(1e-5))]
-    return save_model(tmp_path / f"norm{rms}{square}.onnx", nodes, [value("x", [1, 16, 32])], [value("y", None)],
+    return save_model(tmp_path / f"norm{rms}{square}{centred_twice}{second_mean}.onnx", nodes, [value("x", [1, 16, 32])], [value("y", None)],
                       inits, opset=13)
 
 
@@ -128,6 +135,19 @@ def test_written_out_norm_runs_on_the_npu_in_int8(catalog, tmp_path, target, rms
     report = verdicts(catalog, _written_out_norm(tmp_path, rms, square), target)
     for node in ("sqrt", "div"):
         assert report.verdict(node).runs_on("npu", "int8"), node
+
+
+@pytest.mark.parametrize("target", MEASURED)
+def test_a_norm_that_divides_another_tensor_than_it_squares_is_not_fused_unless_a_duplicate(catalog, tmp_path, target):
+    """Corpus CRAFT (spandrel, wave 9): x - mean computed twice, one squared, the other divided: the Sqrt and
+    the Div are Sqrt and Div layers, Target CPU in INT8 on every SoC (NPU in FP16)."""
+    report = verdicts(catalog, _written_out_norm(tmp_path, square="mul", centred_twice=True), target)
+    for node in ("sqrt", "div"):
+        assert not report.verdict(node).runs_on("npu", "int8"), node
+        assert report.verdict(node).runs_on("npu", "fp16"), node
+    nafnet = verdicts(catalog, _written_out_norm(tmp_path, centred_twice=True, second_mean=False), target)
+    for node in ("sqrt", "div"):  # the duplicate Sub of one mean is merged: exNorm
+        assert nafnet.verdict(node).runs_on("npu", "int8"), node
 
 
 @pytest.mark.parametrize("target", ["rk3588", "rk3576", "rk3562", "rv1126b"])
