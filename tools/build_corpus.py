@@ -1,8 +1,9 @@
 """Build the real-architecture corpus: ONNX exports of random-initialised models, no weights downloaded.
 
 Run with the corpus venv (torch 2.14.1, torchvision 0.29.1, timm, ultralytics, transformers 5.25.0, onnx, onnxscript;
-wave 7 also needs segmentation-models-pytorch, monai, kornia and scipy, wave 8 diffusers, wave 9 spandrel), not
-edgeplan's (with HF_HUB_OFFLINE=1 as a guard; nothing is fetched):
+wave 7 also needs segmentation-models-pytorch, monai, kornia and scipy, wave 8 diffusers, wave 9 spandrel, wave 10
+torchaudio (2.11.0 with --no-deps: no release matches torch 2.14), torch_geometric, nnAudio, pytorch-tabnet, snntorch and
+open_clip_torch), not edgeplan's (with HF_HUB_OFFLINE=1 as a guard; nothing is fetched):
     nice -n 10 /work/corpus-venv/bin/python tools/build_corpus.py --build-dir /work/corpus-build [--only NAME,...]
     .venv/bin/python tools/build_corpus.py --verify        # edgeplan's venv: fills the edgeplan_load column
 
@@ -520,6 +521,7 @@ def specs() -> Iterator[Spec]:
     yield from _wave7()
     yield from _wave8()
     yield from _wave9()
+    yield from _wave10()
 
 
 def _spandrel(name: str, arch: str, shape, exporter: str = "torchscript", opset: int = 17, fixed: tuple = (),
@@ -761,6 +763,253 @@ def _wave9() -> Iterator[Spec]:
                    ["pixel_values"], "pixel_values", outputs=1, image_size=[32, 128], patch_size=4,
                    hidden_size=192, num_hidden_layers=4, num_attention_heads=3, mlp_ratio=4.0, max_token_length=27,
                    num_bpe_labels=1000, num_wordpiece_labels=1000)
+
+
+# ---- wave 10 -----------------------------------------------------------------------------------------------
+
+def _fixed_call(inner, fixed: Callable[[], tuple] = lambda: (), pick: int | tuple[int, ...] | None = 0,
+                kwargs: Callable[[], dict] = dict):
+    """Wrap `inner` so that the graph inputs come first and `fixed()`'s tensors (lengths, an edge list) follow as
+    constants of the graph; keep the output at index (or dict key) `pick` (a tuple keeps several; None keeps all)."""
+    import torch
+
+    class Call(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, *args):
+            out = self.inner(*args, *fixed(), **kwargs())
+            if pick is None or not isinstance(out, (tuple, list, dict)):
+                return out
+            return tuple(out[i] for i in pick) if isinstance(pick, tuple) else out[pick]
+
+    return Call().eval()
+
+
+def _torchaudio(name: str, fn: str, shape, call_note: str = "", fixed: Callable[[], tuple] = lambda: (),
+                pick: int | tuple[int, ...] | None = 0, exporter: str = "torchscript", opset: int = 17,
+                **kwargs) -> Spec:
+    """A torchaudio.models architecture from its constructor (random init; the `*_base` factories would only
+    preset a large config, and the `bundles` that carry weights are not used)."""
+    def make():
+        import torchaudio
+
+        return _fixed_call(getattr(torchaudio.models, fn)(**kwargs), fixed, pick)
+
+    args = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+    inputs = tuple(tuple(s) for s in shape) if isinstance(shape[0], tuple) else (tuple(shape),)
+    sel = "" if pick is None else f"[{', '.join(map(str, pick))}]" if isinstance(pick, tuple) else f"[{pick}]"
+    return Spec(name, "torchaudio/speech", "torchaudio", f"torchaudio.models.{fn}({args})({call_note}){sel}", make,
+                inputs, exporter, opset)
+
+
+def _lengths(n: int):
+    import torch
+
+    return lambda: (torch.tensor([n]),)
+
+
+def _random_graph(nodes: int, edges: int, self_loops: bool = False):
+    """A fixed random directed graph (seed 4, no self loops, or one per node after the random edges): the edge list
+    is a constant of the graph."""
+    import torch
+
+    generator = torch.Generator().manual_seed(4)
+    src = torch.randint(0, nodes, (edges,), generator=generator)
+    dst = (src + torch.randint(1, nodes, (edges,), generator=generator)) % nodes
+    edge_index = torch.stack([src, dst])
+    if self_loops:
+        edge_index = torch.cat([edge_index, torch.arange(nodes).repeat(2, 1)], dim=1)
+    return edge_index
+
+
+def _pyg(name: str, cls: str, nodes: int, features: int, edges: int, opset: int = 17, self_loops: bool = False,
+         exporter: str = "torchscript", **kwargs) -> Spec:
+    """A torch_geometric BasicGNN (`torch_geometric.nn.models`) on node features, over a fixed random graph (with
+    `self_loops`, the graph's self loops are part of the constant edge list, not added by the layer at run time)."""
+    def make():
+        import torch_geometric
+
+        edge_index = _random_graph(nodes, edges, self_loops)
+        return _fixed_call(getattr(torch_geometric.nn.models, cls)(**kwargs), lambda: (edge_index,), None)
+
+    args = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+    return Spec(name, "pyg/graph", "torch_geometric",
+                f"torch_geometric.nn.models.{cls}({args})(x, fixed random edge_index: {nodes} nodes, {edges} edges"
+                + (f" + {nodes} self loops)" if self_loops else ")"),
+                make, ((nodes, features),), exporter, opset)
+
+
+def _dgcnn(points: int = 512, k: int = 16):
+    """DGCNN-style point-cloud classifier: two torch_geometric EdgeConv layers (max aggregation) on a k-nearest-
+    neighbour graph computed in the graph (pairwise distances, TopK), the second on the first's features (dynamic
+    graph), then max pooling over points and an MLP."""
+    import torch
+    import torch_geometric
+
+    def knn_edges(x):
+        d = (x.unsqueeze(0) - x.unsqueeze(1)).pow(2).sum(-1)
+        idx = d.topk(k + 1, dim=1, largest=False).indices[:, 1:]  # drop the point itself
+        dst = torch.arange(x.shape[0]).unsqueeze(1).expand(-1, k)
+        return torch.stack([idx.reshape(-1), dst.reshape(-1)])
+
+    def mlp(*dims):
+        layers = []
+        for a, b in zip(dims, dims[1:]):
+            layers += [torch.nn.Linear(a, b), torch.nn.LeakyReLU(0.2)]
+        return torch.nn.Sequential(*layers)
+
+    class DGCNN(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = torch_geometric.nn.EdgeConv(mlp(6, 64, 64), aggr="max")
+            self.conv2 = torch_geometric.nn.EdgeConv(mlp(128, 128), aggr="max")
+            self.head = torch.nn.Sequential(mlp(192, 256), torch.nn.Linear(256, 10))
+
+        def forward(self, pos):
+            x1 = self.conv1(pos, knn_edges(pos)).reshape(points, 64)
+            x2 = self.conv2(x1, knn_edges(x1)).reshape(points, 128)
+            return self.head(torch.cat([x1, x2], dim=1).max(dim=0, keepdim=True).values)
+
+    return DGCNN().eval()
+
+
+def _nnaudio(name: str, cls: str, samples: int, log: bool = False, **kwargs) -> Spec:
+    """An nnAudio front end (the transform as fixed Conv1d kernels), optionally followed by log(x + 1e-6)."""
+    def make():
+        import torch
+        import nnAudio.features
+
+        class Front(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.spec = getattr(nnAudio.features, cls)(**kwargs, verbose=False)
+
+            def forward(self, x):
+                y = self.spec(x)
+                return torch.log(y + 1e-6) if log else y
+
+        return Front().eval()
+
+    args = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+    return Spec(name, "nnaudio/spectrogram", "nnAudio",
+                f"nnAudio.features.{cls}({args})" + (" + log(x + 1e-6)" if log else ""), make, ((1, samples),))
+
+
+def _tabnet():
+    from pytorch_tabnet.tab_network import TabNet
+
+    import torch
+
+    return _fixed_call(TabNet(input_dim=32, output_dim=4, n_d=16, n_a=16, n_steps=3, virtual_batch_size=1,
+                              group_attention_matrix=torch.eye(32)), pick=0)
+
+
+def _spiking_cnn(steps: int = 8):
+    """A convolutional spiking network in snntorch: leaky integrate-and-fire neurons after each layer, the same
+    image presented for `steps` time steps (the loop is unrolled), output spike counts."""
+    import snntorch
+    import torch
+
+    class CSNN(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1, self.conv2 = torch.nn.Conv2d(1, 12, 5), torch.nn.Conv2d(12, 32, 5)
+            self.fc = torch.nn.Linear(32 * 4 * 4, 10)
+            self.lif1, self.lif2, self.lif3 = (snntorch.Leaky(beta=0.9) for _ in range(3))
+
+        def forward(self, x):
+            mem1, mem2, mem3 = self.lif1.init_leaky(), self.lif2.init_leaky(), self.lif3.init_leaky()
+            count = 0
+            for _ in range(steps):
+                spk1, mem1 = self.lif1(torch.nn.functional.max_pool2d(self.conv1(x), 2), mem1)
+                spk2, mem2 = self.lif2(torch.nn.functional.max_pool2d(self.conv2(spk1), 2), mem2)
+                spk3, mem3 = self.lif3(self.fc(spk2.flatten(1)), mem3)
+                count = count + spk3
+            return count
+
+    return CSNN().eval()
+
+
+def _coca():
+    """open_clip's CoCa (contrastive captioner): a ViT image tower with an attentional pooler, a causal text tower
+    and a multimodal text decoder cross-attending to the image tokens; one teacher-forced pass (caption logits)."""
+    import open_clip
+
+    vision = open_clip.model.CLIPVisionCfg(layers=4, width=192, head_width=64, patch_size=16, image_size=160,
+                                           attentional_pool=True, attn_pooler_queries=32, attn_pooler_heads=4,
+                                           output_tokens=True)
+    text = open_clip.model.CLIPTextCfg(context_length=16, vocab_size=1000, width=192, heads=3, layers=2,
+                                       embed_cls=True, output_tokens=True)
+    multimodal = open_clip.coca_model.MultimodalCfg(context_length=16, vocab_size=1000, width=192, heads=3,
+                                                    layers=2, attn_pooler_heads=4)
+    model = open_clip.CoCa(embed_dim=192, multimodal_cfg=multimodal, text_cfg=text, vision_cfg=vision)
+    return _fixed_call(model, pick=("image_features", "text_features", "logits"),
+                       kwargs=lambda: {"output_labels": False})
+
+
+def _wave10() -> Iterator[Spec]:
+    """Tenth wave: architecture families the corpus lacked, held out by family: torchaudio's speech models,
+    state-space and recurrent language models in transformers, graph and point-cloud networks in
+    torch_geometric, nnAudio spectrogram front ends, TabNet, a spiking network in snntorch and open_clip's CoCa.
+    Small random-initialised configs, static shapes; graph edge lists and sequence lengths are constants."""
+    sp = "torchaudio/speech"
+    yield _torchaudio("ta_conformer", "Conformer", (1, 100, 80), "input, lengths=[100]", _lengths(100),
+                      input_dim=80, num_heads=4, ffn_dim=256, num_layers=2, depthwise_conv_kernel_size=31)
+    yield _torchaudio("ta_emformer", "Emformer", (1, 66, 80), "input (64 frames + 2 right context), lengths=[64]",
+                      _lengths(64), input_dim=80, num_heads=4, ffn_dim=256, num_layers=2, segment_length=8,
+                      left_context_length=16, right_context_length=2, max_memory_size=4)
+    yield _torchaudio("ta_wavlm", "wavlm_model", (1, 16000), "waveforms", extractor_mode="group_norm",
+                      extractor_conv_layer_config=[(64, 10, 5), (64, 3, 2), (64, 3, 2), (64, 3, 2), (64, 2, 2),
+                                                   (64, 2, 2)],
+                      extractor_conv_bias=False, encoder_embed_dim=192, encoder_projection_dropout=0.0,
+                      encoder_pos_conv_kernel=32, encoder_pos_conv_groups=8, encoder_num_layers=2,
+                      encoder_num_heads=4, encoder_num_buckets=80, encoder_max_distance=400,
+                      encoder_attention_dropout=0.0, encoder_ff_interm_features=384, encoder_ff_interm_dropout=0.0,
+                      encoder_dropout=0.0, encoder_layer_norm_first=False, encoder_layer_drop=0.0, aux_num_out=None)
+    yield _torchaudio("ta_deepspeech", "DeepSpeech", (1, 1, 100, 80), "x", pick=None, n_feature=80, n_hidden=256,
+                      n_class=40)
+    yield _torchaudio("ta_squim_objective", "squim_objective_model", (1, 16000), "x", pick=None, feat_dim=64,
+                      win_len=64, d_model=128, nhead=4, hidden_dim=256, num_blocks=2, rnn_type="LSTM",
+                      chunk_size=32, chunk_stride=16)
+    yield _torchaudio("ta_wavernn_dynamo", "WaveRNN", ((1, 1, 3200), (1, 1, 80, 20)), "waveform, specgram",
+                      pick=None, exporter="dynamo", opset=18,
+                      upsample_scales=[5, 5, 8], n_classes=256, hop_length=200, n_res_block=2, n_rnn=256, n_fc=256,
+                      n_freq=80, n_hidden=64, n_output=64)
+    ssm = "transformers/ssm-recurrent"
+    yield _hf_call("hf_mamba_dynamo", ssm, "MambaModel", "MambaConfig", [(1, 32)], ["input_ids"], "input_ids",
+                   int_inputs=(1000,), exporter="dynamo", opset=18, vocab_size=1000, hidden_size=128, state_size=16,
+                   num_hidden_layers=2,
+                   expand=2, conv_kernel=4, use_cache=False, use_associative_scan=False)
+    yield _hf_call("hf_mamba2_dynamo", ssm, "Mamba2Model", "Mamba2Config", [(1, 32)], ["input_ids"], "input_ids",
+                   int_inputs=(1000,), exporter="dynamo", opset=18, vocab_size=1000, hidden_size=128, num_heads=8, head_dim=32, state_size=32,
+                   n_groups=1, num_hidden_layers=2, expand=2, conv_kernel=4, chunk_size=16, use_cache=False)
+    yield _hf_call("hf_rwkv", ssm, "RwkvModel", "RwkvConfig", [(1, 32)], ["input_ids"], "input_ids",
+                   int_inputs=(1000,), vocab_size=1000, hidden_size=128, num_hidden_layers=2,
+                   attention_hidden_size=128, intermediate_size=512, context_length=64, use_cache=False)
+    yield _hf_call("hf_xlstm", ssm, "xLSTMModel", "xLSTMConfig", [(1, 32)], ["input_ids"], "input_ids",
+                   int_inputs=(1000,), vocab_size=1000, hidden_size=128, num_hidden_layers=2, num_heads=4,
+                   chunk_size=16, mode="inference", autocast_kernel_dtype="float32", use_cache=False)
+    yield _pyg("pyg_gcn", "GCN", 128, 32, 512, in_channels=32, hidden_channels=64, num_layers=3, out_channels=8)
+    yield _pyg("pyg_gat_dynamo", "GAT", 128, 32, 512, exporter="dynamo", opset=18, self_loops=True, in_channels=32, hidden_channels=64, num_layers=2,
+               out_channels=8, heads=4, v2=True, add_self_loops=False)
+    yield _pyg("pyg_graphsage", "GraphSAGE", 128, 32, 512, in_channels=32, hidden_channels=64, num_layers=2,
+               out_channels=8, aggr="mean")
+    yield _pyg("pyg_gin", "GIN", 128, 32, 512, in_channels=32, hidden_channels=64, num_layers=3, out_channels=8)
+    yield Spec("pyg_dgcnn_dynamo", "pyg/point-cloud", "torch_geometric", "torch_geometric.nn.EdgeConv x2 (max) on in-graph k-NN (k=16), "
+              "max pool, MLP", _dgcnn, ((512, 3),), "dynamo", 18)
+    yield _nnaudio("nnaudio_mel_log", "MelSpectrogram", 16000, log=True, sr=16000, n_fft=512, hop_length=160,
+                   n_mels=64)
+    yield _nnaudio("nnaudio_cqt", "CQT1992v2", 16000, sr=16000, hop_length=160, fmin=32.7, n_bins=84,
+                   bins_per_octave=12)
+    yield Spec("tabnet_dynamo", "pytorch_tabnet/tabular", "pytorch_tabnet", "pytorch_tabnet.tab_network.TabNet(input_dim=32, output_dim=4, "
+              "n_d=16, n_a=16, n_steps=3, virtual_batch_size=1, group_attention_matrix=eye(32))[0]", _tabnet, ((1, 32),), "dynamo", 18)
+    yield Spec("snntorch_csnn", "snntorch/spiking", "snntorch", "Conv2d(1,12,5)/Conv2d(12,32,5)/Linear(512,10), each followed "
+              "by snntorch.Leaky(beta=0.9); 8 time steps, spike counts", _spiking_cnn, ((1, 1, 28, 28),))
+    yield Spec("openclip_coca", "open_clip/vision-text", "open_clip_torch", "open_clip.CoCa(embed_dim=192, ViT 4x192 patch 16 at 160 px "
+              "with attentional pooler, text 2x192 ctx 16 vocab 1000, multimodal decoder 2x192)(image, text, "
+              "output_labels=False): image_features, text_features, logits", _coca, ((1, 3, 160, 160), (1, 16)), int_inputs=(0, 1000))
 
 
 def _wave2() -> Iterator[Spec]:
@@ -2367,8 +2616,10 @@ def build(build_dir: Path, only: list[str] | None, failures: Path) -> int:
     torch.set_num_threads(1)
     versions = {lib: md.version(lib) for lib in ("torch", "torchvision", "timm", "ultralytics", "transformers")}
     installed = {d.metadata["Name"].lower().replace("-", "_") for d in md.distributions()}
-    versions.update({lib: md.version(lib) for lib in ("segmentation_models_pytorch", "monai", "kornia", "diffusers", "spandrel")
-                     if lib in installed})  # waves 7-9's libraries, needed only to build them
+    versions.update({lib: md.version(lib) for lib in ("segmentation_models_pytorch", "monai", "kornia", "diffusers", "spandrel",
+                                                 "torchaudio", "torch_geometric", "nnAudio", "pytorch_tabnet",
+                                                 "snntorch", "open_clip_torch")
+                     if lib.lower() in installed})  # waves 7-10's libraries, needed only to build them
     rows = read_manifest()
     failed: list[str] = []
     ordered = list(specs())
