@@ -856,7 +856,7 @@ def _dgcnn(points: int = 512, k: int = 16):
 
     def mlp(*dims):
         layers = []
-        for a, b in zip(dims, dims[1:]):
+        for a, b in itertools.pairwise(dims):
             layers += [torch.nn.Linear(a, b), torch.nn.LeakyReLU(0.2)]
         return torch.nn.Sequential(*layers)
 
@@ -878,8 +878,8 @@ def _dgcnn(points: int = 512, k: int = 16):
 def _nnaudio(name: str, cls: str, samples: int, log: bool = False, **kwargs) -> Spec:
     """An nnAudio front end (the transform as fixed Conv1d kernels), optionally followed by log(x + 1e-6)."""
     def make():
-        import torch
         import nnAudio.features
+        import torch
 
         class Front(torch.nn.Module):
             def __init__(self):
@@ -898,9 +898,8 @@ def _nnaudio(name: str, cls: str, samples: int, log: bool = False, **kwargs) -> 
 
 
 def _tabnet():
-    from pytorch_tabnet.tab_network import TabNet
-
     import torch
+    from pytorch_tabnet.tab_network import TabNet
 
     return _fixed_call(TabNet(input_dim=32, output_dim=4, n_d=16, n_a=16, n_steps=3, virtual_batch_size=1,
                               group_attention_matrix=torch.eye(32)), pick=0)
@@ -954,7 +953,6 @@ def _wave10() -> Iterator[Spec]:
     state-space and recurrent language models in transformers, graph and point-cloud networks in
     torch_geometric, nnAudio spectrogram front ends, TabNet, a spiking network in snntorch and open_clip's CoCa.
     Small random-initialised configs, static shapes; graph edge lists and sequence lengths are constants."""
-    sp = "torchaudio/speech"
     yield _torchaudio("ta_conformer", "Conformer", (1, 100, 80), "input, lengths=[100]", _lengths(100),
                       input_dim=80, num_heads=4, ffn_dim=256, num_layers=2, depthwise_conv_kernel_size=31)
     yield _torchaudio("ta_emformer", "Emformer", (1, 66, 80), "input (64 frames + 2 right context), lengths=[64]",
